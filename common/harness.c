@@ -1,0 +1,370 @@
+/* harness.c: options, input, reference, tolerance, statistics, CSV.
+ * Plain C99 with no CUDA, tested on the CPU by tests/unit_tests.c. */
+#include "harness.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_size(const char *s, size_t *out)
+{
+    if (s == NULL || !isdigit((unsigned char)s[0]))
+        return -1;   /* rejects "", "-5", "+5", " 5" */
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno == ERANGE)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0')
+        return -1;
+    if (shift && v > (SIZE_MAX >> shift))
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+/* Parses a whole decimal number into [lo, hi]; -1 on anything else. */
+static int parse_int_in(const char *s, long long lo, long long hi, long long *out)
+{
+    if (s == NULL || *s == '\0')
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end != '\0' || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+const char *fill_name(enum fill_kind fill)
+{
+    switch (fill) {
+    case FILL_RANDOM: return "random";
+    case FILL_ONES: return "ones";
+    case FILL_INTS: return "ints";
+    case FILL_ONEHOT: return "onehot";
+    }
+    return "?";
+}
+
+static int parse_fill(const char *s, enum fill_kind *out)
+{
+    static const enum fill_kind all[] = {FILL_RANDOM, FILL_ONES, FILL_INTS, FILL_ONEHOT};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (s != NULL && strcmp(s, fill_name(all[i])) == 0) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void print_usage(const char *prog)
+{
+    printf("usage: %s [options]\n"
+           "Sums n floats on the GPU with this step's kernel, checks the sum against a\n"
+           "CPU reference in double, and times the whole reduction down to one float.\n"
+           "\n"
+           "  -n N            number of floats, 1 .. 2^31-1; K/M/G = 2^10/2^20/2^30 (default 32M)\n"
+           "  --reps R        timed repetitions, median reported (default 20)\n"
+           "  --warmup W      untimed repetitions first (default 3)\n"
+           "  --seed S        input seed (default 1)\n"
+           "  --fill F        random (uniform in [-1,1)), ones (sum = n), ints (in -8..8),\n"
+           "                  onehot (a single 1 among zeros); default random\n"
+           "  --offset K      start the input K floats (0..3) past an aligned address\n"
+           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
+           "  --check         verify one run only; no timing, no CSV\n"
+           "  --no-flush      do not flush the L2 cache before each repetition\n"
+           "  --device D      CUDA device index (default 0)\n"
+           "  -h, --help      this text\n"
+           "\n"
+           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n",
+           prog);
+}
+
+/* Sets *val to the option's value: "--reps=5" or "--reps 5". */
+static int take_value(int argc, char **argv, int *i, const char *arg,
+                      const char *name, const char **val)
+{
+    size_t len = strlen(name);
+    if (strncmp(arg, name, len) != 0)
+        return 0;
+    if (arg[len] == '=') {
+        *val = arg + len + 1;
+        return 1;
+    }
+    if (arg[len] != '\0')
+        return 0;
+    *val = (*i + 1 < argc) ? argv[++*i] : NULL;
+    return 1;
+}
+
+enum parse_status parse_options(int argc, char **argv, struct options *o,
+                                char *err, size_t err_len)
+{
+    o->n = REDUCE_DEFAULT_N;
+    o->reps = 20;
+    o->warmup = 3;
+    o->seed = 1;
+    o->fill = FILL_RANDOM;
+    o->offset = 0;
+    o->csv_path = NULL;
+    o->check_only = 0;
+    o->flush = 1;
+    o->device = 0;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        long long x;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+            return PARSE_HELP;
+        if (strcmp(a, "--check") == 0) {
+            o->check_only = 1;
+        } else if (strcmp(a, "--no-flush") == 0) {
+            o->flush = 0;
+        } else if (take_value(argc, argv, &i, a, "-n", &v)) {
+            if (v == NULL || parse_size(v, &o->n) != 0) {
+                snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
+                         v ? v : "");
+                return PARSE_ERROR;
+            }
+            if (o->n == 0) {
+                snprintf(err, err_len, "-n must be at least 1");
+                return PARSE_ERROR;
+            }
+            if (o->n > REDUCE_MAX_N) {
+                snprintf(err, err_len, "-n %zu is too large: the most is 2147483647 (2^31 - 1)", o->n);
+                return PARSE_ERROR;
+            }
+        } else if (take_value(argc, argv, &i, a, "--reps", &v)) {
+            if (parse_int_in(v, 1, 100000, &x) != 0) {
+                snprintf(err, err_len, "--reps needs a number from 1 to 100000, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->reps = (int)x;
+        } else if (take_value(argc, argv, &i, a, "--warmup", &v)) {
+            if (parse_int_in(v, 0, 100000, &x) != 0) {
+                snprintf(err, err_len, "--warmup needs a number from 0 to 100000, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->warmup = (int)x;
+        } else if (take_value(argc, argv, &i, a, "--seed", &v)) {
+            if (parse_int_in(v, 0, INT64_MAX, &x) != 0) {
+                snprintf(err, err_len, "--seed needs a non-negative number, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->seed = (uint64_t)x;
+        } else if (take_value(argc, argv, &i, a, "--fill", &v)) {
+            if (parse_fill(v, &o->fill) != 0) {
+                snprintf(err, err_len, "--fill must be random, ones, ints or onehot, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+        } else if (take_value(argc, argv, &i, a, "--offset", &v)) {
+            if (parse_int_in(v, 0, REDUCE_MAX_OFFSET, &x) != 0) {
+                snprintf(err, err_len, "--offset needs a number from 0 to %d, got '%s'",
+                         REDUCE_MAX_OFFSET, v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->offset = (int)x;
+        } else if (take_value(argc, argv, &i, a, "--csv", &v)) {
+            if (v == NULL || *v == '\0') {
+                snprintf(err, err_len, "--csv needs a file name");
+                return PARSE_ERROR;
+            }
+            o->csv_path = v;
+        } else if (take_value(argc, argv, &i, a, "--device", &v)) {
+            if (parse_int_in(v, 0, 1023, &x) != 0) {
+                snprintf(err, err_len, "--device needs a device index, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->device = (int)x;
+        } else {
+            snprintf(err, err_len, "unknown option '%s' (try --help)", a);
+            return PARSE_ERROR;
+        }
+    }
+    return PARSE_OK;
+}
+
+/* splitmix64: a counter-based generator, so element i depends only on
+ * (seed, i) and the input is the same whatever n is. */
+static uint64_t mix64(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed)
+{
+    uint64_t base = mix64(seed);
+    switch (fill) {
+    case FILL_RANDOM:
+        /* 24 random bits: every value is exact in float, in [-1, 1). */
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)(mix64(base + i) >> 40) * 0x1p-23f - 1.0f;
+        break;
+    case FILL_ONES:
+        for (size_t i = 0; i < n; i++)
+            x[i] = 1.0f;
+        break;
+    case FILL_INTS:
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)((int)(mix64(base + i) % 17) - 8);
+        break;
+    case FILL_ONEHOT:
+        /* A dropped element anywhere (the tail too) turns the sum into 0. */
+        memset(x, 0, n * sizeof *x);
+        x[mix64(base) % n] = 1.0f;
+        break;
+    }
+}
+
+#define PAIRWISE_LEAF 256   /* plain loop below this: fast, and still only log2(n) levels */
+
+static struct reference pairwise(const float *x, size_t n)
+{
+    struct reference r = {0.0, 0.0};
+    if (n <= PAIRWISE_LEAF) {
+        for (size_t i = 0; i < n; i++) {
+            r.sum += x[i];
+            r.sum_abs += fabs(x[i]);
+        }
+        return r;
+    }
+    size_t half = n / 2;
+    struct reference a = pairwise(x, half), b = pairwise(x + half, n - half);
+    r.sum = a.sum + b.sum;
+    r.sum_abs = a.sum_abs + b.sum_abs;
+    return r;
+}
+
+struct reference reference_sum(const float *x, size_t n)
+{
+    return pairwise(x, n);
+}
+
+double tolerance(size_t n, double sum_abs)
+{
+    int depth = 0;
+    while (((size_t)1 << depth) < n)
+        depth++;   /* ceil(log2 n) */
+    return (depth + 1) * 0x1p-24 * sum_abs;
+}
+
+int within_tolerance(float result, double ref, double tol)
+{
+    if (!isfinite(result))
+        return 0;
+    return fabs((double)result - ref) <= tol;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct stats compute_stats(double *v, int count)
+{
+    qsort(v, (size_t)count, sizeof *v, compare_doubles);
+    struct stats s;
+    s.min = v[0];
+    s.max = v[count - 1];
+    s.median = (count % 2) ? v[count / 2] : 0.5 * (v[count / 2 - 1] + v[count / 2]);
+    return s;
+}
+
+double bandwidth_gbps(size_t n, double us)
+{
+    return (double)n * sizeof(float) / (us * 1e3);   /* bytes / ns = GB/s */
+}
+
+/* Appends one field, quoted if it holds a comma, quote or newline. */
+static void put_field(char *buf, size_t len, size_t *pos, const char *s, int first)
+{
+    int quote = strpbrk(s, ",\"\n") != NULL;
+    size_t need = strlen(s) * 2 + 3;   /* every char doubled, two quotes, a comma */
+    if (*pos + need >= len) {
+        *pos = len;   /* marks overflow */
+        return;
+    }
+    if (!first)
+        buf[(*pos)++] = ',';
+    if (quote)
+        buf[(*pos)++] = '"';
+    for (; *s; s++) {
+        if (*s == '"')
+            buf[(*pos)++] = '"';
+        buf[(*pos)++] = *s;
+    }
+    if (quote)
+        buf[(*pos)++] = '"';
+}
+
+int csv_format_row(const struct result_row *r, char *buf, size_t len)
+{
+    char num[19][32];
+    snprintf(num[0], 32, "%zu", r->n);
+    snprintf(num[1], 32, "%d", r->reps);
+    snprintf(num[2], 32, "%d", r->warmup);
+    snprintf(num[3], 32, "%.3f", r->us.median);
+    snprintf(num[4], 32, "%.3f", r->us.min);
+    snprintf(num[5], 32, "%.3f", r->us.max);
+    snprintf(num[6], 32, "%.2f", r->gbps);
+    snprintf(num[7], 32, "%.2f", r->pct_peak);
+    snprintf(num[8], 32, "%.9g", r->result);
+    snprintf(num[9], 32, "%.17g", r->reference);
+    snprintf(num[10], 32, "%.3g", r->abs_err);
+    snprintf(num[11], 32, "%.3g", r->tol);
+    snprintf(num[12], 32, "%d", r->pass);
+    snprintf(num[13], 32, "%.1f", r->peak_gbps);
+    snprintf(num[14], 32, "%.1f", r->l2_mb);
+    snprintf(num[15], 32, "%d", r->sms);
+    snprintf(num[16], 32, "%d", r->flush);
+    snprintf(num[17], 32, "%d", r->offset);
+    snprintf(num[18], 32, "%" PRIu64, r->seed);
+
+    /* Column order = CSV_HEADER. */
+    const char *fields[] = {
+        r->step, num[0], num[1], num[2], num[3], num[4], num[5], num[6], num[7],
+        num[8], num[9], num[10], num[11], num[12], r->gpu, r->cc, r->driver, r->cuda,
+        num[13], num[14], num[15], num[16], num[17], r->fill, num[18], r->git_rev,
+    };
+    size_t pos = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        put_field(buf, len, &pos, fields[i], i == 0);
+    if (pos >= len)
+        return -1;
+    buf[pos] = '\0';
+    return (int)pos;
+}
+
+int csv_append_row(const char *path, const struct result_row *r)
+{
+    char line[2048];
+    if (csv_format_row(r, line, sizeof line) < 0)
+        return -1;
+    FILE *f = fopen(path, "a");
+    if (f == NULL)
+        return -1;
+    /* Where "a" starts is up to the C library: seek to the end to ask the size. */
+    int new_file = fseek(f, 0, SEEK_END) == 0 && ftell(f) == 0;
+    int ok = (!new_file || fprintf(f, "%s\n", CSV_HEADER) >= 0) &&
+             fprintf(f, "%s\n", line) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    return ok ? 0 : -1;
+}

@@ -1,0 +1,278 @@
+/* unit_tests.c: the harness's CPU half (common/harness.c), no GPU needed.
+ * Prints one line per failed check and ends with "unit: N passed, N failed". */
+#define _POSIX_C_SOURCE 200809L   /* mkstemp */
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define EXPECT(cond)                                                        \
+    do {                                                                    \
+        if (cond) {                                                         \
+            passed++;                                                       \
+        } else {                                                            \
+            failed++;                                                       \
+            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
+        }                                                                   \
+    } while (0)
+
+static void test_parse_size(void)
+{
+    size_t v = 0;
+    EXPECT(parse_size("1", &v) == 0 && v == 1);
+    EXPECT(parse_size("0", &v) == 0 && v == 0);
+    EXPECT(parse_size("4096", &v) == 0 && v == 4096);
+    EXPECT(parse_size("1K", &v) == 0 && v == 1024);
+    EXPECT(parse_size("3k", &v) == 0 && v == 3072);
+    EXPECT(parse_size("32M", &v) == 0 && v == ((size_t)1 << 25));
+    EXPECT(parse_size("1G", &v) == 0 && v == ((size_t)1 << 30));
+    EXPECT(parse_size("2147483647", &v) == 0 && v == 2147483647u);
+    const char *bad[] = {"", "-5", "+5", " 5", "5 ", "abc", "12x", "1KB", "1.5M", "K",
+                         "99999999999999999999999", "17179869184G", NULL};
+    for (int i = 0; bad[i]; i++) {
+        v = 12345;
+        int rc = parse_size(bad[i], &v);
+        EXPECT(rc == -1);
+        if (rc != -1)
+            printf("  parse_size accepted '%s'\n", bad[i]);
+        EXPECT(v == 12345);   /* untouched on error */
+    }
+    EXPECT(parse_size(NULL, &v) == -1);
+}
+
+static enum parse_status parse(const char *line, struct options *o, char *err)
+{
+    char buf[512], *argv[32];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "run %s", line);
+    for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    return parse_options(argc, argv, o, err, 256);
+}
+
+static void test_parse_options(void)
+{
+    struct options o;
+    char err[256];
+    EXPECT(parse("", &o, err) == PARSE_OK);
+    EXPECT(o.n == ((size_t)1 << 25) && o.reps == 20 && o.warmup == 3 && o.flush == 1);
+    EXPECT(o.fill == FILL_RANDOM && o.offset == 0 && o.csv_path == NULL && !o.check_only);
+
+    EXPECT(parse("-n 1000 --reps 5 --warmup=0 --seed 7 --fill onehot --offset 3 --no-flush "
+                 "--check --csv out.csv --device 1", &o, err) == PARSE_OK);
+    EXPECT(o.n == 1000 && o.reps == 5 && o.warmup == 0 && o.seed == 7);
+    EXPECT(o.fill == FILL_ONEHOT && o.offset == 3 && !o.flush && o.check_only);
+    EXPECT(o.csv_path && strcmp(o.csv_path, "out.csv") == 0 && o.device == 1);
+    EXPECT(parse("-n=2K", &o, err) == PARSE_OK && o.n == 2048);
+    EXPECT(parse("-h", &o, err) == PARSE_HELP);
+    EXPECT(parse("-n 5 --help", &o, err) == PARSE_HELP);
+
+    const char *bad[] = {"-n 0", "-n -3", "-n abc", "-n", "-n 2G", "-n 2147483648",
+                         "--reps 0", "--reps x", "--warmup -1", "--fill nope",
+                         "--offset 4", "--offset -1", "--seed -2", "--csv", "--device x",
+                         "--bogus", "extra", "--reps=", "-nn 5", NULL};
+    for (int i = 0; bad[i]; i++) {
+        err[0] = '\0';
+        int rc = parse(bad[i], &o, err);
+        EXPECT(rc == PARSE_ERROR);
+        EXPECT(strlen(err) > 0 && strchr(err, '\n') == NULL);   /* one line */
+        if (rc != PARSE_ERROR)
+            printf("  parse_options accepted '%s'\n", bad[i]);
+    }
+    EXPECT(parse("-n 0", &o, err) == PARSE_ERROR && strstr(err, "at least 1"));
+    EXPECT(parse("-n 2G", &o, err) == PARSE_ERROR && strstr(err, "too large"));
+}
+
+static void test_fill(void)
+{
+    enum { N = 100000 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
+    fill_input(a, N, FILL_RANDOM, 1);
+    fill_input(b, N, FILL_RANDOM, 1);
+    EXPECT(memcmp(a, b, N * sizeof *a) == 0);   /* reproducible */
+    fill_input(b, N, FILL_RANDOM, 2);
+    EXPECT(memcmp(a, b, N * sizeof *a) != 0);   /* the seed matters */
+    int in_range = 1, zeros = 0;
+    double mean = 0;
+    for (int i = 0; i < N; i++) {
+        in_range &= (a[i] >= -1.0f && a[i] < 1.0f);
+        zeros += (a[i] == 0.0f);
+        mean += a[i] / N;
+    }
+    EXPECT(in_range);
+    EXPECT(zeros < 10);              /* never test on zeros */
+    EXPECT(fabs(mean) < 0.02);       /* roughly uniform */
+
+    fill_input(b, 1000, FILL_RANDOM, 1);
+    EXPECT(memcmp(a, b, 1000 * sizeof *a) == 0);   /* a prefix of the same input */
+
+    fill_input(a, N, FILL_ONES, 5);
+    int ones = 1;
+    for (int i = 0; i < N; i++)
+        ones &= (a[i] == 1.0f);
+    EXPECT(ones);
+
+    fill_input(a, N, FILL_INTS, 5);
+    int ints = 1, distinct_ends = 0;
+    for (int i = 0; i < N; i++) {
+        ints &= (a[i] == floorf(a[i]) && a[i] >= -8.0f && a[i] <= 8.0f);
+        distinct_ends += (a[i] == -8.0f) + (a[i] == 8.0f);
+    }
+    EXPECT(ints && distinct_ends > 0);
+
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        fill_input(a, 7, FILL_ONEHOT, seed);
+        int count = 0;
+        for (int i = 0; i < 7; i++)
+            count += (a[i] == 1.0f) ? 1 : (a[i] == 0.0f ? 0 : 100);
+        EXPECT(count == 1);
+    }
+    fill_input(a, 1, FILL_ONEHOT, 3);
+    EXPECT(a[0] == 1.0f);
+    free(a);
+    free(b);
+}
+
+static void test_reference(void)
+{
+    enum { N = 1 << 20 };
+    float *x = malloc(N * sizeof *x);
+    fill_input(x, N, FILL_ONES, 0);
+    struct reference r = reference_sum(x, N);
+    EXPECT(r.sum == N && r.sum_abs == N);
+
+    /* 0.1f added 10^6 times in float drifts far off; the reference must not. */
+    for (int i = 0; i < N; i++)
+        x[i] = 0.1f;
+    r = reference_sum(x, N);
+    EXPECT(fabs(r.sum - N * (double)0.1f) < 1e-6);
+
+    /* Exact known value: 1..N alternating signs. */
+    for (int i = 0; i < N; i++)
+        x[i] = (i % 2) ? -(float)(i + 1) : (float)(i + 1);
+    r = reference_sum(x, N);
+    EXPECT(r.sum == -(double)N / 2);
+    EXPECT(r.sum_abs == (double)N * (N + 1) / 2);
+
+    /* Large and small: 2^24 + 1 + 1 ... where naive float summation stalls. */
+    x[0] = 16777216.0f;
+    for (int i = 1; i < 1001; i++)
+        x[i] = 1.0f;
+    r = reference_sum(x, 1001);
+    EXPECT(r.sum == 16777216.0 + 1000.0);
+
+    x[0] = -2.5f;
+    r = reference_sum(x, 1);
+    EXPECT(r.sum == -2.5 && r.sum_abs == 2.5);
+    free(x);
+}
+
+static void test_tolerance(void)
+{
+    EXPECT(tolerance(1, 1.0) == 0x1p-24);           /* depth 0: the rounding only */
+    EXPECT(tolerance(2, 1.0) == 2 * 0x1p-24);
+    EXPECT(tolerance(1024, 1.0) == 11 * 0x1p-24);
+    EXPECT(tolerance(1025, 1.0) == 12 * 0x1p-24);
+    EXPECT(tolerance(1u << 25, 2.0) == 26 * 0x1p-24 * 2.0);
+    EXPECT(tolerance(1000, 0.0) == 0.0);
+
+    EXPECT(within_tolerance(1.0f, 1.0, 0.0));
+    EXPECT(within_tolerance(1.5f, 1.0, 0.5));
+    EXPECT(!within_tolerance(1.5f, 1.0, 0.49));
+    EXPECT(!within_tolerance(NAN, 1.0, 1e30));
+    EXPECT(!within_tolerance(INFINITY, 1.0, 1e30));
+    EXPECT(!within_tolerance(-INFINITY, 1.0, 1e30));
+    /* A dropped element of "ones" is caught while (log2 n + 1) n < 2^24; past
+     * that the bound is wider than 1, which is why --fill onehot exists: its
+     * sum_abs is 1, so losing the one element fails at every n. */
+    for (size_t n = 2; n <= ((size_t)1 << 19); n *= 2)
+        EXPECT(!within_tolerance((float)(n - 1), (double)n, tolerance(n, (double)n)));
+    for (size_t n = 1; n <= REDUCE_MAX_N; n = 2 * n + 1)
+        EXPECT(!within_tolerance(0.0f, 1.0, tolerance(n, 1.0)));
+}
+
+static void test_stats(void)
+{
+    double a[] = {5, 1, 4, 2, 3};
+    struct stats s = compute_stats(a, 5);
+    EXPECT(s.median == 3 && s.min == 1 && s.max == 5);
+    double b[] = {10, 40, 20, 30};
+    s = compute_stats(b, 4);
+    EXPECT(s.median == 25 && s.min == 10 && s.max == 40);
+    double c[] = {7};
+    s = compute_stats(c, 1);
+    EXPECT(s.median == 7 && s.min == 7 && s.max == 7);
+    EXPECT(fabs(bandwidth_gbps(1000, 1.0) - 4.0) < 1e-12);          /* 4000 B in 1 us */
+    EXPECT(fabs(bandwidth_gbps((size_t)1 << 28, 250.0) - 4294.967296) < 1e-6);
+}
+
+static int count_char(const char *s, char c)
+{
+    int k = 0;
+    for (; *s; s++)
+        k += (*s == c);
+    return k;
+}
+
+static void test_csv(void)
+{
+    struct result_row r = {
+        .step = "step3_idle", .n = 33554432, .reps = 20, .warmup = 3,
+        .us = {142.5, 140.25, 150.0}, .gbps = 941.88, .pct_peak = 19.57, .result = 12.5f,
+        .reference = 12.5, .abs_err = 0.0, .tol = 0.001, .pass = 1, .gpu = "NVIDIA H200",
+        .cc = "9.0", .driver = "580.159.04", .cuda = "13.0", .peak_gbps = 4814.4,
+        .l2_mb = 62.9, .sms = 132, .flush = 1, .offset = 0, .fill = "random", .seed = 1,
+        .git_rev = "abc1234",
+    };
+    char line[2048];
+    int len = csv_format_row(&r, line, sizeof line);
+    EXPECT(len > 0 && (size_t)len == strlen(line));
+    EXPECT(count_char(line, ',') == count_char(CSV_HEADER, ','));
+    const char *start = "step3_idle,33554432,20,3,142.500,140.250,150.000,941.88,19.57,12.5,12.5,0,";
+    EXPECT(strncmp(line, start, strlen(start)) == 0);
+    EXPECT(strstr(line, ",NVIDIA H200,9.0,580.159.04,13.0,4814.4,62.9,132,1,0,random,1,abc1234") != NULL);
+
+    struct result_row q = r;
+    q.gpu = "Odd, \"GPU\"";
+    len = csv_format_row(&q, line, sizeof line);
+    EXPECT(len > 0 && strstr(line, ",\"Odd, \"\"GPU\"\"\",") != NULL);
+    EXPECT(csv_format_row(&r, line, 20) == -1);   /* too small: refused, not cut */
+
+    char path[] = "/tmp/reduce_unit_XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0);
+    close(fd);                                     /* an empty file counts as new */
+    EXPECT(csv_append_row(path, &r) == 0);
+    EXPECT(csv_append_row(path, &r) == 0);
+    FILE *f = fopen(path, "r");
+    char buf[4096];
+    int lines = 0, headers = 0;
+    while (f && fgets(buf, sizeof buf, f)) {
+        lines++;
+        headers += strncmp(buf, "step,n,reps,", 12) == 0;
+    }
+    if (f)
+        fclose(f);
+    EXPECT(lines == 3 && headers == 1);            /* one header, two rows */
+    unlink(path);
+    EXPECT(csv_append_row("/nonexistent-dir/x.csv", &r) == -1);
+}
+
+int main(void)
+{
+    test_parse_size();
+    test_parse_options();
+    test_fill();
+    test_reference();
+    test_tolerance();
+    test_stats();
+    test_csv();
+    printf("unit: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
