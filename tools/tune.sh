@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tune.sh OUT.csv: rebuilds some steps with other values of their knobs and
+# times each at n = 2^25 and 2^28 (rows appended to OUT.csv, step column =
+# "stepK_slug-KNOB-value"). The shipped values are the ones these runs chose;
+# the variants never replace a step, they only live under build/tune/.
+set -u
+out=${1:?usage: tune.sh OUT.csv}
+cd "$(dirname "$0")/.."
+
+variants=(
+    "step0_naive BLOCK_SIZE 128"    "step0_naive BLOCK_SIZE 512"
+    "step3_idle BLOCK_SIZE 128"     "step3_idle BLOCK_SIZE 512"
+    "step5_unroll BLOCK_SIZE 128"   "step5_unroll BLOCK_SIZE 512"
+    "step6_multi UNROLL 1"          "step6_multi UNROLL 8"
+    "step6_multi BLOCK_SIZE 512"    "step6_multi MIN_PER_THREAD 1"
+    "step7_shfl BLOCK_SIZE 128"     "step7_shfl BLOCK_SIZE 512"
+    "step8_vector UNROLL 1"         "step8_vector UNROLL 2"
+    "step8_vector UNROLL 8"         "step8_vector BLOCK_SIZE 128"
+    "step8_vector BLOCK_SIZE 512"   "step8_vector MIN_PER_THREAD 2"
+)
+targets=()
+for v in "${variants[@]}"; do
+    read -r step knob value <<< "$v"
+    dir=build/tune/$step-$knob-$value
+    mkdir -p "$dir"
+    grep -q "^#define $knob " "$step/reduce.cu" || { echo "tune: $step has no #define $knob" >&2; exit 2; }
+    sed "s/^#define $knob [0-9]*/#define $knob $value/" "$step/reduce.cu" > "$dir/reduce.cu.new"
+    cmp -s "$dir/reduce.cu.new" "$dir/reduce.cu" && rm "$dir/reduce.cu.new" || mv "$dir/reduce.cu.new" "$dir/reduce.cu"
+    targets+=("$dir/run")
+done
+make --no-print-directory -s -j"$(nproc)" "${targets[@]}" || exit 2
+
+rm -f "$out"
+for t in "${targets[@]}"; do
+    for n in 33554432 268435456; do
+        "$t" -n "$n" --csv "$out" > /dev/null || { echo "tune: $t -n $n failed" >&2; exit 1; }
+    done
+    printf 'tune: %-36s %s\n' "$(basename "$(dirname "$t")")" \
+        "$(tail -n 2 "$out" | cut -d, -f2,5,8 | tr '\n' ' ')"
+done
+echo "tune: ${#targets[@]} variants -> $out"
