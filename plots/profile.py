@@ -1,0 +1,511 @@
+#!/usr/bin/env python3
+"""Profile the reduction kernel of one step (or of all steps) with Nsight Compute.
+
+Runs `ncu ... <step>/run --check -n N`, keeps the first launch of the step's
+reduction kernel, and prints a small set of hardware counters that explain
+each step's speed-up: instructions, divergence, bank conflicts, DRAM traffic,
+occupancy and launch shape. `--all --csv OUT` also writes them in long format.
+
+Exit codes: 0 ok, 2 usage error or program not built, 3 ncu not found or no
+CUDA device, 4 ncu failed (e.g. a metric it does not know), 5 the performance
+counters are not permitted for this user.
+"""
+import argparse
+import csv
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# bench.py lives next to this file and already knows how to find the programs.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+EXIT_USAGE, EXIT_MISSING, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
+DEFAULT_N = 1 << 25
+NCU_TIMEOUT_S = 600  # ncu replays the kernel once per counter pass; minutes means a hang
+
+# ncu's usual install places, tried when `ncu` is not on PATH. The environment
+# variable replaces this list (os.pathsep-separated paths or glob patterns;
+# empty = PATH only), for unusual installs and for the tests.
+NCU_PATHS_ENV = "REDUCE_NCU_PATHS"
+DEFAULT_NCU_PATHS = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu")
+
+# The kernel whose first launch is profiled. CUB's first pass, DeviceReduceKernel,
+# reads all n inputs; its follow-up pass over the partial sums is tiny.
+STEP_KERNEL_RE = "reduce_kernel"
+CUB_KERNEL_RE = "DeviceReduceKernel"
+
+METRICS = (
+    # Kernel duration under ncu (serialized, clocks as found): compare steps, not with bench.
+    "gpu__time_duration.sum",
+    # Warp instructions executed: the work the SMs did, independent of memory speed.
+    "smsp__inst_executed.sum",
+    # Active threads per warp instruction: 32 means no idle or diverged lanes.
+    "smsp__thread_inst_executed_per_inst_executed.ratio",
+    # Share of branches on which the whole warp went the same way (100% = no divergence).
+    "smsp__sass_average_branch_targets_threads_uniform.pct",
+    # Extra shared-memory wavefronts caused by bank conflicts on loads.
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    # Extra shared-memory wavefronts caused by bank conflicts on stores.
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    # Shared-memory load instructions per warp: the yardstick for the load conflicts.
+    "smsp__inst_executed_op_shared_ld.sum",
+    # Shared-memory store instructions per warp: the yardstick for the store conflicts.
+    "smsp__inst_executed_op_shared_st.sum",
+    # DRAM bandwidth used as % of peak: how close the kernel is to the memory roofline.
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    # Bytes read from DRAM: about 4*n when every input is read exactly once.
+    "dram__bytes_read.sum",
+    # Achieved occupancy: resident warps as % of the SM's maximum.
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    # Registers per thread: too many limit how many blocks fit on an SM.
+    "launch__registers_per_thread",
+    # Static shared memory per block (__shared__ arrays with a fixed size).
+    "launch__shared_mem_per_block_static",
+    # Dynamic shared memory per block (the third <<<>>> launch parameter).
+    "launch__shared_mem_per_block_dynamic",
+    # Blocks in the grid: fewer blocks doing more work each is a later step's idea.
+    "launch__grid_size",
+    # Threads per block.
+    "launch__block_size",
+    # Warp-level global load instructions: fewer means wider loads or more work per load.
+    "smsp__inst_executed_op_global_ld.sum",
+)
+
+LONG_HEADER = ("step", "kernel", "metric", "value", "unit", "gpu", "git_rev")
+# File name under --out-dir: the Makefile pairs plots/results/h200.csv (bench.py)
+# with plots/results/h200-profile.csv.
+PROFILE_FILE = "{gpu}-profile.csv"
+
+PERM_MESSAGE = ("ncu may not read the GPU performance counters as this user (ERR_NVGPUCTRPERM): "
+                "run it as root, or set the NVIDIA driver option "
+                "NVreg_RestrictProfilingToAdminUsers=0 and reload the driver "
+                "(see https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+
+
+class ProfileError(Exception):
+    """An error that ends the script with one line and a given exit code."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+# --------------------------------------------------------------------- ncu
+
+def ncu_search_paths():
+    value = os.environ.get(NCU_PATHS_ENV)
+    if value is None:
+        return list(DEFAULT_NCU_PATHS)
+    return [p for p in value.split(os.pathsep) if p]
+
+
+def version_key(path):
+    """Numbers in a path, so .../2025.3.1/ncu sorts after .../2024.10.0/ncu."""
+    return [int(x) for x in re.findall(r"\d+", path)]
+
+
+def find_ncu(search_paths=None):
+    """`ncu` on PATH, else the newest match among the usual install places."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ncu_search_paths() if search_paths is None else search_paths:
+        matches = [m for m in glob.glob(pattern) if bench.is_executable(m)]
+        if matches:
+            return max(matches, key=version_key)
+    raise ProfileError(EXIT_MISSING, "ncu (Nsight Compute) not found; install it or add it to PATH")
+
+
+def ncu_command(ncu, program, kernel_re, n):
+    # --clock-control none: the GPU is shared, so ncu must not lock or change its
+    # clocks (its default); kernels run at whatever clocks the GPU has right now.
+    return [ncu, "--clock-control", "none", "--target-processes", "all",
+            "--kernel-name", "regex:" + kernel_re, "--launch-count", "1",
+            "--csv", "--page", "raw", "--metrics", ",".join(METRICS),
+            program, "--check", "-n", str(n)]
+
+
+def run_ncu(cmd):
+    """Run ncu; returns (exit code, stdout, stdout and stderr together)."""
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, errors="replace", timeout=NCU_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise ProfileError(EXIT_NCU, f"ncu timed out after {NCU_TIMEOUT_S} s: {' '.join(cmd)}")
+    except OSError as e:
+        raise ProfileError(EXIT_MISSING, f"cannot run {cmd[0]}: {e.strerror}")
+    return proc.returncode, proc.stdout, proc.stdout + "\n" + proc.stderr
+
+
+# --------------------------------------------------------- ncu diagnostics
+
+def rejected_metric(line):
+    """Which of METRICS an ncu 'Failed to find metric ...' line is about.
+
+    ncu writes the name as a regex (`regex:^smsp__foo\\.(sum|...)$`), so match the
+    part before the first dot as a whole word; the longest match wins because
+    smsp__inst_executed is a prefix of smsp__inst_executed_op_shared_ld.
+    """
+    hits = [m for m in METRICS
+            if re.search(re.escape(m.split(".")[0]) + r"(?![A-Za-z0-9_])", line)]
+    if hits:
+        return max(hits, key=len)
+    match = re.search(r"metric\s+(?:regex:)?\^?([A-Za-z0-9_.]+)", line, re.IGNORECASE)
+    return match.group(1).rstrip(".\\") if match else "(unnamed)"
+
+
+def last_message(text, code):
+    """The line that best explains a failure: ncu's error, the program's, a warning."""
+    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.startswith('"')]
+    for marker in ("==ERROR==", "error:", "==WARNING=="):
+        picked = [l for l in lines if l.startswith(marker)]
+        if picked:
+            return picked[-1].replace("==ERROR==", "").replace("==WARNING==", "").strip()
+    return lines[-1] if lines else f"ncu exited with status {code}"
+
+
+def check_ncu_output(text):
+    """Raise for the failures that have their own exit code or message."""
+    if "ERR_NVGPUCTRPERM" in text:
+        raise ProfileError(EXIT_PERM, PERM_MESSAGE)
+    for line in text.splitlines():
+        if bench.NO_DEVICE_TEXT in line:
+            message = bench.strip_error_prefix(line.strip())
+            raise ProfileError(EXIT_MISSING, "no CUDA device: " + message)
+    unknown = re.compile(r"failed to find metric|unknown metric|invalid metric|metric .*not found",
+                         re.IGNORECASE)
+    for line in text.splitlines():
+        if unknown.search(line):
+            raise ProfileError(EXIT_NCU, f"ncu rejected metric {rejected_metric(line)}: "
+                                         f"{line.replace('==ERROR==', '').strip()}")
+
+
+# ------------------------------------------------------------ ncu csv parse
+
+def parse_number(text):
+    """'1,234,567.5' -> 1234567.5; None when ncu printed no number (e.g. 'n/a')."""
+    try:
+        return float(text.replace(",", "").strip())
+    except ValueError:
+        return None
+
+
+def short_kernel(name):
+    """'void reduce_kernel<256>(const float *, ...)' -> 'reduce_kernel<256>'."""
+    name = name.split("(")[0].strip()
+    return name[len("void "):] if name.startswith("void ") else name
+
+
+# ncu scales units to the magnitude (usecond, Mbyte, ...), which differs per step;
+# values are brought to ns and bytes so steps compare directly.
+TIME_UNITS = {"nsecond": 1, "ns": 1, "usecond": 1e3, "us": 1e3,
+              "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+BYTE_PREFIXES = {"": 1, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12,
+                 "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+BYTE_UNIT_RE = re.compile(r"^(Ki|Mi|Gi|Ti|K|k|M|G|T|)byte(/.*)?$")
+
+
+def to_base_unit(value, unit):
+    """(176.4, 'usecond') -> (176400.0, 'ns'); (2.1, 'Kbyte/block') -> (2100.0, 'byte/block')."""
+    if value is None:
+        return value, unit
+    if unit in TIME_UNITS:
+        return value * TIME_UNITS[unit], "ns"
+    match = BYTE_UNIT_RE.match(unit)
+    if match:
+        return value * BYTE_PREFIXES[match.group(1)], "byte" + (match.group(2) or "")
+    return value, unit
+
+
+def ncu_csv_rows(stdout):
+    """The rows of ncu's CSV: from the header (first field "ID") on, CSV lines only.
+
+    ncu mixes its ==PROF== log lines and the program's own output into stdout;
+    every CSV line it writes is fully quoted, so it starts with a quote.
+    """
+    lines = stdout.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith('"ID"')]
+    if not starts:
+        return []
+    return list(csv.reader(l for l in lines[starts[0]:] if l.startswith('"')))
+
+
+def parse_ncu_raw(stdout):
+    """[(kernel, [(metric, value, unit), ...]), ...], one entry per profiled kernel."""
+    rows = ncu_csv_rows(stdout)
+    if len(rows) < 2:
+        return []
+    header, rows = rows[0], rows[1:]
+    units = {}
+    if rows and rows[0] and rows[0][0] == "":  # the units row has an empty ID
+        units, rows = dict(zip(header, rows[0])), rows[1:]
+    kernels = []
+    for row in rows:
+        record = dict(zip(header, row))
+        metrics = []
+        for metric in METRICS:
+            if metric in record:
+                value, unit = to_base_unit(parse_number(record[metric]), units.get(metric, ""))
+                metrics.append((metric, record[metric] if value is None else value, unit))
+        kernels.append((short_kernel(record.get("Kernel Name", "")), metrics))
+    return kernels
+
+
+# ---------------------------------------------------------------- profiling
+
+def missing_metrics(stdout):
+    """METRICS absent from ncu's CSV header.
+
+    ncu 2025.3 drops a full metric name it does not know (`foo.sum`) without a
+    word and still exits 0, so a missing column is the only sign of a bad name.
+    """
+    rows = ncu_csv_rows(stdout)
+    header = rows[0] if rows else []
+    return [metric for metric in METRICS if metric not in header]
+
+
+def kernel_regex(name):
+    return CUB_KERNEL_RE if name == bench.CUB_DIR else STEP_KERNEL_RE
+
+
+def profile_program(ncu, name, program, n):
+    """Profile one program; returns its (kernel, metrics) entries."""
+    cmd = ncu_command(ncu, program, kernel_regex(name), n)
+    code, stdout, text = run_ncu(cmd)
+    check_ncu_output(text)
+    kernels = parse_ncu_raw(stdout)
+    if code != 0 or not kernels:
+        raise ProfileError(EXIT_NCU, f"{name}: {last_message(text, code)}")
+    missing = missing_metrics(stdout)
+    if missing:
+        raise ProfileError(EXIT_NCU, f"ncu did not report metric {', '.join(missing)} "
+                                     "(unknown to this ncu version or GPU)")
+    return kernels
+
+
+def probe_gpu(program):
+    """(gpu, git_rev) from one tiny untimed run of the program's own CSV row.
+
+    Taken from the program rather than from ncu so the long CSV names the GPU
+    exactly as bench.py's results files do.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=".profile-", suffix=".csv")
+    os.close(fd)
+    try:
+        cmd = [program, "--reps", "1", "--warmup", "0", "--no-flush", "--csv", tmp, "-n", "1024"]
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, errors="replace", timeout=NCU_TIMEOUT_S)
+        message = bench.error_line(proc.stderr)
+        if bench.NO_DEVICE_TEXT in proc.stderr:
+            raise ProfileError(EXIT_MISSING, "no CUDA device: " + bench.strip_error_prefix(message))
+        rows = bench.read_rows(tmp)
+        if proc.returncode != 0 or not rows:
+            raise ProfileError(EXIT_NCU,
+                               f"{' '.join(cmd)} failed (exit {proc.returncode}): {message}")
+        return rows[-1].get("gpu", ""), rows[-1].get("git_rev", "")
+    finally:
+        os.remove(tmp)
+
+
+def step_label(name):
+    return "cub" if name == bench.CUB_DIR else name
+
+
+def select_programs(root, step):
+    """Directory names to profile: every one for None (--all), else the one named."""
+    names = bench.program_dirs(root)
+    if step is None:
+        chosen = names
+    else:
+        chosen = [name for name in names if _matches(name, step)]
+        if len(chosen) != 1:
+            have = ", ".join(_short_name(name) for name in names) or "none"
+            what = "several directories for" if chosen else "no"
+            raise ProfileError(EXIT_USAGE, f"{what} step {step} under {root} (steps: {have})")
+    bench.check_built(root, chosen)
+    return chosen
+
+
+def _matches(name, step):
+    if step in (name, _short_name(name)):
+        return True
+    match = bench.STEP_DIR_RE.match(name)
+    return bool(match and step.isdigit() and int(step) == int(match.group(1)))
+
+
+def _short_name(name):
+    """'step3_idle' -> '3', 'baseline_cub' -> 'cub': what --step accepts."""
+    match = bench.STEP_DIR_RE.match(name)
+    return match.group(1) if match else "cub"
+
+
+# ------------------------------------------------------------------ output
+
+def format_value(value):
+    """Integers with thousands separators, other numbers with 4 significant digits."""
+    if not isinstance(value, float):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def step_table(label, kernel, metrics, n):
+    width = max(len(m) for m, _, _ in metrics) if metrics else 6
+    lines = [f"{label}: {kernel}  n={n}  (ncu, --clock-control none)",
+             f"{'metric':<{width}}  {'value':>16}  unit"]
+    lines += [f"{m:<{width}}  {format_value(v):>16}  {u}".rstrip() for m, v, u in metrics]
+    return "\n".join(lines)
+
+
+def compact(value):
+    """A number in at most ~6 characters: 1234567 -> '1.23M'."""
+    if value is None:
+        return "-"
+    # Thousands switch to 'k' only from 10,000 on: '9999' is as short as '10.0k'.
+    for threshold, scale, suffix in ((1e9, 1e9, "G"), (1e6, 1e6, "M"), (1e4, 1e3, "k")):
+        if abs(value) >= threshold:
+            return f"{value / scale:.3g}{suffix}"
+    if float(value).is_integer() or abs(value) >= 100:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def _metric(metrics, name, scale=1.0):
+    value = metrics.get(name)
+    return value * scale if isinstance(value, float) else None
+
+
+def _smem(metrics):
+    parts = [_metric(metrics, "launch__shared_mem_per_block_" + k) for k in ("static", "dynamic")]
+    return None if None in parts else sum(parts)
+
+
+# One column per question the tutorial asks; values come from base units (ns, byte).
+SUMMARY_COLUMNS = (
+    ("time_us", lambda m: _metric(m, "gpu__time_duration.sum", 1e-3)),
+    ("warp_inst", lambda m: _metric(m, "smsp__inst_executed.sum")),
+    ("thr/inst", lambda m: _metric(m, "smsp__thread_inst_executed_per_inst_executed.ratio")),
+    ("bank_ld", lambda m: _metric(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")),
+    ("bank_st", lambda m: _metric(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")),
+    ("dram%", lambda m: _metric(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed")),
+    ("dram_MB", lambda m: _metric(m, "dram__bytes_read.sum", 1e-6)),
+    ("occ%", lambda m: _metric(m, "sm__warps_active.avg.pct_of_peak_sustained_active")),
+    ("regs", lambda m: _metric(m, "launch__registers_per_thread")),
+    ("smem", _smem),
+)
+
+
+STEP_COLUMN_MAX = 20  # with the ten columns below, a line stays within 100 characters
+
+
+def summary_table(results):
+    """Rows = steps, columns = SUMMARY_COLUMNS."""
+    width = min(STEP_COLUMN_MAX, max([4] + [len(label) for label, _, _ in results]))
+    widths = [max(len(title), 6) for title, _ in SUMMARY_COLUMNS]
+    head = f"{'step':<{width}}" + "".join(
+        f" {title:>{w}}" for (title, _), w in zip(SUMMARY_COLUMNS, widths))
+    lines = [head]
+    for label, _, metrics in results:
+        values = {m: v for m, v, _ in metrics}
+        cells = "".join(f" {compact(pick(values)):>{w}}"
+                        for (_, pick), w in zip(SUMMARY_COLUMNS, widths))
+        lines.append(f"{label[:width]:<{width}}" + cells)
+    return "\n".join(lines)
+
+
+def csv_value(value):
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return value
+
+
+def write_long_csv(path, results, gpu, git_rev):
+    """One row per (step, metric); written to a temporary file, then moved into place."""
+    path = path.replace("{gpu}", bench.gpu_slug(gpu))
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(LONG_HEADER)
+        for label, kernel, metrics in results:
+            for metric, value, unit in metrics:
+                writer.writerow((label, kernel, metric, csv_value(value), unit, gpu, git_rev))
+    os.replace(tmp, path)
+    return path
+
+
+# -------------------------------------------------------------------- main
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        description="Profile the reduction kernel of a step with Nsight Compute (ncu). "
+                    "ncu runs with --clock-control none: the GPU is shared, so the profiler "
+                    "must not lock or change its clocks.",
+        epilog=f"ncu is looked up on PATH, then in {', '.join(DEFAULT_NCU_PATHS)} "
+               f"(newest); {NCU_PATHS_ENV} replaces that list ({os.pathsep}-separated).")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--step", metavar="K",
+                       help="step number (the directory stepK_*), a directory name, or cub")
+    which.add_argument("--all", action="store_true", help="every step in order, then cub")
+    parser.add_argument("--root", default=bench.REPO,
+                        help="directory holding the stepN_*/ folders (default: this repository)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--csv", metavar="OUT",
+                        help="also write a long CSV (step,kernel,metric,value,unit,gpu,git_rev); "
+                             "{gpu} in OUT becomes the GPU's short name, e.g. h200")
+    output.add_argument("--out-dir", metavar="DIR",
+                        help=f"same as --csv DIR/{PROFILE_FILE} (next to bench.py's <gpu>.csv)")
+    parser.add_argument("-n", type=bench._int_at_least(1), default=DEFAULT_N,
+                        help=f"elements to reduce (default {DEFAULT_N} = 2^25)")
+    args = parser.parse_args(argv)
+    args.root = os.path.abspath(args.root)
+    if args.out_dir:
+        args.csv = os.path.join(args.out_dir, PROFILE_FILE)
+    return args
+
+
+def profile(args):
+    names = select_programs(args.root, args.step)
+    ncu = find_ncu()
+    programs = [(name, bench.run_path(args.root, name)) for name in names]
+    # Ask the program for the GPU first: it also fails fast when there is no device.
+    gpu, git_rev = probe_gpu(programs[0][1]) if args.csv else ("", "")
+    results = []
+    for name, program in programs:
+        if args.all:
+            print(f"profile: {name} ...", file=sys.stderr, flush=True)
+        for kernel, metrics in profile_program(ncu, name, program, args.n):
+            results.append((step_label(name), kernel, metrics))
+    if args.all:
+        print(summary_table(results))
+    else:
+        print("\n\n".join(step_table(label, k, m, args.n) for label, k, m in results))
+    if args.csv:
+        path = write_long_csv(args.csv, results, gpu, git_rev)
+        print(f"profile: wrote {bench.display_path(path)}")
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return profile(args)
+    except (ProfileError, bench.BenchError) as e:
+        print(f"profile: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print("profile: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a one-line report beats a traceback for students
+        print(f"profile: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_NCU
+
+
+if __name__ == "__main__":
+    sys.exit(main())

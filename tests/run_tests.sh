@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# run_tests.sh: every suite, then one total line "N passed, N failed, N skipped".
+# Each suite ends with its own "name: N passed, N failed[, N skipped]" line; a
+# suite that ends without one (a crash) counts as one failure.
+set -u
+cd "$(dirname "$0")/.."
+PLOT_PYTHON=${PLOT_PYTHON:-python3}
+PYTHON=${PYTHON:-python3}
+P=0 F=0 S=0
+
+run_part() {   # label, command...
+    local label=$1; shift
+    echo "== $label"
+    local log out
+    log=$(mktemp)
+    "$@" > "$log" 2>&1
+    cat "$log"
+    out=$(tail -n 1 "$log")
+    rm -f "$log"
+    if [[ $out =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
+        P=$((P + BASH_REMATCH[1])); F=$((F + BASH_REMATCH[2])); S=$((S + ${BASH_REMATCH[4]:-0}))
+    else
+        F=$((F + 1)); echo "FAIL $label ended without a result line"
+    fi
+}
+
+run_part "unit tests of the harness (C)" build/unit_tests
+run_part "command line, make stepK, make diff, make new" bash tests/cli_tests.sh
+run_part "plots (matplotlib)" "$PLOT_PYTHON" tests/test_plot.py
+run_part "bench and profile scripts" "$PYTHON" tests/test_scripts.py
+run_part "GPU suite" bash tests/gpu_suite.sh
+
+echo "$P passed, $F failed, $S skipped"
+[ $F -eq 0 ]

@@ -1,0 +1,607 @@
+#!/usr/bin/env python3
+"""CPU tests for plots/bench.py and plots/profile.py (no GPU, no ncu needed).
+
+The step programs and ncu are replaced by small Python fakes that follow
+common/CONTRACT.md: they take the same flags, append the same CSV row and
+fail with the same exit codes and messages. Run: python3 tests/test_scripts.py
+"""
+import csv
+import importlib.util
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from unittest import mock
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.join(REPO, "plots", "bench.py")
+PROFILE = os.path.join(REPO, "plots", "profile.py")
+
+
+def load(path, name):
+    """Import a script as a module (profile.py would clash with the stdlib's profile)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = load(BENCH, "reduce_bench")
+profile = load(PROFILE, "reduce_profile")
+
+CONTRACT_COLUMNS = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference,"
+                    "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"
+                    "seed,git_rev").split(",")
+
+# A step program: behaviour chosen by FAKE_* environment variables.
+FAKE_PROGRAM = r'''#!{python}
+import csv, os, sys
+
+COLUMNS = {columns!r}
+
+
+def parse(argv):
+    opts, flags, i = {{"-n": "33554432", "--reps": "20", "--warmup": "3"}}, set(), 0
+    while i < len(argv):
+        if argv[i] in ("--check", "--no-flush"):
+            flags.add(argv[i])
+            i += 1
+        else:
+            opts[argv[i]] = argv[i + 1]
+            i += 2
+    return opts, flags
+
+
+def row(step, n, opts, flags, wrong):
+    gpu = os.environ.get("FAKE_GPU", "NVIDIA H200")
+    if os.environ.get("FAKE_ALT_GPU_STEP") == step:
+        gpu = "NVIDIA A100-SXM4-80GB"
+    gbps = 900.0 + len(step)
+    median = 4 * n / gbps / 1e3
+    values = [step, n, opts["--reps"], opts["--warmup"], median, median * 0.98, median * 1.1,
+              gbps, 100 * gbps / 4800, n + (7 if wrong else 0), n, 7 if wrong else 0, 0.5,
+              0 if wrong else 1, gpu, "9.0", "580.159.04", "13.0", 4800.0, 60, 132,
+              0 if "--no-flush" in flags else 1, 0, "random", 1, "abc1234-dirty"]
+    return dict(zip(COLUMNS, values))
+
+
+def append(path, record):
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS)
+        if new:
+            writer.writeheader()
+        writer.writerow(record)
+
+
+def main():
+    opts, flags = parse(sys.argv[1:])
+    n = int(opts["-n"])
+    step = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+    step = "cub" if step == "baseline_cub" else step
+    if os.environ.get("FAKE_LOG"):
+        with open(os.environ["FAKE_LOG"], "a") as f:
+            f.write(step + " " + " ".join(sys.argv[1:]) + "\n")
+    if os.environ.get("FAKE_NO_DEVICE"):
+        print("error: no CUDA device found (cudaGetDeviceCount: no CUDA-capable device "
+              "is detected)", file=sys.stderr)
+        return 3
+    if n > int(os.environ.get("FAKE_OOM_ABOVE", str(1 << 40))):
+        print(f"error: out of device memory allocating {{4 * n}} bytes", file=sys.stderr)
+        return 3
+    wrong = os.environ.get("FAKE_WRONG_STEP") == step
+    if "--check" not in flags and "--csv" in opts:
+        append(opts["--csv"], row(step, n, opts, flags, wrong))
+    if wrong:
+        print(f"error: wrong result: got {{n + 7}}, expected {{n}}", file=sys.stderr)
+        return 1
+    print(f"{{step}}: n={{n}} ok")  # human output on stdout, which bench must ignore
+    return 0
+
+
+sys.exit(main())
+'''
+
+# Values and units as ncu scales them (usecond, Mbyte, Kbyte/block, ...).
+NCU_SAMPLE = {
+    "gpu__time_duration.sum": ("usecond", "176.42"),
+    "smsp__inst_executed.sum": ("inst", "1,234,567"),
+    "smsp__thread_inst_executed_per_inst_executed.ratio": ("", "31.87"),
+    "smsp__sass_average_branch_targets_threads_uniform.pct": ("%", "98.50"),
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": ("", "12,345"),
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": ("", "0"),
+    "smsp__inst_executed_op_shared_ld.sum": ("inst", "65,536"),
+    "smsp__inst_executed_op_shared_st.sum": ("inst", "32,768"),
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": ("%", "91.23"),
+    "dram__bytes_read.sum": ("Mbyte", "134.22"),
+    "sm__warps_active.avg.pct_of_peak_sustained_active": ("%", "87.60"),
+    "launch__registers_per_thread": ("register/thread", "16"),
+    "launch__shared_mem_per_block_static": ("Kbyte/block", "1.02"),
+    "launch__shared_mem_per_block_dynamic": ("byte/block", "0"),
+    "launch__grid_size": ("", "131,072"),
+    "launch__block_size": ("", "256"),
+    "smsp__inst_executed_op_global_ld.sum": ("inst", "1,048,576"),
+}
+
+STEP_KERNEL = "void reduce_kernel<256>(const float *, float *, unsigned int)"
+CUB_KERNEL = ("void cub::CUB_300000_SM_900::DeviceReduceKernel<cub::detail::reduce::Policy900, "
+              "const float *, int, cuda::std::plus<void>, float>(const float *, float *, int)")
+
+# ncu: runs the program like the real one, then prints --csv --page raw output.
+FAKE_NCU = r'''#!{python}
+import csv, os, subprocess, sys
+
+SAMPLE = {sample!r}
+KERNELS = {{"reduce_kernel": {step_kernel!r}, "DeviceReduceKernel": {cub_kernel!r}}}
+FIXED = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
+         "Block Size", "Grid Size", "Device", "CC"]
+
+
+def say(line):
+    print(line, flush=True)
+
+
+def main():
+    argv = sys.argv[1:]
+    if os.environ.get("FAKE_NCU_LOG"):
+        with open(os.environ["FAKE_NCU_LOG"], "a") as f:
+            f.write(" ".join(argv) + "\n")
+    at = argv.index("--metrics")
+    metrics, program = argv[at + 1].split(","), argv[at + 2:]
+    kernel = KERNELS[argv[argv.index("--kernel-name") + 1].split(":", 1)[1]]
+    mode = os.environ.get("FAKE_NCU_MODE", "ok")
+    say("==WARNING== Note: Running with unmodified GPU clocks. If not controlled otherwise, "
+        "profiling results may be inconsistent.")
+    say("==PROF== Connected to process 4242 (" + program[0] + ")")
+    if mode == "badmetric":  # what ncu 2025.3 says for an unknown base name (no suffix)
+        say(r"==ERROR== Failed to find metric regex:^smsp__inst_executed_op_shared_ld"
+            r"\.(sum|min|max|avg|pct|ratio|max_rate)$")
+        say("")
+        say('==ERROR== Failed to profile "reduce_kernel" in process 4242')
+        say("==PROF== Trying to shutdown target application")
+        say("==ERROR== The application returned an error code (9).")
+        return 9
+    if mode == "dropmetric":  # ncu 2025.3 silently leaves out an unknown full name
+        metrics.remove("launch__grid_size")
+    if mode == "perm":
+        say("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+            "Performance Counters on the target device 0. For instructions on enabling permissions "
+            "and to get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+    code = subprocess.run(program).returncode
+    say("==PROF== Disconnected from process 4242")
+    if mode == "perm":
+        return 1
+    if mode == "nokernel" or code != 0:
+        say("==WARNING== No kernels were profiled.")
+        if code == 0:
+            say("Available Kernels:")
+            say("1. l2_flush_kernel")
+        return code
+    names = sorted(metrics)
+    writer = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(FIXED + names)
+    writer.writerow([""] * len(FIXED) + [SAMPLE.get(m, ("", ""))[0] for m in names])
+    writer.writerow(["0", "4242", "run", "gpu-host", kernel, "1", "7", "(256, 1, 1)",
+                     "(131072, 1, 1)", "0", "9.0"] + [SAMPLE.get(m, ("", "n/a"))[1] for m in names])
+    return 0
+
+
+sys.exit(main())
+'''
+
+
+def write_executable(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
+def make_root(top, steps=("step0_a", "step1_b", "step10_c", "baseline_cub")):
+    """A fake repository: one fake `run` per step directory."""
+    root = os.path.join(top, "root")
+    program = FAKE_PROGRAM.format(python=sys.executable, columns=CONTRACT_COLUMNS)
+    for step in steps:
+        write_executable(os.path.join(root, step, "run"), program)
+    return root
+
+
+def make_ncu(top):
+    bindir = os.path.join(top, "bin")
+    write_executable(os.path.join(bindir, "ncu"), FAKE_NCU.format(
+        python=sys.executable, sample=NCU_SAMPLE, step_kernel=STEP_KERNEL, cub_kernel=CUB_KERNEL))
+    return bindir
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "REDUCE_"))}
+    env.update(extra)
+    return env
+
+
+class ScriptTest(unittest.TestCase):
+    """Shared set-up: a temp directory with a fake repository in it."""
+
+    def setUp(self):
+        self.top = tempfile.mkdtemp(prefix="reduce-scripts-")
+        self.addCleanup(shutil.rmtree, self.top)
+        self.root = make_root(self.top)
+        self.out = os.path.join(self.top, "results")
+        self.log = os.path.join(self.top, "programs.log")
+
+    def run_script(self, script, args, **env):
+        proc = subprocess.run([sys.executable, script] + list(args), capture_output=True,
+                              text=True, env=clean_env(FAKE_LOG=self.log, **env), timeout=300)
+        self.assertNotIn("Traceback", proc.stderr)
+        return proc
+
+    def bench(self, *args, **env):
+        return self.run_script(BENCH, ["--root", self.root, "--out-dir", self.out] + list(args),
+                               **env)
+
+    def assert_one_line(self, text, prefix):
+        lines = text.strip("\n").split("\n")
+        self.assertEqual(len(lines), 1, text)
+        self.assertTrue(lines[0].startswith(prefix), lines[0])
+        return lines[0]
+
+
+# ------------------------------------------------------------------ bench
+
+class BenchUnitTest(ScriptTest):
+    def test_discovery_orders_by_step_number(self):
+        os.makedirs(os.path.join(self.root, "step2_notes"))  # no source, no binary: ignored
+        os.makedirs(os.path.join(self.root, "stepx_bad"))
+        self.assertEqual(bench.program_dirs(self.root),
+                         ["step0_a", "step1_b", "step10_c", "baseline_cub"])
+
+    def test_find_programs_returns_run_paths(self):
+        programs = bench.find_programs(self.root)
+        self.assertEqual(programs[2], ("step10_c", os.path.join(self.root, "step10_c", "run")))
+
+    def test_unbuilt_student_step_is_reported(self):
+        os.makedirs(os.path.join(self.root, "step9_mine"))
+        open(os.path.join(self.root, "step9_mine", "reduce.cu"), "w").close()
+        with self.assertRaises(bench.BenchError) as caught:
+            bench.find_programs(self.root)
+        self.assertEqual(caught.exception.code, 2)
+        self.assertIn("step9_mine/run", str(caught.exception))
+
+    def test_full_sizes(self):
+        sizes = bench.sweep_sizes()
+        self.assertEqual(sizes, sorted(set(sizes)))
+        for k in range(10, 29):
+            self.assertIn(1 << k, sizes)
+        for n in (1000, 100003, 3 * 2**20 + 7, 10**7 + 1, 2**27 + 5, 2**25, 2**28):
+            self.assertIn(n, sizes)
+        self.assertTrue(all(1 <= n <= 2**31 - 1 for n in sizes))
+
+    def test_quick_sizes(self):
+        self.assertEqual(bench.sweep_sizes(quick=True), [1 << 20, 1 << 25])
+
+    def test_gpu_slug(self):
+        cases = {"NVIDIA H200": "h200", "NVIDIA GeForce RTX 4090": "geforce-rtx-4090",
+                 "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb", "  Tesla V100  ": "tesla-v100",
+                 "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-generation", "": "unknown-gpu"}
+        for name, slug in cases.items():
+            self.assertEqual(bench.gpu_slug(name), slug, name)
+
+
+class BenchRunTest(ScriptTest):
+    def test_quick_runs_every_program_at_two_sizes(self):
+        proc = self.bench("--quick", "--reps", "5", "--warmup", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(self.log) as f:
+            calls = [line.split() for line in f]
+        self.assertEqual([(c[0], c[2]) for c in calls],
+                         [(s, n) for s in ("step0_a", "step1_b", "step10_c", "cub")
+                          for n in ("1048576", "33554432")])
+        for call in calls:
+            self.assertEqual(call[3:], ["--csv", call[4], "--reps", "5", "--warmup", "1"])
+
+    def test_progress_lines_come_from_the_csv(self):
+        proc = self.bench("--quick")
+        progress = [l for l in proc.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(len(progress), 8)
+        self.assertRegex(progress[0],
+                         r"^\[1/8\] step0_a\s+n=1048576\s+\d+\.\d us\s+\d+ GB/s  PASS$")
+        self.assertIn("step10_c", progress[5])
+        self.assertNotIn("ok", proc.stdout)  # the programs' own stdout is not shown
+
+    def test_results_file_named_by_gpu_replaces_old_one(self):
+        os.makedirs(self.out)
+        for name in ("h200.csv", "a100.csv"):
+            with open(os.path.join(self.out, name), "w") as f:
+                f.write("old\n")
+        proc = self.bench("--quick", FAKE_GPU="NVIDIA H200")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
+        self.assertEqual(len(rows), 8)
+        self.assertEqual(list(rows[0]), CONTRACT_COLUMNS)
+        self.assertEqual([r["step"] for r in rows[-2:]], ["cub", "cub"])
+        with open(os.path.join(self.out, "a100.csv")) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual(sorted(os.listdir(self.out)), ["a100.csv", "h200.csv"])  # no temp left
+        lines = proc.stdout.splitlines()
+        self.assertTrue(lines[-2].startswith("results: ") and lines[-2].endswith("h200.csv"))
+        self.assertRegex(lines[-1], r"^bench: 8 runs in \d+\.\d s -> .*h200\.csv$")
+
+    def test_slug_of_consumer_gpu(self):
+        proc = self.bench("--quick", FAKE_GPU="NVIDIA GeForce RTX 4090")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(os.listdir(self.out), ["geforce-rtx-4090.csv"])
+
+    def test_out_of_memory_is_skipped(self):
+        proc = self.bench("--quick", FAKE_OOM_ABOVE=str(1 << 24))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for step in ("step0_a", "step1_b", "step10_c", "baseline_cub"):
+            self.assertIn(f"skip: {step} n=33554432 does not fit in device memory", proc.stdout)
+        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
+        self.assertEqual({r["n"] for r in rows}, {"1048576"})
+        self.assertIn("(4 skipped)", proc.stdout.splitlines()[-1])
+
+    def test_no_device_stops_with_one_line(self):
+        proc = self.bench("--quick", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        self.assert_one_line(proc.stderr, "bench: no CUDA device: no CUDA device found")
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(os.listdir(self.out), [])
+        with open(self.log) as f:
+            self.assertEqual(len(f.readlines()), 1)  # stopped after the first run
+
+    def test_wrong_result_is_a_failure_but_results_are_kept(self):
+        proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("bench: step1_b n=1048576 failed (exit 1): error: wrong result", proc.stderr)
+        self.assertIn("command: " + os.path.join(self.root, "step1_b", "run"), proc.stderr)
+        self.assertRegex(proc.stdout, r"step1_b\s+n=1048576 .*  FAIL\n")
+        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
+        self.assertEqual(len(rows), 8)
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 8 runs \(2 failed\) in ")
+
+    def test_mixed_gpus_is_an_error(self):
+        proc = self.bench("--quick", FAKE_ALT_GPU_STEP="step10_c")
+        self.assertEqual(proc.returncode, 1)
+        line = self.assert_one_line(proc.stderr, "bench: rows from several GPUs")
+        self.assertIn("NVIDIA A100-SXM4-80GB", line)
+        self.assertEqual(os.listdir(self.out), [])
+
+    def test_missing_binary_asks_for_make(self):
+        os.remove(os.path.join(self.root, "step1_b", "run"))
+        open(os.path.join(self.root, "step1_b", "reduce.cu"), "w").close()
+        proc = self.bench("--quick")
+        self.assertEqual(proc.returncode, 2)
+        line = self.assert_one_line(proc.stderr, "bench: not built: step1_b/run")
+        self.assertIn("make", line)
+        self.assertFalse(os.path.exists(self.log))
+
+
+# ---------------------------------------------------------------- profile
+
+def ncu_output(kernel=STEP_KERNEL):
+    """What ncu --csv --page raw prints for one kernel, with its log lines around it."""
+    names = sorted(NCU_SAMPLE)
+    out = io.StringIO()
+    out.write("==PROF== Connected to process 4242 (/x/step1_b/run)\nstep1_b: n=1024 ok\n")
+    out.write('==PROF== Profiling "reduce_kernel" - 0: 0%....50%....100% - 9 passes\n')
+    out.write("==PROF== Disconnected from process 4242\n")
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(["ID", "Process ID", "Process Name", "Host Name", "Kernel Name"] + names)
+    writer.writerow([""] * 5 + [NCU_SAMPLE[m][0] for m in names])
+    writer.writerow(["0", "4242", "run", "host", kernel] + [NCU_SAMPLE[m][1] for m in names])
+    return out.getvalue()
+
+
+class ProfileUnitTest(ScriptTest):
+    def test_parse_raw_page(self):
+        [(kernel, metrics)] = profile.parse_ncu_raw(ncu_output())
+        self.assertEqual(kernel, "reduce_kernel<256>")
+        values = {m: (v, u) for m, v, u in metrics}
+        self.assertEqual([m for m, _, _ in metrics], list(profile.METRICS))
+        self.assertAlmostEqual(values["gpu__time_duration.sum"][0], 176420.0)
+        self.assertEqual(values["gpu__time_duration.sum"][1], "ns")
+        self.assertEqual(values["smsp__inst_executed.sum"], (1234567.0, "inst"))
+        self.assertAlmostEqual(values["dram__bytes_read.sum"][0], 134.22e6)
+        self.assertEqual(values["launch__shared_mem_per_block_static"][1], "byte/block")
+        self.assertEqual(values["launch__grid_size"], (131072.0, ""))
+
+    def test_parse_without_csv_is_empty(self):
+        self.assertEqual(profile.parse_ncu_raw("==WARNING== No kernels were profiled.\n"), [])
+
+    def test_short_kernel_names(self):
+        self.assertEqual(profile.short_kernel(STEP_KERNEL), "reduce_kernel<256>")
+        self.assertEqual(profile.short_kernel("reduce_kernel"), "reduce_kernel")
+        self.assertTrue(profile.short_kernel(CUB_KERNEL).endswith("float>"))
+
+    def test_units(self):
+        self.assertEqual(profile.to_base_unit(2.0, "msecond"), (2e6, "ns"))
+        self.assertEqual(profile.to_base_unit(3.0, "Gbyte"), (3e9, "byte"))
+        self.assertEqual(profile.to_base_unit(1.0, "Kibyte"), (1024.0, "byte"))
+        self.assertEqual(profile.to_base_unit(50.0, "%"), (50.0, "%"))
+
+    def test_rejected_metric_picks_the_whole_name(self):
+        line = r"==ERROR== Failed to find metric regex:^smsp__inst_executed_op_shared_ld\.(sum)$"
+        self.assertEqual(profile.rejected_metric(line), "smsp__inst_executed_op_shared_ld.sum")
+
+    def test_select_step(self):
+        self.assertEqual(profile.select_programs(self.root, "1"), ["step1_b"])
+        self.assertEqual(profile.select_programs(self.root, "10"), ["step10_c"])
+        self.assertEqual(profile.select_programs(self.root, "cub"), ["baseline_cub"])
+        self.assertEqual(profile.select_programs(self.root, "step0_a"), ["step0_a"])
+        with self.assertRaises(profile.ProfileError) as caught:
+            profile.select_programs(self.root, "7")
+        self.assertEqual(caught.exception.code, 2)
+
+    def test_ncu_fallback_picks_newest(self):
+        for version in ("2023.1.0", "2025.3.1", "2024.10.0"):
+            write_executable(os.path.join(self.top, "opt", version, "ncu"), "#!/bin/sh\n")
+        pattern = os.path.join(self.top, "opt", "*", "ncu")
+        with mock.patch.dict(os.environ, {"PATH": self.top}):
+            found = profile.find_ncu([os.path.join(self.top, "nowhere"), pattern])
+        self.assertEqual(found, os.path.join(self.top, "opt", "2025.3.1", "ncu"))
+
+    def test_summary_table_fits_100_columns(self):
+        [(kernel, metrics)] = profile.parse_ncu_raw(ncu_output())
+        labels = ["step0_naive", "step10_a_long_student_name", "cub"]
+        table = profile.summary_table([(label, kernel, metrics) for label in labels])
+        self.assertTrue(all(len(line) <= 100 for line in table.splitlines()), table)
+        cells = table.splitlines()[1].split()
+        self.assertEqual(cells[1:5], ["176", "1.23M", "31.9", "12.3k"])  # time_us .. bank_ld
+        self.assertEqual(cells[-1], "1020")  # static + dynamic shared memory
+
+    def test_compact_numbers(self):
+        cases = {None: "-", 0.0: "0", 9999.0: "9999", 12345.0: "12.3k", 45.25: "45.2",
+                 1234.5: "1234", 2.5e9: "2.5G"}
+        for value, text in cases.items():
+            self.assertEqual(profile.compact(value), text, value)
+
+
+class ProfileRunTest(ScriptTest):
+    def setUp(self):
+        super().setUp()
+        self.bindir = make_ncu(self.top)
+        self.ncu_log = os.path.join(self.top, "ncu.log")
+
+    def profile(self, *args, **env):
+        env.setdefault("PATH", self.bindir + os.pathsep + os.environ.get("PATH", ""))
+        return self.run_script(PROFILE, ["--root", self.root] + list(args),
+                               FAKE_NCU_LOG=self.ncu_log, **env)
+
+    def test_step_prints_metric_table(self):
+        proc = self.profile("--step", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("step1_b: reduce_kernel<256>", proc.stdout)
+        self.assertRegex(proc.stdout, r"smsp__inst_executed\.sum\s+1,234,567  inst")
+        with open(self.ncu_log) as f:
+            argv = f.read().split()
+        self.assertEqual(argv[:9], ["--clock-control", "none", "--target-processes", "all",
+                                    "--kernel-name", "regex:reduce_kernel", "--launch-count", "1",
+                                    "--csv"])
+        self.assertEqual(argv[-3:], ["--check", "-n", "33554432"])
+        self.assertEqual(argv[argv.index("--metrics") + 1].split(","), list(profile.METRICS))
+
+    def test_all_writes_long_csv(self):
+        out = os.path.join(self.top, "prof", "{gpu}.csv")
+        proc = self.profile("--all", "--csv", out, "-n", "1048576")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        path = os.path.join(self.top, "prof", "h200.csv")
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        with open(path) as f:
+            self.assertEqual(f.readline().strip(), "step,kernel,metric,value,unit,gpu,git_rev")
+        self.assertEqual(len(rows), 4 * len(profile.METRICS))
+        self.assertEqual([r["step"] for r in rows[::len(profile.METRICS)]],
+                         ["step0_a", "step1_b", "step10_c", "cub"])
+        first = rows[0]
+        self.assertEqual((first["kernel"], first["metric"], first["value"], first["unit"]),
+                         ("reduce_kernel<256>", "gpu__time_duration.sum", "176420", "ns"))
+        self.assertEqual((first["gpu"], first["git_rev"]), ("NVIDIA H200", "abc1234-dirty"))
+        cub = [r for r in rows if r["step"] == "cub"]
+        self.assertTrue(cub[0]["kernel"].endswith("DeviceReduceKernel<cub::detail::reduce::"
+                                                  "Policy900, const float *, int, "
+                                                  "cuda::std::plus<void>, float>"))
+        with open(self.ncu_log) as f:
+            calls = f.read().splitlines()
+        self.assertIn("regex:DeviceReduceKernel", calls[-1])
+        self.assertTrue(all("-n 1048576" in call for call in calls))
+        table = proc.stdout.splitlines()
+        self.assertTrue(table[0].startswith("step ") and "time_us" in table[0])
+        self.assertEqual([line.split()[0] for line in table[1:5]],
+                         ["step0_a", "step1_b", "step10_c", "cub"])
+
+    def test_out_dir_names_file_after_gpu(self):
+        out = os.path.join(self.top, "results")
+        proc = self.profile("--step", "cub", "--out-dir", out, FAKE_GPU="NVIDIA H200")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(os.listdir(out), ["h200-profile.csv"])
+        with open(os.path.join(out, "h200-profile.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual({r["step"] for r in rows}, {"cub"})
+        self.assertEqual(len(rows), len(profile.METRICS))
+
+    def test_counters_not_permitted(self):
+        proc = self.profile("--step", "0", FAKE_NCU_MODE="perm")
+        self.assertEqual(proc.returncode, 5)
+        line = self.assert_one_line(proc.stderr, "profile: ")
+        self.assertIn("ERR_NVGPUCTRPERM", line)
+        self.assertIn("NVreg_RestrictProfilingToAdminUsers=0", line)
+
+    def test_unknown_metric(self):
+        proc = self.profile("--step", "0", FAKE_NCU_MODE="badmetric")
+        self.assertEqual(proc.returncode, 4)
+        line = self.assert_one_line(proc.stderr, "profile: ncu rejected metric ")
+        self.assertIn("smsp__inst_executed_op_shared_ld.sum", line)
+
+    def test_silently_dropped_metric(self):
+        proc = self.profile("--step", "0", FAKE_NCU_MODE="dropmetric")
+        self.assertEqual(proc.returncode, 4)
+        line = self.assert_one_line(proc.stderr, "profile: ncu did not report metric ")
+        self.assertIn("launch__grid_size", line)
+
+    def test_no_kernel_profiled(self):
+        proc = self.profile("--step", "cub", FAKE_NCU_MODE="nokernel")
+        self.assertEqual(proc.returncode, 4)
+        self.assert_one_line(proc.stderr, "profile: baseline_cub: No kernels were profiled.")
+
+    def test_no_device_under_ncu(self):
+        proc = self.profile("--step", "10", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        self.assert_one_line(proc.stderr, "profile: no CUDA device: no CUDA device found")
+
+    def test_no_device_in_gpu_probe(self):
+        proc = self.profile("--all", "--csv", os.path.join(self.top, "p.csv"), FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        self.assert_one_line(proc.stderr, "profile: no CUDA device: ")
+        self.assertFalse(os.path.exists(self.ncu_log))  # stopped before running ncu
+
+    def test_ncu_not_found(self):
+        empty = os.path.join(self.top, "empty")
+        os.makedirs(empty)
+        proc = self.profile("--step", "0", PATH=empty, REDUCE_NCU_PATHS="")
+        self.assertEqual(proc.returncode, 3)
+        line = self.assert_one_line(proc.stderr, "profile: ")
+        self.assertEqual(line, "profile: ncu (Nsight Compute) not found; "
+                               "install it or add it to PATH")
+
+    def test_unbuilt_step(self):
+        os.remove(os.path.join(self.root, "step10_c", "run"))
+        open(os.path.join(self.root, "step10_c", "reduce.cu"), "w").close()
+        proc = self.profile("--step", "10")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "profile: not built: step10_c/run")
+        self.assertEqual(self.profile("--step", "1").returncode, 0)  # others still profile
+
+
+# ----------------------------------------------------------------- runner
+
+class CountingResult(unittest.TextTestResult):
+    """Counts passes itself: TextTestResult only keeps failures and skips."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.passed = 0
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.passed += 1
+
+
+def main():
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+    runner = unittest.TextTestRunner(stream=sys.stderr, resultclass=CountingResult, verbosity=1)
+    result = runner.run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    line = f"scripts: {result.passed} passed, {failed} failed"
+    if result.skipped:
+        line += f", {len(result.skipped)} skipped"
+    sys.stderr.flush()
+    print(line, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
