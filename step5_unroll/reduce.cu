@@ -6,7 +6,7 @@
 //         compare and a branch, and index math on blockDim.x; with a constant
 //         each level is straight-line code with the offsets folded in, and
 //         branches on tid < s that cannot be taken vanish.
-// Effect: EFFECT_STEP5
+// Effect: about 1.03x over step 4 on an H200 at n = 2^25: small, see README.md.
 #include "check.h"
 #include "reduce.h"
 

