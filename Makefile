@@ -34,7 +34,7 @@ ALIASES   := $(foreach d,$(STEP_DIRS),$(firstword $(subst _, ,$(d))))
 HARNESS   := build/driver.o build/harness.o build/flush.o build/version.o
 HEADERS   := $(wildcard common/*.h)
 
-.PHONY: all help test bench tune plot profile profile-all sanitize ptxas \
+.PHONY: all help test venv bench tune plot profile profile-all sanitize ptxas \
         diff new clean $(ALIASES) FORCE
 .DEFAULT_GOAL := all
 
@@ -89,14 +89,19 @@ build/unit_tests: tests/unit_tests.c common/harness.c $(HEADERS) | build
 # Deliberately broken programs: the GPU suite checks that they FAIL.
 BROKEN := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu))
 
-test: build/unit_tests $(PROGRAMS) $(BROKEN) $(if $(filter .venv/bin/python,$(PLOT_PYTHON)),.venv/bin/python)
+test: build/unit_tests $(PROGRAMS) $(BROKEN) $(NEED_VENV)
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) bash tests/run_tests.sh
 
 # ---------------------------------------------------------------- results
-# matplotlib from the system if it imports, else from a local .venv.
-PLOT_PYTHON = $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo .venv/bin/python)
+# matplotlib from the system if it imports, else from a local .venv
+# (an absolute path, so scripts run from other directories find it too).
+VENV_PYTHON := $(CURDIR)/.venv/bin/python
+PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
+NEED_VENV = $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-.venv/bin/python: plots/requirements.txt
+venv: $(NEED_VENV)
+
+$(VENV_PYTHON): plots/requirements.txt
 	@echo "matplotlib not importable: installing plots/requirements.txt into .venv"
 	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q -r plots/requirements.txt
@@ -114,7 +119,7 @@ bench: $(PROGRAMS) | build
 tune: $(HARNESS) | build
 	bash tools/tune.sh build/tune.csv
 
-plot: $(if $(filter .venv/bin/python,$(PLOT_PYTHON)),.venv/bin/python)
+plot: $(NEED_VENV)
 	$(PLOT_PYTHON) plots/plot.py --results $(RESULTS) \
 	    $(if $(wildcard $(PROFILE_CSV)),--profile $(PROFILE_CSV)) \
 	    --readme README.md --steps-root .

@@ -56,6 +56,25 @@ expect 0 "" make -s step3
 expect 0 "usage:" ./step3/run --help
 [ "$(readlink step3)" = "step3_idle" ] && ok || bad "step3 is not a link to step3_idle"
 
+# Tools that need a GPU or Nsight Compute fail with one clear line without them.
+if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/nvidia/nsight-compute/*/ncu >/dev/null 2>&1; then
+    expect 2 "ncu (Nsight Compute) not found" make -s profile STEP=3
+    expect 2 "ncu (Nsight Compute) not found" make -s profile-all
+else
+    skipped=$((skipped + 1)); echo "cli: ncu is installed: the no-ncu checks are skipped"
+fi
+expect 2 "usage: make profile STEP=K" make -s profile
+if ! command -v compute-sanitizer >/dev/null && [ ! -x /usr/local/cuda/bin/compute-sanitizer ]; then
+    expect 2 "compute-sanitizer not found" make -s sanitize
+else
+    skipped=$((skipped + 1)); echo "cli: compute-sanitizer is installed: its no-tool check is skipped"
+fi
+expect 0 "make diff STEP=K" make -s help
+# make ptxas needs only nvcc: every step's kernel reports its registers.
+ptx=$(make -s ptxas 2>&1)
+[ "$(echo "$ptx" | grep -c 'registers')" -ge 10 ] && [[ $ptx == *"== step8_vector"* ]] && ok \
+    || bad "make ptxas: $(echo "$ptx" | tail -n 3)"
+
 # make diff: the lesson of a step, and clear errors.
 expect 0 "+    float sum = (i < n) ? g_in[i] : 0.0f;" make -s diff STEP=3
 expect 0 "-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {" make -s diff STEP=2
@@ -67,7 +86,7 @@ expect 2 "usage" make -s diff
 # see `make diff` and the GPU suite's program list pick it up, then drop it.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-cp -r Makefile common baseline_cub tools tests step[0-9]*_* "$scratch"/ 2>/dev/null
+cp -r Makefile README.md common baseline_cub plots tools tests step[0-9]*_* "$scratch"/ 2>/dev/null
 rm -f "$scratch"/step*/run "$scratch"/step*/run-racy
 (
     cd "$scratch" || exit 1
@@ -80,6 +99,10 @@ rm -f "$scratch"/step*/run "$scratch"/step*/run-racy
     expect 0 "usage:" ./step9/run --help
     expect 0 "step9_mine/reduce.cu" make -s diff STEP=9
     grep -q "BEGIN measured" step9_mine/README.md && ok || bad "new step README has no markers"
+    # make plot from the committed results, in the scratch copy: the new step
+    # gets its generated diff, and the README tables are rewritten in place.
+    expect 0 "wrote" make -s plot
+    grep -q '^+// step9_mine: say your one change' step9_mine/README.md && ok || bad "make plot: no diff block for step9_mine"
     echo "cli-sub: $passed passed, $failed failed"
 ) > "$scratch/log" 2>&1
 cat "$scratch/log" | grep -v '^cli-sub:'
