@@ -513,34 +513,7 @@ class ErrorTests(Workspace):
         self.assertNotIn("Traceback", proc.stderr)
 
 
-# ----------------------------------------------------------------------------
-# Runner: counts test methods and prints the summary line last
-# ----------------------------------------------------------------------------
-
-class CountingResult(unittest.TextTestResult):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.passed = 0
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self.passed += 1
-
-
-def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    runner = unittest.TextTestRunner(stream=sys.stdout, verbosity=2,
-                                     resultclass=CountingResult)
-    result = runner.run(suite)
-    failed = (len(result.failures) + len(result.errors)
-              + len(result.unexpectedSuccesses))
-    summary = f"plots: {result.passed} passed, {failed} failed"
-    if result.skipped:
-        summary += f", {len(result.skipped)} skipped"
-    sys.stdout.flush()
-    print(summary)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("plots", verbosity=2))

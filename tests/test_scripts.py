@@ -576,32 +576,7 @@ class ProfileRunTest(ScriptTest):
         self.assertEqual(self.profile("--step", "1").returncode, 0)  # others still profile
 
 
-# ----------------------------------------------------------------- runner
-
-class CountingResult(unittest.TextTestResult):
-    """Counts passes itself: TextTestResult only keeps failures and skips."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.passed = 0
-
-    def addSuccess(self, test):
-        super().addSuccess(test)
-        self.passed += 1
-
-
-def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    runner = unittest.TextTestRunner(stream=sys.stderr, resultclass=CountingResult, verbosity=1)
-    result = runner.run(suite)
-    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
-    line = f"scripts: {result.passed} passed, {failed} failed"
-    if result.skipped:
-        line += f", {len(result.skipped)} skipped"
-    sys.stderr.flush()
-    print(line, flush=True)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("scripts", verbosity=1))
