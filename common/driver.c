@@ -56,9 +56,12 @@ static void driver_version(char *out, size_t len)
     void *nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
     if (nvml == NULL)
         return;
-    int (*init)(void) = (int (*)(void))dlsym(nvml, "nvmlInit_v2");
-    int (*version)(char *, unsigned) = (int (*)(char *, unsigned))dlsym(nvml, "nvmlSystemGetDriverVersion");
-    int (*shutdown)(void) = (int (*)(void))dlsym(nvml, "nvmlShutdown");
+    /* ISO C has no cast from dlsym's void * to a function pointer; POSIX
+     * sanctions writing the symbol through a void ** instead. */
+    int (*init)(void), (*shutdown)(void), (*version)(char *, unsigned);
+    *(void **)&init = dlsym(nvml, "nvmlInit_v2");
+    *(void **)&version = dlsym(nvml, "nvmlSystemGetDriverVersion");
+    *(void **)&shutdown = dlsym(nvml, "nvmlShutdown");
     char buf[96];
     if (init && version && shutdown && init() == 0) {
         if (version(buf, sizeof buf) == 0)

@@ -3,7 +3,7 @@
 
 Each (program, n) pair runs once as `run -n N --csv TMP --reps R --warmup W`.
 The program itself flushes L2, times the launches, verifies the sum and appends
-one CSV row (see common/CONTRACT.md). This driver only orders the runs, shows
+one CSV row (see common/README.md). This driver only orders the runs, shows
 progress and files the rows as OUT_DIR/<gpu>.csv, one file per GPU model, so
 results measured on different GPUs can sit side by side.
 
@@ -34,7 +34,7 @@ QUICK_SIZES = (1 << 20, 1 << 25)
 RUN_TIMEOUT_S = 600
 
 EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = 1, 2, 3
-# The program's exit code for device errors (CONTRACT.md), and its two messages.
+# The program's exit code for device errors (common/README.md), and its two messages.
 PROG_DEVICE_ERROR = 3
 OOM_TEXT = "out of device memory"
 NO_DEVICE_TEXT = "no CUDA device"
@@ -99,7 +99,7 @@ def find_programs(root):
 
 
 def step_label(name):
-    """The value of the CSV `step` column for a directory (CONTRACT.md)."""
+    """The value of the CSV `step` column for a directory (common/README.md)."""
     return "cub" if name == CUB_DIR else name
 
 

@@ -4,7 +4,7 @@
     python3 plots/plot.py --results plots/results/h200.csv [--profile CSV]
                           [--out-dir DIR] [--readme README.md] [--steps-root DIR]
 
-The results columns and the step naming are defined in common/CONTRACT.md.
+The results columns and the step naming are defined in common/README.md.
 Charts: <slug>-progression.png, <slug>-sweep.png and, with --profile,
 <slug>-profile.png, where <slug> is the results file name without ".csv".
 With --readme, the text between <!-- BEGIN results --> and <!-- END results -->
@@ -702,7 +702,7 @@ def provenance_sentence(results):
 
 
 def what_changed(steps_root, step):
-    """Line 1 of the step's reduce.cu without '// ' (CONTRACT.md rule)."""
+    """Line 1 of the step's reduce.cu without '// ' (common/README.md)."""
     folder = "baseline_cub" if step == CUB else step
     path = os.path.join(steps_root, folder, "reduce.cu")
     if not os.path.isfile(path):
@@ -903,7 +903,7 @@ class OneLineParser(argparse.ArgumentParser):
 def parse_args(argv):
     parser = OneLineParser(
         prog="plot.py", description="Charts and README tables from a "
-        "results CSV (columns: common/CONTRACT.md).")
+        "results CSV (columns: common/README.md).")
     parser.add_argument("--results", required=True, metavar="CSV",
                         help="results file written by the step programs")
     parser.add_argument("--profile", metavar="CSV",

@@ -2,7 +2,7 @@
 """CPU tests for plots/bench.py and plots/profile.py (no GPU, no ncu needed).
 
 The step programs and ncu are replaced by small Python fakes that follow
-common/CONTRACT.md: they take the same flags, append the same CSV row and
+common/README.md: they take the same flags, append the same CSV row and
 fail with the same exit codes and messages. Run: python3 tests/test_scripts.py
 """
 import csv
