@@ -103,6 +103,10 @@ rm -f "$scratch"/step*/run "$scratch"/step*/run-racy
     # gets its generated diff, and the README tables are rewritten in place.
     expect 0 "wrote" make -s plot
     grep -q '^+// step9_mine: say your one change' step9_mine/README.md && ok || bad "make plot: no diff block for step9_mine"
+    # make ARCH=... picks the target; make clean removes what make built.
+    make -n ARCH=sm_80 step0_naive/run | grep -q -- "-arch=sm_80" && ok || bad "make ARCH=sm_80 ignored"
+    expect 0 "" make -s clean
+    [ ! -e build ] && [ ! -e step9_mine/run ] && [ ! -e step9 ] && ok || bad "make clean left build outputs"
     echo "cli-sub: $passed passed, $failed failed"
 ) > "$scratch/log" 2>&1
 cat "$scratch/log" | grep -v '^cli-sub:'
