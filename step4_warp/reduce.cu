@@ -13,7 +13,7 @@
 #define BLOCK_SIZE 256   // threads per block; a power of two, as the tree needs
 static_assert(BLOCK_SIZE >= 64, "warp_reduce reads s_data[tid + 32]");
 
-// -DRACY_WARP removes the warp barriers, to show racecheck the race (README.md).
+// -DRACY_WARP removes the warp barriers: the racecheck demo, step4_warp/README.md.
 #ifdef RACY_WARP
 #define WARP_SYNC()
 #else

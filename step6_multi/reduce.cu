@@ -17,7 +17,7 @@
 #define MIN_PER_THREAD 8 // small inputs get fewer blocks: ~1000 partial sums fit one
 static_assert(BLOCK_SIZE >= 64, "warp_reduce reads s_data[tid + 32]");
 
-// -DRACY_WARP removes the warp barriers, to show racecheck the race (README.md).
+// -DRACY_WARP removes the warp barriers: the racecheck demo, step4_warp/README.md.
 #ifdef RACY_WARP
 #define WARP_SYNC()
 #else
