@@ -34,7 +34,7 @@ ALIASES   := $(foreach d,$(STEP_DIRS),$(firstword $(subst _, ,$(d))))
 HARNESS   := build/driver.o build/harness.o build/flush.o build/version.o
 HEADERS   := $(wildcard common/*.h)
 
-.PHONY: all help test venv bench tune plot profile profile-all sanitize ptxas \
+.PHONY: all help test venv bench tune plot profile profile-all sanitize ptxas sass \
         diff new clean $(ALIASES) FORCE
 .DEFAULT_GOAL := all
 
@@ -51,6 +51,7 @@ help:
 	@echo "make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
 	@echo "make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
 	@echo "make ptxas           registers, shared memory and spills of every kernel"
+	@echo "make sass            sm_90 machine code of every step, with loop lengths"
 	@echo "make diff STEP=K     what step K changed over step K-1"
 	@echo "make new NAME=step9_slug   start your own step from the last one"
 	@echo "make clean           remove what make built"
@@ -147,6 +148,12 @@ ptxas: | build
 	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$d/reduce.cu -o build/ptxas.o 2>&1 \
 	        | grep -E 'Compiling entry|Used|spill' | grep -v -E 'l2_flush' ; \
 	done
+
+# The sm_90 machine code of every step's kernel, with its loop lengths
+# (needs cuobjdump, no GPU): the instruction counts the step READMEs cite.
+SASS_OUT ?= plots/results/sm90-sass.txt
+sass:
+	@NVCC=$(NVCC) GIT_REV=$(GIT_REV) bash tools/sass.sh $(SASS_OUT) $(STEP_DIRS)
 
 # ---------------------------------------------------------------- teaching
 diff:

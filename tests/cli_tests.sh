@@ -75,6 +75,14 @@ ptx=$(make -s ptxas 2>&1)
 [ "$(echo "$ptx" | grep -c 'registers')" -ge 10 ] && [[ $ptx == *"== step8_vector"* ]] && ok \
     || bad "make ptxas: $(echo "$ptx" | tail -n 3)"
 
+# make sass: loop lengths with cuobjdump, one clear line without it.
+if command -v cuobjdump >/dev/null || [ -x "$(dirname "$(command -v nvcc)")/cuobjdump" ]; then
+    expect 0 "sass: wrote" make -s sass SASS_OUT=build/sass.txt
+    grep -q "^loop: .*, 28 instructions" build/sass.txt && ok || bad "make sass: no step 0 loop"
+else
+    expect 2 "cuobjdump not found" make -s sass SASS_OUT=build/sass.txt
+fi
+
 # make diff: the lesson of a step, and clear errors.
 expect 0 "+    float sum = (i < n) ? g_in[i] : 0.0f;" make -s diff STEP=3
 expect 0 "-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {" make -s diff STEP=2

@@ -23,6 +23,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "plots", "results", "h200.csv")
 PROFILE = os.path.join(ROOT, "plots", "results", "h200-profile.csv")
+SASS = os.path.join(ROOT, "plots", "results", "sm90-sass.txt")
 N25, N28 = 1 << 25, 1 << 28
 
 
@@ -169,6 +170,37 @@ class CounterTests(unittest.TestCase):
     def test_step7_drops_shared_loads(self):
         self.assertLess(Profile.value("step7_shfl", SHARED_LD),
                         0.2 * Profile.value("step6_multi", SHARED_LD))
+
+
+class SassTests(unittest.TestCase):
+    """The loop lengths the step READMEs quote, from `make sass`."""
+
+    @staticmethod
+    def loops():
+        found, step = {}, None
+        with open(SASS) as f:
+            for line in f:
+                if line.startswith("== "):
+                    step = line[3:].strip()
+                    found[step] = []
+                m = re.match(r"loop: .*, (\d+) instructions", line)
+                if m:
+                    found[step].append(int(m.group(1)))
+        return found
+
+    def test_tree_loop_lengths(self):
+        loops = self.loops()
+        expected = {"step0_naive": [28], "step1_divergence": [14],
+                    "step2_bankconflict": [10], "step4_warp": [11], "step5_unroll": []}
+        for step, want in expected.items():
+            self.assertEqual(loops[step], want, step)
+
+    def test_cited_counts_are_in_the_readmes(self):
+        for step, text in (("step0_naive", "28 instructions per level"),
+                           ("step1_divergence", "from 28 to 14 instructions"),
+                           ("step2_bankconflict", "to 10 instructions")):
+            with open(os.path.join(ROOT, step, "README.md")) as f:
+                self.assertIn(text, f.read())
 
 
 class GeneratedDocsTests(unittest.TestCase):
