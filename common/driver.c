@@ -16,10 +16,24 @@
 #include <string.h>
 #include <unistd.h>
 
-extern const char reduce_git_rev[];   /* build/version.c, written by make */
+extern const char reduce_git_rev[];    /* build/version.c, written by make */
+extern const char reduce_code_hash[];  /* build/hash/<program>.c: tools/code_hash.py */
 
 #define FLUSH_L2_MULTIPLE 4   /* read 4x the L2 size: nothing of the input survives */
 #define POISON_BYTE 0xFF      /* 0xFFFFFFFF is a NaN: an unwritten result can never pass */
+/* NaN floats before and after every buffer a kernel reads or writes. A
+ * read just past either end brings a NaN into the sum, and a write there
+ * is seen when the guard is checked after the run. 64 floats = 256 bytes,
+ * so the input's alignment (and --offset's meaning) is unchanged. */
+#define GUARD_FLOATS 64
+
+/* A device buffer with NaN guards: data = base + GUARD_FLOATS + lead. */
+struct guarded {
+    float *base;
+    float *data;
+    size_t lead;    /* floats between the front guard and data (--offset) */
+    size_t count;   /* floats of data */
+};
 
 struct gpu_info {
     char name[256];
@@ -73,6 +87,16 @@ static void driver_version(char *out, size_t len)
 
 static void open_device(int device, struct gpu_info *g)
 {
+    /* Without the driver's library the runtime reports "driver version is
+     * insufficient", which sends people looking for an upgrade: say what
+     * is really missing. */
+    void *libcuda = dlopen("libcuda.so.1", RTLD_NOW);
+    if (libcuda == NULL) {
+        fprintf(stderr, "error: no CUDA device: the NVIDIA driver is not installed "
+                        "(libcuda.so.1 not found)\n");
+        exit(EXIT_DEVICE);
+    }
+    dlclose(libcuda);
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess || count == 0) {
@@ -134,13 +158,50 @@ static float *run_reduction(const float *d_in, size_t n, float *d_a, float *d_b)
     }
 }
 
+static void guarded_alloc(struct guarded *b, size_t lead, size_t count)
+{
+    size_t total = GUARD_FLOATS + lead + count + GUARD_FLOATS;
+    CHECK_CUDA(cudaMalloc((void **)&b->base, total * sizeof(float)));
+    b->lead = lead;
+    b->count = count;
+    b->data = b->base + GUARD_FLOATS + lead;
+}
+
+/* Every byte of the buffer, guards included, to the NaN pattern. */
+static void guarded_poison(const struct guarded *b)
+{
+    size_t total = GUARD_FLOATS + b->lead + b->count + GUARD_FLOATS;
+    CHECK_CUDA(cudaMemset(b->base, POISON_BYTE, total * sizeof(float)));
+}
+
+/* 1 if both guards (and the --offset floats) still hold the poison. */
+static int guards_intact(const struct guarded *b)
+{
+    unsigned char front[(GUARD_FLOATS + REDUCE_MAX_OFFSET) * sizeof(float)];
+    unsigned char back[GUARD_FLOATS * sizeof(float)];
+    size_t front_bytes = (GUARD_FLOATS + b->lead) * sizeof(float);
+    CHECK_CUDA(cudaMemcpy(front, b->base, front_bytes, cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(back, b->data + b->count, sizeof back, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < front_bytes; k++)
+        if (front[k] != POISON_BYTE)
+            return 0;
+    for (size_t k = 0; k < sizeof back; k++)
+        if (back[k] != POISON_BYTE)
+            return 0;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     struct options o;
-    char err[256];
+    char err[256], step[256];
+    step_name(argv[0], step, sizeof step);
     switch (parse_options(argc, argv, &o, err, sizeof err)) {
     case PARSE_HELP:
         print_usage(argv[0]);
+        return EXIT_VERIFIED;
+    case PARSE_VERSION:
+        printf("%s code_hash=%s git_rev=%s\n", step, reduce_code_hash, reduce_git_rev);
         return EXIT_VERIFIED;
     case PARSE_ERROR:
         fprintf(stderr, "error: %s\n", err);
@@ -148,9 +209,13 @@ int main(int argc, char **argv)
     case PARSE_OK:
         break;
     }
+    /* A CSV that cannot be written is a usage error: say so before the run,
+     * not after it, where its exit code would hide the run's verdict. */
+    if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {
+        fprintf(stderr, "error: --csv %s: cannot write this file\n", o.csv_path);
+        return EXIT_USAGE;
+    }
 
-    char step[256];
-    step_name(argv[0], step, sizeof step);
     struct gpu_info g;
     open_device(o.device, &g);
 
@@ -164,41 +229,56 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: out of host memory for %zu floats\n", o.n);
         return EXIT_DEVICE;
     }
-    fill_input(h_in, o.n, o.fill, o.seed);
+    size_t one = onehot_index(o.n, o.seed, o.at_given, o.at);
+    fill_input(h_in, o.n, o.fill, o.seed, one);
     struct reference ref = reference_sum(h_in, o.n);
-    double tol = tolerance(o.n, ref.sum_abs);
+    double tol = tolerance(o.n, ref);
+    float cpu_seq = 0.0f, cpu_kahan = 0.0f;
+    if (o.cpu_sums) {
+        cpu_seq = sum_sequential(h_in, o.n);
+        cpu_kahan = sum_kahan(h_in, o.n);
+    }
 
-    /* Device buffers: the input (offset to test misaligned starts), the two
-     * partial-sum buffers, and the flush buffer. */
-    float *d_base, *d_a, *d_b, *d_sink;
-    void *d_flush;
-    size_t m1, m2, flush_bytes = (size_t)FLUSH_L2_MULTIPLE * g.l2_bytes;
-    CHECK_CUDA(cudaMalloc((void **)&d_base, (o.n + o.offset) * sizeof(float)));
-    const float *d_in = d_base + o.offset;
-    CHECK_CUDA(cudaMemcpy(d_base + o.offset, h_in, o.n * sizeof(float), cudaMemcpyHostToDevice));
-    m1 = reduce_pass(d_in, NULL, o.n);
+    /* Device buffers, each between NaN guards: the input (offset to test
+     * misaligned starts) and the two partial-sum buffers. */
+    struct guarded in, a, b;
+    size_t m1, m2;
+    guarded_alloc(&in, (size_t)o.offset, o.n);
+    guarded_poison(&in);
+    CHECK_CUDA(cudaMemcpy(in.data, h_in, o.n * sizeof(float), cudaMemcpyHostToDevice));
+    m1 = reduce_pass(in.data, NULL, o.n);
     check_pass_count(o.n, m1);
     m2 = (m1 > 1) ? reduce_pass(NULL, NULL, m1) : 1;
     check_pass_count(m1, m2);
-    CHECK_CUDA(cudaMalloc((void **)&d_a, m1 * sizeof(float)));
-    CHECK_CUDA(cudaMalloc((void **)&d_b, m2 * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&d_flush, flush_bytes));
-    CHECK_CUDA(cudaMalloc((void **)&d_sink, sizeof(float)));
-    CHECK_CUDA(cudaMemset(d_flush, 0, flush_bytes));
+    guarded_alloc(&a, 0, m1);
+    guarded_alloc(&b, 0, m2);
+
+    /* The flush buffer, only when something is timed. */
+    float *d_sink = NULL;
+    void *d_flush = NULL;
+    size_t flush_bytes = (size_t)FLUSH_L2_MULTIPLE * g.l2_bytes;
+    int flush = o.flush && !o.check_only;
+    if (flush) {
+        CHECK_CUDA(cudaMalloc(&d_flush, flush_bytes));
+        CHECK_CUDA(cudaMalloc((void **)&d_sink, sizeof(float)));
+        CHECK_CUDA(cudaMemset(d_flush, 0, flush_bytes));
+    }
 
     cudaEvent_t start, stop;
     CHECK_CUDA(cudaEventCreate(&start));
     CHECK_CUDA(cudaEventCreate(&stop));
 
+    int guards_ok = 1;
     for (int r = 0; r < runs; r++) {
-        CHECK_CUDA(cudaMemset(d_a, POISON_BYTE, m1 * sizeof(float)));
-        CHECK_CUDA(cudaMemset(d_b, POISON_BYTE, m2 * sizeof(float)));
-        if (o.flush)
+        guarded_poison(&a);
+        guarded_poison(&b);
+        if (flush)
             l2_flush(d_flush, flush_bytes, d_sink);
         CHECK_CUDA(cudaEventRecord(start, 0));
-        float *d_result = run_reduction(d_in, o.n, d_a, d_b);
+        float *d_result = run_reduction(in.data, o.n, a.data, b.data);
         CHECK_CUDA(cudaEventRecord(stop, 0));
         CHECK_CUDA(cudaEventSynchronize(stop));
+        guards_ok = guards_ok && guards_intact(&in) && guards_intact(&a) && guards_intact(&b);
         int k = r - (runs - reps);   /* index among the timed runs */
         if (k < 0)
             continue;                /* warm-up */
@@ -210,13 +290,14 @@ int main(int argc, char **argv)
 
     /* Every timed run must give the same bits (a data race shows up as a
      * sum that moves) and that sum must match the reference. */
-    int pass = 1, bad = -1;
+    int distinct = count_distinct(results, reps);
+    int bad = -1;
     for (int k = 0; k < reps && bad < 0; k++)
         if (!within_tolerance(results[k], ref.sum, tol) ||
             memcmp(&results[k], &results[0], sizeof(float)) != 0)
             bad = k;
-    pass = (bad < 0);
-    float result = pass ? results[0] : results[bad];
+    int pass = (bad < 0) && guards_ok;
+    float result = (bad < 0) ? results[0] : results[bad];
     double abs_err = fabs((double)result - ref.sum);
 
     printf("%s on %s (cc %s, %d SMs, %.0f MB L2, peak %.0f GB/s)\n", step, g.name, g.cc,
@@ -233,25 +314,38 @@ int main(int argc, char **argv)
         printf("speed    %.1f GB/s = %.1f%% of the %.0f GB/s peak\n", gbps,
                100.0 * gbps / g.peak_gbps, g.peak_gbps);
     }
-    printf("result   %.9g   reference %.9g   |error| %.3g   tolerance %.3g\n", result,
-           ref.sum, abs_err, tol);
+    if (ref.exact)
+        printf("result   %.9g   reference %.9g   |error| %.3g   tolerance 0 (integers, sum|x| < 2^24: "
+               "float adds are exact)\n", result, ref.sum, abs_err);
+    else
+        printf("result   %.9g   reference %.9g   |error| %.3g   tolerance %.3g\n", result,
+               ref.sum, abs_err, tol);
+    if (o.cpu_sums)
+        printf("cpu      float loop %.9g   Kahan loop %.9g\n", cpu_seq, cpu_kahan);
     if (pass)
         printf("PASS\n");
+    else if (!guards_ok)
+        printf("FAIL: a kernel wrote outside its buffers (a NaN guard around them was overwritten)\n");
     else if (!within_tolerance(results[bad], ref.sum, tol))
-        printf("FAIL: timed run %d gave %.9g, outside the tolerance\n", bad + 1, result);
+        printf("FAIL: %s %d gave %.9g, %s\n", o.check_only ? "the run" : "timed run", bad + 1,
+               result, isnan(result) ? "NaN: an unwritten output or a read outside the input"
+                                     : "not the reference");
     else
-        printf("FAIL: timed run %d gave %.9g but run 1 gave %.9g: a race?\n", bad + 1, result,
-               results[0]);
+        printf("FAIL: timed run %d gave %.9g but run 1 gave %.9g (%d different sums in %d runs): "
+               "a race?\n", bad + 1, result, results[0], distinct, reps);
 
-    if (o.csv_path != NULL && !o.check_only) {
+    if (o.csv_path != NULL) {
         struct result_row row = {
-            .step = step, .n = o.n, .reps = o.reps, .warmup = o.warmup, .us = s,
+            .step = step, .timed = !o.check_only, .n = o.n, .reps = reps,
+            .warmup = o.check_only ? 0 : o.warmup, .us = s,
             .gbps = gbps, .pct_peak = 100.0 * gbps / g.peak_gbps, .result = result,
             .reference = ref.sum, .abs_err = abs_err, .tol = tol, .pass = pass,
             .gpu = g.name, .cc = g.cc, .driver = g.driver, .cuda = g.cuda,
             .peak_gbps = g.peak_gbps, .l2_mb = g.l2_bytes / 1e6, .sms = g.sms,
-            .flush = o.flush, .offset = o.offset, .fill = fill_name(o.fill), .seed = o.seed,
-            .git_rev = reduce_git_rev,
+            .flush = flush, .offset = o.offset, .fill = fill_name(o.fill), .seed = o.seed,
+            .git_rev = reduce_git_rev, .distinct = distinct, .code_hash = reduce_code_hash,
+            .sum_abs = ref.sum_abs, .has_cpu_sums = o.cpu_sums, .cpu_seq = cpu_seq,
+            .cpu_kahan = cpu_kahan,
         };
         if (csv_append_row(o.csv_path, &row) != 0) {
             fprintf(stderr, "error: cannot write %s\n", o.csv_path);
@@ -261,9 +355,9 @@ int main(int argc, char **argv)
 
     CHECK_CUDA(cudaEventDestroy(start));
     CHECK_CUDA(cudaEventDestroy(stop));
-    CHECK_CUDA(cudaFree(d_base));
-    CHECK_CUDA(cudaFree(d_a));
-    CHECK_CUDA(cudaFree(d_b));
+    CHECK_CUDA(cudaFree(in.base));
+    CHECK_CUDA(cudaFree(a.base));
+    CHECK_CUDA(cudaFree(b.base));
     CHECK_CUDA(cudaFree(d_flush));
     CHECK_CUDA(cudaFree(d_sink));
     free(h_in);

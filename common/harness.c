@@ -48,23 +48,29 @@ static int parse_int_in(const char *s, long long lo, long long hi, long long *ou
     return 0;
 }
 
+static const enum fill_kind all_fills[FILL_COUNT] = {
+    FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS, FILL_ONEHOT, FILL_EXACT,
+};
+
 const char *fill_name(enum fill_kind fill)
 {
     switch (fill) {
     case FILL_RANDOM: return "random";
+    case FILL_POSITIVE: return "positive";
+    case FILL_WIDE: return "wide";
     case FILL_ONES: return "ones";
     case FILL_INTS: return "ints";
     case FILL_ONEHOT: return "onehot";
+    case FILL_EXACT: return "exact";
     }
     return "?";
 }
 
 static int parse_fill(const char *s, enum fill_kind *out)
 {
-    static const enum fill_kind all[] = {FILL_RANDOM, FILL_ONES, FILL_INTS, FILL_ONEHOT};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-        if (s != NULL && strcmp(s, fill_name(all[i])) == 0) {
-            *out = all[i];
+    for (int i = 0; i < FILL_COUNT; i++) {
+        if (s != NULL && strcmp(s, fill_name(all_fills[i])) == 0) {
+            *out = all_fills[i];
             return 0;
         }
     }
@@ -81,13 +87,19 @@ void print_usage(const char *prog)
            "  --reps R        timed repetitions, median reported (default 20)\n"
            "  --warmup W      untimed repetitions first (default 3)\n"
            "  --seed S        input seed (default 1)\n"
-           "  --fill F        random (uniform in [-1,1)), ones (sum = n), ints (in -8..8),\n"
-           "                  onehot (a single 1 among zeros); default random\n"
+           "  --fill F        random: uniform in [-1,1) (the default for timed runs)\n"
+           "                  positive: uniform in [0,1)   wide: +-[1,2) x 2^(-20..20)\n"
+           "                  ones   ints: integers in -8..8   onehot: one 1 among zeros\n"
+           "                  exact: small integers wherever kernels go wrong, sum|x| < 2^24,\n"
+           "                  so the check has zero tolerance (the default for --check)\n"
+           "  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
            "  --offset K      start the input K floats (0..3) past an aligned address\n"
            "  --csv FILE      append one result row to FILE (header if the file is new)\n"
-           "  --check         verify one run only; no timing, no CSV\n"
+           "  --check         verify one run only; no timing (the row's time columns are empty)\n"
+           "  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n"
            "  --no-flush      do not flush the L2 cache before each repetition\n"
            "  --device D      CUDA device index (default 0)\n"
+           "  --version       print the step, the hash of its GPU code and the git revision\n"
            "  -h, --help      this text\n"
            "\n"
            "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n",
@@ -119,19 +131,27 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
     o->warmup = 3;
     o->seed = 1;
     o->fill = FILL_RANDOM;
+    o->fill_given = 0;
+    o->at = 0;
+    o->at_given = 0;
     o->offset = 0;
     o->csv_path = NULL;
     o->check_only = 0;
     o->flush = 1;
     o->device = 0;
+    o->cpu_sums = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         long long x;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
             return PARSE_HELP;
+        if (strcmp(a, "--version") == 0)
+            return PARSE_VERSION;
         if (strcmp(a, "--check") == 0) {
             o->check_only = 1;
+        } else if (strcmp(a, "--cpu-sums") == 0) {
+            o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
         } else if (take_value(argc, argv, &i, a, "-n", &v)) {
@@ -168,9 +188,18 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
             o->seed = (uint64_t)x;
         } else if (take_value(argc, argv, &i, a, "--fill", &v)) {
             if (parse_fill(v, &o->fill) != 0) {
-                snprintf(err, err_len, "--fill must be random, ones, ints or onehot, got '%s'", v ? v : "");
+                snprintf(err, err_len, "--fill must be random, positive, wide, ones, ints, "
+                                       "onehot or exact, got '%s'", v ? v : "");
                 return PARSE_ERROR;
             }
+            o->fill_given = 1;
+        } else if (take_value(argc, argv, &i, a, "--at", &v)) {
+            if (parse_int_in(v, -(long long)REDUCE_MAX_N, (long long)REDUCE_MAX_N - 1, &x) != 0) {
+                snprintf(err, err_len, "--at needs an index, or -k for n - k, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
+            o->at = x;
+            o->at_given = 1;
         } else if (take_value(argc, argv, &i, a, "--offset", &v)) {
             if (parse_int_in(v, 0, REDUCE_MAX_OFFSET, &x) != 0) {
                 snprintf(err, err_len, "--offset needs a number from 0 to %d, got '%s'",
@@ -195,6 +224,19 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
             return PARSE_ERROR;
         }
     }
+    /* One run is a check of correctness: give it the fill that sees any
+     * lost element at any n. Timed runs keep realistic random data. */
+    if (o->check_only && !o->fill_given)
+        o->fill = FILL_EXACT;
+    if (o->at_given && o->fill != FILL_ONEHOT) {
+        snprintf(err, err_len, "--at places onehot's 1: it needs --fill onehot");
+        return PARSE_ERROR;
+    }
+    if (o->at_given && (o->at >= (long long)o->n || o->at < -(long long)o->n)) {
+        snprintf(err, err_len, "--at %lld is outside the input: use 0 .. %zu, or -%zu .. -1",
+                 o->at, o->n - 1, o->n);
+        return PARSE_ERROR;
+    }
     return PARSE_OK;
 }
 
@@ -208,14 +250,62 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed)
+size_t onehot_index(size_t n, uint64_t seed, int at_given, long long at)
+{
+    if (!at_given)
+        return mix64(mix64(seed)) % n;
+    return at >= 0 ? (size_t)at : n - (size_t)(-at);
+}
+
+/* The sparse period of --fill exact: the smallest power of two (>= 64)
+ * that puts at most about 2^20 periods into n, so that the marks on both
+ * sides of every period boundary stay within the 2^24 budget. */
+static size_t exact_period(size_t n)
+{
+    size_t period = 64;
+    while (period < n / EXACT_SWEEP)
+        period *= 2;
+    return period;
+}
+
+/* Which elements --fill exact sets. Up to EXACT_DENSE_MAX, all of them.
+ * Above: the first and last EXACT_EDGE (heads, tails, the first and last
+ * blocks and warps of any grid), two on each side of every multiple of the
+ * period (block and grid boundaries), and a random sweep of the rest. */
+static int exact_marked(size_t i, size_t n, size_t period, uint64_t h)
+{
+    if (n <= EXACT_DENSE_MAX || i < EXACT_EDGE || i >= n - EXACT_EDGE)
+        return 1;
+    size_t r = i & (period - 1);
+    if (r < 2 || r >= period - 2)
+        return 1;
+    /* The top 32 bits of h, uniform: true with probability EXACT_SWEEP / n. */
+    return (h >> 32) < (uint64_t)((double)EXACT_SWEEP / (double)n * 4294967296.0);
+}
+
+void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed, size_t one)
 {
     uint64_t base = mix64(seed);
+    size_t period = exact_period(n);
     switch (fill) {
     case FILL_RANDOM:
         /* 24 random bits: every value is exact in float, in [-1, 1). */
         for (size_t i = 0; i < n; i++)
             x[i] = (float)(mix64(base + i) >> 40) * 0x1p-23f - 1.0f;
+        break;
+    case FILL_POSITIVE:
+        for (size_t i = 0; i < n; i++)
+            x[i] = (float)(mix64(base + i) >> 40) * 0x1p-24f;
+        break;
+    case FILL_WIDE:
+        /* Random sign, 23-bit mantissa in [1, 2), exponent in -20..20: large
+         * and small terms mixed, and cancellation between them. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = mix64(base + i);
+            float m = 1.0f + (float)(h & 0x7fffff) * 0x1p-23f;
+            int e = (int)((h >> 23) % 41) - 20;
+            x[i] = ldexpf((h >> 63) ? -m : m, e);
+        }
         break;
     case FILL_ONES:
         for (size_t i = 0; i < n; i++)
@@ -226,22 +316,32 @@ void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed)
             x[i] = (float)((int)(mix64(base + i) % 17) - 8);
         break;
     case FILL_ONEHOT:
-        /* A dropped element anywhere (the tail too) turns the sum into 0. */
         memset(x, 0, n * sizeof *x);
-        x[mix64(base) % n] = 1.0f;
+        x[one] = 1.0f;
+        break;
+    case FILL_EXACT:
+        /* Values +-1 and +-2: at most 2 x (2^22 or about 5.4M marks) < 2^24. */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = mix64(base + i);
+            float v = (h & 1) ? 1.0f : 2.0f;
+            x[i] = exact_marked(i, n, period, h) ? ((h & 2) ? -v : v) : 0.0f;
+        }
         break;
     }
 }
 
 #define PAIRWISE_LEAF 256   /* plain loop below this: fast, and still only log2(n) levels */
 
+/* r.exact here means "every value is an integer"; reference_sum adds the
+ * 2^24 condition once the whole sum of |x| is known. */
 static struct reference pairwise(const float *x, size_t n)
 {
-    struct reference r = {0.0, 0.0};
+    struct reference r = {0.0, 0.0, 1};
     if (n <= PAIRWISE_LEAF) {
         for (size_t i = 0; i < n; i++) {
             r.sum += x[i];
             r.sum_abs += fabs(x[i]);
+            r.exact &= (x[i] == truncf(x[i]));
         }
         return r;
     }
@@ -249,20 +349,48 @@ static struct reference pairwise(const float *x, size_t n)
     struct reference a = pairwise(x, half), b = pairwise(x + half, n - half);
     r.sum = a.sum + b.sum;
     r.sum_abs = a.sum_abs + b.sum_abs;
+    r.exact = a.exact && b.exact;
     return r;
 }
 
 struct reference reference_sum(const float *x, size_t n)
 {
-    return pairwise(x, n);
+    struct reference r = pairwise(x, n);
+    r.exact = r.exact && r.sum_abs < EXACT_SUM_LIMIT;
+    return r;
 }
 
-double tolerance(size_t n, double sum_abs)
+double tolerance(size_t n, struct reference ref)
 {
+    if (ref.exact)
+        return 0.0;
     int depth = 0;
     while (((size_t)1 << depth) < n)
         depth++;   /* ceil(log2 n) */
-    return (depth + 1) * 0x1p-24 * sum_abs;
+    return (depth + 1) * 0x1p-24 * ref.sum_abs;
+}
+
+float sum_sequential(const float *x, size_t n)
+{
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* Kahan: c holds what the last add rounded away, and is fed back into the
+ * next one. Without -ffast-math the compiler may not simplify (t - s) - y
+ * to 0, so the compensation survives. */
+float sum_kahan(const float *x, size_t n)
+{
+    float s = 0.0f, c = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float y = x[i] - c;
+        float t = s + y;
+        c = (t - s) - y;
+        s = t;
+    }
+    return s;
 }
 
 int within_tolerance(float result, double ref, double tol)
@@ -270,6 +398,26 @@ int within_tolerance(float result, double ref, double tol)
     if (!isfinite(result))
         return 0;
     return fabs((double)result - ref) <= tol;
+}
+
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+int count_distinct(const float *v, int count)
+{
+    uint32_t *bits = malloc((size_t)count * sizeof *bits);
+    if (bits == NULL)
+        return -1;
+    memcpy(bits, v, (size_t)count * sizeof *bits);   /* compare bit patterns, not values */
+    qsort(bits, (size_t)count, sizeof *bits, compare_u32);
+    int distinct = count > 0;
+    for (int i = 1; i < count; i++)
+        distinct += bits[i] != bits[i - 1];
+    free(bits);
+    return distinct;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -317,7 +465,7 @@ static void put_field(char *buf, size_t len, size_t *pos, const char *s, int fir
 
 int csv_format_row(const struct result_row *r, char *buf, size_t len)
 {
-    char num[19][32];
+    char num[24][32];
     snprintf(num[0], 32, "%zu", r->n);
     snprintf(num[1], 32, "%d", r->reps);
     snprintf(num[2], 32, "%d", r->warmup);
@@ -337,12 +485,22 @@ int csv_format_row(const struct result_row *r, char *buf, size_t len)
     snprintf(num[16], 32, "%d", r->flush);
     snprintf(num[17], 32, "%d", r->offset);
     snprintf(num[18], 32, "%" PRIu64, r->seed);
+    snprintf(num[19], 32, "%d", r->distinct);
+    snprintf(num[20], 32, "%.17g", r->sum_abs);
+    snprintf(num[21], 32, "%.9g", r->cpu_seq);
+    snprintf(num[22], 32, "%.9g", r->cpu_kahan);
+    if (!r->timed)   /* a --check row: no timing to report */
+        for (int k = 3; k <= 7; k++)
+            num[k][0] = '\0';
+    if (!r->has_cpu_sums)
+        num[21][0] = num[22][0] = '\0';
 
     /* Column order = CSV_HEADER. */
     const char *fields[] = {
         r->step, num[0], num[1], num[2], num[3], num[4], num[5], num[6], num[7],
         num[8], num[9], num[10], num[11], num[12], r->gpu, r->cc, r->driver, r->cuda,
         num[13], num[14], num[15], num[16], num[17], r->fill, num[18], r->git_rev,
+        r->timed ? "timed" : "check", num[19], r->code_hash, num[20], num[21], num[22],
     };
     size_t pos = 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
@@ -367,4 +525,12 @@ int csv_append_row(const char *path, const struct result_row *r)
              fprintf(f, "%s\n", line) >= 0;
     ok = (fclose(f) == 0) && ok;
     return ok ? 0 : -1;
+}
+
+int csv_check_writable(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (f == NULL)
+        return -1;
+    return fclose(f) == 0 ? 0 : -1;
 }

@@ -7,13 +7,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* 2^31 - 1: the kernels index with 32-bit unsigned ints, which stays
- * exact for i + 2 * blockDim.x past any n up to this. 8 GiB of floats. */
+/* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
+ * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
+ * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
+ * from 2^32, so no index wraps. */
 #define REDUCE_MAX_N ((size_t)2147483647u)
 #define REDUCE_DEFAULT_N ((size_t)1 << 25)   /* 32M floats, the seed articles' size */
 #define REDUCE_MAX_OFFSET 3                   /* enough to misalign a float4 every way */
 
-enum fill_kind { FILL_RANDOM, FILL_ONES, FILL_INTS, FILL_ONEHOT };
+enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
+                 FILL_ONEHOT, FILL_EXACT };
+#define FILL_COUNT 7
+
+/* --fill exact: every element is a small nonzero integer up to this n;
+ * above it only the elements where kernels go wrong are (see fill_input). */
+#define EXACT_DENSE_MAX ((size_t)1 << 22)
+#define EXACT_EDGE ((size_t)1 << 16)       /* first and last elements, always set */
+#define EXACT_SWEEP ((size_t)1 << 20)      /* about this many more at random places */
+
+/* Integers whose sum of |x| stays below 2^24 add exactly in float in any
+ * order: every partial sum is an integer of at most 24 bits. */
+#define EXACT_SUM_LIMIT 16777216.0
 
 struct options {
     size_t n;
@@ -21,44 +35,66 @@ struct options {
     int warmup;
     uint64_t seed;
     enum fill_kind fill;
+    int fill_given;         /* --fill was on the command line */
+    long long at;           /* --at: onehot's position, -k = n - k */
+    int at_given;
     int offset;             /* input starts this many floats past an aligned address */
     const char *csv_path;   /* NULL: no CSV row */
     int check_only;         /* one verified run, no timing */
     int flush;              /* flush L2 before each repetition */
     int device;
+    int cpu_sums;           /* also sum on the CPU: float loop and Kahan loop */
 };
 
-enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_ERROR = -1 };
+enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_ERROR = -1 };
 
 /* "4096", "32M", "1G": binary suffixes K, M, G (either case). Returns 0, or -1
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
 int parse_size(const char *s, size_t *out);
 
-/* Fills *o from argv. On PARSE_ERROR, err holds a one-line message. */
+/* Fills *o from argv and checks the options against each other (--at needs
+ * onehot and a position inside n). --check without --fill means --fill
+ * exact. On PARSE_ERROR, err holds a one-line message. */
 enum parse_status parse_options(int argc, char **argv, struct options *o,
                                 char *err, size_t err_len);
 void print_usage(const char *prog);
 
 const char *fill_name(enum fill_kind fill);
 
-/* Reproducible from (fill, seed) alone, element by element. */
-void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed);
+/* Where onehot's 1 goes: --at (negative counts from the end) or, without
+ * it, a position chosen by the seed. */
+size_t onehot_index(size_t n, uint64_t seed, int at_given, long long at);
+
+/* Element i depends only on (fill, seed, i), except where n itself decides
+ * (onehot's position, exact's sparse positions). one = onehot_index(). */
+void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed, size_t one);
 
 struct reference {
     double sum;       /* the exact-enough answer */
     double sum_abs;   /* scales the tolerance */
+    int exact;        /* every value an integer and sum_abs < 2^24: float adds are exact */
 };
 
 /* Pairwise summation in double: error ~ log2(n) * 2^-53 * sum|x|, far
  * below anything float32 can resolve. */
 struct reference reference_sum(const float *x, size_t n);
 
-/* (ceil(log2 n) + 1) * 2^-24 * sum|x|: the worst-case error of a float32
+/* 0 when ref.exact: any order of float adds gives the exact sum, so any
+ * difference is a lost, repeated or foreign element. Otherwise
+ * (ceil(log2 n) + 1) * 2^-24 * sum|x|: the worst-case error of a float32
  * tree of depth ceil(log2 n), plus the final rounding. See README.md. */
-double tolerance(size_t n, double sum_abs);
+double tolerance(size_t n, struct reference ref);
+
+/* What the CPU gets with float32 arithmetic: a plain loop, and the same
+ * loop with Kahan's compensation (the lost low bits are carried along). */
+float sum_sequential(const float *x, size_t n);
+float sum_kahan(const float *x, size_t n);
 
 /* 1 if result is finite and within tol of ref; NaN and Inf never pass. */
 int within_tolerance(float result, double ref, double tol);
+
+/* How many different bit patterns v[0..count) holds (1: all the same). */
+int count_distinct(const float *v, int count);
 
 struct stats {
     double median, min, max;
@@ -71,10 +107,13 @@ struct stats compute_stats(double *v, int count);
 #define CSV_HEADER                                                              \
     "step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference," \
     "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"  \
-    "seed,git_rev"
+    "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan"
 
+/* A timed row has every field; a --check row (timed == 0) leaves the
+ * timing columns empty, and the CPU sums are empty unless has_cpu_sums. */
 struct result_row {
     const char *step;
+    int timed;
     size_t n;
     int reps, warmup;
     struct stats us;
@@ -90,6 +129,11 @@ struct result_row {
     const char *fill;
     uint64_t seed;
     const char *git_rev;
+    int distinct;
+    const char *code_hash;
+    double sum_abs;
+    int has_cpu_sums;
+    float cpu_seq, cpu_kahan;
 };
 
 /* Writes the row (no newline) into buf; returns the length, or -1 if it
@@ -99,6 +143,10 @@ int csv_format_row(const struct result_row *r, char *buf, size_t len);
 /* Appends the row, writing CSV_HEADER first when the file is new or empty.
  * Returns 0, or -1 if the file cannot be written. */
 int csv_append_row(const char *path, const struct result_row *r);
+
+/* 0 if path can be opened for appending (creating it, empty, if new), so a
+ * bad --csv is reported before the run instead of after it; else -1. */
+int csv_check_writable(const char *path);
 
 /* Bytes a pass over n floats must read, over time: decimal GB/s. */
 double bandwidth_gbps(size_t n, double us);

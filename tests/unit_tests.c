@@ -87,16 +87,33 @@ static void test_parse_options(void)
     }
     EXPECT(parse("-n 0", &o, err) == PARSE_ERROR && strstr(err, "at least 1"));
     EXPECT(parse("-n 2G", &o, err) == PARSE_ERROR && strstr(err, "too large"));
+
+    /* --check picks the exact fill unless a fill is named; timed runs keep random. */
+    EXPECT(parse("--check", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
+    EXPECT(parse("--fill random --check", &o, err) == PARSE_OK && o.fill == FILL_RANDOM);
+    EXPECT(parse("-n 5", &o, err) == PARSE_OK && o.fill == FILL_RANDOM && !o.cpu_sums);
+    EXPECT(parse("--fill positive --cpu-sums", &o, err) == PARSE_OK && o.fill == FILL_POSITIVE &&
+           o.cpu_sums);
+    EXPECT(parse("--fill wide", &o, err) == PARSE_OK && o.fill == FILL_WIDE);
+    EXPECT(parse("--fill exact", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
+    EXPECT(parse("--version", &o, err) == PARSE_VERSION);
+    /* --at: onehot only, inside n, negative from the end, whatever the order. */
+    EXPECT(parse("--at 3 -n 10 --fill onehot", &o, err) == PARSE_OK && o.at_given && o.at == 3);
+    EXPECT(parse("-n 10 --fill onehot --at -10", &o, err) == PARSE_OK && o.at == -10);
+    EXPECT(parse("-n 10 --fill onehot --at 10", &o, err) == PARSE_ERROR && strstr(err, "outside"));
+    EXPECT(parse("-n 10 --fill onehot --at -11", &o, err) == PARSE_ERROR);
+    EXPECT(parse("-n 10 --at 1", &o, err) == PARSE_ERROR && strstr(err, "needs --fill onehot"));
+    EXPECT(parse("-n 10 --fill onehot --at x", &o, err) == PARSE_ERROR);
 }
 
 static void test_fill(void)
 {
     enum { N = 100000 };
     float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b);
-    fill_input(a, N, FILL_RANDOM, 1);
-    fill_input(b, N, FILL_RANDOM, 1);
+    fill_input(a, N, FILL_RANDOM, 1, 0);
+    fill_input(b, N, FILL_RANDOM, 1, 0);
     EXPECT(memcmp(a, b, N * sizeof *a) == 0);   /* reproducible */
-    fill_input(b, N, FILL_RANDOM, 2);
+    fill_input(b, N, FILL_RANDOM, 2, 0);
     EXPECT(memcmp(a, b, N * sizeof *a) != 0);   /* the seed matters */
     int in_range = 1, zeros = 0;
     double mean = 0;
@@ -109,16 +126,38 @@ static void test_fill(void)
     EXPECT(zeros < 10);              /* never test on zeros */
     EXPECT(fabs(mean) < 0.02);       /* roughly uniform */
 
-    fill_input(b, 1000, FILL_RANDOM, 1);
+    fill_input(b, 1000, FILL_RANDOM, 1, 0);
     EXPECT(memcmp(a, b, 1000 * sizeof *a) == 0);   /* a prefix of the same input */
 
-    fill_input(a, N, FILL_ONES, 5);
+    fill_input(a, N, FILL_POSITIVE, 1, 0);
+    int positive = 1;
+    mean = 0;
+    for (int i = 0; i < N; i++) {
+        positive &= (a[i] >= 0.0f && a[i] < 1.0f);
+        mean += a[i] / N;
+    }
+    EXPECT(positive && fabs(mean - 0.5) < 0.02);
+
+    fill_input(a, N, FILL_WIDE, 1, 0);
+    int wide = 1, negative = 0;
+    float lo = 1e30f, hi = 0.0f;
+    for (int i = 0; i < N; i++) {
+        float m = fabsf(a[i]);
+        wide &= (m >= 0x1p-20f && m < 0x1p21f);
+        negative += a[i] < 0.0f;
+        lo = fminf(lo, m);
+        hi = fmaxf(hi, m);
+    }
+    EXPECT(wide && negative > N / 3 && negative < 2 * N / 3);
+    EXPECT(lo < 0x1p-19f && hi >= 0x1p20f);   /* the whole range is used */
+
+    fill_input(a, N, FILL_ONES, 5, 0);
     int ones = 1;
     for (int i = 0; i < N; i++)
         ones &= (a[i] == 1.0f);
     EXPECT(ones);
 
-    fill_input(a, N, FILL_INTS, 5);
+    fill_input(a, N, FILL_INTS, 5, 0);
     int ints = 1, distinct_ends = 0;
     for (int i = 0; i < N; i++) {
         ints &= (a[i] == floorf(a[i]) && a[i] >= -8.0f && a[i] <= 8.0f);
@@ -127,31 +166,102 @@ static void test_fill(void)
     EXPECT(ints && distinct_ends > 0);
 
     for (uint64_t seed = 0; seed < 20; seed++) {
-        fill_input(a, 7, FILL_ONEHOT, seed);
+        size_t one = onehot_index(7, seed, 0, 0);
+        fill_input(a, 7, FILL_ONEHOT, seed, one);
         int count = 0;
         for (int i = 0; i < 7; i++)
             count += (a[i] == 1.0f) ? 1 : (a[i] == 0.0f ? 0 : 100);
-        EXPECT(count == 1);
+        EXPECT(count == 1 && one < 7 && a[one] == 1.0f);
     }
-    fill_input(a, 1, FILL_ONEHOT, 3);
-    EXPECT(a[0] == 1.0f);
+    EXPECT(onehot_index(1, 3, 0, 0) == 0);
+    EXPECT(onehot_index(100, 3, 1, 0) == 0 && onehot_index(100, 3, 1, 99) == 99);
+    EXPECT(onehot_index(100, 3, 1, -1) == 99 && onehot_index(100, 3, 1, -100) == 0);
     free(a);
     free(b);
+}
+
+/* --fill exact: nonzero small integers everywhere up to EXACT_DENSE_MAX,
+ * the positions kernels get wrong above it, and sum|x| < 2^24 always. */
+static void test_fill_exact(void)
+{
+    size_t sizes[] = {1, 7, 4097, EXACT_DENSE_MAX, EXACT_DENSE_MAX + 1, (size_t)1 << 28};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        float *x = malloc(n * sizeof *x);
+        fill_input(x, n, FILL_EXACT, 9, 0);
+        size_t set = 0;
+        int values_ok = 1;
+        for (size_t i = 0; i < n; i++) {
+            float m = fabsf(x[i]);
+            values_ok &= (m == 0.0f || m == 1.0f || m == 2.0f);
+            set += m != 0.0f;
+        }
+        struct reference r = reference_sum(x, n);
+        EXPECT(values_ok && r.exact && r.sum_abs < EXACT_SUM_LIMIT);
+        EXPECT(tolerance(n, r) == 0.0);
+        if (n <= EXACT_DENSE_MAX) {
+            EXPECT(set == n);
+        } else {
+            /* Ends, both sides of period boundaries, and more: */
+            int ends = 1;
+            for (size_t i = 0; i < EXACT_EDGE; i++)
+                ends &= x[i] != 0.0f && x[n - 1 - i] != 0.0f;
+            EXPECT(ends);
+            size_t period = 64;
+            while (period < n / EXACT_SWEEP)
+                period *= 2;
+            int bounds = 1;
+            for (size_t b = period; b + 1 < n; b += period)
+                bounds &= x[b] != 0.0f && x[b + 1] != 0.0f && x[b - 1] != 0.0f && x[b - 2] != 0.0f;
+            EXPECT(bounds);
+            EXPECT(set > 4 * (n / period) + EXACT_SWEEP / 2);   /* the sweep adds many more */
+        }
+        /* The rule: integers with sum|x| < 2^24 give the exact sum in float in
+         * any order: forwards, backwards, and a 256-way strided tree. */
+        float fwd = 0.0f, bwd = 0.0f, lanes[256] = {0};
+        for (size_t i = 0; i < n; i++) {
+            fwd += x[i];
+            bwd += x[n - 1 - i];
+            lanes[i % 256] += x[i];
+        }
+        for (int s = 128; s > 0; s /= 2)
+            for (int t = 0; t < s; t++)
+                lanes[t] += lanes[t + s];
+        EXPECT(fwd == r.sum && bwd == r.sum && lanes[0] == r.sum);
+        free(x);
+    }
 }
 
 static void test_reference(void)
 {
     enum { N = 1 << 20 };
     float *x = malloc(N * sizeof *x);
-    fill_input(x, N, FILL_ONES, 0);
+    fill_input(x, N, FILL_ONES, 0, 0);
     struct reference r = reference_sum(x, N);
-    EXPECT(r.sum == N && r.sum_abs == N);
+    EXPECT(r.sum == N && r.sum_abs == N && r.exact);
+
+    /* The exactness rule: integers, and sum|x| below 2^24, or no promise. */
+    size_t big = 16777215;
+    float *y = malloc(big * sizeof *y);
+    fill_input(y, big, FILL_ONES, 0, 0);
+    r = reference_sum(y, big);
+    EXPECT(r.exact);
+    y[0] = 2.0f;
+    r = reference_sum(y, big);   /* sum|x| = 2^24 exactly: a partial sum may round */
+    EXPECT(!r.exact && tolerance(big, r) > 0.0);
+    free(y);
+    x[0] = 1.5f;
+    r = reference_sum(x, 4);
+    EXPECT(!r.exact);
 
     /* 0.1f added 10^6 times in float drifts far off; the reference must not. */
     for (int i = 0; i < N; i++)
         x[i] = 0.1f;
     r = reference_sum(x, N);
     EXPECT(fabs(r.sum - N * (double)0.1f) < 1e-6);
+    /* The CPU float loops: the plain one drifts, Kahan's stays within an ulp. */
+    EXPECT(fabs(sum_sequential(x, N) - r.sum) > 100.0);
+    EXPECT(fabs(sum_kahan(x, N) - r.sum) <= 0.0079);   /* half an ulp of 104857.6f */
 
     /* Exact known value: 1..N alternating signs. */
     for (int i = 0; i < N; i++)
@@ -173,14 +283,23 @@ static void test_reference(void)
     free(x);
 }
 
+/* The tolerance of a fill whose values are not all integers. */
+static double tol(size_t n, double sum_abs)
+{
+    struct reference r = {0.0, sum_abs, 0};
+    return tolerance(n, r);
+}
+
 static void test_tolerance(void)
 {
-    EXPECT(tolerance(1, 1.0) == 0x1p-24);           /* depth 0: the rounding only */
-    EXPECT(tolerance(2, 1.0) == 2 * 0x1p-24);
-    EXPECT(tolerance(1024, 1.0) == 11 * 0x1p-24);
-    EXPECT(tolerance(1025, 1.0) == 12 * 0x1p-24);
-    EXPECT(tolerance(1u << 25, 2.0) == 26 * 0x1p-24 * 2.0);
-    EXPECT(tolerance(1000, 0.0) == 0.0);
+    EXPECT(tol(1, 1.0) == 0x1p-24);           /* depth 0: the rounding only */
+    EXPECT(tol(2, 1.0) == 2 * 0x1p-24);
+    EXPECT(tol(1024, 1.0) == 11 * 0x1p-24);
+    EXPECT(tol(1025, 1.0) == 12 * 0x1p-24);
+    EXPECT(tol(1u << 25, 2.0) == 26 * 0x1p-24 * 2.0);
+    EXPECT(tol(1000, 0.0) == 0.0);
+    struct reference exact = {5.0, 5.0, 1};
+    EXPECT(tolerance(1000, exact) == 0.0);
 
     EXPECT(within_tolerance(1.0f, 1.0, 0.0));
     EXPECT(within_tolerance(1.5f, 1.0, 0.5));
@@ -188,13 +307,19 @@ static void test_tolerance(void)
     EXPECT(!within_tolerance(NAN, 1.0, 1e30));
     EXPECT(!within_tolerance(INFINITY, 1.0, 1e30));
     EXPECT(!within_tolerance(-INFINITY, 1.0, 1e30));
-    /* A dropped element of "ones" is caught while (log2 n + 1) n < 2^24; past
-     * that the bound is wider than 1, which is why --fill onehot exists: its
-     * sum_abs is 1, so losing the one element fails at every n. */
-    for (size_t n = 2; n <= ((size_t)1 << 19); n *= 2)
-        EXPECT(!within_tolerance((float)(n - 1), (double)n, tolerance(n, (double)n)));
-    for (size_t n = 1; n <= REDUCE_MAX_N; n = 2 * n + 1)
-        EXPECT(!within_tolerance(0.0f, 1.0, tolerance(n, 1.0)));
+    /* Why exact fills exist: with a tolerance, a dropped 1 among n ones hides
+     * once (log2 n + 1) n > 2^24. The tolerance is wider than 1 there. */
+    EXPECT(!within_tolerance((float)((1 << 19) - 1), (double)(1 << 19), tol(1 << 19, 1 << 19)));
+    EXPECT(within_tolerance((float)((1 << 20) - 1), (double)(1 << 20), tol(1 << 20, 1 << 20)));
+}
+
+static void test_distinct(void)
+{
+    float v[] = {1.0f, 1.0f, 2.0f, 1.0f, -0.0f, 0.0f};
+    EXPECT(count_distinct(v, 1) == 1);
+    EXPECT(count_distinct(v, 2) == 1);
+    EXPECT(count_distinct(v, 4) == 2);
+    EXPECT(count_distinct(v, 6) == 4);   /* bits, not values: -0 and +0 differ */
 }
 
 static void test_stats(void)
@@ -228,7 +353,8 @@ static void test_csv(void)
         .reference = 12.5, .abs_err = 0.0, .tol = 0.001, .pass = 1, .gpu = "NVIDIA H200",
         .cc = "9.0", .driver = "580.159.04", .cuda = "13.0", .peak_gbps = 4814.4,
         .l2_mb = 62.9, .sms = 132, .flush = 1, .offset = 0, .fill = "random", .seed = 1,
-        .git_rev = "abc1234",
+        .git_rev = "abc1234", .timed = 1, .distinct = 1, .code_hash = "0123456789ab",
+        .sum_abs = 3.5,
     };
     char line[2048];
     int len = csv_format_row(&r, line, sizeof line);
@@ -236,7 +362,18 @@ static void test_csv(void)
     EXPECT(count_char(line, ',') == count_char(CSV_HEADER, ','));
     const char *start = "step3_idle,33554432,20,3,142.500,140.250,150.000,941.88,19.57,12.5,12.5,0,";
     EXPECT(strncmp(line, start, strlen(start)) == 0);
-    EXPECT(strstr(line, ",NVIDIA H200,9.0,580.159.04,13.0,4814.4,62.9,132,1,0,random,1,abc1234") != NULL);
+    EXPECT(strstr(line, ",NVIDIA H200,9.0,580.159.04,13.0,4814.4,62.9,132,1,0,random,1,abc1234,"
+                        "timed,1,0123456789ab,3.5,,") != NULL);
+
+    /* A --check row: the timing columns are empty; CPU sums only when asked. */
+    struct result_row c = r;
+    c.timed = 0;
+    c.has_cpu_sums = 1;
+    c.cpu_seq = 12.25f;
+    c.cpu_kahan = 12.5f;
+    EXPECT(csv_format_row(&c, line, sizeof line) > 0);
+    EXPECT(strncmp(line, "step3_idle,33554432,20,3,,,,,,12.5,", 35) == 0);
+    EXPECT(strstr(line, ",check,1,0123456789ab,3.5,12.25,12.5") != NULL);
 
     struct result_row q = r;
     q.gpu = "Odd, \"GPU\"";
@@ -260,8 +397,10 @@ static void test_csv(void)
     if (f)
         fclose(f);
     EXPECT(lines == 3 && headers == 1);            /* one header, two rows */
+    EXPECT(csv_check_writable(path) == 0);
     unlink(path);
     EXPECT(csv_append_row("/nonexistent-dir/x.csv", &r) == -1);
+    EXPECT(csv_check_writable("/nonexistent-dir/x.csv") == -1);
 }
 
 int main(void)
@@ -269,8 +408,10 @@ int main(void)
     test_parse_size();
     test_parse_options();
     test_fill();
+    test_fill_exact();
     test_reference();
     test_tolerance();
+    test_distinct();
     test_stats();
     test_csv();
     printf("unit: %d passed, %d failed\n", passed, failed);

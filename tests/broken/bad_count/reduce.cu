@@ -1,5 +1,6 @@
 // Deliberately wrong (test fixture): a pass that does not shrink its input.
 // The harness must stop it with exit 1 instead of looping forever.
+// caught by: a pass must return
 #include "check.h"
 #include "reduce.h"
 

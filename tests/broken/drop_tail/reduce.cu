@@ -1,5 +1,6 @@
 // Deliberately wrong (test fixture): ignores the last element of every pass.
 // The GPU suite expects exit 1 from it: proof that verification can fail.
+// caught by: exact
 #include "check.h"
 #include "reduce.h"
 

@@ -1,5 +1,6 @@
 // Deliberately wrong (test fixture): never writes its output.
 // The poisoned (NaN) output must make the harness fail it with exit 1.
+// caught by: nan
 #include "check.h"
 #include "reduce.h"
 
