@@ -18,6 +18,12 @@ else
 GENCODE := -arch=$(ARCH)
 endif
 
+# DEVICE=1 runs everything on the second GPU: the CUDA runtime, ncu and
+# compute-sanitizer all honour CUDA_VISIBLE_DEVICES.
+ifneq ($(strip $(DEVICE)),)
+export CUDA_VISIBLE_DEVICES := $(DEVICE)
+endif
+
 # No fast-math: the tutorial's sums must be plain IEEE float adds.
 NVFLAGS := -O3 -lineinfo -std=c++17 $(GENCODE) -Icommon -Xcompiler -Wall,-Wextra
 CFLAGS  := -O2 -std=c11 -Wall -Wextra -Wpedantic -Icommon -I$(CUDA_HOME)/include
@@ -34,8 +40,16 @@ ALIASES   := $(foreach d,$(STEP_DIRS),$(firstword $(subst _, ,$(d))))
 HARNESS   := build/driver.o build/harness.o build/flush.o build/version.o
 HEADERS   := $(wildcard common/*.h)
 
-.PHONY: all help test venv bench tune plot profile profile-all sanitize ptxas sass \
-        diff new clean $(ALIASES) FORCE
+# matplotlib from the system if it imports, else from a local .venv
+# (an absolute path, so scripts run from other directories find it too).
+# Defined before any rule names $(NEED_VENV): make expands prerequisites
+# when it reads a rule, so a later definition would come too late.
+VENV_PYTHON := $(CURDIR)/.venv/bin/python
+PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
+NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
+
+.PHONY: all help test check mutants venv bench tune plot profile profile-all sanitize \
+        ptxas sass diff new clean $(ALIASES) FORCE
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS)
@@ -44,6 +58,7 @@ help:
 	@echo "make                 build every step and the CUB baseline"
 	@echo "make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "make test            CPU unit tests, plot/script tests, GPU suite (skipped without a GPU)"
+	@echo "make check STEP=K    grade one program: sizes, fills, offsets, races (K = 0..9, cub)"
 	@echo "make bench           measure every step and CUB, write plots/results/<gpu>.csv, draw"
 	@echo "make tune            time other block sizes / unroll factors of some steps"
 	@echo "make plot            redraw charts and README tables from the committed results"
@@ -62,7 +77,7 @@ build:
 build/%.o: common/%.c $(HEADERS) | build
 	$(CC) $(CFLAGS) -c $< -o $@
 
-build/flush.o: common/flush.cu $(HEADERS) | build
+build/flush.o: common/flush.cu $(HEADERS) build/arch.stamp | build
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 # Rewritten only when the revision changes, so it does not force relinks.
@@ -73,8 +88,24 @@ build/version.c: FORCE | build
 build/version.o: build/version.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-%/run: %/reduce.cu $(HARNESS) $(HEADERS)
-	$(NVCC) $(NVFLAGS) -o $@ $< $(HARNESS) $(LDLIBS)
+# The target GPU code: rewritten when ARCH changes, so `make ARCH=sm_80`
+# after a default build rebuilds everything for sm_80.
+build/arch.stamp: FORCE | build
+	@echo '$(GENCODE)' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+
+# The hash of a program's GPU code (its reduce.cu and the flush kernel,
+# comments ignored): every results row carries it, see tools/code_hash.py.
+build/hash/%.c: %/reduce.cu common/flush.cu tools/code_hash.py
+	@mkdir -p $(@D)
+	@h=$$($(PYTHON) tools/code_hash.py $< common/flush.cu) || exit 1; \
+	 printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+
+build/hash/%.o: build/hash/%.c
+	$(CC) $(CFLAGS) -c $< -o $@
+
+%/run: %/reduce.cu build/hash/%.o $(HARNESS) $(HEADERS) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(LDLIBS)
 
 # `make step3` builds step3_idle/run and links step3 -> step3_idle.
 define STEP_ALIAS
@@ -87,19 +118,38 @@ $(foreach d,$(STEP_DIRS),$(eval $(call STEP_ALIAS,$(d))))
 build/unit_tests: tests/unit_tests.c common/harness.c $(HEADERS) | build
 	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c -lm
 
-# Deliberately broken programs: the GPU suite checks that they FAIL.
-BROKEN := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu))
+# Deliberately broken programs: the grader must FAIL every one of them.
+# Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
+# one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).
+BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu))
+MUTANTS := $(shell sed -n 's/^\([a-z0-9_]*\) *|.*/build\/mutants\/\1\/run/p' tests/broken/mutants.txt)
 
-test: build/unit_tests $(PROGRAMS) $(BROKEN) $(NEED_VENV)
+build/mutants/%/reduce.cu: tests/broken/mutants.txt tools/mutate.sh $(wildcard step*_*/reduce.cu)
+	@bash tools/mutate.sh $* $@
+
+mutants: $(MUTANTS)
+
+# Generated sources (mutants, code hashes) are kept after a build, for reading.
+.SECONDARY:
+
+test: build/unit_tests $(PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) bash tests/run_tests.sh
 
-# ---------------------------------------------------------------- results
-# matplotlib from the system if it imports, else from a local .venv
-# (an absolute path, so scripts run from other directories find it too).
-VENV_PYTHON := $(CURDIR)/.venv/bin/python
-PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
-NEED_VENV = $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
+# The grader: one program through sizes, fills, offsets, onehot positions,
+# repeated runs and compute-sanitizer. STEP=K (a step number or cub) or
+# PROGRAM=path/to/run. Exit 0 only if every check passed.
+check:
+	@prog='$(PROGRAM)'; \
+	 if [ -z "$$prog" ]; then \
+	     test -n "$(STEP)" || { echo "usage: make check STEP=K (K = a step number or cub) or PROGRAM=path/run"; exit 2; }; \
+	     if [ "$(STEP)" = cub ]; then dir=baseline_cub; \
+	     else dir=$$(ls -d step$(STEP)_*/ 2>/dev/null | head -n 1); dir=$${dir%/}; fi; \
+	     test -n "$$dir" -a -f "$$dir/reduce.cu" || { echo "make check: no step $(STEP) (no step$(STEP)_*/reduce.cu)"; exit 2; }; \
+	     $(MAKE) --no-print-directory "$$dir/run" || exit 2; prog=$$dir/run; \
+	 fi; \
+	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) "$$prog"
 
+# ---------------------------------------------------------------- results
 venv: $(NEED_VENV)
 
 $(VENV_PYTHON): plots/requirements.txt
@@ -139,8 +189,12 @@ sanitize: $(PROGRAMS) step4_warp/run-racy
 	@bash tools/sanitize.sh $(SANITIZE_N) $(PROGRAMS)
 
 # The racecheck demo: step 4 without its __syncwarp() calls (never shipped).
-step4_warp/run-racy: step4_warp/reduce.cu $(HARNESS) $(HEADERS)
-	$(NVCC) $(NVFLAGS) -DRACY_WARP -o $@ $< $(HARNESS) $(LDLIBS)
+step4_warp/run-racy: step4_warp/reduce.cu build/hash/step4_warp.o $(HARNESS) $(HEADERS) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -DRACY_WARP -o $@ $< build/hash/step4_warp.o $(HARNESS) $(LDLIBS)
+
+# The determinism demo: step 9 adding its block sums with atomicAdd (never shipped).
+step9_singlepass/run-atomic: step9_singlepass/reduce.cu build/hash/step9_singlepass.o $(HARNESS) $(HEADERS) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -DATOMIC_FLOAT -o $@ $< build/hash/step9_singlepass.o $(HARNESS) $(LDLIBS)
 
 ptxas: | build
 	@for d in $(STEP_DIRS) baseline_cub; do \
@@ -165,4 +219,4 @@ new:
 	@bash tools/step.sh new $(NAME)
 
 clean:
-	rm -rf build $(PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES)
+	rm -rf build $(PROGRAMS) $(BROKEN) step4_warp/run-racy step9_singlepass/run-atomic $(ALIASES)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # tune.sh OUT.csv: rebuilds some steps with other values of their knobs and
-# times each at n = 2^25 and 2^28 (rows appended to OUT.csv, step column =
-# "stepK_slug-KNOB-value"). The shipped values are the ones these runs chose;
-# the variants never replace a step, they only live under build/tune/.
+# times each (rows appended to OUT.csv, step column = "stepK_slug-KNOB-value").
+# The shipped values are the ones these runs chose; the variants never
+# replace a step, they only live under build/tune/.
+#   TUNE_ONLY=regex     only the variants whose "step KNOB value" matches
+#   TUNE_SIZES="n ..."  the sizes to time (default 2^25 and 2^28)
+#   TUNE_BASE="dir ..." also time these shipped programs at the same sizes
 set -u
 out=${1:?usage: tune.sh OUT.csv}
 cd "$(dirname "$0")/.."
@@ -17,9 +20,15 @@ variants=(
     "step8_vector UNROLL 1"         "step8_vector UNROLL 2"
     "step8_vector UNROLL 8"         "step8_vector BLOCK_SIZE 128"
     "step8_vector BLOCK_SIZE 512"   "step8_vector MIN_PER_THREAD 2"
+    "step9_singlepass MIN_PER_THREAD 4"  "step9_singlepass MIN_PER_THREAD 16"
+    "step9_singlepass MIN_PER_THREAD 32" "step9_singlepass MIN_PER_THREAD 64"
+    "step9_singlepass BLOCK_SIZE 512"    "step9_singlepass BLOCK_SIZE 1024"
+    "step9_singlepass UNROLL 2"          "step9_singlepass UNROLL 8"
 )
+sizes=(${TUNE_SIZES:-33554432 268435456})
 targets=()
 for v in "${variants[@]}"; do
+    [[ $v =~ ${TUNE_ONLY:-.} ]] || continue
     read -r step knob value <<< "$v"
     dir=build/tune/$step-$knob-$value
     mkdir -p "$dir"
@@ -28,14 +37,15 @@ for v in "${variants[@]}"; do
     cmp -s "$dir/reduce.cu.new" "$dir/reduce.cu" && rm "$dir/reduce.cu.new" || mv "$dir/reduce.cu.new" "$dir/reduce.cu"
     targets+=("$dir/run")
 done
+for d in ${TUNE_BASE:-}; do targets+=("$d/run"); done
 make --no-print-directory -s -j"$(nproc)" "${targets[@]}" || exit 2
 
 rm -f "$out"
 for t in "${targets[@]}"; do
-    for n in 33554432 268435456; do
+    for n in "${sizes[@]}"; do
         "$t" -n "$n" --csv "$out" > /dev/null || { echo "tune: $t -n $n failed" >&2; exit 1; }
     done
     printf 'tune: %-36s %s\n' "$(basename "$(dirname "$t")")" \
-        "$(tail -n 2 "$out" | cut -d, -f2,5,8 | tr '\n' ' ')"
+        "$(tail -n "${#sizes[@]}" "$out" | cut -d, -f2,5 | tr '\n' ' ')"
 done
-echo "tune: ${#targets[@]} variants -> $out"
+echo "tune: ${#targets[@]} programs x ${#sizes[@]} sizes -> $out"

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""The GPU suite of `make test`: the grader (tools/grade.py) over every step
+program and CUB, and over every broken fixture, each of which must FAIL it.
+
+  - every stepN_*/run (the shipped steps and any student's) and
+    baseline_cub/run: the full grader; each check counts as one test;
+  - every broken fixture (tests/broken/*/ and the mutants of
+    tests/broken/mutants.txt, built under build/mutants/): the --quick grader
+    must fail it, and one of its failures must be of the kind the fixture
+    names ("caught by"); the first such failure is printed;
+  - the timed CSV row, and --device out of range.
+Without a CUDA device it prints one line and counts itself as skipped, never
+as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
+how many checks run at once.
+"""
+import csv
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import grade  # noqa: E402
+
+CUB = "baseline_cub/run"
+
+
+def step_programs():
+    dirs = [d for d in glob.glob("step*_*") if re.match(r"^step\d+_", d)
+            and os.path.isfile(os.path.join(d, "reduce.cu"))]
+    dirs.sort(key=lambda d: int(re.match(r"step(\d+)_", d).group(1)))
+    return [os.path.join(d, "run") for d in dirs] + [CUB]
+
+
+def fixtures():
+    """[(run path, what must catch it)] for the hand-written and mutant fixtures."""
+    found = []
+    for src in sorted(glob.glob("tests/broken/*/reduce.cu")):
+        with open(src) as handle:
+            match = re.search(r"^// caught by: (.+)$", handle.read(), re.M)
+        found.append((os.path.join(os.path.dirname(src), "run"),
+                      match.group(1).strip() if match else "?"))
+    with open("tests/broken/mutants.txt") as handle:
+        for line in handle:
+            fields = [f.strip() for f in line.split("|")]
+            if len(fields) >= 4 and not line.startswith("#"):
+                found.append((f"build/mutants/{fields[0]}/run", fields[2]))
+    return found
+
+
+def caught_as(outcome, expected):
+    """The failure is of the expected kind: its check's kind or its reason says so."""
+    token = expected.lower()
+    return token in outcome.case.kind or token in outcome.reason.lower()
+
+
+def extra_checks(tmp):
+    """(label, ok, detail) for what the grader does not cover."""
+    results = []
+    for program in ("step0_naive/run", CUB):
+        path = os.path.join(tmp, os.path.basename(os.path.dirname(program)) + ".csv")
+        proc = subprocess.run([program, "-n", "100003", "--reps", "3", "--warmup", "1",
+                               "--csv", path], capture_output=True, text=True)
+        rows = []
+        if os.path.isfile(path):
+            with open(path, newline="") as handle:
+                rows = list(csv.DictReader(handle))
+        ok = (proc.returncode == 0 and len(rows) == 1 and rows[0]["pass"] == "1"
+              and rows[0]["mode"] == "timed" and rows[0]["distinct"] == "1"
+              and float(rows[0]["median_us"]) > 0 and len(rows[0]["code_hash"]) == 12)
+        results.append((f"timed CSV row of {program}", ok, f"exit {proc.returncode}, rows {rows}"))
+    proc = subprocess.run([CUB, "--check", "-n", "1000", "--device", "99"],
+                          capture_output=True, text=True)
+    results.append(("--device 99 is a usage error", proc.returncode == 2 and "only" in proc.stderr,
+                    f"exit {proc.returncode}: {proc.stderr.strip()}"))
+    return results
+
+
+def main():
+    os.chdir(ROOT)
+    programs = step_programs()
+    broken = fixtures()
+    missing = [p for p in programs + [f for f, _ in broken] if not os.access(p, os.X_OK)]
+    if missing:
+        print(f"gpu: not built: {', '.join(missing)} (run make test, which builds them)")
+        print("gpu: 0 passed, 1 failed")
+        return 1
+    probe = subprocess.run([CUB, "--check", "-n", "1"], capture_output=True, text=True)
+    if probe.returncode == 3 and "no CUDA device" in probe.stderr:
+        print(f"gpu: skipped: {probe.stderr.strip().removeprefix('error: ')}")
+        print("gpu: 0 passed, 0 failed, 1 skipped")
+        return 0
+
+    jobs = int(os.environ.get("GPU_JOBS", min(16, os.cpu_count() or 1)))
+    sanitizer = grade.find_sanitizer()
+    fixture_runs = [f for f, _ in broken]
+    try:
+        reports, gpu = grade.grade(programs + fixture_runs, jobs, quick=set(fixture_runs),
+                                   sanitizer=sanitizer)
+    except grade.GradeError as err:
+        print(f"gpu: the grader stopped: {err}")
+        print("gpu: 0 passed, 1 failed")
+        return 1
+    passed = failed = skipped = 0
+    print(f"gpu: {sum(len(r.outcomes) for r in reports)} checks on {gpu}, "
+          f"{len(programs)} programs and {len(broken)} broken fixtures")
+    for report in reports[:len(programs)]:
+        grade.print_report(report)
+        passed += len(report.outcomes) - len(report.failed) - len(report.skipped)
+        failed += len(report.failed)
+        skipped += len(report.skipped)
+    for report, (_, expected) in zip(reports[len(programs):], broken):
+        hits = [o for o in report.failed if caught_as(o, expected)]
+        if hits:
+            passed += 1
+            print(f"ok    {report.name} fails the grader ({len(report.failed)} checks), "
+                  f"caught by {expected}: {hits[0].case.label} -> {hits[0].reason}")
+        else:
+            failed += 1
+            first = report.failed[0] if report.failed else None
+            print(f"FAIL  {report.name} was not caught by {expected}: "
+                  + (f"{len(report.failed)} other failures, first {first.case.label} -> "
+                     f"{first.reason}" if first else "it PASSED the grader"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, ok, detail in extra_checks(tmp):
+            if ok:
+                passed += 1
+            else:
+                failed += 1
+                print(f"FAIL  {label}: {detail}")
+    line = f"gpu: {passed} passed, {failed} failed"
+    print(line + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
