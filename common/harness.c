@@ -97,6 +97,8 @@ void print_usage(const char *prog)
            "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run only; no timing (the row's time columns are empty)\n"
            "  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n"
+           "  --checks FILE   run many checks in this process, one line of options each\n"
+           "                  (e.g. -n 1000 --fill ones --offset 3); - reads standard input\n"
            "  --no-flush      do not flush the L2 cache before each repetition\n"
            "  --device D      CUDA device index (default 0)\n"
            "  --version       print the step, the hash of its GPU code and the git revision\n"
@@ -140,6 +142,7 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
     o->flush = 1;
     o->device = 0;
     o->cpu_sums = 0;
+    o->checks_path = NULL;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -213,6 +216,13 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
                 return PARSE_ERROR;
             }
             o->csv_path = v;
+        } else if (take_value(argc, argv, &i, a, "--checks", &v)) {
+            if (v == NULL || *v == '\0') {
+                snprintf(err, err_len, "--checks needs a file name (- for standard input)");
+                return PARSE_ERROR;
+            }
+            o->checks_path = v;
+            o->check_only = 1;
         } else if (take_value(argc, argv, &i, a, "--device", &v)) {
             if (parse_int_in(v, 0, 1023, &x) != 0) {
                 snprintf(err, err_len, "--device needs a device index, got '%s'", v ? v : "");

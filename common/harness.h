@@ -44,6 +44,7 @@ struct options {
     int flush;              /* flush L2 before each repetition */
     int device;
     int cpu_sums;           /* also sum on the CPU: float loop and Kahan loop */
+    const char *checks_path;  /* --checks FILE: many checks, one per line, one process */
 };
 
 enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_ERROR = -1 };

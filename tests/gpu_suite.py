@@ -98,8 +98,9 @@ def main():
     sanitizer = grade.find_sanitizer()
     fixture_runs = [f for f, _ in broken]
     try:
+        progress = open(os.environ["GPU_PROGRESS"], "w") if os.environ.get("GPU_PROGRESS") else None
         reports, gpu = grade.grade(programs + fixture_runs, jobs, quick=set(fixture_runs),
-                                   sanitizer=sanitizer)
+                                   sanitizer=sanitizer, progress=progress)
     except grade.GradeError as err:
         print(f"gpu: the grader stopped: {err}")
         print("gpu: 0 passed, 1 failed")

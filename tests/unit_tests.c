@@ -104,6 +104,10 @@ static void test_parse_options(void)
     EXPECT(parse("-n 10 --fill onehot --at -11", &o, err) == PARSE_ERROR);
     EXPECT(parse("-n 10 --at 1", &o, err) == PARSE_ERROR && strstr(err, "needs --fill onehot"));
     EXPECT(parse("-n 10 --fill onehot --at x", &o, err) == PARSE_ERROR);
+    /* --checks: many checks from a file; it implies check mode. */
+    EXPECT(parse("--checks list.txt", &o, err) == PARSE_OK && o.check_only &&
+           strcmp(o.checks_path, "list.txt") == 0);
+    EXPECT(parse("--checks", &o, err) == PARSE_ERROR && strstr(err, "file name"));
 }
 
 static void test_fill(void)
