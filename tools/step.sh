@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # step.sh: the teaching helpers behind `make diff STEP=K` and `make new NAME=...`.
-#   step.sh diff K           unified diff of step K-1's reduce.cu against step K's
-#   step.sh new stepN_slug   a new step directory started from the last step
+#   step.sh diff K           unified diff of the step before K (the nearest lower
+#                            number) against step K's reduce.cu
+#   step.sh new stepN_slug   a new step directory, started from the nearest
+#                            step below N, with a header for you to fill in
 set -u
 
 die() { echo "error: $*" >&2; exit 2; }
@@ -12,6 +14,14 @@ step_dir() {
     for d in step"$1"_*/; do
         [ -f "$d/reduce.cu" ] && { echo "${d%/}"; return; }
     done
+}
+
+# The nearest step number below $1, or nothing.
+step_below() {
+    local k
+    for k in $(step_numbers); do
+        [ "$k" -lt "$1" ] && echo "$k"
+    done | tail -n 1
 }
 
 # Step numbers present, in numeric order.
@@ -30,8 +40,10 @@ cmd_diff() {
     this=$(step_dir "$k")
     [ -n "$this" ] || die "no step $k (no step${k}_*/reduce.cu)"
     [ "$k" -gt 0 ] || { echo "step 0 ($this) is the starting point: there is no previous step"; exit 0; }
-    prev=$(step_dir $((k - 1)))
-    [ -n "$prev" ] || die "no step $((k - 1)) to compare with"
+    local below
+    below=$(step_below "$k")
+    [ -n "$below" ] || { echo "$this is the first step: there is no previous step"; exit 0; }
+    prev=$(step_dir "$below")
     diff -u "$prev/reduce.cu" "$this/reduce.cu"
     [ $? -le 1 ] || exit 2   # diff: 1 means "they differ", which is the point
     exit 0
@@ -43,25 +55,30 @@ cmd_new() {
     local k=${BASH_REMATCH[1]}
     [ ! -e "$name" ] || die "$name already exists"
     [ -z "$(step_dir "$k")" ] || die "step $k exists already: $(step_dir "$k")"
-    local last
-    last=$(step_numbers | tail -n 1)
-    [ -n "$last" ] || die "no step to start from"
-    local from
-    from=$(step_dir "$last")
+    local below from
+    below=$(step_below "$k")
+    [ -n "$below" ] || die "no step below $k to start from"
+    from=$(step_dir "$below")
     mkdir "$name"
+    # A header of your own in place of the step's: its claims (the Effect
+    # line above all) were measured on that step, not on yours.
     {
         echo "// $name: say your one change here, in one line (the results table shows it)."
-        tail -n +2 "$from/reduce.cu"
+        echo "//"
+        echo "// Change: what you changed, in a line or two."
+        echo "// Why it helps: the hardware reason you expect it to be faster."
+        echo "// Effect: not measured yet (make bench; compare with $from)."
+        awk 'started || !/^\/\// { started = 1; print }' "$from/reduce.cu"
     } > "$name/reduce.cu"
     cat > "$name/README.md" <<MD
 # $name
 
 Started from \`$from\` by \`make new\`. Change one thing in \`reduce.cu\`, then:
 
-    make $name/run && ./$name/run --check    # still correct?
-    make test                                # the GPU suite runs your step too
+    make $name/run && ./$name/run --check    # still correct? (one exact check)
+    make check STEP=$k                       # the grader: sizes, fills, offsets, races
     make diff STEP=$k                        # your change, as a diff
-    make bench                               # measured beside the others, plotted
+    make bench                               # measured beside every step: plots/results/
 
 ## Measured
 <!-- BEGIN measured -->
@@ -71,7 +88,7 @@ Started from \`$from\` by \`make new\`. Change one thing in \`reduce.cu\`, then:
 <!-- BEGIN diff -->
 <!-- END diff -->
 MD
-    echo "created $name from $from: edit $name/reduce.cu, then make test && make bench"
+    echo "created $name from $from: edit $name/reduce.cu, then make check STEP=$k && make bench"
 }
 
 case "${1:-}" in
