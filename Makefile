@@ -108,7 +108,7 @@ $(VENV_PYTHON): plots/requirements.txt
 	.venv/bin/python -m pip install -q -r plots/requirements.txt
 	@touch $@
 
-RESULTS ?= plots/results/h200.csv
+RESULTS ?= plots/reference/h200.csv
 PROFILE_CSV = $(patsubst %.csv,%-profile.csv,$(RESULTS))
 
 # bench.py names the file after the GPU (results: plots/results/h200.csv); plot that one.
@@ -151,7 +151,7 @@ ptxas: | build
 
 # The sm_90 machine code of every step's kernel, with its loop lengths
 # (needs cuobjdump, no GPU): the instruction counts the step READMEs cite.
-SASS_OUT ?= plots/results/sm90-sass.txt
+SASS_OUT ?= plots/reference/sm90-sass.txt
 sass:
 	@NVCC=$(NVCC) GIT_REV=$(GIT_REV) bash tools/sass.sh $(SASS_OUT) $(STEP_DIRS)
 

@@ -21,9 +21,9 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "plots", "results", "h200.csv")
-PROFILE = os.path.join(ROOT, "plots", "results", "h200-profile.csv")
-SASS = os.path.join(ROOT, "plots", "results", "sm90-sass.txt")
+RESULTS = os.path.join(ROOT, "plots", "reference", "h200.csv")
+PROFILE = os.path.join(ROOT, "plots", "reference", "h200-profile.csv")
+SASS = os.path.join(ROOT, "plots", "reference", "sm90-sass.txt")
 N25, N28 = 1 << 25, 1 << 28
 
 
