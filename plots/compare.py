@@ -114,7 +114,7 @@ class Measurements:
         return [n for n in self.sizes if (step, n) in self.rows]
 
     def describe(self, field):
-        """'NVIDIA H200' for describe('gpu'); several values are joined with ' / '."""
+        """The distinct values of a column, e.g. the GPU's name, joined with ' / '."""
         return distinct(str(getattr(row, field)) for row in self.rows.values())
 
     @property

@@ -59,7 +59,7 @@ STRINGS = {
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
     "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
     "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
-        "| 步骤 | 改动（reduce.cu 第 1 行） | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | "
+        "| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | "
         "相对 step 0 | 相对 CUB |",
     "The seed articles (Chinese, in shared/seeds; V100, their own harness, 2^25 floats) "
     "report {first} us ({first_name}), {middle} and {last} us for their final version.":
