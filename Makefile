@@ -124,7 +124,8 @@ OUT_DIR ?= plots/results
 RESULTS ?= plots/reference/h200.csv
 PROFILE ?= $(patsubst %.csv,%-profile.csv,$(RESULTS))
 # A PROFILE given on the command line must exist; the default is used if present.
-PROFILE_ARG = $(if $(filter command line,$(origin PROFILE))$(wildcard $(PROFILE)),--profile $(PROFILE))
+PROFILE_GIVEN = $(filter command line,$(origin PROFILE))
+PROFILE_ARG = $(if $(PROFILE_GIVEN)$(wildcard $(PROFILE)),--profile $(PROFILE))
 BENCH_FLAGS ?=
 
 # bench.py files its rows as $(OUT_DIR)/<gpu>.csv, with <gpu>-bench.log beside

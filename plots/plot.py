@@ -26,7 +26,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
-from compare import N_BIG, N_MID, TABLE_SIZES  # noqa: E402
+from compare import N_MID, TABLE_SIZES  # noqa: E402
 from schema import CUB  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

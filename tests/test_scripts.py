@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import io
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -112,7 +111,8 @@ def main():
             f.write(step + " " + " ".join(sys.argv[1:]) + "\n")
     if os.environ.get("FAKE_ENV_LOG"):
         with open(os.environ["FAKE_ENV_LOG"], "a") as f:
-            f.write(f"{{step}} CUDA_VISIBLE_DEVICES={{os.environ.get('CUDA_VISIBLE_DEVICES', '-')}}\n")
+            seen = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+            f.write(f"{{step}} CUDA_VISIBLE_DEVICES={{seen}}\n")
     if os.environ.get("FAKE_NO_DEVICE"):
         print("error: no CUDA device found (cudaGetDeviceCount: no CUDA-capable device "
               "is detected)", file=sys.stderr)

@@ -31,7 +31,6 @@ sys.path.insert(0, os.path.join(ROOT, "plots"))
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
 from compare import TABLE_SIZES  # noqa: E402
-from schema import CUB  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
 NONE_MARK = "—"
