@@ -324,7 +324,7 @@ def bench(args, command):
             os.remove(tmp_csv)
     if sweep.failed:
         output.err(f"bench: {sweep.failed} of {sweep.runs} runs failed (see above); "
-                   "their rows stay in the file with pass = 0")
+                   "rows of wrong sums are kept, with pass = 0")
     output.out(f"results: {display_path(dest)}")
     output.out(summary(sweep, time.monotonic() - start, dest))
     write_text(log_path(dest), "\n".join(output.lines) + "\n")

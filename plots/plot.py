@@ -295,6 +295,8 @@ def launch_bound_sizes(m):
 
 def shade_launch_bound(ax, m):
     bound, fastest = launch_bound_sizes(m)
+    if not bound:  # CUB's smallest size already takes over twice its fastest time
+        return
     cub_sizes = m.sizes_of(CUB)
     following = cub_sizes[len(bound)] if len(bound) < len(cub_sizes) else bound[-1]
     # The edge halfway (on the log axis) between the last launch-bound size and the next.

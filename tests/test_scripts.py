@@ -401,7 +401,7 @@ class BenchRunTest(ScriptTest):
         for line in proc.stdout.splitlines() + proc.stderr.splitlines():
             self.assertIn(line, log)
         self.assertRegex(log[-1], r"^bench: 8 runs \(2 failed\) in ")
-        self.assertIn("bench: 2 of 8 runs failed (see above); their rows stay in the file "
+        self.assertIn("bench: 2 of 8 runs failed (see above); rows of wrong sums are kept, "
                       "with pass = 0", log)
 
     def test_failed_rows_stay_in_the_csv(self):
