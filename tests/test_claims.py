@@ -372,9 +372,10 @@ class SassTests(unittest.TestCase):
 # ---------------------------------------------------------------- generated docs
 
 def shipped_readmes():
-    """[(path, lang)]: the top READMEs and those of the shipped steps."""
-    folders = [ROOT] + [os.path.join(ROOT, s) for s in PRESENT if s != schema.CUB]
-    return [found for folder in folders for found in docs.readmes(folder)]
+    """[(path, lang)]: the top pages and the READMEs of the shipped steps."""
+    top = [found for page in docs.TOP_PAGES for found in docs.pages(ROOT, page)]
+    steps = [os.path.join(ROOT, s) for s in PRESENT if s != schema.CUB]
+    return top + [found for folder in steps for found in docs.pages(folder)]
 
 
 class GeneratedDocsTests(unittest.TestCase):

@@ -36,8 +36,8 @@ DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
 NONE_MARK = "—"
 EXIT_STALE, EXIT_INPUT = 1, 2
 
-# The README files of a folder and the language of each.
-README_LANGS = (("README.md", "en"), ("README.zh-CN.md", "zh-CN"))
+# A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
+LANGS = ((".md", "en"), (".zh-CN.md", "zh-CN"))
 
 # Quoted from the seed articles (shared/seeds), NOT measured here:
 # V100, their own harness, 2^25 floats, single timings.
@@ -157,7 +157,7 @@ class Sources:
         self.m.require_table_sizes()
         self.counters = compare.Counters.load(profile_path) if profile_path else None
         self.steps = schema.step_dirs(root, has=("reduce.cu",) + tuple(
-            name for name, _ in README_LANGS))
+            "README" + suffix for suffix, _ in LANGS))
 
     def path(self, path):
         return compare.repo_path(path, self.root)
@@ -329,6 +329,9 @@ def diff_block(src, step, lang):
 # block name -> (src, folder or step, lang) -> markdown
 TOP_BLOCKS = {"results": results_block}
 STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block}
+# The pages at the top of the repository and the blocks each may hold; a
+# stepN_*/README holds STEP_BLOCKS.
+TOP_PAGES = {"README": TOP_BLOCKS}
 
 
 # ----------------------------------------------------------------------------
@@ -370,26 +373,27 @@ def read_text(path):
 # The whole tree
 # ----------------------------------------------------------------------------
 
-def readmes(folder):
-    """[(path, lang)] of the READMEs present in a folder."""
-    return [(os.path.join(folder, name), lang) for name, lang in README_LANGS
-            if os.path.isfile(os.path.join(folder, name))]
+def pages(folder, name="README"):
+    """[(path, lang)] of the languages of a page present in a folder."""
+    found = [(os.path.join(folder, name + suffix), lang) for suffix, lang in LANGS]
+    return [(path, lang) for path, lang in found if os.path.isfile(path)]
 
 
 def regenerate(src):
-    """[(path, old text, new text)] for every README the blocks touch."""
+    """[(path, old text, new text)] for every page the blocks touch."""
     top = os.path.join(src.root, "README.md")
     if not os.path.isfile(top) or replace_block(read_text(top), "results", "") is None:
         begin, end = markers("results")
         raise DocsError(f"{top} has no '{begin}' ... '{end}' lines")
     changes = []
-    for path, lang in readmes(src.root):
-        old = read_text(path)
-        new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, src.root, lang))
-                                for name, f in TOP_BLOCKS.items()])
-        changes.append((path, old, new))
+    for page, blocks in TOP_PAGES.items():
+        for path, lang in pages(src.root, page):
+            old = read_text(path)
+            new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, src.root, lang))
+                                    for name, f in blocks.items()])
+            changes.append((path, old, new))
     for step in src.steps:
-        for path, lang in readmes(os.path.join(src.root, step)):
+        for path, lang in pages(os.path.join(src.root, step)):
             old = read_text(path)
             new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, step, lang))
                                     for name, f in STEP_BLOCKS.items()])
