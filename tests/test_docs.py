@@ -397,7 +397,7 @@ class ChineseTests(Repo):
                       " / `smsp__inst_executed.sum` |", counters)
         self.assertIn("| 共享内存 bank 冲突（读） `l1tex__data_bank_conflicts_pipe_lsu_mem_"
                       "shared_op_ld.sum` |", counters)
-        self.assertIn("| kernel 执行时间 (ns) `gpu__time_duration.sum` |", counters)
+        self.assertIn("| kernel 执行时间（ns） `gpu__time_duration.sum` |", counters)
         self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0），版本 abc1234，数据来自 "
                       f"{SOURCE}。", block(zh, "measured"))
 

@@ -85,6 +85,7 @@ STRINGS = {
     "No counters for {step} in {source} yet.": "{source} 中还没有 {step} 的计数器数据。",
     "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.":
         "还没有 Nsight Compute 计数器数据：先运行 `make profile-all`，再运行 `make docs`。",
+    "{label} ({unit})": "{label}（{unit}）",
     "GPU not recorded": "未记录 GPU",
     "not recorded": "未记录",
     "warp instructions executed": "执行的 warp 指令数",
@@ -263,7 +264,8 @@ def counter_label(metric, unit, lang):
     english = compare.COUNTER_LABELS[metric]
     label = tr(english, lang)
     # The unit only where the English words do not already say it ("instructions").
-    return f"{label} ({unit})" if unit and unit not in english else label
+    return tr("{label} ({unit})", lang, label=label, unit=unit) \
+        if unit and unit not in english else label
 
 
 def counter_row(label, before, now, fmt):
