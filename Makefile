@@ -126,6 +126,7 @@ PROFILE ?= $(patsubst %.csv,%-profile.csv,$(RESULTS))
 # A PROFILE given on the command line must exist; the default is used if present.
 PROFILE_GIVEN = $(filter command line,$(origin PROFILE))
 PROFILE_ARG = $(if $(PROFILE_GIVEN)$(wildcard $(PROFILE)),--profile $(PROFILE))
+# Extra bench.py options, e.g. BENCH_FLAGS=--quick (two sizes, a smoke test).
 BENCH_FLAGS ?=
 
 # bench.py files its rows as $(OUT_DIR)/<gpu>.csv, with <gpu>-bench.log beside
