@@ -48,7 +48,7 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-.PHONY: all help test check mutants venv bench tune plot profile profile-all sanitize \
+.PHONY: all help test check mutants venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean $(ALIASES) FORCE
 .DEFAULT_GOAL := all
 
@@ -59,16 +59,19 @@ help:
 	@echo "make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "make test            CPU unit tests, plot/script tests, GPU suite (skipped without a GPU)"
 	@echo "make check STEP=K    grade one program: sizes, fills, offsets, races (K = 0..9, cub)"
-	@echo "make bench           measure every step and CUB, write plots/results/<gpu>.csv, draw"
+	@echo "make bench           measure every step and CUB into plots/results/<gpu>.csv, and draw it"
 	@echo "make tune            time other block sizes / unroll factors of some steps"
-	@echo "make plot            redraw charts and README tables from the committed results"
-	@echo "make profile STEP=K  Nsight Compute counters of one step (K = 0..8 or cub)"
+	@echo "make plot            redraw the charts of plots/reference (or RESULTS=...), no GPU"
+	@echo "make docs            rewrite the README tables from plots/reference (or RESULTS=...)"
+	@echo "make profile STEP=K  Nsight Compute counters of one step (K = 0..9 or cub)"
 	@echo "make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
+	@echo "   OUT_DIR=DIR       where bench and profile-all write (default plots/results)"
+	@echo "   DEVICE=K          run the GPU targets on device K only (CUDA_VISIBLE_DEVICES=K)"
 	@echo "make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
 	@echo "make ptxas           registers, shared memory and spills of every kernel"
 	@echo "make sass            sm_90 machine code of every step, with loop lengths"
-	@echo "make diff STEP=K     what step K changed over step K-1"
-	@echo "make new NAME=step9_slug   start your own step from the last one"
+	@echo "make diff STEP=K     what step K changed over the step before it"
+	@echo "make new NAME=step10_slug  start your own step from the one below it"
 	@echo "make clean           remove what make built"
 
 build:
@@ -158,31 +161,55 @@ $(VENV_PYTHON): plots/requirements.txt
 	.venv/bin/python -m pip install -q -r plots/requirements.txt
 	@touch $@
 
-RESULTS ?= plots/results/h200.csv
-PROFILE_CSV = $(patsubst %.csv,%-profile.csv,$(RESULTS))
+# Measurements go to OUT_DIR, git-ignored scratch by default, on whatever GPU
+# runs them. The committed reference, which `make plot`, `make docs` and the
+# tests read, is replaced only on purpose: `make bench OUT_DIR=plots/reference`.
+OUT_DIR ?= plots/results
+RESULTS ?= plots/reference/h200.csv
+PROFILE ?= $(patsubst %.csv,%-profile.csv,$(RESULTS))
+# A PROFILE given on the command line must exist; the default is used if present.
+PROFILE_GIVEN = $(filter command line,$(origin PROFILE))
+PROFILE_ARG = $(if $(PROFILE_GIVEN)$(wildcard $(PROFILE)),--profile $(PROFILE))
+# Extra bench.py options, e.g. BENCH_FLAGS=--quick (two sizes, a smoke test).
+BENCH_FLAGS ?=
 
-# bench.py names the file after the GPU (results: plots/results/h200.csv); plot that one.
-bench: $(PROGRAMS) | build
-	$(PYTHON) plots/bench.py --root . --out-dir plots/results | tee build/bench.log
-	$(MAKE) --no-print-directory plot RESULTS=$$(sed -n 's/^results: //p' build/bench.log | tail -n 1)
+# bench.py files its rows as $(OUT_DIR)/<gpu>.csv, with <gpu>-bench.log beside
+# them, and writes that path to build/bench-results; the charts of that file
+# follow, also after failed runs (their rows are never drawn). The exit status
+# is bench.py's, else plot.py's. READMEs are never touched: that is `make docs`.
+bench: $(PROGRAMS) $(NEED_VENV) | build
+	@rm -f build/bench-results
+	@status=0; \
+	$(PYTHON) plots/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
+	    $(BENCH_FLAGS) || status=$$?; \
+	if [ -s build/bench-results ]; then \
+	    csv=$$(cat build/bench-results); profile=$${csv%.csv}-profile.csv; \
+	    if [ -f "$$profile" ]; then set -- --profile "$$profile"; else set --; fi; \
+	    $(PLOT_PYTHON) plots/plot.py --results "$$csv" "$$@"; plotted=$$?; \
+	    [ $$status -ne 0 ] || status=$$plotted; \
+	fi; \
+	exit $$status
 
 # Other values of each step's knobs (BLOCK_SIZE, UNROLL, ...), timed the same way.
 tune: $(HARNESS) | build
 	bash tools/tune.sh build/tune.csv
 
+# The charts of RESULTS (default: the committed reference), into its folder.
 plot: $(NEED_VENV)
-	$(PLOT_PYTHON) plots/plot.py --results $(RESULTS) \
-	    $(if $(wildcard $(PROFILE_CSV)),--profile $(PROFILE_CSV)) \
-	    --readme README.md --steps-root .
+	$(PLOT_PYTHON) plots/plot.py --results $(RESULTS) $(PROFILE_ARG)
+
+# The generated blocks of every README.md and README.zh-CN.md, from RESULTS.
+docs:
+	$(PYTHON) tools/docs.py --results $(RESULTS) $(PROFILE_ARG)
 
 # ncu runs with --clock-control none: the GPU may be shared, and locking its
 # clocks for a profile would change them for everyone else.
 profile: $(PROGRAMS)
-	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = 0..8 or cub)"; exit 2; }
+	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = 0..9 or cub)"; exit 2; }
 	$(PYTHON) plots/profile.py --root . --step $(STEP)
 
 profile-all: $(PROGRAMS)
-	$(PYTHON) plots/profile.py --root . --all --out-dir plots/results
+	$(PYTHON) plots/profile.py --root . --all --out-dir $(OUT_DIR)
 
 SANITIZE_N ?= 1048579
 sanitize: $(PROGRAMS) step4_warp/run-racy
@@ -205,7 +232,7 @@ ptxas: | build
 
 # The sm_90 machine code of every step's kernel, with its loop lengths
 # (needs cuobjdump, no GPU): the instruction counts the step READMEs cite.
-SASS_OUT ?= plots/results/sm90-sass.txt
+SASS_OUT ?= plots/reference/sm90-sass.txt
 sass:
 	@NVCC=$(NVCC) GIT_REV=$(GIT_REV) bash tools/sass.sh $(SASS_OUT) $(STEP_DIRS)
 

@@ -3,25 +3,27 @@
 
 Each (program, n) pair runs once as `run -n N --csv TMP --reps R --warmup W`.
 The program itself flushes L2, times the launches, verifies the sum and appends
-one CSV row (see common/README.md). This driver only orders the runs, shows
+one CSV row (plots/schema.py). This driver only orders the runs, shows
 progress and files the rows as OUT_DIR/<gpu>.csv, one file per GPU model, so
-results measured on different GPUs can sit side by side.
+results measured on different GPUs can sit side by side, with everything it
+printed in OUT_DIR/<gpu>-bench.log. Rows of failed runs stay in the file
+(pass = 0); the charts and tables leave them out.
 
 Exit codes: 0 all runs passed, 1 some run failed (results still written),
 2 usage error or programs not built, 3 no CUDA device.
 """
 import argparse
-import csv
 import os
-import re
+import shlex
 import subprocess
 import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-STEP_DIR_RE = re.compile(r"^step(\d+)_(.+)$")
-CUB_DIR = "baseline_cub"
 
 # Headline sizes: 2^25 (128 MiB) is far larger than L2 but quick; 2^28 (1 GiB)
 # shows the steady state once launch overhead and the tail are negligible.
@@ -51,27 +53,17 @@ class BenchError(Exception):
 # ---------------------------------------------------------------- programs
 
 def program_dirs(root):
-    """Step directories sorted by their integer (step10 after step9), then CUB.
+    """Step directories in step order (step10 after step9), then CUB.
 
     A step directory counts once it has a source or a binary, so a stray
     `step4_notes/` folder is ignored but an unbuilt `step9_mine/` is not.
     """
     if not os.path.isdir(root):
         raise BenchError(EXIT_USAGE, f"no such directory: {root}")
-    steps = []
-    for name in os.listdir(root):
-        match = STEP_DIR_RE.match(name)
-        path = os.path.join(root, name)
-        if match and os.path.isdir(path) and _has_program(path):
-            steps.append((int(match.group(1)), name))
-    names = [name for _, name in sorted(steps)]
-    if os.path.isdir(os.path.join(root, CUB_DIR)):
-        names.append(CUB_DIR)
+    names = schema.step_dirs(root)
+    if os.path.isdir(os.path.join(root, schema.CUB_DIR)):
+        names.append(schema.CUB_DIR)
     return names
-
-
-def _has_program(path):
-    return any(os.path.exists(os.path.join(path, f)) for f in ("run", "reduce.cu"))
 
 
 def run_path(root, name):
@@ -98,11 +90,6 @@ def find_programs(root):
     return [(name, run_path(root, name)) for name in names]
 
 
-def step_label(name):
-    """The value of the CSV `step` column for a directory (common/README.md)."""
-    return "cub" if name == CUB_DIR else name
-
-
 # ------------------------------------------------------------------- sizes
 
 def sweep_sizes(quick=False):
@@ -113,23 +100,17 @@ def sweep_sizes(quick=False):
     return sorted(powers | set(ODD_SIZES) | set(HEADLINE_SIZES))
 
 
-# --------------------------------------------------------------- gpu names
-
-def gpu_slug(name):
-    """File-name form of a GPU name: 'NVIDIA GeForce RTX 4090' -> 'geforce-rtx-4090'."""
-    slug = name.strip().lower()
-    if slug.startswith("nvidia "):
-        slug = slug[len("nvidia "):]
-    slug = re.sub(r"[^a-z0-9]+", "-", slug).strip("-")
-    return slug or "unknown-gpu"
-
-
 # -------------------------------------------------------------------- runs
 
 def read_rows(path):
-    """All rows of a results CSV as dicts (the header comes from the program)."""
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a results CSV as {column: text}, in file order.
+
+    Untyped on purpose: a program that writes a malformed row is reported as a
+    failed run, and the sweep goes on.
+    """
+    if os.path.getsize(path) == 0:
+        return []
+    return [record for _, record in schema.read_records(path)[1]]
 
 
 def run_program(path, n, csv_path, reps, warmup):
@@ -162,7 +143,7 @@ def strip_error_prefix(line):
 def progress_line(index, total, name, width, row):
     """'[ 37/240] step3_idle      n=33554432   142.1 us  944 GB/s  PASS'."""
     counter = f"[{index:>{len(str(total))}}/{total}]"
-    verdict = "PASS" if row.get("pass", "").strip() == "1" else "FAIL"
+    verdict = "PASS" if row.get("pass", "") == "1" else "FAIL"
     try:
         median, gbps = float(row["median_us"]), float(row["gbps"])
         numbers = f"{median:>9.1f} us {gbps:>5.0f} GB/s"
@@ -171,12 +152,27 @@ def progress_line(index, total, name, width, row):
     return f"{counter} {name:<{width}} n={row.get('n', '?'):<10} {numbers}  {verdict}"
 
 
+class Output:
+    """Prints a line to the terminal and keeps it for the log file."""
+
+    def __init__(self):
+        self.lines = []
+
+    def out(self, line):
+        print(line, flush=True)
+        self.lines.append(line)
+
+    def err(self, line):
+        print(line, file=sys.stderr, flush=True)
+        self.lines.append(line)
+
+
 class Sweep:
     """Runs the sweep and keeps the tallies that the final summary needs."""
 
-    def __init__(self, programs, sizes, csv_path, reps, warmup):
+    def __init__(self, programs, sizes, csv_path, reps, warmup, output):
         self.programs, self.sizes, self.csv_path = programs, sizes, csv_path
-        self.reps, self.warmup = reps, warmup
+        self.reps, self.warmup, self.output = reps, warmup, output
         self.total = len(programs) * len(sizes)
         self.width = max(len(name) for name, _ in programs)
         self.runs = self.skipped = self.failed = 0
@@ -195,13 +191,16 @@ class Sweep:
             message = strip_error_prefix(error_line(stderr))
             raise BenchError(EXIT_DEVICE, f"no CUDA device: {message}")
         if code == PROG_DEVICE_ERROR and OOM_TEXT in stderr:
-            print(f"skip: {name} n={n} does not fit in device memory", flush=True)
+            self.output.out(f"skip: {name} n={n} does not fit in device memory")
             self.skipped += 1
             return
-        rows = read_rows(self.csv_path)
+        try:
+            rows = read_rows(self.csv_path)
+        except schema.SchemaError as err:
+            rows, code, stderr = [], None, f"its CSV row cannot be read: {err}"
         if code in (0, 1) and len(rows) == before + 1 and rows[-1].get("n") == str(n):
             # Exit 1 (wrong sum) still writes its row, so show it as FAIL first.
-            print(progress_line(self.runs, self.total, name, self.width, rows[-1]), flush=True)
+            self.output.out(progress_line(self.runs, self.total, name, self.width, rows[-1]))
             if code == 0:
                 return
         elif code == 0:
@@ -213,8 +212,8 @@ class Sweep:
         status = "no exit status" if code is None else f"exit {code}"
         if code is not None and code < 0:
             status = f"killed by signal {-code}"
-        print(f"bench: {name} n={n} failed ({status}): {error_line(stderr)}", file=sys.stderr)
-        print(f"bench:   command: {' '.join(cmd)}", file=sys.stderr, flush=True)
+        self.output.err(f"bench: {name} n={n} failed ({status}): {error_line(stderr)}")
+        self.output.err(f"bench:   command: {' '.join(cmd)}")
 
 
 # ----------------------------------------------------------------- results
@@ -236,14 +235,27 @@ def file_results(tmp_csv, out_dir):
     rows = read_rows(tmp_csv)
     if not rows:
         raise BenchError(EXIT_FAILED, "no results: every run was skipped or failed")
-    gpus = sorted({row.get("gpu", "").strip() for row in rows})
+    gpus = sorted({row.get("gpu", "") for row in rows})
     if len(gpus) > 1:
         # One file per GPU model: rows from two GPUs cannot be filed together.
         raise BenchError(EXIT_FAILED, f"rows from several GPUs in one run ({', '.join(gpus)}); "
                                       "nothing written")
-    dest = os.path.join(out_dir, gpu_slug(gpus[0]) + ".csv")
+    dest = os.path.join(out_dir, schema.gpu_slug(gpus[0]) + ".csv")
     os.replace(tmp_csv, dest)
     return dest
+
+
+def log_path(results_path):
+    """OUT_DIR/h200.csv -> OUT_DIR/h200-bench.log."""
+    return results_path[:-len(".csv")] + "-bench.log"
+
+
+def write_text(path, text):
+    """Write through a temporary file, so a reader never sees half a file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def display_path(path):
@@ -275,6 +287,9 @@ def parse_args(argv):
                         help="untimed launches before timing (default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="only n = 2^20 and 2^25 (a smoke test)")
+    parser.add_argument("--record-path", metavar="FILE",
+                        help="after filing the results, write their path to FILE "
+                             "(make bench reads it to draw that file's charts)")
     args = parser.parse_args(argv)
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
@@ -293,30 +308,37 @@ def _int_at_least(low):
     return parse
 
 
-def bench(args):
+def bench(args, command):
     start = time.monotonic()
     programs = find_programs(args.root)
+    output = Output()
+    output.lines.append(f"$ {command}")
     tmp_csv = make_temp_csv(args.out_dir)
     try:
-        sweep = Sweep(programs, sweep_sizes(args.quick), tmp_csv, args.reps, args.warmup)
+        sweep = Sweep(programs, sweep_sizes(args.quick), tmp_csv, args.reps, args.warmup,
+                      output)
         sweep.run_all()
         dest = file_results(tmp_csv, args.out_dir)
     finally:
         if os.path.exists(tmp_csv):
             os.remove(tmp_csv)
     if sweep.failed:
-        print(f"bench: {sweep.failed} of {sweep.runs} runs failed (see above)", file=sys.stderr)
-    # Flush stderr first so the elapsed-time line really is the last one shown.
-    sys.stderr.flush()
-    print(f"results: {display_path(dest)}")
-    print(summary(sweep, time.monotonic() - start, dest), flush=True)
+        output.err(f"bench: {sweep.failed} of {sweep.runs} runs failed (see above); "
+                   "rows of wrong sums are kept, with pass = 0")
+    output.out(f"results: {display_path(dest)}")
+    output.out(summary(sweep, time.monotonic() - start, dest))
+    write_text(log_path(dest), "\n".join(output.lines) + "\n")
+    if args.record_path:
+        write_text(args.record_path, dest + "\n")
     return EXIT_FAILED if sweep.failed else 0
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    command = shlex.join(["bench.py"] + list(argv))
     args = parse_args(argv)
     try:
-        return bench(args)
+        return bench(args, command)
     except BenchError as e:
         print(f"bench: {e}", file=sys.stderr)
         return e.code

@@ -4,7 +4,8 @@
 Runs `ncu ... <step>/run --check -n N`, keeps the first launch of the step's
 reduction kernel, and prints a small set of hardware counters that explain
 each step's speed-up: instructions, divergence, bank conflicts, DRAM traffic,
-occupancy and launch shape. `--all --csv OUT` also writes them in long format.
+occupancy and launch shape. `--all --csv OUT` also writes them in long format
+(plots/schema.py), each row with the program's code hash from `run --version`.
 
 Exit codes: 0 ok, 2 usage error or program not built, 3 ncu not found or no
 CUDA device, 4 ncu failed (e.g. a metric it does not know), 5 the performance
@@ -20,9 +21,11 @@ import subprocess
 import sys
 import tempfile
 
-# bench.py lives next to this file and already knows how to find the programs.
+# bench.py lives next to this file and already knows how to find and run the
+# programs; schema.py holds the CSV columns, step names and GPU slug.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
+import schema  # noqa: E402
 
 EXIT_USAGE, EXIT_MISSING, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
 DEFAULT_N = 1 << 25
@@ -45,7 +48,13 @@ METRICS = (
     # Warp instructions executed: the work the SMs did, independent of memory speed.
     "smsp__inst_executed.sum",
     # Active threads per warp instruction: 32 means no idle or diverged lanes.
+    # Lanes whose predicate is off still count as active here.
     "smsp__thread_inst_executed_per_inst_executed.ratio",
+    # Thread instructions whose predicate was on, summed. Divided by
+    # smsp__inst_executed.sum it is the average number of lanes that really
+    # work per warp instruction: the count that shows divergence when the
+    # compiler predicates a branch instead of jumping.
+    "smsp__thread_inst_executed_pred_on.sum",
     # Share of branches on which the whole warp went the same way (100% = no divergence).
     "smsp__sass_average_branch_targets_threads_uniform.pct",
     # Extra shared-memory wavefronts caused by bank conflicts on loads.
@@ -76,10 +85,11 @@ METRICS = (
     "smsp__inst_executed_op_global_ld.sum",
 )
 
-LONG_HEADER = ("step", "kernel", "metric", "value", "unit", "gpu", "git_rev")
-# File name under --out-dir: the Makefile pairs plots/results/h200.csv (bench.py)
-# with plots/results/h200-profile.csv.
+# File name under --out-dir: the Makefile pairs OUT_DIR/h200.csv (bench.py)
+# with OUT_DIR/h200-profile.csv.
 PROFILE_FILE = "{gpu}-profile.csv"
+# What `run --version` prints: "<step> code_hash=<12 hex> git_rev=<rev>".
+VERSION_RE = re.compile(r"^(\S+) code_hash=([0-9a-f]{12}) git_rev=(\S+)$")
 
 PERM_MESSAGE = ("ncu may not read the GPU performance counters as this user (ERR_NVGPUCTRPERM): "
                 "run it as root, or set the NVIDIA driver option "
@@ -270,7 +280,7 @@ def missing_metrics(stdout):
 
 
 def kernel_regex(name):
-    return CUB_KERNEL_RE if name == bench.CUB_DIR else STEP_KERNEL_RE
+    return CUB_KERNEL_RE if name == schema.CUB_DIR else STEP_KERNEL_RE
 
 
 def profile_program(ncu, name, program, n):
@@ -289,7 +299,7 @@ def profile_program(ncu, name, program, n):
 
 
 def probe_gpu(program):
-    """(gpu, git_rev) from one tiny untimed run of the program's own CSV row.
+    """The GPU's name from one tiny run of the program's own CSV row.
 
     Taken from the program rather than from ncu so the long CSV names the GPU
     exactly as bench.py's results files do.
@@ -307,13 +317,29 @@ def probe_gpu(program):
         if proc.returncode != 0 or not rows:
             raise ProfileError(EXIT_NCU,
                                f"{' '.join(cmd)} failed (exit {proc.returncode}): {message}")
-        return rows[-1].get("gpu", ""), rows[-1].get("git_rev", "")
+        return rows[-1].get("gpu", "")
     finally:
         os.remove(tmp)
 
 
-def step_label(name):
-    return "cub" if name == bench.CUB_DIR else name
+def program_version(program):
+    """(code_hash, git_rev) that the program prints for --version (no GPU needed).
+
+    The hash covers the program's GPU code, so a profile row can be matched
+    with the code it measured (tools/code_hash.py).
+    """
+    cmd = [program, "--version"]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ProfileError(EXIT_USAGE, f"cannot run {program} --version: {e}")
+    match = VERSION_RE.match(proc.stdout.strip())
+    if proc.returncode != 0 or not match:
+        raise ProfileError(EXIT_USAGE, f"{bench.display_path(program)} --version did not print "
+                                       "'<step> code_hash=<hash> git_rev=<rev>'; rebuild it "
+                                       "with make")
+    return match.group(2), match.group(3)
 
 
 def select_programs(root, step):
@@ -334,14 +360,14 @@ def select_programs(root, step):
 def _matches(name, step):
     if step in (name, _short_name(name)):
         return True
-    match = bench.STEP_DIR_RE.match(name)
-    return bool(match and step.isdigit() and int(step) == int(match.group(1)))
+    number = schema.step_number(name)
+    return number is not None and step.isdigit() and int(step) == number
 
 
 def _short_name(name):
     """'step3_idle' -> '3', 'baseline_cub' -> 'cub': what --step accepts."""
-    match = bench.STEP_DIR_RE.match(name)
-    return match.group(1) if match else "cub"
+    number = schema.step_number(name)
+    return schema.CUB if number is None else str(number)
 
 
 # ------------------------------------------------------------------ output
@@ -386,15 +412,23 @@ def _smem(metrics):
     return None if None in parts else sum(parts)
 
 
+def _lanes_on(metrics):
+    """Lanes with their predicate on per warp instruction (32 = no lane idles)."""
+    on = _metric(metrics, "smsp__thread_inst_executed_pred_on.sum")
+    inst = _metric(metrics, "smsp__inst_executed.sum")
+    return on / inst if on is not None and inst else None
+
+
 # One column per question the tutorial asks; values come from base units (ns, byte).
+# DRAM bytes read (about 4n in every step) are in the per-step table and the CSV.
 SUMMARY_COLUMNS = (
     ("time_us", lambda m: _metric(m, "gpu__time_duration.sum", 1e-3)),
     ("warp_inst", lambda m: _metric(m, "smsp__inst_executed.sum")),
     ("thr/inst", lambda m: _metric(m, "smsp__thread_inst_executed_per_inst_executed.ratio")),
+    ("on/inst", _lanes_on),
     ("bank_ld", lambda m: _metric(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")),
     ("bank_st", lambda m: _metric(m, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")),
     ("dram%", lambda m: _metric(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed")),
-    ("dram_MB", lambda m: _metric(m, "dram__bytes_read.sum", 1e-6)),
     ("occ%", lambda m: _metric(m, "sm__warps_active.avg.pct_of_peak_sustained_active")),
     ("regs", lambda m: _metric(m, "launch__registers_per_thread")),
     ("smem", _smem),
@@ -425,17 +459,22 @@ def csv_value(value):
     return value
 
 
-def write_long_csv(path, results, gpu, git_rev):
-    """One row per (step, metric); written to a temporary file, then moved into place."""
-    path = path.replace("{gpu}", bench.gpu_slug(gpu))
+def write_long_csv(path, results, gpu, versions):
+    """One row per (step, metric); written to a temporary file, then moved into place.
+
+    versions: {step label: (code_hash, git_rev)} from each program's --version.
+    """
+    path = path.replace("{gpu}", schema.gpu_slug(gpu))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(LONG_HEADER)
+        writer.writerow(schema.PROFILE_COLUMNS)
         for label, kernel, metrics in results:
+            code_hash, git_rev = versions[label]
             for metric, value, unit in metrics:
-                writer.writerow((label, kernel, metric, csv_value(value), unit, gpu, git_rev))
+                writer.writerow((label, kernel, metric, csv_value(value), unit, gpu, git_rev,
+                                 code_hash))
     os.replace(tmp, path)
     return path
 
@@ -457,8 +496,8 @@ def parse_args(argv):
                         help="directory holding the stepN_*/ folders (default: this repository)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--csv", metavar="OUT",
-                        help="also write a long CSV (step,kernel,metric,value,unit,gpu,git_rev); "
-                             "{gpu} in OUT becomes the GPU's short name, e.g. h200")
+                        help="also write a long CSV (" + ",".join(schema.PROFILE_COLUMNS) +
+                             "); {gpu} in OUT becomes the GPU's short name, e.g. h200")
     output.add_argument("--out-dir", metavar="DIR",
                         help=f"same as --csv DIR/{PROFILE_FILE} (next to bench.py's <gpu>.csv)")
     parser.add_argument("-n", type=bench._int_at_least(1), default=DEFAULT_N,
@@ -474,20 +513,26 @@ def profile(args):
     names = select_programs(args.root, args.step)
     ncu = find_ncu()
     programs = [(name, bench.run_path(args.root, name)) for name in names]
-    # Ask the program for the GPU first: it also fails fast when there is no device.
-    gpu, git_rev = probe_gpu(programs[0][1]) if args.csv else ("", "")
+    versions = {}
+    if args.csv:
+        # Every program's code hash first (no GPU needed), so an old build that
+        # cannot say it fails before ncu runs; then the GPU, which also fails
+        # fast when there is no device.
+        versions = {schema.step_label(name): program_version(program)
+                    for name, program in programs}
+        gpu = probe_gpu(programs[0][1])
     results = []
     for name, program in programs:
         if args.all:
             print(f"profile: {name} ...", file=sys.stderr, flush=True)
         for kernel, metrics in profile_program(ncu, name, program, args.n):
-            results.append((step_label(name), kernel, metrics))
+            results.append((schema.step_label(name), kernel, metrics))
     if args.all:
         print(summary_table(results))
     else:
         print("\n\n".join(step_table(label, k, m, args.n) for label, k, m in results))
     if args.csv:
-        path = write_long_csv(args.csv, results, gpu, git_rev)
+        path = write_long_csv(args.csv, results, gpu, versions)
         print(f"profile: wrote {bench.display_path(path)}")
     return 0
 

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
-"""Tests for plots/plot.py.  Run: python3 tests/test_plot.py
+"""Tests for plots/plot.py, the charts.  Run: python3 tests/test_plot.py
 
-Every test works in its own temporary directory and runs plot.py as a
-subprocess, exactly as `make plot` would.  The last line printed is
+Most tests run plot.py as a subprocess, exactly as `make plot` does; a few
+import it to read back what a chart says (titles, lines). The README tables
+are tools/docs.py's job: tests/test_docs.py. The last line printed is
 `plots: N passed, N failed` (plus `, N skipped` when some were skipped).
 """
 
 import csv
 import importlib.util
+import io
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,31 +24,14 @@ RESULTS = os.path.join(FIXTURES, "fixture.csv")
 PROFILE = os.path.join(FIXTURES, "fixture-profile.csv")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 N_MID, N_BIG = 1 << 25, 1 << 28
-FIXTURE_ORDER = ["step0_naive", "step1_divergence", "step2_bankconflict",
-                 "step3_idle", "step4_warp", "step5_unroll", "step6_multi",
-                 "step7_shfl", "step8_vector", "cub"]
-
-README_TEMPLATE = ("# Demo\n\nIntro text stays.\n\n<!-- BEGIN results -->\n"
-                   "stale text\n<!-- END results -->\n\nOutro stays.\n")
-STEP_README = ("# A step\n\nExplanation.\n\n<!-- BEGIN measured -->\nold\n"
-               "<!-- END measured -->\n\n<!-- BEGIN counters -->\nkeep me\n"
-               "<!-- END counters -->\n\n<!-- BEGIN diff -->\nold diff\n"
-               "<!-- END diff -->\n")
-STEP0_SOURCE = ("// Interleaved addressing with a modulo test.\n"
-                "__global__ void reduce_kernel(const float* in, float* out) {\n"
-                "    extern __shared__ float s[];\n"
-                "    // body of step 0\n"
-                "}\n")
-STEP1_SOURCE = ("// Strided index instead of modulo: no divergent warps.\n"
-                "__global__ void reduce_kernel(const float* in, float* out) {\n"
-                "    extern __shared__ float s[];\n"
-                "    unsigned int index_added_in_step1 = 2 * threadIdx.x;\n"
-                "    // body of step 0\n"
-                "}\n")
+CHARTS = ("progression", "sweep", "vs-cub")
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
     HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+
+sys.path.insert(0, os.path.join(ROOT, "plots"))
+import schema  # noqa: E402
 
 
 # ----------------------------------------------------------------------------
@@ -59,8 +43,8 @@ def run_plot(*args, env=None):
                           text=True, env=env, timeout=300)
 
 
-def read(path):
-    with open(path, encoding="utf-8") as handle:
+def read(path, mode="r"):
+    with open(path, mode) as handle:
         return handle.read()
 
 
@@ -76,37 +60,34 @@ def fixture_rows():
 
 
 def fixture_row(step, n):
-    matches = [r for r in fixture_rows() if r["step"] == step and int(r["n"]) == n]
-    return matches[-1]
+    return [r for r in fixture_rows() if r["step"] == step and int(r["n"]) == n][-1]
 
 
-def fixture_text():
-    return read(RESULTS)
+def csv_text(rows):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=schema.RESULT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
 
 
-def table_after(text, heading):
-    """Rows (lists of cells) of the first markdown table after `heading`."""
-    lines = text.split("\n")
-    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
-    rows = []
-    for line in lines[start + 1:]:
-        if line.startswith("|"):
-            # Split on "|" but not on an escaped "\|" inside a cell.
-            cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
-            rows.append([cell.strip() for cell in cells])
-        elif rows:
-            break
-    return rows[2:]  # drop the header and the alignment row
+def spoiled_rows():
+    """Rows that must never be drawn: a failed run and a check-mode run of
+    step3_idle at n = 2^25, after its good row and with absurd speeds, so the
+    chart would change if either one replaced the good row."""
+    good = fixture_row("step3_idle", N_MID)
+    failed = dict(good, median_us="1.0", gbps="134217.73")
+    failed["pass"] = "0"
+    check = dict(good, mode="check", reps="1", warmup="0", flush="0", median_us="",
+                 min_us="", max_us="", gbps="", pct_peak="")
+    return [failed, check]
 
 
-def block(text, name):
-    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-    return text.split(begin, 1)[1].split(end, 1)[0]
-
-
-def is_png(path):
-    with open(path, "rb") as handle:
-        return handle.read(8) == PNG_SIGNATURE
+def load_plot_module():
+    spec = importlib.util.spec_from_file_location("reduce_plot", PLOT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class Workspace(unittest.TestCase):
@@ -115,14 +96,10 @@ class Workspace(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="plot-test-")
         self.addCleanup(shutil.rmtree, self.tmp)
-        self.out = os.path.join(self.tmp, "plots")
+        self.out = os.path.join(self.tmp, "charts")
 
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
-
-    def make_readme(self, text=README_TEMPLATE, name="README.md"):
-        write(self.path(name), text)
-        return self.path(name)
 
     def make_results(self, text, name="results.csv"):
         write(self.path(name), text)
@@ -141,31 +118,38 @@ class Workspace(unittest.TestCase):
 
 
 # ----------------------------------------------------------------------------
-# Charts
+# The PNG files
 # ----------------------------------------------------------------------------
 
 @needs_matplotlib
-class ChartTests(Workspace):
+class ChartFileTests(Workspace):
 
     def assert_png(self, path):
         self.assertTrue(os.path.isfile(path), path)
-        self.assertTrue(is_png(path), f"{path} lacks the PNG signature")
+        self.assertEqual(read(path, "rb")[:8], PNG_SIGNATURE, path)
         # A chart with bars, labels and a caption is tens of kB; a blank
         # or failed figure is a few kB at most.
         self.assertGreater(os.path.getsize(path), 20_000, path)
 
-    def test_progression_and_sweep_are_pngs(self):
+    def test_charts_without_profile(self):
         self.assert_ok(run_plot("--results", RESULTS, "--out-dir", self.out))
-        self.assert_png(os.path.join(self.out, "fixture-progression.png"))
-        self.assert_png(os.path.join(self.out, "fixture-sweep.png"))
-        self.assertFalse(os.path.exists(
-            os.path.join(self.out, "fixture-profile.png")))
+        for kind in CHARTS:
+            self.assert_png(os.path.join(self.out, f"fixture-{kind}.png"))
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         sorted(f"fixture-{kind}.png" for kind in CHARTS))
 
     def test_profile_chart_from_fixture(self):
-        proc = run_plot("--results", RESULTS, "--profile", PROFILE,
-                        "--out-dir", self.out)
-        self.assert_ok(proc)
+        self.assert_ok(run_plot("--results", RESULTS, "--profile", PROFILE,
+                                "--out-dir", self.out))
         self.assert_png(os.path.join(self.out, "fixture-profile.png"))
+
+    def test_default_out_dir_is_the_results_folder(self):
+        results = self.make_results(read(RESULTS), os.path.join("gpu", "h200.csv"))
+        proc = run_plot("--results", results)
+        self.assert_ok(proc)
+        for kind in CHARTS:
+            self.assert_png(self.path("gpu", f"h200-{kind}.png"))
+        self.assertIn(f"plot.py: wrote {self.path('gpu', 'h200-sweep.png')}", proc.stdout)
 
     def test_profile_value_na_is_skipped(self):
         # ncu's "n/a" for an uncollected counter drops that value only.
@@ -173,254 +157,138 @@ class ChartTests(Workspace):
             "step0_naive,reduce_kernel,gpu__time_duration.sum,208736,",
             "step0_naive,reduce_kernel,gpu__time_duration.sum,n/a,", 1)
         self.assertIn(",n/a,", text)
-        write(self.path("na.csv"), text)
-        self.assert_ok(run_plot("--results", RESULTS, "--profile",
-                                self.path("na.csv"), "--out-dir", self.out))
+        profile = self.make_results(text, "na-profile.csv")
+        self.assert_ok(run_plot("--results", RESULTS, "--profile", profile,
+                                "--out-dir", self.out))
         self.assert_png(os.path.join(self.out, "fixture-profile.png"))
 
-    def test_slug_comes_from_results_file_name(self):
-        results = self.make_results(fixture_text(), "h200.csv")
-        self.assert_ok(run_plot("--results", results, "--out-dir", self.out))
-        self.assert_png(os.path.join(self.out, "h200-progression.png"))
-
-
-# ----------------------------------------------------------------------------
-# The results section of the top README
-# ----------------------------------------------------------------------------
-
-@needs_matplotlib
-class ReadmeTests(Workspace):
-
-    def fill(self, *extra, results=RESULTS):
-        readme = self.make_readme()
-        self.assert_ok(run_plot("--results", results, "--out-dir", self.out,
-                                "--readme", readme, *extra))
-        return read(readme)
-
-    def test_block_replaced_and_surroundings_kept(self):
-        text = self.fill()
-        self.assertNotIn("stale text", text)
-        self.assertTrue(text.startswith("# Demo\n\nIntro text stays.\n"))
-        self.assertTrue(text.endswith("<!-- END results -->\n\nOutro stays.\n"))
-        self.assertIn("Measured on Test GPU (driver 1.2.3, CUDA 13.0, peak "
-                      "4814 GB/s from the device attributes) at revision "
-                      "abc1234; L2 flushed before every repetition; median "
-                      "of 20 repetitions. Source: plots/results/fixture.csv.",
-                      text)
-
-    def test_step3_row_matches_fixture(self):
-        text = self.fill()
-        for n, label in ((N_MID, "**n = 2^25**"), (N_BIG, "**n = 2^28**")):
-            source = fixture_row("step3_idle", n)
-            row = next(r for r in table_after(text, label) if r[0] == "step3_idle")
-            median, gbps = float(source["median_us"]), float(source["gbps"])
-            pct = 100 * gbps / float(source["peak_gbps"])
-            self.assertEqual(row[2:5], [f"{median:.1f}", f"{gbps:.0f}",
-                                        f"{pct:.1f}"])
-            prev = float(fixture_row("step2_bankconflict", n)["median_us"])
-            base = float(fixture_row("step0_naive", n)["median_us"])
-            cub = float(fixture_row("cub", n)["gbps"])
-            self.assertEqual(row[5:8], [f"{prev / median:.2f}x",
-                                        f"{base / median:.2f}x",
-                                        f"{gbps / cub:.2f}x"])
-
-    def test_steps_in_step_order_not_speed_order(self):
-        by_speed = sorted(FIXTURE_ORDER,
-                          key=lambda s: float(fixture_row(s, N_MID)["gbps"]))
-        # The fixture must hold a slower later step, or this test proves nothing.
-        self.assertNotEqual(by_speed, FIXTURE_ORDER)
-        text = self.fill()
-        for label in ("**n = 2^25**", "**n = 2^28**"):
-            steps = [row[0] for row in table_after(text, label)]
-            self.assertEqual(steps, FIXTURE_ORDER)
-
-    def test_image_links_are_relative_to_the_readme(self):
-        readme = self.make_readme(name=os.path.join("docs", "README.md"))
-        self.assert_ok(run_plot("--results", RESULTS, "--out-dir", self.out,
-                                "--readme", readme, "--profile", PROFILE))
-        text = read(readme)
-        for kind in ("progression", "sweep", "profile"):
-            self.assertIn(f"![{kind}](../plots/fixture-{kind}.png)", text)
-
-    def test_what_changed_comes_from_line_one_of_reduce_cu(self):
-        write(self.path("step3_idle", "reduce.cu"),
-              "// Halve the block count: every thread adds two | values.\n")
-        write(self.path("baseline_cub", "reduce.cu"), "// CUB DeviceReduce::Sum.\n")
-        text = self.fill()  # --steps-root defaults to the README's folder
-        rows = {r[0]: r for r in table_after(text, "**n = 2^25**")}
-        self.assertEqual(rows["step3_idle"][1],
-                         "Halve the block count: every thread adds two \\| values.")
-        self.assertEqual(rows["cub"][1], "CUB DeviceReduce::Sum.")
-        self.assertEqual(rows["step4_warp"][1], "")
-
-    def test_seed_figures_are_quoted(self):
-        text = self.fill()
-        self.assertIn("The seed articles (Chinese, in shared/seeds; V100, their "
-                      "own harness, 2^25 floats) report 788.29 us (v0), 502.43 "
-                      "(v1), 375.90 (v2), 205.89 (v3), 176.86 (v4) and 162.21 us"
-                      " for their final version.", text)
-        self.assertIn(f"| final | 162.21 | {788.29 / 162.21:.2f}x |", text)
-
-    def test_last_row_wins_for_repeated_step_and_n(self):
-        rows = fixture_rows()
-        again = dict(fixture_row("step3_idle", N_MID), median_us="50.0",
-                     gbps=f"{4 * N_MID / 50.0 / 1e3:.2f}")
-        results = self.path("repeat.csv")
-        with open(results, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows + [again])
-        text = self.fill(results=results)
-        row = next(r for r in table_after(text, "**n = 2^25**")
-                   if r[0] == "step3_idle")
-        self.assertEqual(row[2:4], ["50.0", f"{4 * N_MID / 50.0 / 1e3:.0f}"])
-
-    def test_rerun_is_idempotent(self):
-        readme = self.make_readme()
-        self.make_steps()
-        args = ("--results", RESULTS, "--profile", PROFILE, "--out-dir",
-                self.out, "--readme", readme, "--steps-root", self.tmp)
+    def test_rerun_rewrites_nothing(self):
+        args = ("--results", RESULTS, "--profile", PROFILE, "--out-dir", self.out)
         self.assert_ok(run_plot(*args))
-        watched = [readme, self.path("step1_divergence", "README.md"),
-                   os.path.join(self.out, "fixture-progression.png")]
-        before = [read(p) if p.endswith(".md") else None for p in watched]
-        for path in watched:  # unchanged files must not be rewritten
-            os.utime(path, (1_000_000_000, 1_000_000_000))
+        before = {name: read(os.path.join(self.out, name), "rb")
+                  for name in os.listdir(self.out)}
         second = run_plot(*args)
         self.assert_ok(second)
         self.assertEqual(second.stdout, "")  # nothing reported as written
-        for path, text in zip(watched, before):
-            self.assertEqual(os.path.getmtime(path), 1_000_000_000, path)
-            if text is not None:
-                self.assertEqual(read(path), text)
+        self.assertEqual(before, {name: read(os.path.join(self.out, name), "rb")
+                                  for name in os.listdir(self.out)})
 
-    def make_steps(self):
-        write(self.path("step0_naive", "reduce.cu"), STEP0_SOURCE)
-        write(self.path("step1_divergence", "reduce.cu"), STEP1_SOURCE)
-        write(self.path("step1_divergence", "README.md"), STEP_README)
+    def test_failed_and_check_rows_are_never_drawn(self):
+        # The same file name in two folders, so the captions are the same too.
+        clean = self.make_results(csv_text(fixture_rows()), os.path.join("clean", "f.csv"))
+        spoiled = self.make_results(csv_text(fixture_rows() + spoiled_rows()),
+                                    os.path.join("spoiled", "f.csv"))
+        self.assert_ok(run_plot("--results", clean))
+        proc = run_plot("--results", spoiled)
+        self.assert_ok(proc)
+        self.assertIn("left out 2 of 46 rows: 1 failed (pass != 1), 1 without timing",
+                      proc.stderr)
+        for kind in CHARTS:
+            name = f"f-{kind}.png"
+            self.assertEqual(read(self.path("clean", name), "rb"),
+                             read(self.path("spoiled", name), "rb"),
+                             f"{name} changed when failed and check-mode rows were added")
 
-
-# ----------------------------------------------------------------------------
-# Per-step READMEs
-# ----------------------------------------------------------------------------
-
-@needs_matplotlib
-class StepReadmeTests(Workspace):
-
-    def setUp(self):
-        super().setUp()
-        self.steps = self.path("repo")
-        write(os.path.join(self.steps, "step0_naive", "reduce.cu"), STEP0_SOURCE)
-        write(os.path.join(self.steps, "step0_naive", "README.md"), STEP_README)
-        write(os.path.join(self.steps, "step1_divergence", "reduce.cu"),
-              STEP1_SOURCE)
-        write(os.path.join(self.steps, "step1_divergence", "README.md"),
-              STEP_README)
-
-    def step_readme(self, step):
-        return read(os.path.join(self.steps, step, "README.md"))
-
-    def run_steps(self, *extra):
-        self.assert_ok(run_plot("--results", RESULTS, "--out-dir", self.out,
-                                "--steps-root", self.steps, *extra))
-
-    def test_measured_block_filled(self):
-        self.run_steps()
-        measured = block(self.step_readme("step1_divergence"), "measured")
-        source = fixture_row("step1_divergence", N_MID)
-        self.assertIn(f"| 2^25 | {float(source['median_us']):.1f} | "
-                      f"{float(source['gbps']):.0f} |", measured)
-        self.assertIn("| 2^28 |", measured)
-        self.assertIn("Test GPU", measured)
-        self.assertIn("abc1234", measured)
-        self.assertIn("from plots/results/fixture.csv", measured)
-
-    def test_diff_block_filled(self):
-        self.run_steps()
-        diff = block(self.step_readme("step1_divergence"), "diff")
-        self.assertIn("```diff\n--- step0_naive/reduce.cu\n"
-                      "+++ step1_divergence/reduce.cu\n", diff)
-        self.assertIn("+    unsigned int index_added_in_step1 = 2 * threadIdx.x;",
-                      diff)
-        self.assertIn("-// Interleaved addressing with a modulo test.", diff)
-        self.assertTrue(diff.strip().endswith("```"))
-
-    def test_step0_has_no_previous(self):
-        self.run_steps()
-        diff = block(self.step_readme("step0_naive"), "diff")
-        self.assertEqual(diff.strip(),
-                         "Step 0 is the starting point; there is no previous step.")
-
-    def test_counters_untouched_without_profile(self):
-        self.run_steps()
-        self.assertEqual(block(self.step_readme("step1_divergence"),
-                               "counters").strip(), "keep me")
-
-    def test_counters_filled_with_profile(self):
-        self.run_steps("--profile", PROFILE)
-        counters = block(self.step_readme("step1_divergence"), "counters")
-        self.assertNotIn("keep me", counters)
-        self.assertIn("previous (step0_naive)", counters)
-        self.assertIn("`smsp__inst_executed.sum` | 61,234,688 | 40,370,176 | "
-                      f"{40370176 / 61234688:.2f}x |", counters)
-
-    def test_steps_without_readme_or_markers_are_skipped(self):
-        plain = "# Step 2\n\nNo markers here.\n"
-        write(os.path.join(self.steps, "step2_bankconflict", "README.md"), plain)
-        write(os.path.join(self.steps, "step3_idle", "reduce.cu"), "// x\n")
-        self.run_steps()
-        self.assertEqual(self.step_readme("step2_bankconflict"), plain)
-
-    def test_diff_written_even_without_results_rows(self):
-        extra = os.path.join(self.steps, "step11_extra")
-        write(os.path.join(extra, "reduce.cu"), STEP1_SOURCE + "// one more\n")
-        write(os.path.join(extra, "README.md"), STEP_README)
-        self.run_steps()
-        text = self.step_readme("step11_extra")
-        self.assertIn("+++ step11_extra/reduce.cu", block(text, "diff"))
-        self.assertIn("+// one more", block(text, "diff"))
-        self.assertIn("No measurements for step11_extra", block(text, "measured"))
+    def test_no_vs_cub_chart_without_late_steps(self):
+        early = [r for r in fixture_rows()
+                 if (schema.step_number(r["step"]) or 0) < 6]
+        results = self.make_results(csv_text(early), "early.csv")
+        self.assert_ok(run_plot("--results", results, "--out-dir", self.out))
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["early-progression.png", "early-sweep.png"])
 
 
 # ----------------------------------------------------------------------------
-# Steps added by students
+# What the charts say (plot.py imported, figures read back)
 # ----------------------------------------------------------------------------
 
 @needs_matplotlib
-class StudentStepTests(Workspace):
+class ChartContentTests(Workspace):
 
-    def student_results(self):
-        rows = fixture_rows()
+    def draw(self, results, profile=None):
+        """{kind: figure} as plot.py would save them."""
+        plot = load_plot_module()
+        figures = {}
+
+        def keep(mpl, fig, path):
+            figures[os.path.basename(path).split("-", 1)[1][:-4]] = fig
+        plot.save_figure = keep
+        proc_args = ["--results", results, "--out-dir", self.out]
+        if profile:
+            proc_args += ["--profile", profile]
+        self.assertEqual(plot.run(plot.parse_args(proc_args)), 0)
+        return figures
+
+    @staticmethod
+    def texts(fig):
+        return [fig._suptitle.get_text(), fig._supxlabel.get_text()]
+
+    def test_gpu_named_from_the_data(self):
+        rows = [dict(r, gpu="NVIDIA RTX 6000 Ada Generation") for r in fixture_rows()]
+        results = self.make_results(csv_text(rows), "rtx.csv")
+        figures = self.draw(results, PROFILE)
+        self.assertEqual(sorted(figures), ["profile", "progression", "sweep", "vs-cub"])
+        for kind, fig in figures.items():
+            title, caption = self.texts(fig)
+            if kind != "profile":  # the profile names its own file's GPU
+                self.assertIn("NVIDIA RTX 6000 Ada Generation", title, kind)
+                self.assertIn("NVIDIA RTX 6000 Ada Generation", caption, kind)
+            self.assertNotIn("H200", title + caption, kind)
+        self.assertIn("Test GPU", self.texts(figures["profile"])[0])
+
+    def test_no_gpu_name_in_the_source(self):
+        self.assertNotIn("H200", read(PLOT))
+
+    def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
+        fig = self.draw(RESULTS)["vs-cub"]
+        ax = fig.axes[0]
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        steps = ["step6_multi", "step7_shfl", "step8_vector", "step9_singlepass"]
+        for step in steps:
+            self.assertIn(step, lines)
+        self.assertNotIn("step5_unroll", lines)
+        cub_line = lines["CUB DeviceReduce (= 1.0)"]
+        self.assertEqual(list(cub_line.get_ydata()), [1.0, 1.0])
+        sizes = [1024, 1 << 20, N_MID, N_BIG]
+        self.assertEqual(list(lines["step9_singlepass"].get_xdata()), sizes)
+        want = [float(fixture_row("step9_singlepass", n)["gbps"]) /
+                float(fixture_row("cub", n)["gbps"]) for n in sizes]
+        for got, expected in zip(lines["step9_singlepass"].get_ydata(), want):
+            self.assertAlmostEqual(got, expected, places=12)
+        self.assertEqual(ax.get_xscale(), "log")
+
+    def test_vs_cub_shades_the_launch_bound_sizes(self):
+        # CUB's fixture times: 5.8 us at 2^10, 7.1 at 2^20, 34.6 at 2^25:
+        # within 2x of the fastest up to 2^20, so the shade ends between
+        # 2^20 and 2^25.
+        ax = self.draw(RESULTS)["vs-cub"].axes[0]
+        [shade] = [p for p in ax.patches if p.get_label().startswith("launch-bound")]
+        right = shade.get_x() + shade.get_width()
+        self.assertGreater(right, 1 << 20)
+        self.assertLess(right, N_MID)
+        self.assertIn("within 2x of its fastest (5.8 us)", shade.get_label())
+
+    def test_failed_row_never_reaches_the_sweep(self):
+        results = self.make_results(csv_text(fixture_rows() + spoiled_rows()))
+        ax = self.draw(results)["sweep"].axes[0]
+        [line] = [l for l in ax.get_lines() if l.get_label() == "step3_idle"]
+        at_mid = list(line.get_xdata()).index(N_MID)
+        self.assertEqual(line.get_ydata()[at_mid],
+                         float(fixture_row("step3_idle", N_MID)["gbps"]))
+
+    def test_student_steps_follow_numerically(self):
         extra = []
-        for step, gbps in (("step9_mine", 4300.0), ("step10_more", 4310.0)):
-            for n in (N_MID, N_BIG):
-                median = 4 * n / gbps / 1e3
-                extra.append(dict(fixture_row("step8_vector", n), step=step,
-                                  median_us=f"{median:.1f}",
-                                  gbps=f"{4 * n / round(median, 1) / 1e3:.2f}"))
-        path = self.path("student.csv")
-        with open(path, "w", newline="", encoding="utf-8") as handle:
-            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-            writer.writeheader()
-            # Student rows first in the file: order must come from the names.
-            writer.writerows(extra + rows)
-        return path
-
-    def test_student_steps_follow_step8_numerically(self):
-        write(self.path("step9_mine", "reduce.cu"), "// My own idea.\n")
-        readme = self.make_readme()
-        self.assert_ok(run_plot("--results", self.student_results(),
-                                "--out-dir", self.out, "--readme", readme))
-        rows = table_after(read(readme), "**n = 2^25**")
-        steps = [row[0] for row in rows]
-        self.assertEqual(steps, FIXTURE_ORDER[:-1] +
-                         ["step9_mine", "step10_more", "cub"])
-        mine = rows[steps.index("step9_mine")]
-        self.assertEqual(mine[1], "My own idea.")
-        step8 = float(fixture_row("step8_vector", N_MID)["median_us"])
-        # "vs previous" for step9_mine is measured against step8_vector.
-        self.assertEqual(mine[5], f"{step8 / float(mine[2]):.2f}x")
-        self.assertTrue(is_png(os.path.join(self.out, "student-progression.png")))
+        for step in ("step11_more", "step10_mine"):  # file order must not matter
+            extra += [dict(r, step=step) for r in fixture_rows() if r["step"] == "step8_vector"]
+        results = self.make_results(csv_text(extra + fixture_rows()))
+        figures = self.draw(results)
+        ticks = [t.get_text().replace("\n", "_")
+                 for t in figures["progression"].axes[0].get_xticklabels()]
+        self.assertEqual(ticks[-4:], ["step9_singlepass", "step10_mine", "step11_more",
+                                      "CUB_(library)"])
+        labels = [l.get_label() for l in figures["vs-cub"].axes[0].get_lines()]
+        self.assertEqual(labels[:6], ["step6_multi", "step7_shfl", "step8_vector",
+                                      "step9_singlepass", "step10_mine", "step11_more"])
 
 
 # ----------------------------------------------------------------------------
@@ -440,46 +308,59 @@ class ErrorTests(Workspace):
         self.assertIn("empty", proc.stderr)
 
     def test_header_only_results_file(self):
-        header = fixture_text().split("\n", 1)[0] + "\n"
+        header = read(RESULTS).split("\n", 1)[0] + "\n"
         proc = run_plot("--results", self.make_results(header))
         self.assert_one_line_error(proc)
+        self.assertIn("no usable rows", proc.stderr)
+
+    def test_only_failed_rows(self):
+        rows = [dict(r, **{"pass": "0"}) for r in fixture_rows()]
+        proc = run_plot("--results", self.make_results(csv_text(rows)), "--out-dir", self.out)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("left out 44 of 44 rows: 44 failed", proc.stderr)
+        self.assertIn("plot.py: error: ", proc.stderr.strip().split("\n")[-1])
+        self.assertFalse(os.path.exists(self.out))
 
     def test_missing_column(self):
-        rows = [line.split(",") for line in fixture_text().strip().split("\n")]
+        rows = [line.split(",") for line in read(RESULTS).strip().split("\n")]
         drop = rows[0].index("median_us")
         text = "\n".join(",".join(r[:drop] + r[drop + 1:]) for r in rows) + "\n"
         proc = run_plot("--results", self.make_results(text))
         self.assert_one_line_error(proc)
         self.assertIn("median_us", proc.stderr)
 
+    def test_old_file_without_the_new_columns_loads(self):
+        # Files written before mode, distinct, code_hash, ... existed.
+        old = [c for c in schema.RESULT_COLUMNS if c not in schema.NEW_RESULT_COLUMNS]
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=old, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(fixture_rows())
+        results = self.make_results(out.getvalue(), "old.csv")
+        self.assertNotIn("code_hash", read(results).split("\n")[0])
+        if HAVE_MATPLOTLIB:
+            self.assert_ok(run_plot("--results", results, "--out-dir", self.out))
+
     def test_non_numeric_n(self):
-        text = fixture_text().replace("step3_idle,33554432,",
-                                      "step3_idle,32M,", 1)
+        text = read(RESULTS).replace("step3_idle,33554432,", "step3_idle,32M,", 1)
         self.assertIn("step3_idle,32M,", text)
         proc = run_plot("--results", self.make_results(text))
         self.assert_one_line_error(proc)
         self.assertIn("'n'", proc.stderr)
 
     def test_non_numeric_median(self):
-        text = fixture_text().replace(",209.7,", ",fast,", 1)
+        text = read(RESULTS).replace(",209.7,", ",fast,", 1)
+        self.assertIn(",fast,", text)
         proc = run_plot("--results", self.make_results(text))
         self.assert_one_line_error(proc)
         self.assertIn("median_us", proc.stderr)
 
     def test_no_rows_at_required_sizes(self):
-        lines = fixture_text().strip().split("\n")
+        lines = read(RESULTS).strip().split("\n")
         small = [lines[0]] + [l for l in lines[1:] if l.split(",")[1] == "1024"]
         proc = run_plot("--results", self.make_results("\n".join(small) + "\n"))
         self.assert_one_line_error(proc)
         self.assertIn("2^25", proc.stderr)
-
-    def test_readme_without_markers(self):
-        readme = self.make_readme("# No markers\n\nJust text.\n")
-        proc = run_plot("--results", RESULTS, "--out-dir", self.out,
-                        "--readme", readme)
-        self.assert_one_line_error(proc)
-        self.assertEqual(read(readme), "# No markers\n\nJust text.\n")
-        self.assertFalse(os.path.exists(self.out))  # nothing half-written
 
     def test_non_numeric_profile_value(self):
         profile = self.make_results("step,kernel,metric,value\n"
@@ -496,8 +377,9 @@ class ErrorTests(Workspace):
         proc = run_plot("--results", RESULTS, "--profile", profile)
         self.assert_one_line_error(proc)
 
-    def test_unknown_option(self):
-        self.assert_one_line_error(run_plot("--results", RESULTS, "--bogus"))
+    def test_readme_options_are_gone(self):
+        # README tables are tools/docs.py's job now.
+        self.assert_one_line_error(run_plot("--results", RESULTS, "--readme", "README.md"))
 
     def test_missing_matplotlib_exits_3(self):
         # A package named matplotlib that fails to import shadows the real one.

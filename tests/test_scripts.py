@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""CPU tests for plots/bench.py and plots/profile.py (no GPU, no ncu needed).
+"""CPU tests for plots/bench.py, plots/profile.py and the make targets that run
+them (bench, profile-all: OUT_DIR, DEVICE). No GPU, no ncu needed.
 
 The step programs and ncu are replaced by small Python fakes that follow
-common/README.md: they take the same flags, append the same CSV row and
-fail with the same exit codes and messages. Run: python3 tests/test_scripts.py
+plots/schema.py and common/README.md: they take the same flags, append the
+same CSV row, answer --version and fail with the same exit codes and
+messages. Run: python3 tests/test_scripts.py (PLOT_PYTHON, a Python with
+matplotlib, for the make bench tests, which draw charts).
 """
 import csv
+import hashlib
 import importlib.util
 import io
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +23,8 @@ from unittest import mock
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(REPO, "plots", "bench.py")
 PROFILE = os.path.join(REPO, "plots", "profile.py")
+sys.path.insert(0, os.path.join(REPO, "plots"))
+import schema  # noqa: E402
 
 
 def load(path, name):
@@ -33,13 +38,17 @@ def load(path, name):
 bench = load(BENCH, "reduce_bench")
 profile = load(PROFILE, "reduce_profile")
 
-CONTRACT_COLUMNS = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference,"
-                    "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"
-                    "seed,git_rev").split(",")
+CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)
+
+
+def fake_hash(step):
+    """The code hash a fake program reports: 12 hex digits of its step name."""
+    return hashlib.sha256(step.encode()).hexdigest()[:12]
+
 
 # A step program: behaviour chosen by FAKE_* environment variables.
 FAKE_PROGRAM = r'''#!{python}
-import csv, os, sys
+import csv, hashlib, os, sys
 
 COLUMNS = {columns!r}
 
@@ -47,7 +56,7 @@ COLUMNS = {columns!r}
 def parse(argv):
     opts, flags, i = {{"-n": "33554432", "--reps": "20", "--warmup": "3"}}, set(), 0
     while i < len(argv):
-        if argv[i] in ("--check", "--no-flush"):
+        if argv[i] in ("--check", "--no-flush", "--version"):
             flags.add(argv[i])
             i += 1
         else:
@@ -60,13 +69,21 @@ def row(step, n, opts, flags, wrong):
     gpu = os.environ.get("FAKE_GPU", "NVIDIA H200")
     if os.environ.get("FAKE_ALT_GPU_STEP") == step:
         gpu = "NVIDIA A100-SXM4-80GB"
+    check = "--check" in flags
     gbps = 900.0 + len(step)
     median = 4 * n / gbps / 1e3
-    values = [step, n, opts["--reps"], opts["--warmup"], median, median * 0.98, median * 1.1,
-              gbps, 100 * gbps / 4800, n + (7 if wrong else 0), n, 7 if wrong else 0, 0.5,
+    timing = ["", "", "", "", ""] if check else \
+        [median, median * 0.98, median * 1.1, gbps, 100 * gbps / 4800]
+    values = [step, n, 1 if check else opts["--reps"], 0 if check else opts["--warmup"],
+              *timing, n + (7 if wrong else 0), n, 7 if wrong else 0, 0.5,
               0 if wrong else 1, gpu, "9.0", "580.159.04", "13.0", 4800.0, 60, 132,
-              0 if "--no-flush" in flags else 1, 0, "random", 1, "abc1234-dirty"]
+              0 if check or "--no-flush" in flags else 1, 0, "random", 1, "abc1234-dirty",
+              "check" if check else "timed", "" if check else 1, code_hash(step), n / 2, "", ""]
     return dict(zip(COLUMNS, values))
+
+
+def code_hash(step):
+    return hashlib.sha256(step.encode()).hexdigest()[:12]
 
 
 def append(path, record):
@@ -83,9 +100,19 @@ def main():
     n = int(opts["-n"])
     step = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
     step = "cub" if step == "baseline_cub" else step
+    if "--version" in flags:
+        if os.environ.get("FAKE_NO_VERSION"):  # a build from before --version existed
+            print("error: unknown option '--version'", file=sys.stderr)
+            return 2
+        print(f"{{step}} code_hash={{code_hash(step)}} git_rev=v{{step[:5]}}")
+        return 0
     if os.environ.get("FAKE_LOG"):
         with open(os.environ["FAKE_LOG"], "a") as f:
             f.write(step + " " + " ".join(sys.argv[1:]) + "\n")
+    if os.environ.get("FAKE_ENV_LOG"):
+        with open(os.environ["FAKE_ENV_LOG"], "a") as f:
+            seen = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
+            f.write(f"{{step}} CUDA_VISIBLE_DEVICES={{seen}}\n")
     if os.environ.get("FAKE_NO_DEVICE"):
         print("error: no CUDA device found (cudaGetDeviceCount: no CUDA-capable device "
               "is detected)", file=sys.stderr)
@@ -94,7 +121,7 @@ def main():
         print(f"error: out of device memory allocating {{4 * n}} bytes", file=sys.stderr)
         return 3
     wrong = os.environ.get("FAKE_WRONG_STEP") == step
-    if "--check" not in flags and "--csv" in opts:
+    if "--csv" in opts:
         append(opts["--csv"], row(step, n, opts, flags, wrong))
     if wrong:
         print(f"error: wrong result: got {{n + 7}}, expected {{n}}", file=sys.stderr)
@@ -111,6 +138,7 @@ NCU_SAMPLE = {
     "gpu__time_duration.sum": ("usecond", "176.42"),
     "smsp__inst_executed.sum": ("inst", "1,234,567"),
     "smsp__thread_inst_executed_per_inst_executed.ratio": ("", "31.87"),
+    "smsp__thread_inst_executed_pred_on.sum": ("inst", "24,691,340"),
     "smsp__sass_average_branch_targets_threads_uniform.pct": ("%", "98.50"),
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": ("", "12,345"),
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": ("", "0"),
@@ -288,7 +316,7 @@ class BenchUnitTest(ScriptTest):
                  "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb", "  Tesla V100  ": "tesla-v100",
                  "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-generation", "": "unknown-gpu"}
         for name, slug in cases.items():
-            self.assertEqual(bench.gpu_slug(name), slug, name)
+            self.assertEqual(schema.gpu_slug(name), slug, name)
 
 
 class BenchRunTest(ScriptTest):
@@ -325,7 +353,8 @@ class BenchRunTest(ScriptTest):
         self.assertEqual([r["step"] for r in rows[-2:]], ["cub", "cub"])
         with open(os.path.join(self.out, "a100.csv")) as f:
             self.assertEqual(f.read(), "old\n")
-        self.assertEqual(sorted(os.listdir(self.out)), ["a100.csv", "h200.csv"])  # no temp left
+        self.assertEqual(sorted(os.listdir(self.out)),  # no temporary file left
+                         ["a100.csv", "h200-bench.log", "h200.csv"])
         lines = proc.stdout.splitlines()
         self.assertTrue(lines[-2].startswith("results: ") and lines[-2].endswith("h200.csv"))
         self.assertRegex(lines[-1], r"^bench: 8 runs in \d+\.\d s -> .*h200\.csv$")
@@ -333,7 +362,8 @@ class BenchRunTest(ScriptTest):
     def test_slug_of_consumer_gpu(self):
         proc = self.bench("--quick", FAKE_GPU="NVIDIA GeForce RTX 4090")
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(os.listdir(self.out), ["geforce-rtx-4090.csv"])
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["geforce-rtx-4090-bench.log", "geforce-rtx-4090.csv"])
 
     def test_out_of_memory_is_skipped(self):
         proc = self.bench("--quick", FAKE_OOM_ABOVE=str(1 << 24))
@@ -362,6 +392,30 @@ class BenchRunTest(ScriptTest):
         rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
         self.assertEqual(len(rows), 8)
         self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 8 runs \(2 failed\) in ")
+
+    def test_log_holds_everything_printed(self):
+        proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        with open(os.path.join(self.out, "h200-bench.log")) as f:
+            log = f.read().splitlines()
+        self.assertEqual(log[0], f"$ bench.py --root {self.root} --out-dir {self.out} --quick")
+        for line in proc.stdout.splitlines() + proc.stderr.splitlines():
+            self.assertIn(line, log)
+        self.assertRegex(log[-1], r"^bench: 8 runs \(2 failed\) in ")
+        self.assertIn("bench: 2 of 8 runs failed (see above); rows of wrong sums are kept, "
+                      "with pass = 0", log)
+
+    def test_failed_rows_stay_in_the_csv(self):
+        self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        rows = schema.read_results(os.path.join(self.out, "h200.csv"))
+        self.assertEqual([(r.step, r.pass_) for r in rows if not r.passed],
+                         [("step1_b", 0), ("step1_b", 0)])
+        self.assertEqual(len(rows), 8)
+
+    def test_record_path_names_the_results_file(self):
+        record = os.path.join(self.top, "where.txt")
+        self.assertEqual(self.bench("--quick", "--record-path", record).returncode, 0)
+        with open(record) as f:
+            self.assertEqual(f.read(), os.path.join(self.out, "h200.csv") + "\n")
 
     def test_mixed_gpus_is_an_error(self):
         proc = self.bench("--quick", FAKE_ALT_GPU_STEP="step10_c")
@@ -450,7 +504,8 @@ class ProfileUnitTest(ScriptTest):
         table = profile.summary_table([(label, kernel, metrics) for label in labels])
         self.assertTrue(all(len(line) <= 100 for line in table.splitlines()), table)
         cells = table.splitlines()[1].split()
-        self.assertEqual(cells[1:5], ["176", "1.23M", "31.9", "12.3k"])  # time_us .. bank_ld
+        # time_us, warp_inst, thr/inst, on/inst (24,691,340 / 1,234,567 lanes), bank_ld
+        self.assertEqual(cells[1:6], ["176", "1.23M", "31.9", "20", "12.3k"])
         self.assertEqual(cells[-1], "1020")  # static + dynamic shared memory
 
     def test_compact_numbers(self):
@@ -492,14 +547,20 @@ class ProfileRunTest(ScriptTest):
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
         with open(path) as f:
-            self.assertEqual(f.readline().strip(), "step,kernel,metric,value,unit,gpu,git_rev")
+            self.assertEqual(f.readline().strip(),
+                             "step,kernel,metric,value,unit,gpu,git_rev,code_hash")
         self.assertEqual(len(rows), 4 * len(profile.METRICS))
         self.assertEqual([r["step"] for r in rows[::len(profile.METRICS)]],
                          ["step0_a", "step1_b", "step10_c", "cub"])
         first = rows[0]
         self.assertEqual((first["kernel"], first["metric"], first["value"], first["unit"]),
                          ("reduce_kernel<256>", "gpu__time_duration.sum", "176420", "ns"))
-        self.assertEqual((first["gpu"], first["git_rev"]), ("NVIDIA H200", "abc1234-dirty"))
+        # The GPU from the program's CSV row; revision and hash from its --version.
+        self.assertEqual((first["gpu"], first["git_rev"], first["code_hash"]),
+                         ("NVIDIA H200", "vstep0", fake_hash("step0_a")))
+        self.assertEqual({r["code_hash"] for r in rows if r["step"] == "cub"}, {fake_hash("cub")})
+        self.assertEqual({r["step"]: r["code_hash"] for r in rows},
+                         {s: fake_hash(s) for s in ("step0_a", "step1_b", "step10_c", "cub")})
         cub = [r for r in rows if r["step"] == "cub"]
         self.assertTrue(cub[0]["kernel"].endswith("DeviceReduceKernel<cub::detail::reduce::"
                                                   "Policy900, const float *, int, "
@@ -522,6 +583,16 @@ class ProfileRunTest(ScriptTest):
             rows = list(csv.DictReader(f))
         self.assertEqual({r["step"] for r in rows}, {"cub"})
         self.assertEqual(len(rows), len(profile.METRICS))
+
+    def test_old_build_without_version(self):
+        proc = self.profile("--all", "--csv", os.path.join(self.top, "p.csv"), FAKE_NO_VERSION="1")
+        self.assertEqual(proc.returncode, 2)
+        line = self.assert_one_line(proc.stderr, "profile: ")
+        self.assertIn("step0_a/run --version did not print", line)
+        self.assertIn("rebuild it with make", line)
+        self.assertFalse(os.path.exists(self.ncu_log))  # stopped before running ncu
+        # Without --csv no hash is needed: one step still profiles.
+        self.assertEqual(self.profile("--step", "1", FAKE_NO_VERSION="1").returncode, 0)
 
     def test_counters_not_permitted(self):
         proc = self.profile("--step", "0", FAKE_NCU_MODE="perm")
@@ -574,6 +645,126 @@ class ProfileRunTest(ScriptTest):
         self.assertEqual(proc.returncode, 2)
         self.assert_one_line(proc.stderr, "profile: not built: step10_c/run")
         self.assertEqual(self.profile("--step", "1").returncode, 0)  # others still profile
+
+
+# ------------------------------------------------------------ make targets
+
+def plot_python():
+    """A Python that imports matplotlib (PLOT_PYTHON, else this one), or None."""
+    for python in (os.environ.get("PLOT_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", "import matplotlib"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+PLOT_PYTHON = plot_python()
+needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no Python with matplotlib (PLOT_PYTHON)")
+
+README = "# Demo\n\n<!-- BEGIN results -->\nkept as it is\n<!-- END results -->\n"
+
+
+class MakeTargetTest(ScriptTest):
+    """make bench and make profile-all in a scratch copy of the Makefile and the
+    scripts, with the fake programs as the step directories (PROGRAMS= keeps
+    make from building anything)."""
+
+    def setUp(self):
+        super().setUp()
+        shutil.copy(os.path.join(REPO, "Makefile"), self.root)
+        os.makedirs(os.path.join(self.root, "plots"))
+        for name in os.listdir(os.path.join(REPO, "plots")):
+            if name.endswith(".py") or name == "requirements.txt":
+                shutil.copy(os.path.join(REPO, "plots", name), os.path.join(self.root, "plots"))
+        self.readme = os.path.join(self.root, "README.md")
+        with open(self.readme, "w") as f:
+            f.write(README)
+        self.env_log = os.path.join(self.top, "env.log")
+
+    def make(self, *args, plot_python=None, **env):
+        cmd = ["make", "--no-print-directory", *args, "PROGRAMS=", "BENCH_FLAGS=--quick",
+               f"PLOT_PYTHON={plot_python or PLOT_PYTHON or sys.executable}"]
+        environment = clean_env(FAKE_LOG=self.log, FAKE_ENV_LOG=self.env_log, **env)
+        environment.pop("CUDA_VISIBLE_DEVICES", None)
+        environment.pop("OUT_DIR", None)
+        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True,
+                              env=environment, timeout=300)
+
+    def file(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def assert_readme_untouched(self):
+        with open(self.readme) as f:
+            self.assertEqual(f.read(), README)
+
+    @needs_matplotlib
+    def test_bench_writes_out_dir_and_never_touches_readmes(self):
+        proc = self.make("bench", "OUT_DIR=scratch")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.file("scratch"))),
+                         ["h200-bench.log", "h200-progression.png", "h200-sweep.png",
+                          "h200-vs-cub.png", "h200.csv"])
+        self.assertIn("plot.py: wrote " + self.file("scratch", "h200-sweep.png"), proc.stdout)
+        self.assertFalse(os.path.exists(self.file("plots", "results")))
+        self.assert_readme_untouched()
+
+    @needs_matplotlib
+    def test_bench_default_out_dir_is_plots_results(self):
+        proc = self.make("bench")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200.csv")))
+        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-sweep.png")))
+        self.assert_readme_untouched()
+
+    @needs_matplotlib
+    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts(self):
+        proc = self.make("bench", "OUT_DIR=scratch", FAKE_WRONG_STEP="step1_b")
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("bench: 2 of 8 runs failed", proc.stderr)
+        with open(self.file("scratch", "h200-bench.log")) as f:
+            self.assertIn("bench: step1_b n=1048576 failed (exit 1)", f.read())
+        rows = schema.read_results(self.file("scratch", "h200.csv"))
+        self.assertEqual(sum(1 for r in rows if not r.passed), 2)
+        # Drawn all the same, and without the failed rows (the plot says so).
+        self.assertTrue(os.path.isfile(self.file("scratch", "h200-sweep.png")))
+        self.assertIn("plot.py: h200.csv: left out 2 of 8 rows: 2 failed", proc.stderr)
+        self.assert_readme_untouched()
+
+    def test_bench_fails_when_drawing_fails(self):
+        # bench.py succeeds, plot.py cannot import matplotlib: make must fail.
+        fake = os.path.join(self.top, "fake", "matplotlib")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "__init__.py"), "w") as f:
+            f.write("raise ImportError('simulated missing matplotlib')\n")
+        proc = self.make("bench", "OUT_DIR=scratch", plot_python=sys.executable,
+                         PYTHONPATH=os.path.dirname(fake))
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("matplotlib is not installed", proc.stderr)
+        self.assertTrue(os.path.isfile(self.file("scratch", "h200.csv")))
+
+    def profile_all(self, *args):
+        bindir = make_ncu(self.top)
+        return self.make("profile-all", *args,
+                         PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+
+    def test_profile_all_writes_out_dir(self):
+        proc = self.profile_all("OUT_DIR=prof")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(os.listdir(self.file("prof")), ["h200-profile.csv"])
+        rows = schema.load_profile(self.file("prof", "h200-profile.csv"))
+        self.assertEqual({r.code_hash for r in rows if r.step == "step10_c"},
+                         {fake_hash("step10_c")})
+        self.assert_readme_untouched()
+
+    def test_device_selects_cuda_visible_devices(self):
+        self.assertEqual(self.profile_all("OUT_DIR=prof", "DEVICE=3").returncode, 0)
+        with open(self.env_log) as f:
+            seen = {line.split()[1] for line in f}
+        self.assertEqual(seen, {"CUDA_VISIBLE_DEVICES=3"})
+        os.remove(self.env_log)
+        self.assertEqual(self.profile_all("OUT_DIR=prof").returncode, 0)
+        with open(self.env_log) as f:
+            self.assertEqual({line.split()[1] for line in f}, {"CUDA_VISIBLE_DEVICES=-"})
 
 
 if __name__ == "__main__":

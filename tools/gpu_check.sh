@@ -4,6 +4,8 @@
 #   check: build, GPU test suite, compute-sanitizer, ptxas report, ncu profile
 #   bench: make bench (results + charts), make tune (knob variants)
 # OUTDIR receives logs.tgz (every log) and copies of the results and charts.
+# Results go where OUT_DIR says (default plots/results, git-ignored scratch);
+# OUT_DIR=plots/reference publishes them as the committed reference.
 # On a copy of the tree without .git, set GIT_REV so the CSV rows name the
 # revision measured.
 set -u
@@ -11,6 +13,8 @@ dest=${1:?usage: gpu_check.sh OUTDIR [check|bench|all]}
 phase=${2:-all}
 cd "$(dirname "$0")/.."
 out=build/gpu_logs
+results=${OUT_DIR:-plots/results}
+export OUT_DIR=$results
 rm -rf "$out"
 mkdir -p "$out" "$dest"
 log() { echo "== $(date +%T) $*"; }
@@ -34,12 +38,12 @@ if [ "$phase" = check ] || [ "$phase" = all ]; then
     step sanitize env SANITIZE_LOGS="$out/sanitize" make --no-print-directory sanitize
     step ptxas make --no-print-directory ptxas
     step profile make --no-print-directory profile-all
-    cp plots/results/*-profile.csv "$dest"/ 2>/dev/null
+    cp "$results"/*-profile.csv "$dest"/ 2>/dev/null
 fi
 if [ "$phase" = bench ] || [ "$phase" = all ]; then
     step bench make --no-print-directory bench
     step tune make --no-print-directory tune
-    cp plots/results/*.csv plots/*.png build/tune.csv "$dest"/ 2>/dev/null
+    cp "$results"/*.csv "$results"/*.png "$results"/*-bench.log build/tune.csv "$dest"/ 2>/dev/null
 fi
 tar czf "$dest/logs.tgz" -C "$out" .
 exit $status

@@ -1,0 +1,232 @@
+"""What the charts (plots/plot.py) and the README tables (tools/docs.py) both
+derive from a results file and a profile file: the latest usable row per
+(step, n), the speed-ups between steps, and the counters per step.
+
+Rows come through plots/schema.py, so failed runs (pass != 1) and check-mode
+rows never get here.
+"""
+import os
+from dataclasses import dataclass
+
+import schema
+
+# The two sizes every table and the progression chart use: 2^25 floats
+# (128 MiB, the seed articles' size) and 2^28 floats (1 GiB, far beyond L2).
+N_MID = 1 << 25
+N_BIG = 1 << 28
+TABLE_SIZES = (N_MID, N_BIG)
+
+# From this step on, the kernels are memory-bound and race CUB (the vs-CUB chart).
+FIRST_VS_CUB_STEP = 6
+
+# Nsight Compute metrics the profile chart and the counters tables show, in
+# display order, with a plain-words label (tools/docs.py translates it).
+COUNTERS = (
+    ("smsp__inst_executed.sum", "warp instructions executed"),
+    ("smsp__thread_inst_executed_per_inst_executed.ratio",
+     "threads active per warp instruction"),
+    ("smsp__thread_inst_executed_pred_on.sum",
+     "thread instructions with the predicate on"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+     "shared-memory bank conflicts, loads"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+     "shared-memory bank conflicts, stores"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+     "DRAM throughput, % of peak"),
+    ("gpu__time_duration.sum", "kernel duration"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active",
+     "achieved occupancy, % of peak warps"),
+)
+COUNTER_LABELS = dict(COUNTERS)
+
+# A ratio of two counters: the average number of lanes that really work per
+# warp instruction. "threads active" counts predicated-off lanes as active, so
+# it stays near 32 when the compiler predicates a divergent branch; this one
+# does not.
+LANES_ON = "lanes with the predicate on per warp instruction"
+LANES_ON_PARTS = ("smsp__thread_inst_executed_pred_on.sum", "smsp__inst_executed.sum")
+
+
+def distinct(values):
+    """Distinct values in first-seen order, joined; normally just one."""
+    seen = []
+    for value in values:
+        if value not in seen:
+            seen.append(value)
+    return " / ".join(seen)
+
+
+def repo_path(path, root):
+    """The path as a README or caption shows it: relative to the repository."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    return os.path.basename(path) if rel.startswith("..") else rel.replace(os.sep, "/")
+
+
+@dataclass(frozen=True)
+class Speedups:
+    vs_previous: float | None
+    vs_step0: float | None
+    vs_cub: float | None
+
+
+class Measurements:
+    """The usable rows of one results file, the latest per (step, n)."""
+
+    def __init__(self, path, rows):
+        self.path = path
+        self.rows = {}
+        for row in rows:
+            if schema.is_program(row.step):
+                self.rows[(row.step, row.n)] = row  # a later run replaces an earlier one
+        if not self.rows:
+            raise schema.SchemaError(f"{path}: no usable rows of stepN_name or cub programs")
+
+    @classmethod
+    def load(cls, path):
+        return cls(path, schema.load_results(path, need_speed=True))
+
+    def require_table_sizes(self):
+        if not any(n in TABLE_SIZES for _, n in self.rows):
+            raise schema.SchemaError(f"{self.path}: no usable rows at the required sizes "
+                                     "n = 2^25 or n = 2^28")
+
+    @property
+    def slug(self):
+        """'h200' for .../h200.csv: the charts' file-name prefix."""
+        name = os.path.basename(self.path)
+        return name[:-4] if name.lower().endswith(".csv") else name
+
+    @property
+    def steps(self):
+        return sorted({step for step, _ in self.rows}, key=schema.step_sort_key)
+
+    @property
+    def sizes(self):
+        return sorted({n for _, n in self.rows})
+
+    def get(self, step, n):
+        return self.rows.get((step, n))
+
+    def steps_at(self, n):
+        return [step for step in self.steps if (step, n) in self.rows]
+
+    def sizes_of(self, step):
+        return [n for n in self.sizes if (step, n) in self.rows]
+
+    def describe(self, field):
+        """The distinct values of a column, e.g. the GPU's name, joined with ' / '."""
+        return distinct(str(getattr(row, field)) for row in self.rows.values())
+
+    @property
+    def gpu(self):
+        return self.describe("gpu")
+
+    @property
+    def peak(self):
+        return max(row.peak_gbps for row in self.rows.values())
+
+    def flush_state(self):
+        """'all' when L2 was flushed before every repetition of every row,
+        'none' when never, 'some' for a mix."""
+        flushes = {row.flush for row in self.rows.values()}
+        return "all" if flushes == {1} else "none" if flushes == {0} else "some"
+
+    def reps_text(self):
+        """'20', or '5–20' when rows differ."""
+        reps = sorted({row.reps for row in self.rows.values()})
+        return str(reps[0]) if len(reps) == 1 else f"{reps[0]}–{reps[-1]}"
+
+    def previous(self, step, n):
+        """The nearest lower-numbered step measured at n; CUB has none."""
+        if step == schema.CUB:
+            return None
+        earlier = [other for other in self.steps_at(n) if other != schema.CUB and
+                   schema.step_sort_key(other) < schema.step_sort_key(step)]
+        return self.get(earlier[-1], n) if earlier else None
+
+    def step0(self, n):
+        for step in self.steps_at(n):
+            if schema.step_number(step) == 0:
+                return self.get(step, n)
+        return None
+
+    def speedups(self, step, n):
+        """Speed-ups compare median times at the same n; vs CUB compares GB/s,
+        so 0.98x reads as "reaches 98 % of CUB's bandwidth"."""
+        row, prev, base = self.get(step, n), self.previous(step, n), self.step0(n)
+        cub = self.get(schema.CUB, n)
+        return Speedups(
+            vs_previous=prev.median_us / row.median_us if prev else None,
+            vs_step0=base.median_us / row.median_us if base and base.step != step else None,
+            vs_cub=row.gbps / cub.gbps if cub and cub.gbps > 0 else None)
+
+    def vs_cub_steps(self):
+        """Steps from FIRST_VS_CUB_STEP on that share a size with CUB: the
+        lines of the vs-CUB chart (empty: no such chart)."""
+        cub_sizes = set(self.sizes_of(schema.CUB))
+        return [step for step in self.steps
+                if (schema.step_number(step) or -1) >= FIRST_VS_CUB_STEP
+                and cub_sizes & set(self.sizes_of(step))]
+
+
+class Counters:
+    """The values of one profile file: (step, metric) -> number, in base units."""
+
+    def __init__(self, path, rows):
+        self.path = path
+        self.values, self.units = {}, {}
+        gpus, revs = [], []
+        for row in rows:
+            if not schema.is_program(row.step) or row.value is None:
+                continue  # ncu's "n/a" for a counter it could not collect
+            self.values[(row.step, row.metric)] = row.value  # the last row wins
+            self.units.setdefault(row.metric, row.unit)
+            gpus.append(row.gpu)
+            revs.append(row.git_rev)
+        self.gpu = distinct(filter(None, gpus))
+        self.git_rev = distinct(filter(None, revs))
+        if not self.metrics_present():
+            raise schema.SchemaError(f"{path}: none of the counters the charts and tables "
+                                     f"show (e.g. {COUNTERS[0][0]}) are present")
+
+    @classmethod
+    def load(cls, path):
+        return cls(path, schema.load_profile(path))
+
+    @property
+    def steps(self):
+        return sorted({step for step, _ in self.values}, key=schema.step_sort_key)
+
+    def metrics_present(self):
+        present = {metric for _, metric in self.values}
+        return [metric for metric, _ in COUNTERS if metric in present]
+
+    def value(self, step, metric):
+        return self.values.get((step, metric))
+
+    def lanes_on(self, step):
+        """smsp__thread_inst_executed_pred_on.sum / smsp__inst_executed.sum, or None."""
+        on, inst = (self.value(step, metric) for metric in LANES_ON_PARTS)
+        return on / inst if on is not None and inst else None
+
+    def previous(self, step):
+        """The nearest lower-numbered profiled step; CUB and step 0 have none."""
+        earlier = [other for other in self.steps if other != schema.CUB and
+                   schema.step_sort_key(other) < schema.step_sort_key(step)]
+        return earlier[-1] if earlier else None
+
+
+def chart_kinds(measurements, counters):
+    """The charts plot.py draws for these inputs, in the order READMEs show them."""
+    kinds = ["progression", "sweep"]
+    if measurements.vs_cub_steps():
+        kinds.append("vs-cub")
+    if counters is not None:
+        kinds.append("profile")
+    return kinds
+
+
+def chart_path(measurements, kind, out_dir=None):
+    """<out_dir>/<slug>-<kind>.png; out_dir defaults to the results file's folder."""
+    folder = out_dir or os.path.dirname(os.path.abspath(measurements.path))
+    return os.path.join(folder, f"{measurements.slug}-{kind}.png")

@@ -1,0 +1,317 @@
+"""The results and profile CSV files, the step names and the GPU slug: the one
+module that every script and test reads them through.
+
+A results file holds one row per program run, written by the programs
+themselves (`--csv FILE`, common/README.md); a profile file holds one row per
+(step, metric) from plots/profile.py. Files written before the code_hash
+columns existed still load: a column missing from the header reads as empty.
+"""
+import csv
+import io
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+# ------------------------------------------------------------------ steps
+
+STEP_DIR_RE = re.compile(r"^step(\d+)_(.+)$")
+CUB_DIR = "baseline_cub"   # the library baseline's directory ...
+CUB = "cub"                # ... and its `step` value in every CSV
+
+# The programs this repository ships. Tests about committed results and doc
+# claims cover these only, so a student's `make new` step never breaks them.
+SHIPPED = ("step0_naive", "step1_divergence", "step2_bankconflict", "step3_idle",
+           "step4_warp", "step5_unroll", "step6_multi", "step7_shfl", "step8_vector",
+           "step9_singlepass", CUB)
+
+
+def step_number(name):
+    """3 for 'step3_idle'; None for 'cub' and anything that is not a step."""
+    match = STEP_DIR_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def step_sort_key(name):
+    """Numeric, not lexical (step10 after step9); CUB after every step."""
+    number = step_number(name)
+    return (1, 0, name) if number is None else (0, number, name)
+
+
+def is_program(name):
+    """True for a CSV `step` value that names a program: stepN_slug or cub."""
+    return name == CUB or step_number(name) is not None
+
+
+def step_label(directory):
+    """The CSV `step` value of a program directory: baseline_cub -> cub."""
+    name = os.path.basename(os.path.normpath(directory))
+    return CUB if name == CUB_DIR else name
+
+
+def program_dir(label):
+    """The directory of a CSV `step` value: cub -> baseline_cub."""
+    return CUB_DIR if label == CUB else label
+
+
+def step_dirs(root, has=("reduce.cu", "run")):
+    """stepN_slug directories under root holding one of `has`, in step order.
+
+    A stray `step4_notes/` without a program is not a step; an unbuilt
+    `step9_mine/` with only its reduce.cu is.
+    """
+    found = []
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if step_number(name) is not None and os.path.isdir(path) and \
+                any(os.path.exists(os.path.join(path, f)) for f in has):
+            found.append(name)
+    return sorted(found, key=step_sort_key)
+
+
+def gpu_slug(name):
+    """File-name form of a GPU name: 'NVIDIA GeForce RTX 4090' -> 'geforce-rtx-4090'."""
+    slug = name.strip().lower()
+    if slug.startswith("nvidia "):
+        slug = slug[len("nvidia "):]
+    slug = re.sub(r"[^a-z0-9]+", "-", slug).strip("-")
+    return slug or "unknown-gpu"
+
+
+# ---------------------------------------------------------------- columns
+
+# (column, type, meaning). Types: str, int, float; a trailing '?' means the
+# value may be empty (check-mode rows have no timing; --cpu-sums is optional).
+RESULT_SCHEMA = (
+    ("step", "str", "program: its directory, or cub for baseline_cub"),
+    ("n", "int", "floats summed"),
+    ("reps", "int", "timed repetitions (1 in check mode)"),
+    ("warmup", "int", "untimed repetitions before them (0 in check mode)"),
+    ("median_us", "float?", "median time of the whole reduction, microseconds"),
+    ("min_us", "float?", "fastest repetition, microseconds"),
+    ("max_us", "float?", "slowest repetition, microseconds"),
+    ("gbps", "float?", "4n bytes / median time, decimal GB/s"),
+    ("pct_peak", "float?", "gbps as a percentage of peak_gbps"),
+    ("result", "float", "the GPU's sum (last repetition)"),
+    ("reference", "float", "the CPU reference sum, in double"),
+    ("abs_err", "float", "|result - reference|"),
+    ("tol", "float", "the tolerance; 0 when the fill makes float arithmetic exact"),
+    ("pass", "int", "1 verified, 0 wrong"),
+    ("gpu", "str", "device name, e.g. NVIDIA H200"),
+    ("cc", "str", "compute capability, e.g. 9.0"),
+    ("driver", "str", "NVIDIA driver version"),
+    ("cuda", "str", "CUDA runtime version"),
+    ("peak_gbps", "float", "theoretical DRAM bandwidth from the device attributes"),
+    ("l2_mb", "float", "L2 cache size, MB"),
+    ("sms", "int", "streaming multiprocessors"),
+    ("flush", "int", "1 when L2 was flushed before every repetition"),
+    ("offset", "int", "floats past an aligned address the input starts at"),
+    ("fill", "str", "input pattern: random, positive, wide, ones, ints, onehot, exact"),
+    ("seed", "int", "input generator seed"),
+    ("git_rev", "str", "revision built from; -dirty for uncommitted changes"),
+    ("mode", "str?", "timed, or check (--check: one verified run, no timing)"),
+    ("distinct", "int?", "different float sums among the timed repetitions (1 = bit-identical)"),
+    ("code_hash", "str?", "tools/code_hash.py of the program's reduce.cu and common/flush.cu"),
+    ("sum_abs", "float?", "sum of |x|: the scale of rounding error"),
+    ("cpu_seq", "float?", "CPU sequential float32 sum (--cpu-sums only)"),
+    ("cpu_kahan", "float?", "CPU Kahan-compensated float32 sum (--cpu-sums only)"),
+)
+RESULT_COLUMNS = tuple(name for name, _, _ in RESULT_SCHEMA)
+# Added with the code_hash release; older files lack them and still load.
+NEW_RESULT_COLUMNS = ("mode", "distinct", "code_hash", "sum_abs", "cpu_seq", "cpu_kahan")
+
+PROFILE_SCHEMA = (
+    ("step", "str", "program, as in the results file"),
+    ("kernel", "str?", "the profiled kernel's name, template arguments kept"),
+    ("metric", "str", "Nsight Compute metric name"),
+    ("value", "float?", "in base units (ns, byte); empty or n/a when ncu gave none"),
+    ("unit", "str?", "ns, byte, %, inst, ... (empty for plain counts and ratios)"),
+    ("gpu", "str?", "device name"),
+    ("git_rev", "str?", "revision the program was built from"),
+    ("code_hash", "str?", "the program's code hash, from `run --version`"),
+)
+PROFILE_COLUMNS = tuple(name for name, _, _ in PROFILE_SCHEMA)
+NEW_PROFILE_COLUMNS = ("code_hash",)
+
+TIMED, CHECK = "timed", "check"
+
+
+class SchemaError(Exception):
+    """A file that does not follow the schema; the message is one line."""
+
+
+def _attribute(column):
+    return column + "_" if column == "pass" else column
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    step: str
+    n: int
+    reps: int
+    warmup: int
+    median_us: float | None
+    min_us: float | None
+    max_us: float | None
+    gbps: float | None
+    pct_peak: float | None
+    result: float
+    reference: float
+    abs_err: float
+    tol: float
+    pass_: int          # the `pass` column (a Python keyword)
+    gpu: str
+    cc: str
+    driver: str
+    cuda: str
+    peak_gbps: float
+    l2_mb: float
+    sms: int
+    flush: int
+    offset: int
+    fill: str
+    seed: int
+    git_rev: str
+    mode: str
+    distinct: int | None
+    code_hash: str
+    sum_abs: float | None
+    cpu_seq: float | None
+    cpu_kahan: float | None
+    line: int = 0       # line in its file, for messages
+
+    @property
+    def passed(self):
+        return self.pass_ == 1
+
+    @property
+    def timed(self):
+        """A run with timing: mode timed, or an old file's row (no mode column)."""
+        return self.mode != CHECK and self.median_us is not None and self.gbps is not None
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    step: str
+    kernel: str
+    metric: str
+    value: float | None
+    unit: str
+    gpu: str
+    git_rev: str
+    code_hash: str
+    line: int = 0
+
+
+# ---------------------------------------------------------------- reading
+
+def read_records(path, required=()):
+    """(header, [(line number, {column: text})]) of a CSV file: the one parser.
+
+    Checks that the file exists, is UTF-8 text, is not empty and has the
+    `required` columns. A record holds the header's columns, values stripped;
+    the typed loaders below read a column missing from the header as empty.
+    """
+    if not os.path.isfile(path):
+        raise SchemaError(f"file not found: {path}")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            text = handle.read()
+    except UnicodeDecodeError:
+        raise SchemaError(f"{path}: not UTF-8 text") from None
+    if not text.strip():
+        raise SchemaError(f"{path}: empty file")
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        header = [name.strip() for name in reader.fieldnames or []]
+        reader.fieldnames = header
+        missing = [name for name in required if name not in header]
+        if missing:
+            raise SchemaError(f"{path}: missing column(s): {', '.join(missing)}")
+        records = []
+        for record in reader:
+            records.append((reader.line_num, {name: (record.get(name) or "").strip()
+                                              for name in header}))
+    except csv.Error as err:
+        raise SchemaError(f"{path}: malformed CSV: {err}") from None
+    return header, records
+
+
+def header_of(path):
+    """The column names of a CSV file (for telling an old file from a new one)."""
+    return read_records(path)[0]
+
+
+def _convert(where, column, kind, text):
+    optional = kind.endswith("?")
+    kind = kind.rstrip("?")
+    if text == "" or (kind == "float" and text.lower() == "n/a"):
+        if optional:
+            return None if kind != "str" else ""
+        raise SchemaError(f"{where}: empty value in column '{column}'")
+    if kind == "str":
+        return text
+    try:
+        if kind == "int":
+            return int(text)
+        # NaN and Inf are kept: a wrong result may be NaN, and its row still loads.
+        return float(text.replace(",", ""))
+    except ValueError:
+        what = "an integer" if kind == "int" else "a number"
+        raise SchemaError(f"{where}: column '{column}' is not {what}: {text!r}") from None
+
+
+def _typed(path, line, record, schema):
+    where = f"{path} line {line}"
+    return {_attribute(column): _convert(where, column, kind, record.get(column, ""))
+            for column, kind, _ in schema}
+
+
+def read_results(path):
+    """Every row of a results file, typed, in file order (failed ones too)."""
+    required = [c for c in RESULT_COLUMNS if c not in NEW_RESULT_COLUMNS]
+    _, records = read_records(path, required)
+    return [ResultRow(line=line, **_typed(path, line, record, RESULT_SCHEMA))
+            for line, record in records]
+
+
+def usable(rows, path, need_speed=True, quiet=False):
+    """The rows that may reach a chart or a table: verified ones, and, where a
+    speed is needed, timed ones with a positive time. Says on stderr how many
+    were dropped, so a failed run is never silently missing."""
+    kept, failed, untimed = [], 0, 0
+    for row in rows:
+        if not row.passed:
+            failed += 1
+        elif need_speed and not row.timed:
+            untimed += 1
+        else:
+            if need_speed and (row.median_us <= 0 or row.peak_gbps <= 0 or row.gbps < 0
+                               or not math.isfinite(row.median_us + row.gbps)):
+                raise SchemaError(f"{path} line {row.line}: median_us, gbps and peak_gbps "
+                                  "must be positive numbers")
+            kept.append(row)
+    if (failed or untimed) and not quiet:
+        reasons = [f"{count} {why}" for count, why in
+                   ((failed, "failed (pass != 1)"), (untimed, "without timing (check mode)"))
+                   if count]
+        print(f"{_program()}: {os.path.basename(path)}: left out {failed + untimed} of "
+              f"{len(rows)} rows: {', '.join(reasons)}", file=sys.stderr)
+    return kept
+
+
+def load_results(path, need_speed=True, quiet=False):
+    """The usable rows of a results file (see usable())."""
+    return usable(read_results(path), path, need_speed, quiet)
+
+
+def load_profile(path):
+    """Every row of a profile file, typed; value is None where ncu gave none."""
+    _, records = read_records(path, ("step", "metric", "value"))
+    return [ProfileRow(line=line, **_typed(path, line, record, PROFILE_SCHEMA))
+            for line, record in records]
+
+
+def _program():
+    return os.path.basename(sys.argv[0]) or "python"

@@ -1,0 +1,513 @@
+#!/usr/bin/env python3
+"""Tests for tools/docs.py, the README blocks in English and Chinese.
+
+Every test builds a small repository in a temporary directory (READMEs with
+marker blocks, a few stepN_*/reduce.cu, the fixture results under
+plots/reference/) and runs docs.py on it as a subprocess, as `make docs`
+does. No GPU and no matplotlib needed. Run: python3 tests/test_docs.py
+The last line printed is `docs: N passed, N failed`.
+"""
+import csv
+import io
+import os
+import re
+import shutil
+import string
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(ROOT, "tools", "docs.py")
+FIXTURES = os.path.join(ROOT, "tests", "plots")
+sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import compare  # noqa: E402
+import docs  # noqa: E402
+import schema  # noqa: E402
+
+N_MID, N_BIG = 1 << 25, 1 << 28
+SHIPPED_STEPS = [s for s in schema.SHIPPED if s != schema.CUB]
+FIXTURE_ORDER = SHIPPED_STEPS + ["cub"]
+SOURCE = "plots/reference/fixture.csv"
+
+TOP = ("# Demo\n\nIntro text stays.\n\n## Results\n\n<!-- BEGIN results -->\nstale text\n"
+       "<!-- END results -->\n\nOutro stays.\n")
+TOP_ZH = ("# 演示\n\n开头不变。\n\n## 结果\n\n<!-- BEGIN results -->\n旧内容\n"
+          "<!-- END results -->\n\n结尾不变。\n")
+STEP = ("# A step\n\nExplanation.\n\n<!-- BEGIN diff -->\nold diff\n<!-- END diff -->\n\n"
+        "## Measured\n\n<!-- BEGIN measured -->\nold\n<!-- END measured -->\n\n"
+        "Prose about the counters.\n\n<!-- BEGIN counters -->\nkeep me\n"
+        "<!-- END counters -->\n\n## Pitfalls\n")
+STEP_ZH = ("# 一步\n\n说明。\n\n<!-- BEGIN diff -->\n旧\n<!-- END diff -->\n\n## 测量\n\n"
+           "<!-- BEGIN measured -->\n旧\n<!-- END measured -->\n\n<!-- BEGIN counters -->\n旧\n"
+           "<!-- END counters -->\n")
+
+
+def source_text(step, extra=""):
+    return (f"// What {step} changes, in one line.\n"
+            "__global__ void reduce_kernel(const float *in, float *out)\n{\n"
+            f"    // body of {step}\n{extra}}}\n")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def fixture_rows():
+    with open(os.path.join(FIXTURES, "fixture.csv"), newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def fixture_row(step, n):
+    return [r for r in fixture_rows() if r["step"] == step and int(r["n"]) == n][-1]
+
+
+def csv_text(rows):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=schema.RESULT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def block(text, name):
+    begin, end = docs.markers(name)
+    return text.split(begin, 1)[1].split(end, 1)[0]
+
+
+def outside_blocks(text):
+    return re.sub(r"<!-- BEGIN (\w+) -->.*?<!-- END \1 -->", "", text, flags=re.S)
+
+
+def table_after(text, heading):
+    """Rows (lists of cells) of the first markdown table after a line starting with heading."""
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    rows = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))  # not on an escaped \|
+            rows.append([cell.strip() for cell in cells])
+        elif rows:
+            break
+    return rows[2:]  # drop the header and the alignment row
+
+
+def table_rows(text):
+    """Data rows of the first table in text."""
+    return table_after("\n" + text, "")
+
+
+class Repo(unittest.TestCase):
+    """A small repository per test: READMEs, steps 0-9, CUB, fixture results."""
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="docs-test-")
+        self.addCleanup(shutil.rmtree, self.root)
+        write(self.path("README.md"), TOP)
+        write(self.path("README.zh-CN.md"), TOP_ZH)
+        for step in SHIPPED_STEPS:
+            write(self.path(step, "reduce.cu"), source_text(step))
+            write(self.path(step, "README.md"), STEP)
+        write(self.path("step1_divergence", "README.zh-CN.md"), STEP_ZH)
+        write(self.path("baseline_cub", "reduce.cu"), "// CUB DeviceReduce::Sum.\n")
+        self.results = self.path("plots", "reference", "fixture.csv")
+        os.makedirs(os.path.dirname(self.results))
+        shutil.copy(os.path.join(FIXTURES, "fixture.csv"), self.results)
+        shutil.copy(os.path.join(FIXTURES, "fixture-profile.csv"),
+                    self.path("plots", "reference", "fixture-profile.csv"))
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def run_docs(self, *args, results=None):
+        cmd = [sys.executable, DOCS, "--root", self.root, "--results", results or self.results]
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=120)
+
+    def generate(self, *args, results=None):
+        proc = self.run_docs(*args, results=results)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        return proc
+
+    def readme(self, *parts):
+        return read(self.path(*parts))
+
+    def assert_one_line_error(self, proc):
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        lines = proc.stderr.strip().split("\n")
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("docs: error: "), lines[0])
+
+
+# ----------------------------------------------------------------------------
+# README.md: results
+# ----------------------------------------------------------------------------
+
+class ResultsBlockTests(Repo):
+
+    def test_block_replaced_and_surroundings_kept(self):
+        self.generate()
+        text = self.readme("README.md")
+        self.assertNotIn("stale text", text)
+        self.assertEqual(outside_blocks(text), outside_blocks(TOP))
+        self.assertIn("Measured on Test GPU (driver 1.2.3, CUDA 13.0, peak 4814 GB/s from the "
+                      "device attributes) at revision abc1234; L2 flushed before every "
+                      f"repetition; median of 20 repetitions. Source: {SOURCE}.", text)
+
+    def test_step3_row_matches_fixture(self):
+        self.generate()
+        text = self.readme("README.md")
+        for n, label in ((N_MID, "**n = 2^25**"), (N_BIG, "**n = 2^28**")):
+            source = fixture_row("step3_idle", n)
+            row = next(r for r in table_after(text, label) if r[0] == "step3_idle")
+            median, gbps = float(source["median_us"]), float(source["gbps"])
+            pct = 100 * gbps / float(source["peak_gbps"])
+            self.assertEqual(row[2:5], [f"{median:.1f}", f"{gbps:.0f}", f"{pct:.1f}"])
+            prev = float(fixture_row("step2_bankconflict", n)["median_us"])
+            base = float(fixture_row("step0_naive", n)["median_us"])
+            cub = float(fixture_row("cub", n)["gbps"])
+            self.assertEqual(row[5:8], [f"{prev / median:.2f}x", f"{base / median:.2f}x",
+                                        f"{gbps / cub:.2f}x"])
+
+    def test_steps_in_step_order_not_speed_order(self):
+        by_speed = sorted(FIXTURE_ORDER, key=lambda s: float(fixture_row(s, N_MID)["gbps"]))
+        self.assertNotEqual(by_speed, FIXTURE_ORDER)  # else this test proves nothing
+        self.generate()
+        for label in ("**n = 2^25**", "**n = 2^28**"):
+            self.assertEqual([r[0] for r in table_after(self.readme("README.md"), label)],
+                             FIXTURE_ORDER)
+
+    def test_chart_links_next_to_the_results_file(self):
+        self.generate()
+        text = self.readme("README.md")
+        for kind in ("progression", "sweep", "vs-cub", "profile"):
+            self.assertIn(f"![{kind}](plots/reference/fixture-{kind}.png)", text)
+        # Relative to each README: a results file elsewhere, no profile beside it.
+        elsewhere = self.path("data", "gpu.csv")
+        write(elsewhere, read(self.results))
+        self.generate(results=elsewhere)
+        text = self.readme("README.md")
+        self.assertIn("![vs-cub](data/gpu-vs-cub.png)", text)
+        self.assertNotIn("![profile]", text)
+
+    def test_what_changed_comes_from_line_one_of_reduce_cu(self):
+        write(self.path("step3_idle", "reduce.cu"),
+              "// Halve the block count: every thread adds two | values.\n")
+        os.remove(self.path("step4_warp", "reduce.cu"))
+        self.generate()
+        rows = {r[0]: r for r in table_after(self.readme("README.md"), "**n = 2^25**")}
+        self.assertEqual(rows["step3_idle"][1],
+                         "Halve the block count: every thread adds two \\| values.")
+        self.assertEqual(rows["cub"][1], "CUB DeviceReduce::Sum.")
+        self.assertEqual(rows["step4_warp"][1], "")
+
+    def test_seed_figures_are_quoted(self):
+        self.generate()
+        text = self.readme("README.md")
+        self.assertIn("The seed articles (Chinese, in shared/seeds; V100, their own harness, "
+                      "2^25 floats) report 788.29 us (v0), 502.43 (v1), 375.90 (v2), 205.89 "
+                      "(v3), 176.86 (v4) and 162.21 us for their final version.", text)
+        self.assertIn(f"| final | 162.21 | {788.29 / 162.21:.2f}x |", text)
+
+    def test_last_row_wins_for_repeated_step_and_n(self):
+        again = dict(fixture_row("step3_idle", N_MID), median_us="50.0",
+                     gbps=f"{4 * N_MID / 50.0 / 1e3:.2f}")
+        write(self.results, csv_text(fixture_rows() + [again]))
+        self.generate()
+        row = next(r for r in table_after(self.readme("README.md"), "**n = 2^25**")
+                   if r[0] == "step3_idle")
+        self.assertEqual(row[2:4], ["50.0", f"{4 * N_MID / 50.0 / 1e3:.0f}"])
+
+    def test_failed_and_check_rows_never_tabulated(self):
+        self.generate()
+        good = fixture_row("step3_idle", N_MID)
+        failed = dict(good, median_us="1.0", gbps="134217.73")
+        failed["pass"] = "0"
+        check = dict(good, mode="check", reps="1", warmup="0", flush="0", median_us="",
+                     min_us="", max_us="", gbps="", pct_peak="")
+        write(self.results, csv_text(fixture_rows() + [failed, check]))
+        proc = self.run_docs("--check")
+        self.assertEqual(proc.returncode, 0, "a failed or check-mode row changed a README: "
+                         + proc.stderr)
+        self.assertIn("left out 2 of 46 rows: 1 failed (pass != 1), 1 without timing",
+                      proc.stderr)
+
+    def test_gpu_named_from_the_data(self):
+        rows = [dict(r, gpu="NVIDIA A100-SXM4-80GB") for r in fixture_rows()]
+        write(self.results, csv_text(rows))
+        self.generate()
+        top, step = self.readme("README.md"), self.readme("step4_warp", "README.md")
+        self.assertIn("Measured on NVIDIA A100-SXM4-80GB (driver", top)
+        self.assertIn("Measured on NVIDIA A100-SXM4-80GB (driver 1.2.3", block(step, "measured"))
+        for text in (top, step, self.readme("README.zh-CN.md")):
+            self.assertNotIn("H200", text)
+
+    def test_no_gpu_name_in_the_generator(self):
+        for path in (DOCS, os.path.join(ROOT, "plots", "compare.py")):
+            self.assertFalse("H200" in read(path), f"{path} names a GPU")
+
+
+# ----------------------------------------------------------------------------
+# stepN_*/README.md: measured, counters, diff
+# ----------------------------------------------------------------------------
+
+class StepBlockTests(Repo):
+
+    def test_measured_block(self):
+        self.generate()
+        measured = block(self.readme("step1_divergence", "README.md"), "measured")
+        rows = table_rows(measured)
+        self.assertEqual([r[0] for r in rows], ["2^25", "2^28"])
+        source = fixture_row("step1_divergence", N_MID)
+        self.assertEqual(rows[0][1:3], [f"{float(source['median_us']):.1f}",
+                                        f"{float(source['gbps']):.0f}"])
+        self.assertIn(f"Measured on Test GPU (driver 1.2.3, CUDA 13.0) at revision abc1234, "
+                      f"from {SOURCE}.", measured)
+
+    def test_text_outside_blocks_untouched(self):
+        self.generate()
+        for step in SHIPPED_STEPS:
+            self.assertEqual(outside_blocks(self.readme(step, "README.md")), outside_blocks(STEP))
+        self.assertEqual(outside_blocks(self.readme("step1_divergence", "README.zh-CN.md")),
+                         outside_blocks(STEP_ZH))
+
+    def test_diff_block(self):
+        write(self.path("step1_divergence", "reduce.cu"),
+              source_text("step1_divergence", "    unsigned int index = 2 * threadIdx.x;\n"))
+        self.generate()
+        diff = block(self.readme("step1_divergence", "README.md"), "diff")
+        self.assertIn("```diff\n--- step0_naive/reduce.cu\n+++ step1_divergence/reduce.cu\n", diff)
+        self.assertIn("+    unsigned int index = 2 * threadIdx.x;", diff)
+        self.assertIn("-// What step0_naive changes, in one line.", diff)
+        self.assertTrue(diff.strip().endswith("```"))
+
+    def test_step0_has_no_previous(self):
+        self.generate()
+        self.assertEqual(block(self.readme("step0_naive", "README.md"), "diff").strip(),
+                         "Step 0 is the starting point; there is no previous step.")
+
+    def test_counters_block_with_the_lanes_ratio(self):
+        self.generate()
+        counters = block(self.readme("step1_divergence", "README.md"), "counters")
+        self.assertNotIn("keep me", counters)
+        self.assertIn("| counter | previous (step0_naive) | this step (step1_divergence) | "
+                      "change |", counters)
+        self.assertIn("| warp instructions executed `smsp__inst_executed.sum` | 61,234,688 | "
+                      f"40,370,176 | {40370176 / 61234688:.2f}x |", counters)
+        self.assertIn("| thread instructions with the predicate on "
+                      "`smsp__thread_inst_executed_pred_on.sum` | 581,729,536 | 847,773,696 | "
+                      f"{847773696 / 581729536:.2f}x |", counters)
+        # 581,729,536 / 61,234,688 = 9.5 lanes; 847,773,696 / 40,370,176 = 21.
+        self.assertIn("| lanes with the predicate on per warp instruction "
+                      "`smsp__thread_inst_executed_pred_on.sum` / `smsp__inst_executed.sum` | "
+                      f"9.5 | 21 | {21 / 9.5:.2f}x |", counters)
+        self.assertIn("Nsight Compute, Test GPU at revision abc1234, from "
+                      "plots/reference/fixture-profile.csv.", counters)
+
+    def test_step_without_counters(self):
+        self.generate()  # the fixture profile has no step 9
+        self.assertEqual(block(self.readme("step9_singlepass", "README.md"), "counters").strip(),
+                         "No counters for step9_singlepass in plots/reference/"
+                         "fixture-profile.csv yet.")
+
+    def test_no_profile_file(self):
+        elsewhere = self.path("data", "gpu.csv")
+        write(elsewhere, read(self.results))
+        self.generate(results=elsewhere)
+        self.assertEqual(block(self.readme("step4_warp", "README.md"), "counters").strip(),
+                         "No Nsight Compute counters yet: run `make profile-all`, then "
+                         "`make docs`.")
+
+    def test_student_step_without_rows(self):
+        # What `make new NAME=step10_mine` leaves: its source and a README stub.
+        write(self.path("step10_mine", "reduce.cu"),
+              source_text("step9_singlepass", "    // my one change\n"))
+        write(self.path("step10_mine", "README.md"),
+              "# step10_mine\n\n## Measured\n<!-- BEGIN measured -->\n<!-- END measured -->\n\n"
+              "## Diff against the previous step\n<!-- BEGIN diff -->\n<!-- END diff -->\n")
+        write(self.path("step10_mine", "README.zh-CN.md"),
+              "<!-- BEGIN measured -->\n<!-- END measured -->\n")
+        self.generate()
+        text = self.readme("step10_mine", "README.md")
+        self.assertEqual(block(text, "measured").strip(),
+                         f"Not measured yet: {SOURCE} has no usable rows for step10_mine at "
+                         "n = 2^25 or 2^28. `make bench` measures it beside the other steps "
+                         "and draws its charts in plots/results/.")
+        self.assertIn("+++ step10_mine/reduce.cu", block(text, "diff"))
+        self.assertIn("+    // my one change", block(text, "diff"))
+        self.assertEqual(block(self.readme("step10_mine", "README.zh-CN.md"), "measured").strip(),
+                         f"尚未测量：{SOURCE} 中没有 step10_mine 在 n = 2^25 或 2^28 的有效数据。"
+                         "`make bench` 会把它和其他步骤一起测量，并在 plots/results/ 中画出图表。")
+        # Not in the results, so not in the top table either.
+        steps = [r[0] for r in table_after(self.readme("README.md"), "**n = 2^25**")]
+        self.assertNotIn("step10_mine", steps)
+
+    def test_readme_without_markers_is_left_alone(self):
+        plain = "# Step 2\n\nNo markers here.\n"
+        write(self.path("step2_bankconflict", "README.md"), plain)
+        self.generate()
+        self.assertEqual(self.readme("step2_bankconflict", "README.md"), plain)
+
+
+# ----------------------------------------------------------------------------
+# README.zh-CN.md
+# ----------------------------------------------------------------------------
+
+class ChineseTests(Repo):
+
+    def test_results_block_in_chinese_with_the_same_numbers(self):
+        self.generate()
+        en, zh = self.readme("README.md"), self.readme("README.zh-CN.md")
+        self.assertEqual(outside_blocks(zh), outside_blocks(TOP_ZH))
+        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0，由设备属性算出的峰值带宽 4814 GB/s），"
+                      "版本 abc1234；每次重复前都清空 L2；取 20 次重复的中位数。数据来源："
+                      f"{SOURCE}。", zh)
+        self.assertIn("| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 "
+                      "| 相对 step 0 | 相对 CUB |", zh)
+        for n, en_label, zh_label in ((N_MID, "**n = 2^25** (", "**n = 2^25**（"),
+                                      (N_BIG, "**n = 2^28** (", "**n = 2^28**（")):
+            self.assertEqual(table_after(zh, zh_label), table_after(en, en_label))
+        self.assertIn("**n = 2^25**（33,554,432 个 float，128 MiB）", zh)
+        self.assertIn("788.29 us（v0）、502.43（v1）、375.90（v2）", zh)
+        for kind in ("progression", "sweep", "vs-cub", "profile"):
+            self.assertIn(f"![{kind}](plots/reference/fixture-{kind}.png)", zh)
+
+    def test_step_blocks_in_chinese_with_the_same_numbers(self):
+        self.generate()
+        en = self.readme("step1_divergence", "README.md")
+        zh = self.readme("step1_divergence", "README.zh-CN.md")
+        for name in ("measured", "counters"):
+            en_rows, zh_rows = table_rows(block(en, name)), table_rows(block(zh, name))
+            self.assertEqual([r[1:] for r in zh_rows], [r[1:] for r in en_rows], name)
+        self.assertEqual(block(zh, "diff"), block(en, "diff"))
+        counters = block(zh, "counters")
+        self.assertIn("| 计数器 | 上一步（step0_naive） | 本步（step1_divergence） | 变化 |", counters)
+        self.assertIn("| 执行的 warp 指令数 `smsp__inst_executed.sum` |", counters)
+        self.assertIn("| 每条 warp 指令中谓词为真的 lane 数 `smsp__thread_inst_executed_pred_on.sum`"
+                      " / `smsp__inst_executed.sum` |", counters)
+        self.assertIn("| 共享内存 bank 冲突（读） `l1tex__data_bank_conflicts_pipe_lsu_mem_"
+                      "shared_op_ld.sum` |", counters)
+        self.assertIn("| kernel 执行时间（ns） `gpu__time_duration.sum` |", counters)
+        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0），版本 abc1234，数据来自 "
+                      f"{SOURCE}。", block(zh, "measured"))
+
+    def test_every_label_has_a_translation(self):
+        labels = [label for _, label in compare.COUNTERS] + [compare.LANES_ON]
+        for text in labels + list(docs.FLUSH_TEXT.values()):
+            self.assertIn(text, docs.STRINGS)
+
+    def test_translations_keep_every_placeholder(self):
+        def fields(text):
+            return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
+        for english, chinese in docs.STRINGS.items():
+            self.assertEqual(fields(chinese), fields(english), english)
+
+    def test_chinese_numbers_and_names_match(self):
+        # Everything that is not a label is identical: every number, step
+        # name and backquoted identifier of the English blocks is in the Chinese ones.
+        self.generate()
+        for folder in ("", "step1_divergence"):
+            en = self.readme(folder, "README.md")
+            zh = self.readme(folder, "README.zh-CN.md")
+            tokens = r"`[^`\n]+`|\d+(?:[.,]\d+)*x?|step\d+_\w+"
+            en_tokens = sorted(re.findall(tokens, outside_blocks_complement(en)))
+            zh_tokens = sorted(re.findall(tokens, outside_blocks_complement(zh)))
+            self.assertEqual(zh_tokens, en_tokens, folder or "README")
+
+
+def outside_blocks_complement(text):
+    """Only the generated text: the bodies of every block."""
+    return "\n".join(m.group(2) for m in
+                     re.finditer(r"<!-- BEGIN (\w+) -->(.*?)<!-- END \1 -->", text, re.S))
+
+
+# ----------------------------------------------------------------------------
+# Idempotence, --check, errors, make docs
+# ----------------------------------------------------------------------------
+
+class RunTests(Repo):
+
+    def snapshot(self):
+        found = {}
+        for folder, _, files in os.walk(self.root):
+            for name in files:
+                if name.startswith("README"):
+                    found[os.path.join(folder, name)] = read(os.path.join(folder, name))
+        return found
+
+    def test_second_run_changes_nothing(self):
+        first = self.generate()
+        self.assertIn("docs: wrote README.zh-CN.md", first.stdout)
+        self.assertIn("docs: wrote step1_divergence/README.zh-CN.md", first.stdout)
+        before = self.snapshot()
+        second = self.generate()
+        self.assertEqual(second.stdout, "")
+        self.assertEqual(self.snapshot(), before)
+        self.assertEqual(self.run_docs("--check").returncode, 0)
+
+    def test_check_reports_stale_readmes_and_writes_nothing(self):
+        before = self.snapshot()
+        proc = self.run_docs("--check")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("docs: README.zh-CN.md is out of date: run `make docs`", proc.stderr)
+        self.assertIn("docs: step4_warp/README.md is out of date", proc.stderr)
+        self.assertEqual(self.snapshot(), before)
+
+    def test_missing_chart_is_a_note(self):
+        proc = self.generate()
+        self.assertIn("docs: note: plots/reference/fixture-vs-cub.png does not exist yet; "
+                      "`make plot` draws it", proc.stderr)
+
+    def test_top_readme_without_markers(self):
+        write(self.path("README.md"), "# No markers\n")
+        before = self.snapshot()
+        proc = self.run_docs()
+        self.assert_one_line_error(proc)
+        self.assertIn("<!-- BEGIN results -->", proc.stderr)
+        self.assertEqual(self.snapshot(), before)  # nothing half-written
+
+    def test_missing_results_file(self):
+        proc = self.run_docs(results=self.path("nope.csv"))
+        self.assert_one_line_error(proc)
+        self.assertIn("not found", proc.stderr)
+
+    def test_missing_profile_given_explicitly(self):
+        proc = self.run_docs("--profile", self.path("nope-profile.csv"))
+        self.assert_one_line_error(proc)
+
+    def test_unknown_option(self):
+        self.assert_one_line_error(self.run_docs("--bogus"))
+
+    def test_make_docs(self):
+        shutil.copy(os.path.join(ROOT, "Makefile"), self.root)
+        os.makedirs(self.path("tools"))
+        shutil.copy(DOCS, self.path("tools"))
+        for name in ("schema.py", "compare.py"):
+            shutil.copy(os.path.join(ROOT, "plots", name), self.path("plots"))
+
+        def make():
+            return subprocess.run(["make", "--no-print-directory", "docs",
+                                   "RESULTS=plots/reference/fixture.csv"], cwd=self.root,
+                                  capture_output=True, text=True, timeout=120)
+        first = make()
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertIn("--profile plots/reference/fixture-profile.csv", first.stdout)
+        self.assertIn("docs: wrote step1_divergence/README.zh-CN.md", first.stdout)
+        self.assertIn("`smsp__inst_executed.sum`", self.readme("step4_warp", "README.md"))
+        self.assertNotIn("docs: wrote", make().stdout)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("docs", verbosity=1))

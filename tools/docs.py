@@ -1,0 +1,480 @@
+#!/usr/bin/env python3
+"""Regenerate the generated blocks of every README from a results file.
+
+    python3 tools/docs.py [--results CSV] [--profile CSV] [--root DIR] [--check]
+
+A block is the text between a `<!-- BEGIN name -->` line and its
+`<!-- END name -->` line; everything outside blocks is left alone.
+  README.md          results   provenance, charts, tables at n = 2^25 and 2^28
+  stepN_*/README.md  measured  this step at both sizes, against the previous step, step 0, CUB
+                     counters  its Nsight Compute counters beside the previous step's
+                     diff      its reduce.cu against the previous step's
+README.zh-CN.md beside a README.md gets the same blocks with Chinese labels
+(STRINGS below); step names, CUDA identifiers and numbers are the same in both.
+Failed and check-mode rows never reach a table (plots/schema.py). Running it
+twice changes nothing.
+
+Defaults: --results plots/reference/h200.csv, --profile the results file's
+-profile.csv sibling when it exists. --check writes nothing and exits 1 when
+a README differs from what it would write.
+
+Exit codes: 0 done (or up to date), 1 --check found a README out of date,
+2 bad input (one line on stderr).
+"""
+import argparse
+import difflib
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "plots"))
+import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
+import schema  # noqa: E402  (the CSV files and step names)
+from compare import TABLE_SIZES  # noqa: E402
+
+DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
+NONE_MARK = "—"
+EXIT_STALE, EXIT_INPUT = 1, 2
+
+# A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
+LANGS = ((".md", "en"), (".zh-CN.md", "zh-CN"))
+
+# Quoted from the seed articles (shared/seeds), NOT measured here:
+# V100, their own harness, 2^25 floats, single timings.
+SEED_V100_US = (("v0", 788.29), ("v1", 502.43), ("v2", 375.90),
+                ("v3", 205.89), ("v4", 176.86), ("final", 162.21))
+
+# Every string the blocks contain, English -> Simplified Chinese. English is
+# the key, so the English README reads the code's own text; a string missing
+# here fails tests/test_docs.py.
+STRINGS = {
+    # README.md: results
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the device "
+    "attributes) at revision {rev}; {flush}; median of {reps} repetitions. Source: {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，由设备属性算出的峰值带宽 {peak} GB/s），"
+        "版本 {rev}；{flush}；取 {reps} 次重复的中位数。数据来源：{source}。",
+    "L2 flushed before every repetition": "每次重复前都清空 L2",
+    "L2 not flushed (warm cache)": "未清空 L2（缓存是热的）",
+    "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
+    "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
+    "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
+        "| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | "
+        "相对 step 0 | 相对 CUB |",
+    "The seed articles (Chinese, in shared/seeds; V100, their own harness, 2^25 floats) "
+    "report {first} us ({first_name}), {middle} and {last} us for their final version.":
+        "种子文章（中文，见 shared/seeds；在 V100 上用它们自己的测试代码归约 2^25 个 float）"
+        "报告的时间为 {first} us（{first_name}）、{middle}，最终版本为 {last} us。",
+    "{us} ({name})": "{us}（{name}）",
+    ", ": "、",
+    "| seed version | V100 us (quoted, not measured here) | speed-up over v0 |":
+        "| 种子版本 | V100 us（引用，非本项目测量） | 相对 v0 的加速比 |",
+    # stepN_*/README.md: measured
+    "| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |":
+        "| n | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | 相对 step 0 | 相对 CUB |",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}），版本 {rev}，数据来自 {source}。",
+    "Not measured yet: {source} has no usable rows for {step} at n = 2^25 or 2^28. "
+    "`make bench` measures it beside the other steps and draws its charts in plots/results/.":
+        "尚未测量：{source} 中没有 {step} 在 n = 2^25 或 2^28 的有效数据。"
+        "`make bench` 会把它和其他步骤一起测量，并在 plots/results/ 中画出图表。",
+    # stepN_*/README.md: counters
+    "| counter | previous ({prev}) | this step ({step}) | change |":
+        "| 计数器 | 上一步（{prev}） | 本步（{step}） | 变化 |",
+    "Nsight Compute, {gpu} at revision {rev}, from {source}.":
+        "Nsight Compute，{gpu}，版本 {rev}，数据来自 {source}。",
+    "No counters for {step} in {source} yet.": "{source} 中还没有 {step} 的计数器数据。",
+    "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.":
+        "还没有 Nsight Compute 计数器数据：先运行 `make profile-all`，再运行 `make docs`。",
+    "{label} ({unit})": "{label}（{unit}）",
+    "GPU not recorded": "未记录 GPU",
+    "not recorded": "未记录",
+    "warp instructions executed": "执行的 warp 指令数",
+    "threads active per warp instruction": "每条 warp 指令的活跃线程数",
+    "thread instructions with the predicate on": "谓词为真的线程指令数",
+    "shared-memory bank conflicts, loads": "共享内存 bank 冲突（读）",
+    "shared-memory bank conflicts, stores": "共享内存 bank 冲突（写）",
+    "DRAM throughput, % of peak": "DRAM 吞吐量，占峰值带宽 %",
+    "kernel duration": "kernel 执行时间",
+    "achieved occupancy, % of peak warps": "实际占用率，占最大 warp 数 %",
+    "lanes with the predicate on per warp instruction": "每条 warp 指令中谓词为真的 lane 数",
+    # stepN_*/README.md: diff
+    "Step 0 is the starting point; there is no previous step.": "Step 0 是起点，没有上一步。",
+    "{step} is the first step; there is no previous step.": "{step} 是第一步，没有上一步。",
+    "There is no {step}/reduce.cu to compare yet.": "还没有可比较的 {step}/reduce.cu。",
+    "{this}/reduce.cu is identical to {prev}/reduce.cu.":
+        "{this}/reduce.cu 与 {prev}/reduce.cu 完全相同。",
+}
+
+FLUSH_TEXT = {"all": "L2 flushed before every repetition",
+              "none": "L2 not flushed (warm cache)",
+              "some": "L2 flushed in some runs only (see the flush column)"}
+
+
+class DocsError(Exception):
+    """Bad input: one line on stderr, exit status 2."""
+
+
+def tr(text, lang, **values):
+    """The text in `lang`, with its {placeholders} filled."""
+    if lang != "en":
+        text = STRINGS[text]
+    return text.format(**values) if values else text
+
+
+# ----------------------------------------------------------------------------
+# Number formats (the same in every language)
+# ----------------------------------------------------------------------------
+
+def power_label(n):
+    """2^25 for powers of two, the plain number otherwise."""
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
+
+
+def fmt_ratio(value, digits=2):
+    return NONE_MARK if value is None else f"{value:.{digits}f}x"
+
+
+def fmt_count(value):
+    """Counter values: integers with separators, fractions to 3 digits."""
+    if value == int(value) and abs(value) < 1e15:
+        return f"{int(value):,}"
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def md_cell(text):
+    return text.replace("|", "\\|")  # a literal "|" would split the table cell
+
+
+# ----------------------------------------------------------------------------
+# What the blocks are made from
+# ----------------------------------------------------------------------------
+
+class Sources:
+    """The inputs of every block: the repository, the results, the counters."""
+
+    def __init__(self, root, results_path, profile_path):
+        self.root = root
+        self.m = compare.Measurements.load(results_path)
+        self.m.require_table_sizes()
+        self.counters = compare.Counters.load(profile_path) if profile_path else None
+        self.steps = schema.step_dirs(root, has=("reduce.cu",) + tuple(
+            "README" + suffix for suffix, _ in LANGS))
+
+    def path(self, path):
+        return compare.repo_path(path, self.root)
+
+    def source_file(self, step):
+        return os.path.join(self.root, schema.program_dir(step), "reduce.cu")
+
+    def what_changed(self, step):
+        """Line 1 of the program's reduce.cu without '// ' (common/README.md)."""
+        path = self.source_file(step)
+        if not os.path.isfile(path):
+            return ""
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline().strip()
+        return first[2:].strip() if first.startswith("//") else ""
+
+
+# ----------------------------------------------------------------------------
+# README.md: results
+# ----------------------------------------------------------------------------
+
+def provenance(src, lang):
+    m = src.m
+    peaks = compare.distinct(f"{row.peak_gbps:.0f}" for row in m.rows.values())
+    return tr("Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the "
+              "device attributes) at revision {rev}; {flush}; median of {reps} repetitions. "
+              "Source: {source}.", lang, gpu=m.gpu, driver=m.describe("driver"),
+              cuda=m.describe("cuda"), peak=peaks, rev=m.describe("git_rev"),
+              flush=tr(FLUSH_TEXT[m.flush_state()], lang), reps=m.reps_text(),
+              source=src.path(m.path))
+
+
+def size_heading(n, lang):
+    mib = 4 * n / (1 << 20)
+    size = f"{mib / 1024:g} GiB" if mib >= 1024 else f"{mib:g} MiB"
+    return tr("**n = {power}** ({n} floats, {size})", lang, power=power_label(n),
+              n=f"{n:,}", size=size)
+
+
+def results_table(src, n, lang):
+    lines = [tr("| step | what changed | median us | GB/s | % of peak | vs previous | "
+                "vs step 0 | vs CUB |", lang), "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for step in src.m.steps_at(n):
+        row, ratios = src.m.get(step, n), src.m.speedups(step, n)
+        lines.append(f"| {step} | {md_cell(src.what_changed(step))} | {row.median_us:.1f} | "
+                     f"{row.gbps:.0f} | {100 * row.gbps / row.peak_gbps:.1f} | "
+                     f"{fmt_ratio(ratios.vs_previous)} | {fmt_ratio(ratios.vs_step0)} | "
+                     f"{fmt_ratio(ratios.vs_cub)} |")
+    return lines
+
+
+def seed_lines(lang):
+    (first_name, first), *middle, (_, last) = SEED_V100_US
+    sentence = tr("The seed articles (Chinese, in shared/seeds; V100, their own harness, "
+                  "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for "
+                  "their final version.", lang, first=f"{first:.2f}", first_name=first_name,
+                  middle=tr(", ", lang).join(tr("{us} ({name})", lang, us=f"{us:.2f}", name=name)
+                                             for name, us in middle),
+                  last=f"{last:.2f}")
+    table = [tr("| seed version | V100 us (quoted, not measured here) | speed-up over v0 |",
+                lang), "|---|--:|--:|"]
+    table += [f"| {name} | {us:.2f} | {fmt_ratio(first / us)} |" for name, us in SEED_V100_US]
+    return [sentence, "", *table]
+
+
+def results_block(src, folder, lang):
+    parts = [provenance(src, lang)]
+    for kind in compare.chart_kinds(src.m, src.counters):
+        link = os.path.relpath(compare.chart_path(src.m, kind), folder).replace(os.sep, "/")
+        parts += ["", f"![{kind}]({link})"]
+    for n in TABLE_SIZES:
+        if src.m.steps_at(n):
+            parts += ["", size_heading(n, lang), "", *results_table(src, n, lang)]
+    return "\n".join(parts + [""] + seed_lines(lang))
+
+
+# ----------------------------------------------------------------------------
+# stepN_*/README.md: measured, counters, diff
+# ----------------------------------------------------------------------------
+
+def measured_block(src, step, lang):
+    m = src.m
+    sizes = [n for n in TABLE_SIZES if m.get(step, n)]
+    if not sizes:
+        return tr("Not measured yet: {source} has no usable rows for {step} at n = 2^25 or "
+                  "2^28. `make bench` measures it beside the other steps and draws its charts "
+                  "in plots/results/.", lang, source=src.path(m.path), step=step)
+    lines = [tr("| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |",
+                lang), "|---|--:|--:|--:|--:|--:|--:|"]
+    for n in sizes:
+        row, ratios = m.get(step, n), m.speedups(step, n)
+        lines.append(f"| {power_label(n)} | {row.median_us:.1f} | {row.gbps:.0f} | "
+                     f"{100 * row.gbps / row.peak_gbps:.1f} | {fmt_ratio(ratios.vs_previous)} | "
+                     f"{fmt_ratio(ratios.vs_step0)} | {fmt_ratio(ratios.vs_cub)} |")
+    lines += ["", tr("Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, "
+                     "from {source}.", lang, gpu=m.gpu, driver=m.describe("driver"),
+                     cuda=m.describe("cuda"), rev=m.describe("git_rev"),
+                     source=src.path(m.path))]
+    return "\n".join(lines)
+
+
+def counter_label(metric, unit, lang):
+    english = compare.COUNTER_LABELS[metric]
+    label = tr(english, lang)
+    # The unit only where the English words do not already say it ("instructions").
+    return tr("{label} ({unit})", lang, label=label, unit=unit) \
+        if unit and unit not in english else label
+
+
+def counter_row(label, before, now, fmt):
+    ratio = now / before if before else None
+    return (f"| {label} | {NONE_MARK if before is None else fmt(before)} | {fmt(now)} | "
+            f"{fmt_ratio(ratio)} |")
+
+
+def counters_block(src, step, lang):
+    counters = src.counters
+    if counters is None:
+        return tr("No Nsight Compute counters yet: run `make profile-all`, then `make docs`.",
+                  lang)
+    source = src.path(counters.path)
+    if step not in counters.steps:
+        return tr("No counters for {step} in {source} yet.", lang, step=step, source=source)
+    prev = counters.previous(step)
+    lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |", lang,
+                prev=prev or NONE_MARK, step=step), "|---|--:|--:|--:|"]
+    for metric in counters.metrics_present():
+        now = counters.value(step, metric)
+        if now is not None:
+            label = counter_label(metric, counters.units.get(metric), lang)
+            lines.append(counter_row(f"{label} `{metric}`", counters.value(prev, metric), now,
+                                     fmt_count))
+    lanes = counters.lanes_on(step)
+    if lanes is not None:
+        formula = " / ".join(f"`{metric}`" for metric in compare.LANES_ON_PARTS)
+        lines.append(counter_row(f"{tr(compare.LANES_ON, lang)} {formula}",
+                                 counters.lanes_on(prev) if prev else None, lanes,
+                                 lambda v: f"{v:.3g}"))
+    lines += ["", tr("Nsight Compute, {gpu} at revision {rev}, from {source}.", lang,
+                     gpu=counters.gpu or tr("GPU not recorded", lang),
+                     rev=counters.git_rev or tr("not recorded", lang), source=source)]
+    return "\n".join(lines)
+
+
+def diff_block(src, step, lang):
+    this_src = src.source_file(step)
+    if not os.path.isfile(this_src):
+        return tr("There is no {step}/reduce.cu to compare yet.", lang, step=step)
+    index = src.steps.index(step)
+    earlier = [d for d in src.steps[:index] if os.path.isfile(src.source_file(d))]
+    if not earlier:
+        if schema.step_number(step) == 0:
+            return tr("Step 0 is the starting point; there is no previous step.", lang)
+        return tr("{step} is the first step; there is no previous step.", lang, step=step)
+    prev = earlier[-1]
+    with open(src.source_file(prev), encoding="utf-8") as a, \
+            open(this_src, encoding="utf-8") as b:
+        old, new = a.read().splitlines(), b.read().splitlines()
+    diff = "\n".join(difflib.unified_diff(old, new, f"{prev}/reduce.cu", f"{step}/reduce.cu",
+                                          n=3, lineterm=""))
+    if not diff:
+        return tr("{this}/reduce.cu is identical to {prev}/reduce.cu.", lang, this=step,
+                  prev=prev)
+    fence = "```"
+    while fence in diff:  # a longer fence if the source itself holds ```
+        fence += "`"
+    return f"{fence}diff\n{diff}\n{fence}"
+
+
+# block name -> (src, folder or step, lang) -> markdown
+TOP_BLOCKS = {"results": results_block}
+STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block}
+# The pages at the top of the repository and the blocks each may hold; a
+# stepN_*/README holds STEP_BLOCKS.
+TOP_PAGES = {"README": TOP_BLOCKS}
+
+
+# ----------------------------------------------------------------------------
+# Marker blocks
+# ----------------------------------------------------------------------------
+
+def markers(name):
+    return f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+
+
+def replace_block(text, name, body):
+    """The text with the block's body replaced; None when its markers are absent."""
+    begin, end = markers(name)
+    lines = text.split("\n")
+    stripped = [line.strip() for line in lines]
+    if begin not in stripped:
+        return None
+    first = stripped.index(begin)
+    if end not in stripped[first + 1:]:
+        return None
+    last = stripped.index(end, first + 1)
+    # Blank lines around the body keep tables from gluing onto the comments.
+    return "\n".join(lines[:first + 1] + [""] + body.split("\n") + [""] + lines[last:])
+
+
+def fill_blocks(text, blocks):
+    for name, body in blocks:
+        replaced = replace_block(text, name, body())
+        text = text if replaced is None else replaced
+    return text
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+# ----------------------------------------------------------------------------
+# The whole tree
+# ----------------------------------------------------------------------------
+
+def pages(folder, name="README"):
+    """[(path, lang)] of the languages of a page present in a folder."""
+    found = [(os.path.join(folder, name + suffix), lang) for suffix, lang in LANGS]
+    return [(path, lang) for path, lang in found if os.path.isfile(path)]
+
+
+def regenerate(src):
+    """[(path, old text, new text)] for every page the blocks touch."""
+    top = os.path.join(src.root, "README.md")
+    if not os.path.isfile(top) or replace_block(read_text(top), "results", "") is None:
+        begin, end = markers("results")
+        raise DocsError(f"{top} has no '{begin}' ... '{end}' lines")
+    changes = []
+    for page, blocks in TOP_PAGES.items():
+        for path, lang in pages(src.root, page):
+            old = read_text(path)
+            new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, src.root, lang))
+                                    for name, f in blocks.items()])
+            changes.append((path, old, new))
+    for step in src.steps:
+        for path, lang in pages(os.path.join(src.root, step)):
+            old = read_text(path)
+            new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, step, lang))
+                                    for name, f in STEP_BLOCKS.items()])
+            changes.append((path, old, new))
+    return changes
+
+
+def missing_charts(src):
+    return [path for path in (compare.chart_path(src.m, kind)
+                              for kind in compare.chart_kinds(src.m, src.counters))
+            if not os.path.isfile(path)]
+
+
+def default_profile(results):
+    sibling = results[:-len(".csv")] + "-profile.csv" if results.endswith(".csv") else None
+    return sibling if sibling and os.path.isfile(sibling) else None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"docs: error: {message}", file=sys.stderr)
+        sys.exit(EXIT_INPUT)
+
+
+def parse_args(argv):
+    parser = OneLineParser(prog="docs.py", description="Regenerate the README blocks "
+                           "(results, measured, counters, diff) from a results file.")
+    parser.add_argument("--root", default=ROOT,
+                        help="the repository: README.md and the stepN_*/ folders "
+                             "(default: this one)")
+    parser.add_argument("--results", metavar="CSV",
+                        help=f"results file (default: ROOT/{DEFAULT_RESULTS})")
+    parser.add_argument("--profile", metavar="CSV",
+                        help="Nsight Compute counters (default: the results file's "
+                             "-profile.csv sibling, when it exists)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if any README is out of date")
+    args = parser.parse_args(argv)
+    args.results = args.results or os.path.join(args.root, DEFAULT_RESULTS)
+    if args.profile is None:
+        args.profile = default_profile(args.results)
+    return args
+
+
+def run(args):
+    if not os.path.isdir(args.root):
+        raise DocsError(f"not a directory: {args.root}")
+    src = Sources(args.root, args.results, args.profile)
+    changes = [(path, new) for path, old, new in regenerate(src) if new != old]
+    for path in missing_charts(src):
+        print(f"docs: note: {src.path(path)} does not exist yet; `make plot` draws it",
+              file=sys.stderr)
+    if args.check:
+        for path, _ in changes:
+            print(f"docs: {src.path(path)} is out of date: run `make docs`", file=sys.stderr)
+        return EXIT_STALE if changes else 0
+    for path, new in changes:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(new)
+        print(f"docs: wrote {src.path(path)}")
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except (DocsError, schema.SchemaError) as err:
+        message = str(err)
+    except OSError as err:
+        message = f"{err.strerror or err}" + (f": {err.filename}" if err.filename else "")
+    except Exception as err:  # never a traceback for users; DOCS_DEBUG shows it
+        if os.environ.get("DOCS_DEBUG"):
+            raise
+        message = (f"internal error ({type(err).__name__}: {err}); rerun with DOCS_DEBUG=1 "
+                   "for the traceback")
+    print(f"docs: error: {' '.join(message.split())}", file=sys.stderr)
+    return EXIT_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
