@@ -10,8 +10,10 @@
 - the machine code of extras/kahan_step8 (needs nvcc and cuobjdump).
 The last line is `accuracy: N passed, N failed[, N skipped]`.
 """
+import contextlib
 import csv
 import importlib.util
+import io
 import math
 import os
 import random
@@ -518,9 +520,12 @@ class PageTest(unittest.TestCase):
         with open(page, "w") as f:
             f.write("# x\n\n<!-- BEGIN accuracy -->\nstale\n<!-- END accuracy -->\n")
         args = ["--page", page, "--results", FIXTURE]
-        self.assertEqual(docs.main(args + ["--check"]), 1)
-        self.assertEqual(docs.main(args), 0)
-        self.assertEqual(docs.main(args + ["--check"]), 0)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(docs.main(args + ["--check"]), 1)
+            self.assertEqual(docs.main(args), 0)
+            self.assertEqual(docs.main(args + ["--check"]), 0)
+        self.assertRegex(err.getvalue(), r"^accuracy_docs: .*PAGE.md is out of date with .*\n$")
         with open(page) as f:
             self.assertIn("Measured on FIXTURE GPU", f.read())
 
