@@ -4,7 +4,7 @@
 Three phases, every row written by the programs themselves (--csv):
 
 1. check: every program (the steps, CUB, extras/*) once per fill (random,
-   positive, wide), n (2^10, 2^13, ..., 2^28) and seed (1-3 up to 2^16,
+   positive, wide), n (2^10, 2^13, ..., 2^28) and seed (1-3 up to 2^22,
    1 above): `run --check --fill F -n N --seed S --csv TMP`. The CUB run of
    each input adds --cpu-sums, so the CPU's plain float loop and its Kahan
    loop are recorded once per input.
@@ -40,7 +40,7 @@ EXTRAS_DIR = "extras"
 FILLS = ("random", "positive", "wide")
 SIZES = tuple(1 << k for k in range(10, 29, 3))        # 2^10, 2^13, ..., 2^28
 SMALL_N_SEEDS, SEEDS = (1, 2, 3), (1,)                 # small inputs are cheap: more seeds
-SMALL_N = 1 << 16
+SMALL_N = 1 << 22
 REPEAT_INPUT = ("random", 1 << 22, 1)                  # (fill, n, seed) run twice
 COST_SIZES, COST_ROUNDS = (1 << 25, 1 << 28), 3
 QUICK_SIZES, QUICK_COST_SIZES = (1 << 10, 1 << 16), (1 << 20,)

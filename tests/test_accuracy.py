@@ -171,8 +171,8 @@ class PlanTest(unittest.TestCase):
         self.assertEqual({r.fill for r in main}, {"random", "positive", "wide"})
         self.assertEqual(sorted({r.n for r in main}), [1 << k for k in (10, 13, 16, 19, 22, 25, 28)])
         for fill, n, seed in inputs:
-            self.assertIn(seed, (1, 2, 3) if n <= 1 << 16 else (1,))
-        self.assertEqual(len(inputs), 3 * (3 * 3 + 4))
+            self.assertIn(seed, (1, 2, 3) if n <= 1 << 22 else (1,))
+        self.assertEqual(len(inputs), 3 * (5 * 3 + 2))
         self.assertEqual(len(main), len(inputs) * len(self.PROGRAMS))
         for r in main:
             self.assertEqual(r.args[:7], ("--check", "--fill", r.fill, "-n", str(r.n),
