@@ -196,7 +196,9 @@ class Sweep:
     def report(self, run, cmd, code, stderr, rows, probe):
         message = bench.strip_error_prefix(bench.error_line(stderr))
         if code == bench.PROG_DEVICE_ERROR and bench.NO_DEVICE_TEXT in stderr:
-            self.fatal = bench.BenchError(EXIT_DEVICE, f"no CUDA device: {message}")
+            if not message.startswith(bench.NO_DEVICE_TEXT):
+                message = f"{bench.NO_DEVICE_TEXT}: {message}"
+            self.fatal = bench.BenchError(EXIT_DEVICE, message)
             self.stop.set()
             return
         if code == bench.PROG_DEVICE_ERROR and bench.OOM_TEXT in stderr:
