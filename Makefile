@@ -247,3 +247,32 @@ new:
 
 clean:
 	rm -rf build $(PROGRAMS) $(BROKEN) step4_warp/run-racy step9_singlepass/run-atomic $(ALIASES)
+
+# ================================================================ accuracy
+# Owned by the accuracy lesson (ACCURACY.md); kept in one block so that the
+# rest of the Makefile can change around it.
+# extras/<name>/reduce.cu: programs on the same harness that are NOT steps
+# (make bench, make diff and make new never see them). `make` and `make test`
+# build them with the same %/run rule and flags as the steps.
+EXTRA_PROGRAMS := $(patsubst %/reduce.cu,%/run,$(sort $(wildcard extras/*/reduce.cu)))
+
+.PHONY: accuracy clean-extras
+all: $(EXTRA_PROGRAMS)
+test: $(EXTRA_PROGRAMS)
+clean: clean-extras
+
+# Every program in check mode over three fills and n = 2^10 .. 2^28, the
+# CPU's float loops beside them, step 8 timed against its Kahan variant:
+# $(OUT_DIR)/<gpu>-accuracy.csv and its chart; planned to take under 4
+# minutes on an H200 (plots/accuracy.py says how).
+# The chart is drawn even when some run failed (failed rows are never
+# plotted); make still reports the failure.
+accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
+	$(PYTHON) plots/accuracy.py --root . --out-dir $(OUT_DIR); status=$$?; \
+	if [ $$status -le 1 ]; then \
+	    $(PLOT_PYTHON) plots/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \
+	fi; exit $$status
+
+clean-extras:
+	rm -f $(EXTRA_PROGRAMS)
+# ============================================================ end accuracy

@@ -1,0 +1,699 @@
+#!/usr/bin/env python3
+"""Tests of the accuracy lesson, no GPU needed. Run: python3 tests/test_accuracy.py
+
+- plots/accuracy.py against fake programs that take the harness's flags and
+  write rows in the results CSV layout (common/README.md), exit codes included;
+- the chart (plots/accuracy_chart.py) and the ACCURACY.md block
+  (plots/accuracy_docs.py) from tests/accuracy/fixture-accuracy.csv, a file
+  of INVENTED numbers that no page may show;
+- the float32 arithmetic and the textbook bounds that ACCURACY.md relies on;
+- the machine code of extras/kahan_step8 (needs nvcc and cuobjdump).
+The last line is `accuracy: N passed, N failed[, N skipped]`.
+"""
+import contextlib
+import csv
+import importlib.util
+import io
+import math
+import os
+import random
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from fractions import Fraction
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "plots"))
+import accuracy  # noqa: E402
+import accuracy_data as data  # noqa: E402
+import accuracy_docs as docs  # noqa: E402
+
+SCRIPT = os.path.join(REPO, "plots", "accuracy.py")
+CHART = os.path.join(REPO, "plots", "accuracy_chart.py")
+FIXTURE = os.path.join(REPO, "tests", "accuracy", "fixture-accuracy.csv")
+PAGE = os.path.join(REPO, "ACCURACY.md")
+REFERENCE = os.path.join(REPO, docs.DEFAULT_RESULTS)
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+
+COLUMNS = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference,abs_err,"
+           "tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,seed,git_rev,mode,"
+           "distinct,code_hash,sum_abs,cpu_seq,cpu_kahan").split(",")
+
+# A step program as common/README.md describes it; FAKE_* variables pick its faults.
+FAKE_PROGRAM = r'''#!{python}
+import csv, os, struct, sys, time
+
+COLUMNS = {columns!r}
+VALUED = ("-n", "--reps", "--warmup", "--seed", "--fill", "--offset", "--csv", "--device", "--at")
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def main():
+    argv, opts, flags = sys.argv[1:], {{}}, set()
+    step = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
+    step = "cub" if step == "baseline_cub" else step
+    if os.environ.get("FAKE_LOG"):
+        with open(os.environ["FAKE_LOG"], "a") as f:
+            f.write(" ".join([step] + argv) + "\n")
+    i = 0
+    while i < len(argv):
+        if argv[i] in VALUED:
+            opts[argv[i]] = argv[i + 1]
+            i += 2
+        else:
+            flags.add(argv[i])
+            i += 1
+    fill = opts.get("--fill", "exact" if "--check" in flags else "random")
+    if fill not in ("random", "positive", "wide", "ones", "ints", "onehot", "exact"):
+        print(f"error: --fill: unknown fill '{{fill}}'", file=sys.stderr)
+        return 2
+    if os.environ.get("FAKE_NO_DEVICE"):
+        print("error: no CUDA device: no CUDA-capable device is detected", file=sys.stderr)
+        return 3
+    n, seed = int(opts.get("-n", "33554432")), int(opts.get("--seed", "1"))
+    if n > int(os.environ.get("FAKE_OOM_ABOVE", str(1 << 40))):
+        print(f"error: out of device memory allocating {{4 * n}} bytes", file=sys.stderr)
+        return 3
+    time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    wrong = os.environ.get("FAKE_WRONG_STEP") == step
+    sum_abs = 0.5 * n
+    reference = 0.01 * n + seed
+    result = f32(reference * (1 + 1e-7 * len(step)) + (1000 if wrong else 0))
+    if os.environ.get("FAKE_NOISY_STEP") == step:
+        result = f32(result * (1 + (os.getpid() % 100000) * 1e-7))  # a race: bits move
+    check = "--check" in flags
+    gpu = os.environ.get("FAKE_GPU", "NVIDIA H200")
+    if os.environ.get("FAKE_ALT_GPU_STEP") == step:
+        gpu = "NVIDIA A100-SXM4-80GB"
+    median = 4 * n / 4000.0 / 1e3 * (1.01 if "kahan" in step else 1.0)
+    row = dict(step=step, n=n, reps=1 if check else opts.get("--reps", 20),
+               warmup=0 if check else opts.get("--warmup", 3),
+               median_us="" if check else f"{{median:.3f}}", min_us="" if check else median,
+               max_us="" if check else median, gbps="" if check else 4000.0,
+               pct_peak="" if check else 83.0, result=f"{{result:.9g}}",
+               reference=f"{{reference:.17g}}", abs_err=f"{{abs(result - reference):.3g}}",
+               tol=1.0, **{{"pass": 0 if wrong else 1}}, gpu=gpu, cc="9.0", driver="580.159.04",
+               cuda="13.0", peak_gbps=4814.0, l2_mb=62.9, sms=132, flush=0 if check else 1,
+               offset=0, fill=fill, seed=seed, git_rev="abc1234", mode="check" if check else "timed",
+               distinct=1, code_hash="0123456789ab", sum_abs=f"{{sum_abs:.17g}}",
+               cpu_seq=f"{{f32(reference * 0.999):.9g}}" if "--cpu-sums" in flags else "",
+               cpu_kahan=f"{{f32(reference):.9g}}" if "--cpu-sums" in flags else "")
+    old = os.environ.get("FAKE_OLD_HARNESS") and check  # before --csv worked with --check
+    if "--csv" in opts and not old:
+        new = not os.path.exists(opts["--csv"]) or os.path.getsize(opts["--csv"]) == 0
+        with open(opts["--csv"], "a", newline="") as f:
+            writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+    print(f"{{step}} n={{n}}: human output the scripts must ignore")
+    if wrong:
+        print(f"error: wrong result: got {{result}}, expected {{reference}}", file=sys.stderr)
+        return 1
+    return 0
+
+
+sys.exit(main())
+'''
+
+
+def write_executable(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+
+
+def make_root(top, programs=("step0_a", "step8_vector", "baseline_cub", "extras/kahan_step8")):
+    root = os.path.join(top, "root")
+    fake = FAKE_PROGRAM.format(python=sys.executable, columns=COLUMNS)
+    for name in programs:
+        write_executable(os.path.join(root, name, "run"), fake)
+    return root
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def f32(x):
+    """x rounded to the nearest float32, ties to even, as the GPU's FADD does."""
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_")}
+    env.update(extra)
+    return env
+
+
+# ------------------------------------------------------------------ the plan
+
+class PlanTest(unittest.TestCase):
+    PROGRAMS = [("step0_a", "/r/step0_a/run"), ("step8_vector", "/r/step8_vector/run"),
+                ("baseline_cub", "/r/baseline_cub/run"),
+                ("extras/kahan_step8", "/r/extras/kahan_step8/run")]
+
+    def test_full_plan(self):
+        checks, costs = accuracy.plan(self.PROGRAMS)
+        main = [r for r in checks if r.phase == "check"]
+        inputs = {(r.fill, r.n, r.seed) for r in main}
+        self.assertEqual({r.fill for r in main}, {"random", "positive", "wide"})
+        self.assertEqual(sorted({r.n for r in main}), [1 << k for k in (10, 13, 16, 19, 22, 25, 28)])
+        for fill, n, seed in inputs:
+            self.assertIn(seed, (1, 2, 3) if n <= 1 << 22 else (1,))
+        self.assertEqual(len(inputs), 3 * (5 * 3 + 2))
+        self.assertEqual(len(main), len(inputs) * len(self.PROGRAMS))
+        for r in main:
+            self.assertEqual(r.args[:7], ("--check", "--fill", r.fill, "-n", str(r.n),
+                                          "--seed", str(r.seed)))
+            self.assertEqual("--cpu-sums" in r.args, r.name == "baseline_cub", r)
+        repeats = [r for r in checks if r.phase == "repeat"]
+        self.assertEqual([(r.name, r.fill, r.n, r.seed) for r in repeats],
+                         [(name, "random", 1 << 22, 1) for name, _ in self.PROGRAMS])
+        self.assertTrue(all((r.fill, r.n, r.seed) in inputs for r in repeats))
+        self.assertEqual([(r.name, r.n, r.round) for r in costs],
+                         [(name, n, k) for n in (1 << 25, 1 << 28) for k in (1, 2, 3)
+                          for name in ("step8_vector", "extras/kahan_step8")])
+        self.assertTrue(all("--check" not in r.args for r in costs))
+        self.assertEqual(len(set(checks + costs)), len(checks + costs))  # one CSV file each
+
+    def test_big_runs_are_the_2_28_ones(self):
+        checks, _ = accuracy.plan(self.PROGRAMS)
+        self.assertEqual({r.n for r in checks if r.big}, {1 << 28})
+
+    def test_without_the_kahan_pair_there_is_no_cost_phase(self):
+        _, costs = accuracy.plan(self.PROGRAMS[:1] + self.PROGRAMS[2:3])
+        self.assertEqual(costs, [])
+
+    def test_quick_plan(self):
+        checks, costs = accuracy.plan(self.PROGRAMS, quick=True)
+        self.assertEqual(sorted({r.n for r in checks}), [1 << 10, 1 << 16])
+        self.assertEqual({r.seed for r in checks}, {1})
+        self.assertEqual([(r.name, r.n) for r in costs],
+                         [("step8_vector", 1 << 20), ("extras/kahan_step8", 1 << 20)])
+
+    def test_extras_are_found_after_cub_and_named_by_their_directory(self):
+        top = tempfile.mkdtemp(prefix="accuracy-")
+        self.addCleanup(shutil.rmtree, top)
+        root = make_root(top, ("step1_b", "step0_a", "baseline_cub", "extras/kahan_step8"))
+        os.makedirs(os.path.join(root, "extras", "notes"))  # no program in it: ignored
+        names = [name for name, _ in accuracy.find_programs(root)]
+        self.assertEqual(names, ["step0_a", "step1_b", "baseline_cub", "extras/kahan_step8"])
+        self.assertEqual(accuracy.program_label("extras/kahan_step8"), "kahan_step8")
+        self.assertEqual(accuracy.program_label("baseline_cub"), "cub")
+
+
+class RunParallelTest(unittest.TestCase):
+    def test_caps_and_order(self):
+        runs = [accuracy.Run(f"p{i}", "", "check", 1 << (28 if i % 3 == 0 else 10), "random",
+                             1, ()) for i in range(24)]
+        lock, active, seen, started = threading.Lock(), [0, 0], [0, 0], []
+
+        def work(run):
+            with lock:
+                active[0] += 1
+                active[1] += run.big
+                seen[0], seen[1] = max(seen[0], active[0]), max(seen[1], active[1])
+                started.append(run)
+            time.sleep(0.01)
+            with lock:
+                active[0] -= 1
+                active[1] -= run.big
+
+        accuracy.run_parallel(runs, work, 4, 2, threading.Event())
+        self.assertEqual(sorted(r.name for r in started), sorted(r.name for r in runs))
+        self.assertEqual(seen, [4, 2])
+        # Long runs start first, so none trails at the end.
+        last_big = max(i for i, r in enumerate(started) if r.big)
+        self.assertLess(last_big, max(i for i, r in enumerate(started) if not r.big))
+
+    def test_stop_leaves_the_rest(self):
+        stop, done = threading.Event(), []
+        runs = [accuracy.Run(f"p{i}", "", "check", 1024, "random", 1, ()) for i in range(20)]
+
+        def work(run):
+            done.append(run)
+            stop.set()
+
+        accuracy.run_parallel(runs, work, 1, 1, stop)
+        self.assertEqual(len(done), 1)
+
+
+# ------------------------------------------------------- the script, end to end
+
+class ScriptTest(unittest.TestCase):
+    def setUp(self):
+        self.top = tempfile.mkdtemp(prefix="accuracy-")
+        self.addCleanup(shutil.rmtree, self.top)
+        self.root = make_root(self.top)
+        self.out = os.path.join(self.top, "results")
+        self.log = os.path.join(self.top, "calls.log")
+
+    def run_script(self, *args, **env):
+        proc = subprocess.run([sys.executable, SCRIPT, "--root", self.root, "--out-dir", self.out,
+                               *args], capture_output=True, text=True, timeout=300,
+                              env=clean_env(FAKE_LOG=self.log, **env))
+        self.assertNotIn("Traceback", proc.stderr)
+        return proc
+
+    def calls(self):
+        with open(self.log) as f:
+            return [line.split() for line in f]
+
+    def one_line(self, text, prefix):
+        lines = text.strip("\n").split("\n")
+        self.assertEqual(len(lines), 1, text)
+        self.assertTrue(lines[0].startswith(prefix), lines[0])
+        return lines[0]
+
+    def test_quick_run_files_every_row_in_plan_order(self):
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(os.listdir(self.out), ["h200-accuracy.csv"])  # no temporary left
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        with open(os.path.join(self.out, "h200-accuracy.csv")) as f:
+            self.assertEqual(f.readline().rstrip("\n").split(","), COLUMNS)
+        checks, costs = accuracy.plan(accuracy.find_programs(self.root), quick=True)
+        self.assertEqual(len(rows), len(checks) + len(costs))
+        self.assertEqual([(r["step"], r["fill"], r["n"], r["mode"]) for r in rows],
+                         [(accuracy.program_label(p.name), p.fill, str(p.n),
+                           "timed" if p.phase == "cost" else "check") for p in checks + costs])
+        self.assertEqual({r["step"] for r in rows if r["cpu_seq"]}, {"cub"})
+        self.assertEqual(len(self.calls()), len(rows))
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[-2], "results: " + os.path.join(self.out, "h200-accuracy.csv"))
+        self.assertRegex(lines[-1], rf"^accuracy: {len(rows)} runs in \d+\.\d s -> ")
+        self.assertRegex(proc.stdout, r"step0_a\s+check\s+wide\s+n=1024\s+seed 1  "
+                                      r"rel err \d\.\de-\d\d  PASS")
+        self.assertNotIn("human output", proc.stdout)
+
+    def test_cost_runs_come_last_and_alone(self):
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        calls = self.calls()
+        self.assertEqual([c[0] for c in calls[-2:]], ["step8_vector", "kahan_step8"])
+        for call in calls[-2:]:
+            self.assertNotIn("--check", call)
+            self.assertEqual(call[1:7], ["--fill", "random", "-n", str(1 << 20), "--seed", "1"])
+
+    def test_wrong_sum_is_a_failure_and_its_rows_are_kept(self):
+        proc = self.run_script("--quick", FAKE_WRONG_STEP="step0_a")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("accuracy: step0_a n=1024 fill=random failed (exit 1): error: wrong result",
+                      proc.stderr)
+        self.assertIn("command: " + os.path.join(self.root, "step0_a", "run") + " --check",
+                      proc.stderr)
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        self.assertEqual({r["pass"] for r in rows if r["step"] == "step0_a"}, {"0"})
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^accuracy: \d+ runs \(7 failed\) in ")
+
+    def test_no_device_stops_at_the_first_run(self):
+        proc = self.run_script("--quick", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        line = self.one_line(proc.stderr, "accuracy: no CUDA device: ")
+        self.assertEqual(line.count("no CUDA device"), 1, line)
+        self.assertEqual(len(self.calls()), 1)
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
+
+    def test_old_harness_asks_for_a_rebuild(self):
+        proc = self.run_script("--quick", FAKE_OLD_HARNESS="1")
+        self.assertEqual(proc.returncode, 2)
+        line = self.one_line(proc.stderr, "accuracy: step0_a `--check --fill random")
+        self.assertIn("no CSV row in check mode; rebuild every program with make", line)
+        self.assertEqual(len(self.calls()), 1)
+
+    def test_out_of_memory_is_skipped(self):
+        proc = self.run_script("--quick", FAKE_OOM_ABOVE=str(1 << 12))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("skip: extras/kahan_step8 n=65536 does not fit in device memory",
+                      proc.stdout)
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        self.assertEqual({r["n"] for r in rows}, {"1024"})
+
+    def test_rows_from_two_gpus_are_not_filed(self):
+        proc = self.run_script("--quick", FAKE_ALT_GPU_STEP="step8_vector")
+        self.assertEqual(proc.returncode, 1)
+        self.one_line(proc.stderr, "accuracy: rows from several GPUs in one run")
+        self.assertEqual(os.listdir(self.out), [])
+
+    def test_unbuilt_program(self):
+        os.remove(os.path.join(self.root, "extras", "kahan_step8", "run"))
+        open(os.path.join(self.root, "extras", "kahan_step8", "reduce.cu"), "w").close()
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 2)
+        self.one_line(proc.stderr, "accuracy: not built: extras/kahan_step8/run")
+
+    def test_a_noisy_program_shows_in_the_run_to_run_sentence(self):
+        proc = self.run_script("--quick", FAKE_NOISY_STEP="step8_vector")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        again = data.run_to_run(rows)
+        self.assertEqual(again, {("random", 1 << 16, 1): {"step0_a": True, "step8_vector": False,
+                                                          "cub": True, "kahan_step8": True}})
+        self.assertIn("Different bits: step8_vector.", docs.accuracy_block(rows, "en"))
+
+
+# ----------------------------------------------------------- chart and block
+
+def fixture_rows():
+    return data.read_rows(FIXTURE)
+
+
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+class ChartTest(unittest.TestCase):
+    def setUp(self):
+        self.top = tempfile.mkdtemp(prefix="accuracy-chart-")
+        self.addCleanup(shutil.rmtree, self.top)
+
+    def draw(self, csv_path, out):
+        return subprocess.run([sys.executable, CHART, csv_path, "--out-dir", out],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_png_from_fixture_same_bytes_twice(self):
+        pngs = []
+        for k in range(2):
+            out = os.path.join(self.top, str(k))
+            proc = self.draw(FIXTURE, out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(os.path.join(out, "fixture-accuracy.png"), "rb") as f:
+                pngs.append(f.read())
+        self.assertTrue(pngs[0].startswith(b"\x89PNG\r\n\x1a\n"))
+        self.assertEqual(pngs[0], pngs[1])
+
+    def test_failed_rows_do_not_change_the_chart(self):
+        rows = fixture_rows()
+        self.assertTrue(any(r["pass"] == "0" for r in rows))
+        pngs = []
+        for label, keep in (("all", rows), ("passed", [r for r in rows if r["pass"] == "1"])):
+            folder = os.path.join(self.top, label)
+            os.makedirs(folder)
+            path = os.path.join(folder, "fixture-accuracy.csv")  # same name: same caption
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+                writer.writeheader()
+                writer.writerows(keep)
+            self.assertEqual(self.draw(path, folder).returncode, 0)
+            with open(os.path.join(folder, "fixture-accuracy.png"), "rb") as f:
+                pngs.append(f.read())
+        self.assertEqual(pngs[0], pngs[1])
+
+    def test_no_check_rows_is_one_line(self):
+        path = os.path.join(self.top, "timed-accuracy.csv")
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(r for r in fixture_rows() if r["mode"] == "timed")
+        proc = self.draw(path, self.top)
+        self.assertEqual(proc.returncode, 2)
+        self.assertRegex(proc.stderr, r"^accuracy_chart: .*no verified check-mode rows.*\n$")
+
+    def test_caption_names_the_gpu_from_the_data(self):
+        import accuracy_chart
+        text = accuracy_chart.caption(fixture_rows(), "x.csv")
+        self.assertTrue(text.startswith("FIXTURE GPU (invented numbers, tests only) (132 SMs)"))
+        self.assertIn("median of 3 seeds up to n = 2^16", text)
+
+
+class BlockTest(unittest.TestCase):
+    def test_english_block_from_fixture(self):
+        text = docs.accuracy_block(fixture_rows(), "en", "plots/reference/x-accuracy.csv")
+        self.assertTrue(text.startswith("Measured on FIXTURE GPU (invented numbers, tests only) "
+                                        "(132 SMs; driver 000.00, CUDA 13.0) at revision fixture."))
+        self.assertIn("![accuracy](plots/reference/x-accuracy.png)", text)
+        self.assertIn("**Relative error at n = 2^28**", text)
+        table = [line for line in text.splitlines() if line.startswith("| ")]
+        self.assertEqual(table[0], "| program | random | positive | wide |")
+        names = [line.split(" | ")[0][2:] for line in table[1:15]]
+        self.assertEqual(names, ["step0_naive", "step1_divergence", "step2_bankconflict",
+                                 "step3_idle", "step4_warp", "step5_unroll", "step6_multi",
+                                 "step7_shfl", "step8_vector", "step9_singlepass", "cub",
+                                 "kahan_step8", "CPU sequential float loop",
+                                 "CPU Kahan float loop"])
+        self.assertIn("pairwise ⌈log2 n⌉u = 1.7e-06", text)
+        self.assertIn("| kahan_step8 us |", text)
+        self.assertIn("12 of 12 programs ran a second time", text)
+
+    def test_numbers_come_from_the_rows(self):
+        rows = fixture_rows()
+        row = next(r for r in rows if (r["step"], r["fill"], r["n"], r["mode"])
+                   == ("step6_multi", "positive", str(1 << 28), "check"))
+        err = abs(float(row["result"]) - float(row["reference"])) / float(row["sum_abs"])
+        line = next(l for l in docs.accuracy_block(rows, "en").splitlines()
+                    if l.startswith("| step6_multi |"))
+        self.assertEqual(line.split(" | ")[2], f"{err:.1e}")
+        base = [float(r["median_us"]) for r in rows
+                if (r["step"], r["n"], r["mode"]) == ("step8_vector", str(1 << 28), "timed")]
+        cost = next(l for l in docs.accuracy_block(rows, "en").splitlines()
+                    if l.startswith("| 2^28 |"))
+        self.assertEqual(cost.split(" | ")[1], f"{sorted(base)[1]:.1f}")
+
+    def test_failed_rows_never_reach_the_block(self):
+        rows = fixture_rows()
+        passed = [r for r in rows if r["pass"] == "1"]
+        self.assertLess(len(passed), len(rows))
+        self.assertEqual(docs.accuracy_block(rows, "en"), docs.accuracy_block(passed, "en"))
+
+    def test_chinese_block_has_the_same_numbers(self):
+        rows = fixture_rows()
+        en, zh = docs.accuracy_block(rows, "en"), docs.accuracy_block(rows, "zh")
+        self.assertIn("n = 2^28 时的相对误差", zh)
+        self.assertIn("| 程序 | random | positive | wide |", zh)
+        numbers = re.compile(r"\d+(?:\.\d+)?(?:e[-+]\d+)?x?")
+        self.assertEqual(sorted(numbers.findall(en)), sorted(numbers.findall(zh)))
+        self.assertNotEqual(en, zh)
+
+    def test_unknown_language(self):
+        with self.assertRaises(ValueError):
+            docs.accuracy_block(fixture_rows(), "fr")
+
+    def test_no_rows_asks_for_a_measurement(self):
+        for lang in ("en", "zh"):
+            text = docs.accuracy_block([], lang)
+            self.assertIn("make accuracy OUT_DIR=plots/reference", text)
+            self.assertNotRegex(text.replace("2^", ""), r"\d\.\d")
+
+    def test_a_program_that_disagrees_with_itself_is_named(self):
+        rows = fixture_rows()
+        repeat = [i for i, r in enumerate(rows) if r["step"] == "step7_shfl"
+                  and (r["fill"], r["n"], r["mode"]) == ("random", str(1 << 22), "check")]
+        self.assertEqual(len(repeat), 2)
+        rows[repeat[1]] = dict(rows[repeat[1]], result=f"{float(rows[repeat[1]]['result']) * 1.0001:.9g}")
+        text = docs.accuracy_block(rows, "en")
+        self.assertIn("11 of 12 programs ran a second time", text)
+        self.assertIn("Different bits: step7_shfl.", text)
+
+    def test_groups_of_equal_sums(self):
+        rows = fixture_rows()
+        for i, r in enumerate(rows):  # step1 adds in step 0's order: give it step 0's sum
+            if (r["step"], r["fill"], r["n"], r["seed"]) == ("step1_divergence", "random",
+                                                              str(1 << 22), "1"):
+                twin = next(s for s in rows if (s["step"], s["fill"], s["n"], s["seed"]) ==
+                            ("step0_naive", "random", str(1 << 22), "1"))
+                rows[i] = dict(r, result=twin["result"])
+        text = docs.accuracy_block(rows, "en")
+        self.assertIn("returned 11 different floats", text)
+        self.assertIn("{step0_naive, step1_divergence} · {step2_bankconflict}", text)
+
+
+class PageTest(unittest.TestCase):
+    """ACCURACY.md holds exactly what the committed data gives, and no invented number."""
+
+    def test_block_is_current(self):
+        proc = subprocess.run([sys.executable, os.path.join(REPO, "plots", "accuracy_docs.py"),
+                               "--check"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_check_notices_a_stale_block(self):
+        top = tempfile.mkdtemp(prefix="accuracy-page-")
+        self.addCleanup(shutil.rmtree, top)
+        page = os.path.join(top, "PAGE.md")
+        with open(page, "w") as f:
+            f.write("# x\n\n<!-- BEGIN accuracy -->\nstale\n<!-- END accuracy -->\n")
+        args = ["--page", page, "--results", FIXTURE]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            self.assertEqual(docs.main(args + ["--check"]), 1)
+            self.assertEqual(docs.main(args), 0)
+            self.assertEqual(docs.main(args + ["--check"]), 0)
+        self.assertRegex(err.getvalue(), r"^accuracy_docs: .*PAGE.md is out of date with .*\n$")
+        with open(page) as f:
+            self.assertIn("Measured on FIXTURE GPU", f.read())
+
+    def test_fixture_numbers_are_nowhere_in_the_docs(self):
+        with open(PAGE, encoding="utf-8") as f:
+            text = f.read()
+        self.assertNotIn("FIXTURE", text)
+        self.assertNotIn("fixture", text.lower().replace("fixture-accuracy", ""))
+        if not os.path.exists(REFERENCE):
+            block = text.split("<!-- BEGIN accuracy -->")[1].split("<!-- END accuracy -->")[0]
+            self.assertEqual(block.strip(), docs.accuracy_block([], "en"))
+
+    def test_readme_links_the_page_from_the_learning_path(self):
+        with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+            path = f.read().split("## Learning path")[1].split("\n## ")[0]
+        rows = [line for line in path.splitlines() if "ACCURACY.md" in line]
+        self.assertEqual(len(rows), 1)
+        self.assertTrue(rows[0].startswith("| beyond the steps |"), rows[0])
+
+
+# ------------------------------------------------------ the math we rely on
+
+def seq_sum(xs):
+    s = 0.0
+    for x in xs:
+        s = f32(s + x)
+    return s
+
+
+def tree_sum(xs):
+    if len(xs) == 1:
+        return xs[0]
+    half = (len(xs) + 1) // 2
+    return f32(tree_sum(xs[:half]) + tree_sum(xs[half:]))
+
+
+def kahan_sum(xs):
+    s = c = 0.0
+    for x in xs:
+        y = f32(x - c)
+        t = f32(s + y)
+        c = f32(f32(t - s) - y)
+        s = t
+    return s
+
+
+class MathTest(unittest.TestCase):
+    def test_u_is_half_the_gap_above_one(self):
+        self.assertEqual(data.U, 2.0 ** -24)
+        self.assertEqual(f32(1 + data.U), 1.0)              # a tie: rounds to even, 1
+        self.assertEqual(f32(1 + 2 * data.U), 1 + 2 ** -23)  # the next float
+
+    def test_float_addition_is_not_associative(self):
+        big = 2.0 ** 24
+        self.assertEqual(f32(f32(big + 1) + 1), big)         # each 1 is lost
+        self.assertEqual(f32(big + f32(1 + 1)), big + 2)     # their sum is not
+
+    def test_a_float_loop_of_values_below_one_stalls_at_2_24(self):
+        for x in (0.99999994, 0.5, 0.25):
+            self.assertEqual(f32(2.0 ** 24 + x), 2.0 ** 24)
+        self.assertEqual(f32(2.0 ** 24 - 1 + 0.75), 2.0 ** 24)  # still growing just below
+
+    def test_bounds_are_exact(self):
+        for k in range(32):
+            for n in {max(1, (1 << k) - 1), 1 << k, (1 << k) + 1}:
+                depth = data.log2_ceil(n)
+                self.assertTrue(depth == 0 if n == 1 else 2 ** (depth - 1) < n <= 2 ** depth, n)
+                # Fraction(float) is the float's exact value: no rounding hides here.
+                self.assertEqual(Fraction(data.bound_sequential(n)), Fraction(n - 1, 2 ** 24))
+                self.assertEqual(Fraction(data.bound_pairwise(n)), Fraction(depth, 2 ** 24))
+        self.assertEqual(data.bound_kahan(1 << 28), 2.0 ** -23)
+
+    def test_simulated_sums_stay_under_their_bounds(self):
+        rng = random.Random(7)
+        n = 4096
+        for name, draw in (("positive", lambda: rng.random()),
+                           ("random", lambda: rng.uniform(-1, 1)),
+                           ("wide", lambda: rng.choice((-1, 1)) * rng.uniform(1, 2)
+                            * 2.0 ** rng.randint(-20, 20))):
+            xs = [f32(draw()) for _ in range(n)]
+            exact = math.fsum(xs)
+            scale = math.fsum(abs(x) for x in xs)
+            # Higham's gamma_k = k u / (1 - k u): the bound without the first-order cut.
+            gamma = lambda k: k * data.U / (1 - k * data.U)
+            self.assertLessEqual(abs(seq_sum(xs) - exact), gamma(n - 1) * scale, name)
+            self.assertLessEqual(abs(tree_sum(xs) - exact),
+                                 gamma(data.log2_ceil(n)) * scale, name)
+            kahan_bound = (2 * data.U + 2 * n * data.U ** 2) * scale
+            self.assertLessEqual(abs(kahan_sum(xs) - exact), kahan_bound, name)
+        # The tree's bound is far below the loop's: the reason the GPU's order wins.
+        self.assertLess(data.bound_pairwise(n) * 300, data.bound_sequential(n))
+
+    def test_kahan_catches_the_exact_error_of_an_add(self):
+        rng = random.Random(3)
+        for _ in range(2000):
+            s, y = f32(rng.uniform(1, 1000)), f32(rng.uniform(-1, 1) * 2.0 ** rng.randint(-30, 0))
+            t = f32(s + y)
+            c = f32(f32(t - s) - y)
+            self.assertEqual(Fraction(t) - Fraction(s) - Fraction(y), Fraction(c))
+
+
+# ------------------------------------------------------- the machine code
+
+def find_tool(name):
+    cuda_bin = os.path.dirname(shutil.which("nvcc") or "")
+    return shutil.which(name) or next(
+        (p for p in [os.path.join(cuda_bin, name)] if cuda_bin and os.access(p, os.X_OK)), None)
+
+
+@unittest.skipUnless(find_tool("nvcc") and find_tool("cuobjdump"),
+                     "needs nvcc and cuobjdump (with nvdisasm) from the CUDA toolkit")
+class SassTest(unittest.TestCase):
+    """The Kahan adds survive compilation: 7 FADD per float4 in the loop, step 8 has 4."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.top = tempfile.mkdtemp(prefix="accuracy-sass-")
+        cls.loops = {}
+        for label, src, flags in (("step8", "step8_vector", []),
+                                  ("kahan", "extras/kahan_step8", []),
+                                  ("kahan-fast", "extras/kahan_step8", ["--use_fast_math"])):
+            cubin = os.path.join(cls.top, label + ".cubin")
+            subprocess.run([find_tool("nvcc"), "-O3", "-std=c++17", "-arch=sm_90", "-Icommon",
+                            *flags, "-cubin", "-o", cubin, f"{src}/reduce.cu"], cwd=REPO,
+                           check=True, capture_output=True, timeout=300)
+            sass = subprocess.run([find_tool("cuobjdump"), "-sass", cubin], check=True,
+                                  capture_output=True, text=True, timeout=120).stdout
+            cls.loops[label] = vector_loop(sass)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.top)
+
+    def counts(self, label):
+        loop = self.loops[label]
+        return (sum(" FADD" in line for line in loop), sum("LDG.E.128" in line for line in loop))
+
+    def test_step8_adds_four_per_float4(self):
+        fadd, loads = self.counts("step8")
+        self.assertEqual((fadd, loads), (4 * 4, 4))
+
+    def test_kahan_adds_seven_per_float4(self):
+        fadd, loads = self.counts("kahan")
+        self.assertEqual((fadd, loads), (7 * 4, 4))
+
+    def test_fast_math_keeps_the_compensation(self):
+        fadd, loads = self.counts("kahan-fast")
+        self.assertEqual((fadd, loads), (7 * 4, 4))
+        self.assertTrue(any("FADD.FTZ" in line for line in self.loops["kahan-fast"]))
+
+
+def vector_loop(sass):
+    """The instructions of reduce_kernel's loop that holds the LDG.E.128 loads."""
+    body = sass.split("Function : ")
+    kernel = next(part for part in body if part.startswith("_Z13reduce_kernel"))
+    code = re.findall(r"/\*([0-9a-f]{4})\*/\s+([^;]*;)", kernel)
+    at = {int(addr, 16): text for addr, text in code}
+    for addr, text in at.items():
+        match = re.search(r"BRA (0x[0-9a-f]+)", text)
+        if match and int(match.group(1), 16) < addr:  # a backward branch closes a loop
+            loop = [t for a, t in at.items() if int(match.group(1), 16) <= a <= addr]
+            if any("LDG.E.128" in t for t in loop):
+                return loop
+    raise AssertionError("no loop with LDG.E.128 in reduce_kernel")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("accuracy", verbosity=1))
