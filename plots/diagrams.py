@@ -64,9 +64,9 @@ EXAMPLE_N = 45                   # one full trip of 4 loads, then a partial one
 EXAMPLE_OFFSET = 1               # step 8: start one float past a 16-byte boundary
 EXAMPLE_N_VECTOR = 3 + 4 * 37 + 2   # 3 head floats, 37 float4s, 2 tail floats
 
-CAPTION_SOURCE = ("computed from the index expressions of {step}/reduce.cu by "
-                  "plots/patterns.py, no GPU; which warps issue an if: as nvcc 13 "
-                  "compiles it for sm_90")
+CAPTION_SOURCE = ("computed by plots/patterns.py from the index expressions of "
+                  "{step}/reduce.cu, no GPU; each if is issued as nvcc 13 compiles "
+                  "it for sm_90 (predicated, or a branch)")
 
 
 class DiagramError(Exception):
@@ -360,7 +360,9 @@ def draw_banks(mpl, built, path):
                         color="#ffffff" if count > 4 else "#222222")
         extra = sum(inst.extra_passes for inst in stage.shared())
         note = "no lane touches shared memory"
-        if worst:
+        if worst and worst.degree <= 1:
+            note = "every request: one word per bank, one pass"
+        elif worst:
             note = (f"{worst.degree}-way: warp {worst.warp}, {worst.what}; "
                     f"+{extra} extra passes per block")
         ax.text(pt.NUM_BANKS + 0.2, y, note, va="center", fontsize=8.5)

@@ -497,16 +497,17 @@ def initial_store(step, block, line, text="s_data[tid] = "):
 
 
 def shared_level(step, block, s, lines, condition, index, cond_text, body_text,
-                 extra_src=()):
-    """One level of the block-wide tree: s_data[index] += s_data[index + s]."""
+                 extra_src=(), name="tid"):
+    """One level of the block-wide tree: s_data[index] += s_data[index + s],
+    where the source calls the index `name`."""
     return make_stage(
         f"s = {s}", "level", block,
         [at(step, lines[0], cond_text), at(step, lines[1], body_text), *extra_src],
         condition, PREDICATED,
-        [("LDS", "s_data[index]", index),
-         ("LDS", "s_data[index + s]", lambda tid: index(tid) + s),
+        [("LDS", f"s_data[{name}]", index),
+         ("LDS", f"s_data[{name} + s]", lambda tid: index(tid) + s),
          ("ADD", "+", None),
-         ("STS", "s_data[index]", index)])
+         ("STS", f"s_data[{name}]", index)])
 
 
 def final_write(step, block, line, from_shared=True):
@@ -592,7 +593,7 @@ def step1(defines):
             step, block, s, (28, 29),
             lambda tid, index=index: index(tid) < block, index,
             "if (index < blockDim.x)", "s_data[index] += s_data[index + s];",
-            [at(step, 27, "unsigned int index = 2 * s * tid;")]))
+            [at(step, 27, "unsigned int index = 2 * s * tid;")], name="index"))
         s *= 2
     stages.append(final_write(step, block, 33))
     loads = OneLoad(block, [at(step, 20, "blockIdx.x * blockDim.x + threadIdx.x"),
@@ -754,8 +755,11 @@ def step8(defines):
 # ----------------------------------------------------------------------------
 
 def block_counts(built):
-    """Per block: warp instructions by op, extra shared passes, idle lane slots."""
+    """Per block: warp instructions by op, extra shared passes, idle lane
+    slots, tree levels issued (summed over warps)."""
     counts = Counter()
+    for stage in built.tree():
+        counts["tree_issues"] += len(stage.issuing_warps())
     for stage in built.stages:
         for inst in stage.insts:
             counts[inst.op] += 1
@@ -771,15 +775,17 @@ def kernel_counts(built, n, sms, offset=0):
     Keys: blocks, warps, LDS, STS, LDG, STG, ADD, SHFL (warp instructions of
     the modelled source operations), LDS_conflicts, STS_conflicts (passes
     beyond the first), lanes_off (over the modelled instructions: lane slots
-    whose condition was false or whose lane had left)."""
+    whose condition was false or whose lane had left), tree_issues (tree
+    levels issued, summed over warps)."""
     grid = built.loads.grid(n, sms)
     counts = Counter()
     for key, value in block_counts(built).items():
         counts[key] = value * grid
-    for insts in built.loads.warp_insts(n, grid, offset):
+    # Warps with the same instructions and lanes are counted once each kind.
+    for insts, warps in Counter(map(tuple, built.loads.warp_insts(n, grid, offset))).items():
         for op, on in insts:
-            counts[op] += 1
-            counts["lanes_off"] += WARP - on
+            counts[op] += warps
+            counts["lanes_off"] += (WARP - on) * warps
     counts["blocks"] = grid
     counts["warps"] = grid * built.block // WARP
     return counts
