@@ -28,6 +28,7 @@ run_part "unit tests of the harness (C)" build/unit_tests
 run_part "command line, make stepK, make diff, make new" bash tests/cli_tests.sh
 run_part "plots (matplotlib)" "$PLOT_PYTHON" tests/test_plot.py
 run_part "bench and profile scripts" "$PYTHON" tests/test_scripts.py
+run_part "access-pattern model against the counters" "$PLOT_PYTHON" tests/test_patterns.py
 run_part "docs against the committed H200 results" env PLOT_PYTHON="$PLOT_PYTHON" "$PLOT_PYTHON" tests/test_claims.py
 run_part "GPU suite" bash tests/gpu_suite.sh
 
