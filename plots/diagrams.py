@@ -81,9 +81,9 @@ def figure_kinds(built):
     kinds = []
     if built.tree():
         kinds.append("lanes")
-    if any(st.kind == "level" for st in built.stages):
+    if any(st.kind == "level" for st in built.all_stages()):
         kinds.append("banks")
-    if any(st.kind == "shuffle" for st in built.stages):
+    if any(st.kind == "shuffle" for st in built.all_stages()):
         kinds.append("shuffle")
     if hasattr(built.loads, "unroll"):
         kinds.append("loads")
@@ -291,7 +291,7 @@ def row_note(stage):
 
 
 def draw_lanes(mpl, built, path):
-    stages = [st for st in built.stages if st.insts]
+    stages = [st for st in built.all_stages() if st.insts]
     warps = built.block // pt.WARP
     gap = 3
     width = warps * pt.WARP + (warps - 1) * gap
@@ -384,7 +384,7 @@ def draw_banks(mpl, built, path):
 
 def draw_shuffle(mpl, built, path):
     offsets = []
-    for stage in built.stages:
+    for stage in built.all_stages():
         if stage.kind == "shuffle" and stage.shuffle_offset not in offsets:
             offsets.append(stage.shuffle_offset)
     left, right = 1.2, 2.6

@@ -14,7 +14,9 @@ its model behind. BLOCK_SIZE, UNROLL, MIN_PER_THREAD and WARP_SIZE come from
 the step's own #defines.
 
 Adding a step (step 9 and beyond) is one function decorated with
-@model("stepN_slug") that returns a StepModel; see the existing ones.
+@model("stepN_slug") that returns a StepModel; see the existing ones. A
+single-pass step puts what only its last block does (adding the partial sums
+of all blocks) in StepModel.once, which is counted once per launch.
 """
 
 import os
@@ -443,13 +445,21 @@ class StepModel:
     loads: object         # OneLoad, TwoLoads, GridStride, VectorGridStride
     sources: list = field(default_factory=list)
     summary: str = ""     # one line: what the model says this step does
+    # Stages that ONE block per launch runs after its own (a single-pass
+    # kernel's last block, which adds every block's partial sum): counted
+    # once per launch, not once per block, and drawn below the others.
+    once: list = field(default_factory=list)
+
+    def all_stages(self):
+        return self.stages + self.once
 
     def tree(self):
         """The stages that reduce partial sums (no store, no final write)."""
-        return [st for st in self.stages if st.kind in ("level", "warp level", "shuffle")]
+        return [st for st in self.all_stages()
+                if st.kind in ("level", "warp level", "shuffle")]
 
     def shared_stages(self):
-        return [st for st in self.stages if st.shared()]
+        return [st for st in self.all_stages() if st.shared()]
 
 
 MODELS = {}
@@ -480,7 +490,7 @@ def build(root, step):
     built = MODELS[step](read_defines(root, step))
     # Every Src of the stages and of the loads belongs to the model's list.
     seen = list(built.sources)
-    for stage in built.stages:
+    for stage in built.all_stages():
         seen += [src for src in stage.src if src not in seen]
     seen += [src for src in getattr(built.loads, "src", ()) if src not in seen]
     built.sources = seen
@@ -754,13 +764,13 @@ def step8(defines):
 # What the model predicts for a whole kernel launch
 # ----------------------------------------------------------------------------
 
-def block_counts(built):
-    """Per block: warp instructions by op, extra shared passes, idle lane
-    slots, tree levels issued (summed over warps)."""
+def stage_counts(stages):
+    """Warp instructions by op, extra shared passes, idle lane slots and
+    tree levels issued (summed over warps) of these stages."""
     counts = Counter()
-    for stage in built.tree():
-        counts["tree_issues"] += len(stage.issuing_warps())
-    for stage in built.stages:
+    for stage in stages:
+        if stage.kind in ("level", "warp level", "shuffle"):
+            counts["tree_issues"] += len(stage.issuing_warps())
         for inst in stage.insts:
             counts[inst.op] += 1
             counts["lanes_off"] += WARP - inst.lanes_on
@@ -779,8 +789,9 @@ def kernel_counts(built, n, sms, offset=0):
     levels issued, summed over warps)."""
     grid = built.loads.grid(n, sms)
     counts = Counter()
-    for key, value in block_counts(built).items():
+    for key, value in stage_counts(built.stages).items():
         counts[key] = value * grid
+    counts.update(stage_counts(built.once))
     # Warps with the same instructions and lanes are counted once each kind.
     for insts, warps in Counter(map(tuple, built.loads.warp_insts(n, grid, offset))).items():
         for op, on in insts:

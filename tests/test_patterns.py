@@ -364,6 +364,20 @@ class ModelTests(unittest.TestCase):
                     self.assertEqual(fast, by_warp.get(warp, Counter()),
                                      f"{step} n={n} warp {warp}")
 
+    def test_stages_of_one_block_per_launch_count_once(self):
+        # Step 9's shape: step 7's block, plus a last block that runs
+        # another round of shuffles over the partial sums.
+        import dataclasses
+        base = Cache.models()["step7_shfl"]
+        extra = pt.shuffle_levels("step7_shfl", base.block, [0], "last block", 26)
+        single = dataclasses.replace(base, once=extra)
+        n, sms = 1 << 20, 132
+        grown = pt.kernel_counts(single, n, sms)
+        grown.subtract(pt.kernel_counts(base, n, sms))
+        want = pt.stage_counts(extra)
+        self.assertEqual(+grown, +want)   # unary +: drop zero counts
+        self.assertEqual(want["SHFL"], 5)   # five levels, one warp, once
+
     def test_which_warps_issue(self):
         # Step 1, s = 1: threads 0..127 work, all 8 warps issue (predicated).
         level = Cache.models()["step1_divergence"].stages[1]
