@@ -60,7 +60,7 @@ SKIPPED_COLOUR = "#e6e6e6"
 # The loads pictures shrink the grid so every element gets a cell; the
 # index expressions are the kernel's own, with these sizes put in.
 EXAMPLE_BLOCK, EXAMPLE_GRID = 4, 2
-EXAMPLE_N = 45                   # one full trip of 4 loads, then a partial one
+EXAMPLE_N = 45                   # with UNROLL 4: one full trip, then a partial one
 EXAMPLE_OFFSET = 1               # step 8: start one float past a 16-byte boundary
 EXAMPLE_N_VECTOR = 3 + 4 * 37 + 2   # 3 head floats, 37 float4s, 2 tail floats
 
@@ -121,12 +121,13 @@ def figure_name(step, kind):
 
 
 def figures_block(built, readme_dir, out_dir):
-    lines = []
+    """The body of a README's figures block: image links with alt text."""
+    links = []
     for kind in figure_kinds(built):
         path = os.path.join(out_dir, figure_name(built.step, kind))
         link = os.path.relpath(path, readme_dir).replace(os.sep, "/")
-        lines += ["" if lines else None, f"![{alt_text(built, kind)}]({link})"]
-    return "\n".join(line for line in lines if line is not None)
+        links.append(f"![{alt_text(built, kind)}]({link})")
+    return "\n\n".join(links)
 
 
 # ----------------------------------------------------------------------------

@@ -48,8 +48,8 @@ LANE_STATES = (WORK, SPARE, OFF, SKIP)
 # body. A short body is PREDICATED: every warp that reaches it issues every
 # instruction, and lanes whose condition is false idle. A long body
 # (warp_reduce) or the final `if (tid == 0)` is a BRANCH: a warp issues it
-# only if at least one of its lanes goes in. plots/results/sm90-sass.txt
-# shows both forms; smsp__inst_executed_op_shared_ld.sum confirms the count.
+# only if at least one of its lanes goes in. The SASS (`make sass`) shows
+# both forms; smsp__inst_executed_op_shared_ld.sum confirms the count.
 PREDICATED = "predicated"
 BRANCH = "branch"
 
@@ -586,7 +586,8 @@ def step0(defines):
         s *= 2
     stages.append(final_write(step, block, 31))
     loads = OneLoad(block, [at(step, 19, "blockIdx.x * blockDim.x + threadIdx.x"),
-                            at(step, 22, "(i < n) ? g_in[i] : 0.0f")])
+                            at(step, 22, "(i < n) ? g_in[i] : 0.0f"),
+                            at(step, 37, "(n + BLOCK_SIZE - 1) / BLOCK_SIZE")])
     return StepModel(step, block, stages, loads, summary=(
         "working threads spread over every warp: all warps issue every level"))
 
@@ -607,7 +608,8 @@ def step1(defines):
         s *= 2
     stages.append(final_write(step, block, 33))
     loads = OneLoad(block, [at(step, 20, "blockIdx.x * blockDim.x + threadIdx.x"),
-                            at(step, 23, "(i < n) ? g_in[i] : 0.0f")])
+                            at(step, 23, "(i < n) ? g_in[i] : 0.0f"),
+                            at(step, 39, "(n + BLOCK_SIZE - 1) / BLOCK_SIZE")])
     return StepModel(step, block, stages, loads, summary=(
         "working threads packed into the first warps; stride 2*s between lanes"))
 
@@ -630,7 +632,8 @@ def step2(defines):
     step = "step2_bankconflict"
     (block,) = need(defines, step, "BLOCK_SIZE")
     loads = OneLoad(block, [at(step, 19, "blockIdx.x * blockDim.x + threadIdx.x"),
-                            at(step, 22, "(i < n) ? g_in[i] : 0.0f")])
+                            at(step, 22, "(i < n) ? g_in[i] : 0.0f"),
+                            at(step, 37, "(n + BLOCK_SIZE - 1) / BLOCK_SIZE")])
     return StepModel(step, block, top_down_tree(step, block, 22, 26, 31), loads,
                      summary="consecutive lanes read consecutive words")
 
@@ -641,7 +644,8 @@ def step3(defines):
     (block,) = need(defines, step, "BLOCK_SIZE")
     loads = TwoLoads(block, [at(step, 18, "blockIdx.x * (blockDim.x * 2) + threadIdx.x"),
                              at(step, 21, "(i < n) ? g_in[i] : 0.0f"),
-                             at(step, 22, "if (i + blockDim.x < n)")])
+                             at(step, 22, "if (i + blockDim.x < n)"),
+                             at(step, 39, "(n + 2 * BLOCK_SIZE - 1) / (2 * BLOCK_SIZE)")])
     return StepModel(step, block, top_down_tree(step, block, 24, 28, 33), loads,
                      summary="two loads per thread, then step 2's tree")
 
@@ -654,7 +658,8 @@ def step4(defines):
               + block_loop_then_last_warp(step, block, 50, 29)
               + [final_write(step, block, 58)])
     loads = TwoLoads(block, [at(step, 41, "blockIdx.x * (blockDim.x * 2) + threadIdx.x"),
-                             at(step, 45, "if (i + blockDim.x < n)")])
+                             at(step, 45, "if (i + blockDim.x < n)"),
+                             at(step, 64, "(n + 2 * BLOCK_SIZE - 1) / (2 * BLOCK_SIZE)")])
     sources = [at(step, 28, "float v = s_data[tid];"), at(step, 55, "if (tid < 32)")]
     return StepModel(step, block, stages, loads, sources,
                      summary="the last six levels in one warp, no block barriers")
@@ -670,7 +675,8 @@ def step5(defines):
               + block_loop_then_last_warp(step, block, 52, 29)
               + [final_write(step, block, 60)])
     loads = TwoLoads(block, [at(step, 42, "blockIdx.x * (BLOCK * 2) + threadIdx.x"),
-                             at(step, 46, "if (i + BLOCK < n)")])
+                             at(step, 46, "if (i + BLOCK < n)"),
+                             at(step, 66, "(n + 2 * BLOCK_SIZE - 1) / (2 * BLOCK_SIZE)")])
     sources = [at(step, 28, "float v = s_data[tid];"), at(step, 57, "if (tid < 32)")]
     return StepModel(step, block, stages, loads, sources,
                      summary="step 4's tree, unrolled at compile time")
@@ -688,7 +694,9 @@ def step6(defines):
         at(step, 47, "unsigned int stride = gridDim.x * BLOCK;"),
         at(step, 52, "for (; i < n; i += UNROLL * stride)"),
         at(step, 55, "if (i + k * stride < n)"),
-        at(step, 56, "sum += g_in[i + k * stride];")])
+        at(step, 56, "sum += g_in[i + k * stride];"),
+        at(step, 84, "max_blocks = (size_t)sms * per_sm;"),
+        at(step, 86, "(n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD)")])
     sources = [at(step, 32, "float v = s_data[tid];"), at(step, 67, "if (tid < 32)")]
     return StepModel(step, block, stages, loads, sources,
                      summary="a grid-stride loop first, then step 5's tree once")
@@ -728,7 +736,9 @@ def step7(defines):
         at(step, 35, "blockIdx.x * BLOCK + threadIdx.x"),
         at(step, 36, "unsigned int stride = gridDim.x * BLOCK;"),
         at(step, 41, "for (; i < n; i += UNROLL * stride)"),
-        at(step, 44, "if (i + k * stride < n)")])
+        at(step, 44, "if (i + k * stride < n)"),
+        at(step, 71, "max_blocks = (size_t)sms * per_sm;"),
+        at(step, 73, "(n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD)")])
     sources = [at(step, 25, "offset = WARP_SIZE / 2; offset > 0; offset >>= 1"),
                at(step, 49, "s_data[tid / WARP_SIZE] = sum;"),
                at(step, 52, "if (tid < WARP_SIZE)")]
@@ -755,7 +765,9 @@ def step8(defines):
         at(step, 48, "sum += g_in[tail + i];"),
         at(step, 52, "for (; i < n4; i += UNROLL * stride)"),
         at(step, 55, "if (i + k * stride < n4)"),
-        at(step, 57, "sum += (v.x + v.y) + (v.z + v.w);")])
+        at(step, 57, "sum += (v.x + v.y) + (v.z + v.w);"),
+        at(step, 84, "max_blocks = (size_t)sms * per_sm;"),
+        at(step, 86, "(n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD)")])
     return StepModel(step, block, stages, loads, summary=(
         "float4 loads for the body, single floats for the head and the tail"))
 
