@@ -106,7 +106,8 @@ def alt_text(built, kind):
                  f"the worst request puts {degree} words in one bank")
         return f"{built.step}: shared-memory bank map of each level; {worst}"
     if kind == "shuffle":
-        return (f"{built.step}: the five __shfl_down_sync levels; lane i adds "
+        levels = len({st.shuffle_offset for st in built.all_stages() if st.kind == "shuffle"})
+        return (f"{built.step}: the {levels} __shfl_down_sync levels; lane i adds "
                 f"lane i + offset, and only lane 0 keeps the full sum")
     if kind == "loads":
         if isinstance(built.loads, pt.VectorGridStride):
