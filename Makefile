@@ -276,3 +276,14 @@ accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)
 # ============================================================ end accuracy
+
+# ---------------------------------------------------------------- diagrams
+# Access-pattern pictures computed from each step's index expressions by
+# plots/patterns.py (no GPU): plots/diagrams/<step>-*.png and the
+# <!-- BEGIN figures --> block of every step README. `make plot` runs it too.
+.PHONY: diagrams
+diagrams: $(NEED_VENV)
+	$(PLOT_PYTHON) plots/diagrams.py --root . --readmes
+
+plot: diagrams
+# ------------------------------------------------------------ end diagrams

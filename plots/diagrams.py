@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""Draw each step's access pattern from plots/patterns.py, no GPU needed.
+
+    python3 plots/diagrams.py [--root DIR] [--out-dir DIR] [--readmes]
+
+Writes plots/diagrams/<step>-<kind>.png for every step that has a model:
+  lanes    which lanes of one block work at each level, warp by warp
+  banks    the shared-memory bank map of each level's worst request
+  shuffle  the __shfl_down_sync levels of steps 7 and up
+  loads    which thread loads which element (grid-stride steps; a small grid)
+With --readmes, the text between <!-- BEGIN figures --> and <!-- END figures -->
+in each step's README.md (and README.zh-CN.md) becomes the image links.
+A PNG or README is rewritten only when its bytes change, so reruns leave git
+clean.
+
+Exit codes: 0 done, 2 bad input (one line on stderr), 3 matplotlib missing.
+"""
+
+import argparse
+import io
+import os
+import sys
+from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import patterns as pt  # noqa: E402
+
+DPI = 100
+FIGURES_DIR = os.path.join("plots", "diagrams")
+README_NAMES = ("README.md", "README.zh-CN.md")
+BLOCK_NAME = "figures"
+
+# One colour per lane state, the same in every step's pictures. The blues
+# are plot.py's two bar colours; grey reads as "idle", white as "absent".
+STATE_COLOURS = {
+    pt.WORK: "#1f4e8c",
+    pt.SPARE: "#8fb4e3",
+    pt.OFF: "#c9c9c9",
+    pt.SKIP: "#ffffff",
+}
+STATE_LABELS = {
+    pt.WORK: "works: condition true, result used",
+    pt.SPARE: "runs, but no later level reads its result",
+    pt.OFF: "idle: its warp issues the instruction, its condition is false",
+    pt.SKIP: "its warp does not issue the instruction at all",
+}
+IDLE_WARP_LABEL = "a whole warp idles, yet issues (a branch would skip it)"
+GAP_COLOUR = "#ffffff"
+EDGE_COLOUR = "#555555"
+
+# Bank map: words per bank in one request. 1 is the goal (one pass); every
+# extra word is one more pass, drawn warmer.
+DEGREE_COLOURS = ((0, "#ffffff"), (1, "#b9dfbb"), (2, "#f7c99b"),
+                  (4, "#ee9a5a"), (8, "#d9534f"), (1 << 30, "#8b1a1a"))
+
+# Parts of the input (loads pictures).
+PART_COLOURS = {pt.BODY: "#8fb4e3", pt.HEAD: "#f0b44c", pt.TAIL: "#b07cc6"}
+SKIPPED_COLOUR = "#e6e6e6"
+
+# The loads pictures shrink the grid so every element gets a cell; the
+# index expressions are the kernel's own, with these sizes put in.
+EXAMPLE_BLOCK, EXAMPLE_GRID = 4, 2
+EXAMPLE_N = 45                   # with UNROLL 4: one full trip, then a partial one
+EXAMPLE_OFFSET = 1               # step 8: start one float past a 16-byte boundary
+EXAMPLE_N_VECTOR = 3 + 4 * 37 + 2   # 3 head floats, 37 float4s, 2 tail floats
+
+CAPTION_SOURCE = ("computed by plots/patterns.py from the index expressions of "
+                  "{step}/reduce.cu, no GPU; each if is issued as nvcc 13 compiles "
+                  "it for sm_90 (predicated, or a branch)")
+
+
+class DiagramError(Exception):
+    """Bad input: reported as one line on stderr, exit status 2."""
+
+
+# ----------------------------------------------------------------------------
+# Which figures a step gets, and their alt text (no matplotlib needed)
+# ----------------------------------------------------------------------------
+
+def figure_kinds(built):
+    kinds = []
+    if built.tree():
+        kinds.append("lanes")
+    if any(st.kind == "level" for st in built.all_stages()):
+        kinds.append("banks")
+    if any(st.kind == "shuffle" for st in built.all_stages()):
+        kinds.append("shuffle")
+    if hasattr(built.loads, "unroll"):
+        kinds.append("loads")
+    return kinds
+
+
+def worst_degree(built):
+    return max((st.worst().degree for st in built.shared_stages() if st.worst()),
+               default=0)
+
+
+def alt_text(built, kind):
+    warps = built.block // pt.WARP
+    if kind == "lanes":
+        return (f"{built.step}: which of the {built.block} threads ({warps} warps) "
+                f"of one block work at each level, and which warps issue it")
+    if kind == "banks":
+        degree = worst_degree(built)
+        worst = ("no bank serves two words in one request" if degree <= 1 else
+                 f"the worst request puts {degree} words in one bank")
+        return f"{built.step}: shared-memory bank map of each level; {worst}"
+    if kind == "shuffle":
+        levels = len({st.shuffle_offset for st in built.all_stages() if st.kind == "shuffle"})
+        return (f"{built.step}: the {levels} __shfl_down_sync levels; lane i adds "
+                f"lane i + offset, and only lane 0 keeps the full sum")
+    if kind == "loads":
+        if isinstance(built.loads, pt.VectorGridStride):
+            return (f"{built.step}: which thread loads which float, head, float4 "
+                    f"body and tail, for a small grid with --offset {EXAMPLE_OFFSET}")
+        return f"{built.step}: which thread loads which element, for a small grid"
+    raise DiagramError(f"unknown figure kind {kind}")
+
+
+def figure_name(step, kind):
+    return f"{step}-{kind}.png"
+
+
+def figures_block(built, readme_dir, out_dir):
+    """The body of a README's figures block: image links with alt text."""
+    links = []
+    for kind in figure_kinds(built):
+        path = os.path.join(out_dir, figure_name(built.step, kind))
+        link = os.path.relpath(path, readme_dir).replace(os.sep, "/")
+        links.append(f"![{alt_text(built, kind)}]({link})")
+    return "\n\n".join(links)
+
+
+# ----------------------------------------------------------------------------
+# Markdown blocks and files
+# ----------------------------------------------------------------------------
+
+def markers(name):
+    return f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+
+
+def replace_block(text, name, body):
+    """Replace what lies between the marker lines; None if they are absent."""
+    begin, end = markers(name)
+    lines = text.split("\n")
+    stripped = [line.strip() for line in lines]
+    if begin not in stripped:
+        return None
+    first = stripped.index(begin)
+    if end not in stripped[first + 1:]:
+        return None
+    last = stripped.index(end, first + 1)
+    return "\n".join(lines[:first + 1] + ["", body, ""] + lines[last:])
+
+
+def write_if_changed(path, data):
+    if os.path.isfile(path):
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    with open(path, "wb") as handle:
+        handle.write(data)
+    print(f"diagrams.py: wrote {path}")
+    return True
+
+
+def update_readmes(root, built, out_dir):
+    step_dir = os.path.join(root, built.step)
+    for name in README_NAMES:
+        path = os.path.join(step_dir, name)
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+        new = replace_block(text, BLOCK_NAME, figures_block(built, step_dir, out_dir))
+        if new is not None:
+            write_if_changed(path, new.encode("utf-8"))
+
+
+# ----------------------------------------------------------------------------
+# Drawing
+# ----------------------------------------------------------------------------
+
+def load_matplotlib():
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only: works without a display
+        import matplotlib.pyplot as plt
+        from matplotlib.colors import ListedColormap
+        from matplotlib.patches import Patch, Rectangle
+        import numpy
+        from PIL import Image   # both come with matplotlib
+    except ImportError:
+        return None
+    return SimpleNamespace(plt=plt, ListedColormap=ListedColormap, Patch=Patch,
+                           Rectangle=Rectangle, Image=Image, np=numpy)
+
+
+def save(mpl, fig, path):
+    """Write the figure as a paletted PNG, only if its bytes changed.
+
+    Flat colours and text need few colours: a fixed palette keeps each file
+    a fraction of matplotlib's RGBA PNG. Mapping to it without dithering is
+    deterministic, and no tag names the software or a date, so the same
+    picture always gives the same bytes."""
+    fig.canvas.draw()
+    size = fig.canvas.get_width_height()
+    image = to_palette(mpl, bytes(fig.canvas.buffer_rgba()), size)
+    mpl.plt.close(fig)
+    buffer = io.BytesIO()
+    image.save(buffer, format="png", optimize=True)
+    write_if_changed(path, buffer.getvalue())
+
+
+def hex_rgb(colour):
+    return tuple(int(colour[k:k + 2], 16) for k in (1, 3, 5))
+
+
+def palette_colours():
+    """A fixed palette: every colour the pictures use, each blended towards
+    white and black (the edges of antialiased lines and text), and greys.
+    Fixed rather than fitted to the image, so a colour that covers only a
+    legend swatch keeps its exact value."""
+    theme = (list(STATE_COLOURS.values()) + [c for _, c in DEGREE_COLOURS]
+             + list(PART_COLOURS.values()) + [SKIPPED_COLOUR, EDGE_COLOUR])
+    colours = {(255, 255, 255)}
+    for colour in theme:
+        rgb = hex_rgb(colour)
+        for t in (0.2, 0.4, 0.6, 0.8, 1.0):
+            colours.add(tuple(round(255 + (c - 255) * t) for c in rgb))
+        for t in (0.25, 0.5, 0.75):
+            colours.add(tuple(round(c * (1 - t)) for c in rgb))
+    colours |= {(g, g, g) for g in range(0, 256, 8)}
+    return sorted(colours)
+
+
+def to_palette(mpl, rgba, size):
+    """Map every pixel to its nearest palette colour (exactly, with numpy:
+    Pillow's own palette lookup rounds, and turned white into light grey)."""
+    np = mpl.np
+    palette = np.array(palette_colours(), dtype=np.int64)
+    pixels = np.frombuffer(rgba, dtype=np.uint8).reshape(-1, 4)[:, :3].astype(np.int64)
+    packed = (pixels[:, 0] << 16) | (pixels[:, 1] << 8) | pixels[:, 2]
+    unique, inverse = np.unique(packed, return_inverse=True)
+    rgb = np.stack([unique >> 16, (unique >> 8) & 255, unique & 255], axis=1)
+    distance = ((rgb[:, None, :] - palette[None, :, :]) ** 2).sum(axis=2)
+    index = distance.argmin(axis=1)[inverse.reshape(-1)].astype(np.uint8)
+    image = mpl.Image.frombytes("P", size, index.tobytes())
+    image.putpalette([value for rgb in palette.tolist() for value in rgb])
+    return image
+
+
+def new_figure(mpl, width, rows, row_height, top, bottom, left, right):
+    """A figure whose axes has fixed margins in inches, rows * row_height tall."""
+    height = top + rows * row_height + bottom
+    fig = mpl.plt.figure(figsize=(width, height), dpi=DPI)
+    ax = fig.add_axes((left / width, bottom / height,
+                       1 - (left + right) / width, rows * row_height / height))
+    return fig, ax
+
+
+def titles(fig, built, title, subtitle, left):
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    fig.text(left / width, 1 - 0.12 / height, title, fontsize=12.5,
+             fontweight="bold", va="top")
+    fig.text(left / width, 1 - 0.42 / height, subtitle, fontsize=9, va="top",
+             color="#333333")
+    fig.text(left / width, 0.1 / height, CAPTION_SOURCE.format(step=built.step),
+             fontsize=8, va="bottom", color="#666666")
+
+
+def bare(ax):
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+
+
+def degree_colour(degree):
+    for limit, colour in DEGREE_COLOURS:
+        if degree <= limit:
+            return colour
+    return DEGREE_COLOURS[-1][1]
+
+
+def row_note(stage):
+    issuing, working = stage.issuing_warps(), stage.working_warps()
+    lanes = sum(state in (pt.WORK, pt.SPARE) for state in stage.threads)
+    idle = len(issuing) - len(working)
+    warps = f"{len(issuing)} warp{'s' if len(issuing) != 1 else ''} issue"
+    if idle:
+        warps += f" ({idle} with no lane on)"
+    return f"{warps}, {lanes} lane{'s' if lanes != 1 else ''} run"
+
+
+def draw_lanes(mpl, built, path):
+    stages = [st for st in built.all_stages() if st.insts]
+    warps = built.block // pt.WARP
+    gap = 3
+    width = warps * pt.WARP + (warps - 1) * gap
+    codes = {state: k for k, state in enumerate(pt.LANE_STATES)}
+    gap_code = len(pt.LANE_STATES)
+    grid = []
+    for stage in stages:
+        row = []
+        for warp in range(warps):
+            if warp:
+                row += [gap_code] * gap
+            row += [codes[s] for s in stage.threads[warp * pt.WARP:(warp + 1) * pt.WARP]]
+        grid.append(row)
+    left, right = 1.55, 3.3
+    fig, ax = new_figure(mpl, 12, len(stages), 0.3, 1.05, 1.1, left, right)
+    colours = [STATE_COLOURS[s] for s in pt.LANE_STATES] + [GAP_COLOUR]
+    ax.imshow(grid, cmap=mpl.ListedColormap(colours), vmin=0, vmax=gap_code,
+              aspect="auto", interpolation="nearest")
+    for y, stage in enumerate(stages):
+        working = set(stage.working_warps())
+        for warp in range(warps):
+            x = warp * (pt.WARP + gap) - 0.5
+            if warp in stage.issuing_warps() and warp not in working:
+                # The whole warp idles, yet spends an issue slot on the level.
+                ax.add_patch(mpl.Rectangle((x, y - 0.5), pt.WARP, 1, fill=False,
+                                           hatch="////", edgecolor="#8a8a8a",
+                                           linewidth=0))
+        ax.text(width + 3, y, row_note(stage), va="center", fontsize=8.5)
+    for warp in range(warps):   # frame each warp so skipped (white) lanes show
+        x = warp * (pt.WARP + gap) - 0.5
+        ax.add_patch(mpl.Rectangle((x, -0.5), pt.WARP, len(stages), fill=False,
+                                   edgecolor=EDGE_COLOUR, linewidth=0.6))
+    for y in range(1, len(stages)):
+        ax.axhline(y - 0.5, color="#ffffff", linewidth=1.2)
+    ax.set_yticks(range(len(stages)), [st.label for st in stages], fontsize=9)
+    centres = [warp * (pt.WARP + gap) + pt.WARP / 2 - 0.5 for warp in range(warps)]
+    ax.set_xticks(centres, [f"warp {w}" for w in range(warps)], fontsize=9)
+    ax.xaxis.tick_top()
+    ax.set_xlim(-0.5, width - 0.5)
+    bare(ax)
+    handles = [mpl.Patch(facecolor=STATE_COLOURS[s], edgecolor=EDGE_COLOUR,
+                         label=STATE_LABELS[s]) for s in pt.LANE_STATES]
+    handles.append(mpl.Patch(facecolor=STATE_COLOURS[pt.OFF], hatch="////",
+                             edgecolor="#8a8a8a", label=IDLE_WARP_LABEL))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 0),
+              ncol=2, fontsize=8.5, frameon=False, borderaxespad=0.3)
+    titles(fig, built, f"{built.step}: which lanes work at each level",
+           f"one block of {built.block} threads = {warps} warps of 32 lanes; "
+           f"{built.summary}", left)
+    save(mpl, fig, path)
+
+
+def draw_banks(mpl, built, path):
+    stages = built.shared_stages()
+    left, right = 1.55, 4.6
+    fig, ax = new_figure(mpl, 12, len(stages), 0.3, 1.3, 0.75, left, right)
+    for y, stage in enumerate(stages):
+        worst = stage.worst()
+        counts = worst.words_per_bank() if worst else [0] * pt.NUM_BANKS
+        for b, count in enumerate(counts):
+            ax.add_patch(mpl.Rectangle((b - 0.5, y - 0.5), 1, 1,
+                                       facecolor=degree_colour(count),
+                                       edgecolor="#ffffff", linewidth=1))
+            if count > 1:
+                ax.text(b, y, str(count), ha="center", va="center", fontsize=7.5,
+                        color="#ffffff" if count > 4 else "#222222")
+        extra = sum(inst.extra_passes for inst in stage.shared())
+        note = "no lane touches shared memory"
+        if worst and worst.degree <= 1:
+            note = "every request: one word per bank, one pass"
+        elif worst:
+            note = (f"{worst.degree}-way: warp {worst.warp}, {worst.what}; "
+                    f"+{extra} extra passes per block")
+        ax.text(pt.NUM_BANKS + 0.2, y, note, va="center", fontsize=8.5)
+    ax.set_xlim(-0.5, pt.NUM_BANKS - 0.5)
+    ax.set_ylim(len(stages) - 0.5, -0.5)
+    ax.set_yticks(range(len(stages)), [st.label for st in stages], fontsize=9)
+    ax.set_xticks(range(0, pt.NUM_BANKS, 4), [str(b) for b in range(0, pt.NUM_BANKS, 4)],
+                  fontsize=8.5)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel("bank = word address mod 32 (4-byte words)", fontsize=9)
+    bare(ax)
+    titles(fig, built, f"{built.step}: shared-memory banks, worst warp request "
+           f"of each level",
+           "green: one word per bank, one pass; a number k: that bank serves k "
+           "different words, so the request takes k passes (k - 1 extra)", left)
+    save(mpl, fig, path)
+
+
+def draw_shuffle(mpl, built, path):
+    offsets = []
+    for stage in built.all_stages():
+        if stage.kind == "shuffle" and stage.shuffle_offset not in offsets:
+            offsets.append(stage.shuffle_offset)
+    left, right = 1.2, 2.6
+    fig, ax = new_figure(mpl, 12, len(offsets) + 1, 0.5, 1.05, 1.05, left, right)
+    for lane in range(pt.WARP):
+        ax.plot(lane, 0, "o", color=STATE_COLOURS[pt.WORK], markersize=4.5)
+    sums = 1
+    for y, offset in enumerate(offsets, start=1):
+        sums *= 2
+        for lane in range(pt.WARP):
+            state = pt.WORK if lane < offset else pt.SPARE
+            source = lane + offset
+            if source < pt.WARP:
+                ax.plot([source, lane], [y - 1, y], color=STATE_COLOURS[state],
+                        linewidth=1.3 if state == pt.WORK else 0.6, zorder=1)
+            ax.plot(lane, y, "o", color=STATE_COLOURS[state], markersize=4.5, zorder=2)
+        keep = f"lane 0 holds all {sums}" if offset == 1 else \
+            f"lanes 0-{offset - 1} hold sums of {sums}"
+        ax.text(pt.WARP, y, keep, va="center", fontsize=8.5)
+    ax.text(pt.WARP, 0, "each lane's own value", va="center", fontsize=8.5)
+    ax.set_ylim(len(offsets) + 0.5, -0.5)
+    ax.set_xlim(-0.8, pt.WARP - 0.2)
+    ax.set_xticks(range(0, pt.WARP, 4), [str(k) for k in range(0, pt.WARP, 4)], fontsize=8.5)
+    ax.set_yticks(range(len(offsets) + 1), ["start"] + [f"offset {o}" for o in offsets],
+                  fontsize=9)
+    bare(ax)
+    handles = [mpl.Patch(color=STATE_COLOURS[s], label=STATE_LABELS[s])
+               for s in (pt.WORK, pt.SPARE)]
+    ax.set_xlabel("lane", fontsize=9)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, -0.16), ncol=2,
+              fontsize=8.5, frameon=False, borderaxespad=0.3)
+    warps = built.block // pt.WARP
+    titles(fig, built, f"{built.step}: v += __shfl_down_sync(FULL_MASK, v, offset)",
+           f"lane i adds lane i + offset (a source past lane 31 returns the lane's "
+           f"own v); all {warps} warps do this, then warp 0 once more over the "
+           f"{warps} warp sums", left)
+    save(mpl, fig, path)
+
+
+def example_loads(built):
+    """(loads, n, offset, slot order, small loads model) for a loads picture."""
+    source = built.loads
+    small = type(source)(EXAMPLE_BLOCK, source.unroll, source.min_per_thread, source.src)
+    vector = isinstance(source, pt.VectorGridStride)
+    n = EXAMPLE_N_VECTOR if vector else EXAMPLE_N
+    offset = EXAMPLE_OFFSET if vector else 0
+    loads = list(small.thread_loads(n, EXAMPLE_GRID, offset))
+    return loads, n, offset, small.slots(n, EXAMPLE_GRID, offset), small
+
+
+def cell_text(load):
+    if load.width == 1:
+        return str(load.first)
+    return f"{load.first}-{load.first + load.width - 1}"
+
+
+def draw_loads(mpl, built, path):
+    loads, n, offset, slots, small = example_loads(built)
+    threads = EXAMPLE_GRID * EXAMPLE_BLOCK
+    by_cell = {(ld.slot, ld.thread): ld for ld in loads}
+    left, right = 1.1, 4.4
+    fig, ax = new_figure(mpl, 11, len(slots), 0.38, 1.45, 0.8, left, right)
+    for y, slot in enumerate(slots):
+        for t in range(threads):
+            load = by_cell.get((slot, t))
+            colour = PART_COLOURS[load.part] if load else SKIPPED_COLOUR
+            ax.add_patch(mpl.Rectangle((t - 0.5, y - 0.5), 1, 1, facecolor=colour,
+                                       edgecolor="#ffffff", linewidth=1.5))
+            ax.text(t, y, cell_text(load) if load else "-", ha="center",
+                    va="center", fontsize=8.5, color="#222222")
+    ax.axvline(EXAMPLE_BLOCK - 0.5, color="#333333", linewidth=1.5)
+    ax.set_xlim(-0.5, threads - 0.5)
+    ax.set_ylim(len(slots) - 0.5, -0.5)
+    ax.set_xticks(range(threads), [str(t) for t in range(threads)], fontsize=9)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel("thread i = blockIdx.x * BLOCK + tid   (block 0 | block 1)", fontsize=9)
+    ax.set_yticks(range(len(slots)), slots, fontsize=9)
+    bare(ax)
+    notes = [f"BLOCK = {EXAMPLE_BLOCK}, gridDim.x = {EXAMPLE_GRID} (shrunk)",
+             f"stride = gridDim.x * BLOCK = {threads}",
+             f"UNROLL = {small.unroll} (the source's), n = {n}"]
+    if isinstance(small, pt.VectorGridStride):
+        head, n4, tail = small.split(n, offset)
+        notes += [f"--offset {offset}: g_in starts {offset * pt.WORD_BYTES} bytes",
+                  f"past a 16-byte boundary, so head = {head},",
+                  f"n4 = {n4} float4s from g_in + {head}, tail = {tail}"]
+    notes += ["cell: the g_in index (range) loaded",
+              "-: the bound check is false; the",
+              "   load still issues, predicated off"]
+    for k, note in enumerate(notes):
+        ax.text(threads - 0.2, -0.5 + k * 0.5, note, fontsize=8.5, va="top")
+    present = [part for part in (pt.HEAD, pt.BODY, pt.TAIL)
+               if any(ld.part == part for ld in loads)]
+    handles = [mpl.Patch(facecolor=PART_COLOURS[p], label=p) for p in present]
+    handles.append(mpl.Patch(facecolor=SKIPPED_COLOUR, label="no load"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 0),
+              ncol=len(handles), fontsize=8.5, frameon=False, borderaxespad=0.3)
+    titles(fig, built, f"{built.step}: which thread loads which element",
+           f"a small grid so every element has a cell; the real launch has "
+           f"{built.block} threads per block, the index math is the same", left)
+    save(mpl, fig, path)
+
+
+DRAW = {"lanes": draw_lanes, "banks": draw_banks, "shuffle": draw_shuffle,
+        "loads": draw_loads}
+
+
+# ----------------------------------------------------------------------------
+# Command line
+# ----------------------------------------------------------------------------
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"diagrams.py: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
+def parse_args(argv):
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parser = OneLineParser(prog="diagrams.py", description="Access-pattern "
+                           "pictures of every step, from plots/patterns.py.")
+    parser.add_argument("--root", default=here, metavar="DIR",
+                        help="folder holding stepN_*/ (default: the repository)")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="where the PNGs go (default: ROOT/plots/diagrams)")
+    parser.add_argument("--readmes", action="store_true",
+                        help="also refill the figures block of each step README")
+    parser.add_argument("--steps", nargs="*", metavar="STEP",
+                        help="only these step directories")
+    return parser.parse_args(argv)
+
+
+def run(args):
+    root = args.root
+    out_dir = args.out_dir or os.path.join(root, FIGURES_DIR)
+    steps = args.steps or pt.modelled_steps(root)
+    models = [pt.build(root, step) for step in steps]
+    problems = pt.source_problems(root, models)
+    if problems:
+        raise DiagramError(f"{problems[0]} ({len(problems)} line(s) moved or changed)")
+    mpl = load_matplotlib()
+    if mpl is None:
+        print("diagrams.py: error: matplotlib is not installed; run `pip install "
+              "-r plots/requirements.txt` (or `make diagrams`, which creates a venv)",
+              file=sys.stderr)
+        return 3
+    os.makedirs(out_dir, exist_ok=True)
+    for built in models:
+        for kind in figure_kinds(built):
+            DRAW[kind](mpl, built, os.path.join(out_dir, figure_name(built.step, kind)))
+        if args.readmes:
+            update_readmes(root, built, out_dir)
+    return 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        return run(args)
+    except (DiagramError, pt.ModelError) as err:
+        message = str(err)
+    except OSError as err:
+        message = f"{err.strerror or err}: {err.filename}" if err.filename else str(err)
+    except Exception as err:  # never a traceback for users; DIAGRAMS_DEBUG shows it
+        if os.environ.get("DIAGRAMS_DEBUG"):
+            raise
+        message = (f"internal error ({type(err).__name__}: {err}); rerun with "
+                   f"DIAGRAMS_DEBUG=1 for the traceback")
+    print(f"diagrams.py: error: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,612 @@
+#!/usr/bin/env python3
+"""The access-pattern model (plots/patterns.py) and its pictures, checked
+against the source code and against the Nsight Compute counters.
+
+    python3 tests/test_patterns.py     last line: "patterns: N passed, N failed[, N skipped]"
+
+1. The model on its own: every source line it names still says what the
+   model transcribes, every tree folds in each partial sum exactly once,
+   every load model reads each element exactly once, and the fast per-warp
+   counts equal the literal per-thread transcription.
+2. The model against the committed profile (PROFILE below, n = 2^25):
+   where they must agree (exactly, or within a stated factor) and where they
+   are known NOT to agree. The known disagreements are asserted too, so a
+   change on either side is noticed and the README prose gets re-checked.
+   Each comparison is a function that returns its problems; tests also feed
+   it doctored counters, to show that it can fail.
+3. The pictures: the README figure blocks are what plots/diagrams.py writes;
+   with matplotlib, the PNGs are small, deterministic and up to date.
+   Without matplotlib only part 3's drawing tests are skipped.
+"""
+import csv
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from collections import Counter
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "plots"))
+import diagrams  # noqa: E402
+import patterns as pt  # noqa: E402
+
+# The committed reference data. It moves to plots/reference/ (branch
+# tooling); this is the one line to change.
+REFERENCE_DIR = os.path.join(ROOT, "plots", "reference")
+PROFILE = os.path.join(REFERENCE_DIR, "h200-profile.csv")
+RESULTS = os.path.join(REFERENCE_DIR, "h200.csv")      # for the SM count
+PROFILE_N = 1 << 25          # plots/profile.py profiles every step at n = 2^25
+MAX_PNG_BYTES = 60_000
+DIAGRAMS = os.path.join(ROOT, "plots", "diagrams.py")
+FIGURES = os.path.join(ROOT, "plots", "diagrams")
+
+INST = "smsp__inst_executed.sum"
+SHARED_LD = "smsp__inst_executed_op_shared_ld.sum"
+SHARED_ST = "smsp__inst_executed_op_shared_st.sum"
+GLOBAL_LD = "smsp__inst_executed_op_global_ld.sum"
+BANK_LD = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+BANK_ST = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+GRID = "launch__grid_size"
+PRED_ON = "smsp__thread_inst_executed_pred_on.sum"
+
+# Model op -> the counter that counts the same warp instructions.
+EXACT = (("LDS", SHARED_LD), ("STS", SHARED_ST), ("LDG", GLOBAL_LD))
+CONFLICTS = (("LDS_conflicts", BANK_LD), ("STS_conflicts", BANK_ST))
+
+# Bank conflicts where the model predicts some (step 1): the counter is the
+# model's count plus the same small residual every step shows, so it may
+# exceed the model by at most this factor and never fall below it.
+CONFLICT_FACTOR = 1.10
+# Where the model predicts none (every other step): the counter still shows
+# a residual we have not traced (it does not follow from the addressing).
+# It must stay below this many conflicts per block ...
+RESIDUAL_PER_BLOCK = 3.0
+# ... and, for these steps (over 65536 blocks or more, so the residual is
+# not a matter of luck), it must be there: if it vanishes, the READMEs that
+# describe it need updating. Steps 6-8 run 1056 blocks; their residual is
+# only bounded above.
+KNOWN_RESIDUAL = ("step0_naive", "step2_bankconflict", "step3_idle",
+                  "step4_warp", "step5_unroll")
+# Step 1's conflicts dwarf the residual of steps 0 and 2, per block.
+STEP1_OVER_RESIDUAL = 20.0
+
+# Predication. The model counts the lane slots its source operations leave
+# idle (condition false, lane gone). The counter's idle slots are
+# 32 * smsp__inst_executed.sum - smsp__thread_inst_executed_pred_on.sum:
+# never fewer (each modelled operation is at least one instruction under
+# the same predicate), but more, because the compiler predicates address
+# arithmetic too, and step 0's % has its own predicated fix-ups. The model
+# is a lower bound and the counter may exceed it by at most this factor:
+PREDICATION_FACTOR = 3.0        # steps 0-5: the tree dominates, 4 ops per level
+# Steps 7-8 store one warp sum per warp with one lane, and nvcc predicates
+# the 6 instructions that compute its address as well: the model, counting
+# one store, sees only a fraction of those idle lanes.
+PREDICATION_FACTOR_LOOP = 6.0   # steps 6-8
+LOOP_STEPS = ("step6_multi", "step7_shfl", "step8_vector")
+
+# Instructions. The model predicts which warps issue which level, not how
+# many instructions a level costs. Steps 2 and 3 run the same loop body, so
+# their instruction ratio follows the model's ratio of levels issued
+# (step 3: half the blocks), plus step 3's second load: within this factor.
+ISSUE_FACTOR = 1.2
+# Known NOT to follow the model: step 1 vs 0 and step 5 vs 4 issue the same
+# levels in the same warps (model ratio 1), yet execute far fewer
+# instructions: the % and the loop overhead are gone, which the index
+# math cannot show. The measured ratio must stay below this.
+FEWER_WITH_SAME_ISSUE = 0.9
+
+HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+needs_matplotlib = unittest.skipUnless(
+    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+
+
+# ----------------------------------------------------------------------------
+# Data
+# ----------------------------------------------------------------------------
+
+def read_profile(path=PROFILE):
+    """{(step, metric): value}; 'n/a' and empty values are left out."""
+    values = {}
+    with open(path, newline="", encoding="utf-8") as handle:
+        for row in csv.DictReader(handle):
+            text = (row.get("value") or "").strip()
+            if text and text.lower() != "n/a":
+                values[(row["step"], row["metric"])] = float(text)
+    return values
+
+
+def reference_sms(path=RESULTS):
+    with open(path, newline="", encoding="utf-8") as handle:
+        counts = {row["sms"] for row in csv.DictReader(handle) if row.get("sms")}
+    if len(counts) != 1:
+        raise AssertionError(f"{path}: expected one SM count, found {sorted(counts)}")
+    return int(counts.pop())
+
+
+class Cache:
+    """Built once: the models take a few seconds at n = 2^25."""
+    _models, _counts = None, None
+
+    @classmethod
+    def models(cls):
+        if cls._models is None:
+            cls._models = {s: pt.build(ROOT, s) for s in pt.modelled_steps(ROOT)}
+        return cls._models
+
+    @classmethod
+    def counts(cls):
+        if cls._counts is None:
+            sms = reference_sms()
+            cls._counts = {s: pt.kernel_counts(m, PROFILE_N, sms)
+                           for s, m in cls.models().items()}
+        return cls._counts
+
+
+def profiled(profile, counts):
+    return [s for s in counts if (s, INST) in profile]
+
+
+def per_block(profile, step, metric):
+    return profile[(step, metric)] / profile[(step, GRID)]
+
+
+# ----------------------------------------------------------------------------
+# The comparisons: each returns a list of problems (empty = agreement)
+# ----------------------------------------------------------------------------
+
+def grid_problems(counts, profile):
+    return [f"{s}: model launches {counts[s]['blocks']} blocks at n = {PROFILE_N}, "
+            f"{GRID} says {profile[(s, GRID)]:.0f}"
+            for s in profiled(profile, counts) if counts[s]["blocks"] != profile[(s, GRID)]]
+
+
+def exact_count_problems(counts, profile):
+    """Shared loads, shared stores and global loads: every one is a source
+    operation the model issues, warp by warp, so the counts must be equal."""
+    problems = []
+    for step in profiled(profile, counts):
+        for op, metric in EXACT:
+            if counts[step][op] != profile[(step, metric)]:
+                problems.append(f"{step}: model {op} {counts[step][op]}, "
+                                f"{metric} {profile[(step, metric)]:.0f}")
+    return problems
+
+
+def conflict_problems(counts, profile):
+    problems = []
+    for step in profiled(profile, counts):
+        for op, metric in CONFLICTS:
+            model, measured = counts[step][op], profile[(step, metric)]
+            if model:
+                if not model <= measured <= CONFLICT_FACTOR * model:
+                    problems.append(f"{step}: {metric} {measured:.0f}, model {model}: "
+                                    f"not within 1x..{CONFLICT_FACTOR}x")
+                continue
+            residual = per_block(profile, step, metric)
+            if residual > RESIDUAL_PER_BLOCK:
+                problems.append(f"{step}: the model predicts no {metric}, the counter "
+                                f"shows {residual:.2f} per block (> {RESIDUAL_PER_BLOCK})")
+            if step in KNOWN_RESIDUAL and measured == 0:
+                problems.append(f"{step}: the known residual of {metric} is gone; "
+                                f"update the step READMEs that describe it")
+    step1, others = "step1_divergence", ("step0_naive", "step2_bankconflict")
+    if all((s, BANK_LD) in profile for s in (step1,) + others):
+        for other in others:
+            ratio = per_block(profile, step1, BANK_LD) / max(
+                per_block(profile, other, BANK_LD), 1e-9)
+            if ratio < STEP1_OVER_RESIDUAL:
+                problems.append(f"step1 has only {ratio:.1f}x the load conflicts "
+                                f"per block of {other}")
+    return problems
+
+
+def predication_problems(counts, profile):
+    """Idle lane slots: the model is a lower bound within a stated factor."""
+    problems = []
+    for step in profiled(profile, counts):
+        if (step, PRED_ON) not in profile:
+            continue
+        inst = profile[(step, INST)]
+        measured = pt.WARP * inst - profile[(step, PRED_ON)]
+        model = counts[step]["lanes_off"]
+        factor = PREDICATION_FACTOR_LOOP if step in LOOP_STEPS else PREDICATION_FACTOR
+        if not model <= measured <= factor * model:
+            problems.append(
+                f"{step}: idle lane slots 32 * {INST} - {PRED_ON} = {measured:.0f}, "
+                f"model {model}: not within 1x..{factor}x (lanes with predicate on "
+                f"per instruction: measured {profile[(step, PRED_ON)] / inst:.2f}, "
+                f"model at most {pt.WARP - model / inst:.2f})")
+    return problems
+
+
+def issue_problems(counts, profile):
+    problems = []
+
+    def ratio(a, b):
+        return profile[(b, INST)] / profile[(a, INST)]
+
+    def have(*steps):
+        return all(s in profiled(profile, counts) for s in steps)
+
+    if have("step2_bankconflict", "step3_idle"):
+        model = counts["step3_idle"]["tree_issues"] / counts["step2_bankconflict"]["tree_issues"]
+        measured = ratio("step2_bankconflict", "step3_idle")
+        if not model <= measured <= ISSUE_FACTOR * model:
+            problems.append(f"step3/step2 {INST}: {measured:.3f}, model's levels issued "
+                            f"{model:.3f}: not within 1x..{ISSUE_FACTOR}x")
+    for a, b in (("step0_naive", "step1_divergence"), ("step4_warp", "step5_unroll")):
+        if not have(a, b):
+            continue
+        if counts[a]["tree_issues"] != counts[b]["tree_issues"]:
+            problems.append(f"the model no longer issues the same levels in {a} and {b}")
+        if ratio(a, b) >= FEWER_WITH_SAME_ISSUE:
+            problems.append(f"{b}/{a} {INST} is {ratio(a, b):.2f}: the known drop with "
+                            f"the same levels issued is gone; update the READMEs")
+    return problems
+
+
+# ----------------------------------------------------------------------------
+# 1. The model on its own
+# ----------------------------------------------------------------------------
+
+class ModelTests(unittest.TestCase):
+    def test_every_shipped_step_up_to_8_has_a_model(self):
+        steps = pt.modelled_steps(ROOT)
+        for k, name in enumerate(("step0_naive", "step1_divergence", "step2_bankconflict",
+                                  "step3_idle", "step4_warp", "step5_unroll",
+                                  "step6_multi", "step7_shfl", "step8_vector")):
+            self.assertIn(name, steps, f"step {k}")
+
+    def test_source_lines_still_say_what_the_model_transcribes(self):
+        problems = pt.source_problems(ROOT, Cache.models().values())
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_an_edited_source_line_is_reported(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            step = "step1_divergence"
+            os.makedirs(os.path.join(tmp, step))
+            with open(os.path.join(ROOT, step, "reduce.cu"), encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            src = next(s for s in Cache.models()[step].sources if "2 * s * tid" in s.text)
+            lines[src.line - 1] = lines[src.line - 1].replace("2 * s * tid", "s * tid")
+            lines.insert(0, "// one more line")     # and everything moves down
+            with open(os.path.join(tmp, step, "reduce.cu"), "w", encoding="utf-8") as f:
+                f.write("\n".join(lines))
+            problems = pt.source_problems(tmp, [Cache.models()[step]])
+        self.assertTrue(any("no longer in the file" in p for p in problems), problems)
+        self.assertTrue(any("now on line" in p for p in problems), problems)
+
+    def test_defines_come_from_the_source(self):
+        defines = pt.read_defines(ROOT, "step6_multi")
+        self.assertEqual(Cache.models()["step6_multi"].block, defines["BLOCK_SIZE"])
+        self.assertEqual(Cache.models()["step6_multi"].loads.unroll, defines["UNROLL"])
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "step6_multi"))
+            with open(os.path.join(tmp, "step6_multi", "reduce.cu"), "w") as f:
+                f.write("#define BLOCK_SIZE 128\n")
+            with self.assertRaisesRegex(pt.ModelError, "UNROLL"):
+                pt.build(tmp, "step6_multi")
+
+    def test_bank_conflict_degree(self):
+        def degree(words):
+            on = tuple(w is not None for w in words)
+            return pt.WarpInst(0, "LDS", on, tuple(words)).degree
+        self.assertEqual(degree(range(32)), 1)                      # one word per bank
+        self.assertEqual(degree([0] * 32), 1)                       # a broadcast
+        self.assertEqual(degree([2 * k for k in range(32)]), 2)     # stride 2
+        self.assertEqual(degree([32 * k for k in range(32)]), 32)   # one bank
+        self.assertEqual(degree([8 * k for k in range(32)]), 8)     # step 1, s = 4
+        self.assertEqual(degree([None] * 32), 0)                    # no lane on
+
+    def test_every_tree_folds_in_each_partial_sum_once(self):
+        for step, built in Cache.models().items():
+            groups = {}
+            for stage in built.tree():
+                phase = stage.label.split(",")[0] if stage.kind == "shuffle" else "tree"
+                for group, item in pt.partners(stage):
+                    groups.setdefault((phase, group), []).append(item)
+            self.assertTrue(groups, step)
+            for key, items in groups.items():
+                size = pt.WARP if key[0] != "tree" else built.block
+                self.assertEqual(sorted(items), list(range(1, size)), f"{step} {key}")
+
+    def test_a_wrong_index_breaks_the_tree_check(self):
+        # Step 1 with index = s * tid (a classic slip) folds some sums twice.
+        block, stages = 256, []
+        s = 1
+        while s < block:
+            stages.append(pt.shared_level(
+                "step1_divergence", block, s, (28, 29),
+                lambda tid, s=s: 2 * s * tid < block, lambda tid, s=s: s * tid, "", ""))
+            s *= 2
+        items = [item for st in stages for _, item in pt.partners(st)]
+        self.assertNotEqual(sorted(items), list(range(1, block)))
+
+    def test_every_element_is_loaded_exactly_once(self):
+        for step, built in Cache.models().items():
+            for n in (1, 3, 255, 256, 257, 4099, 70001):
+                for sms in (1, 3):
+                    for offset in range(4):
+                        grid = built.loads.grid(n, sms)
+                        seen = Counter()
+                        for load in built.loads.thread_loads(n, grid, offset):
+                            seen.update(range(load.first, load.first + load.width))
+                        self.assertEqual(set(seen), set(range(n)), f"{step} n={n}")
+                        self.assertEqual(max(seen.values()), 1, f"{step} n={n}")
+                        if not isinstance(built.loads, pt.VectorGridStride):
+                            break  # the offset only matters to step 8
+
+    def test_dropping_the_tail_is_caught(self):
+        # The seed articles' float4 loop: no tail loads.
+        loads = Cache.models()["step8_vector"].loads
+        kept = [ld for ld in loads.thread_loads(1003, 1, 0) if ld.part != pt.TAIL]
+        covered = {k for ld in kept for k in range(ld.first, ld.first + ld.width)}
+        self.assertNotEqual(covered, set(range(1003)))
+
+    def test_per_warp_counts_equal_the_per_thread_transcription(self):
+        for step, built in Cache.models().items():
+            for n, sms, offset in ((1, 1, 0), (45, 1, 1), (1000, 1, 3), (9000, 2, 2),
+                                   (70001, 3, 1), (1 << 16, 1, 0)):
+                grid = built.loads.grid(n, sms)
+                literal = {}
+                for load in built.loads.thread_loads(n, grid, offset):
+                    key = (load.thread // pt.WARP, load.slot)
+                    literal[key] = literal.get(key, 0) + 1
+                by_warp = {}
+                for (warp, _), lanes in literal.items():
+                    by_warp.setdefault(warp, Counter())[lanes] += 1
+                for warp, insts in enumerate(built.loads.warp_insts(n, grid, offset)):
+                    fast = Counter(on for op, on in insts if op == "LDG" and on)
+                    self.assertEqual(fast, by_warp.get(warp, Counter()),
+                                     f"{step} n={n} warp {warp}")
+
+    def test_stages_of_one_block_per_launch_count_once(self):
+        # Step 9's shape: step 7's block, plus a last block that runs
+        # another round of shuffles over the partial sums.
+        import dataclasses
+        base = Cache.models()["step7_shfl"]
+        extra = pt.shuffle_levels("step7_shfl", base.block, [0], "last block", 26)
+        single = dataclasses.replace(base, once=extra)
+        n, sms = 1 << 20, 132
+        grown = pt.kernel_counts(single, n, sms)
+        grown.subtract(pt.kernel_counts(base, n, sms))
+        want = pt.stage_counts(extra)
+        self.assertEqual(+grown, +want)   # unary +: drop zero counts
+        self.assertEqual(want["SHFL"], 5)   # five levels, one warp, once
+
+    def test_which_warps_issue(self):
+        # Step 1, s = 1: threads 0..127 work, all 8 warps issue (predicated).
+        level = Cache.models()["step1_divergence"].stages[1]
+        self.assertEqual(level.label, "s = 1")
+        self.assertEqual(level.working_warps(), [0, 1, 2, 3])
+        self.assertEqual(level.issuing_warps(), list(range(8)))
+        # Step 4's warp levels: warp 0 alone, all 32 lanes run.
+        warp_level = [st for st in Cache.models()["step4_warp"].stages
+                      if st.kind == "warp level"][1]
+        self.assertEqual(warp_level.issuing_warps(), [0])
+        self.assertEqual(warp_level.threads[:32].count(pt.WORK), 16)
+        self.assertEqual(warp_level.threads[:32].count(pt.SPARE), 16)
+
+
+# ----------------------------------------------------------------------------
+# 2. The model against the counters
+# ----------------------------------------------------------------------------
+
+class CounterTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.profile = read_profile()
+        cls.counts = Cache.counts()
+
+    def test_every_model_is_in_the_profile(self):
+        missing = [s for s in self.counts if s not in profiled(self.profile, self.counts)]
+        self.assertEqual(missing, [], f"no counters in {PROFILE}")
+
+    def test_grid_sizes_agree(self):
+        self.assertEqual(grid_problems(self.counts, self.profile), [])
+
+    def test_shared_and_global_instruction_counts_agree_exactly(self):
+        problems = exact_count_problems(self.counts, self.profile)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_bank_conflicts_agree_where_the_model_predicts_them(self):
+        problems = conflict_problems(self.counts, self.profile)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_instruction_ratios(self):
+        problems = issue_problems(self.counts, self.profile)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def test_lanes_with_predicate_on(self):
+        steps = profiled(self.profile, self.counts)
+        if not any((s, PRED_ON) in self.profile for s in steps):
+            self.skipTest(f"{PRED_ON} is not in {os.path.relpath(PROFILE, ROOT)} yet "
+                          f"(it arrives with the next `make profile-all`)")
+        missing = [s for s in steps if (s, PRED_ON) not in self.profile]
+        self.assertEqual(missing, [], f"{PRED_ON} missing for some steps")
+        problems = predication_problems(self.counts, self.profile)
+        self.assertEqual(problems, [], "\n".join(problems))
+
+
+class ComparisonsCanFailTests(unittest.TestCase):
+    """Each comparison above, fed doctored counters, reports a problem."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.profile = read_profile()
+        cls.counts = Cache.counts()
+
+    def with_value(self, step, metric, value):
+        profile = dict(self.profile)
+        profile[(step, metric)] = value
+        return profile
+
+    def test_one_shared_load_more_is_caught(self):
+        value = self.profile[("step2_bankconflict", SHARED_LD)] + 1
+        self.assertTrue(exact_count_problems(
+            self.counts, self.with_value("step2_bankconflict", SHARED_LD, value)))
+
+    def test_a_different_grid_is_caught(self):
+        self.assertTrue(grid_problems(self.counts, self.with_value("step6_multi", GRID, 1055)))
+
+    def test_step1_conflicts_halved_are_caught(self):
+        value = self.profile[("step1_divergence", BANK_LD)] / 2
+        self.assertTrue(conflict_problems(
+            self.counts, self.with_value("step1_divergence", BANK_LD, value)))
+
+    def test_a_large_residual_is_caught(self):
+        value = 10 * RESIDUAL_PER_BLOCK * self.profile[("step2_bankconflict", GRID)]
+        self.assertTrue(conflict_problems(
+            self.counts, self.with_value("step2_bankconflict", BANK_ST, value)))
+
+    def test_a_vanished_residual_is_caught(self):
+        self.assertTrue(conflict_problems(
+            self.counts, self.with_value("step3_idle", BANK_LD, 0)))
+
+    def test_instruction_ratio_changes_are_caught(self):
+        same = self.profile[("step4_warp", INST)]
+        self.assertTrue(issue_problems(self.counts, self.with_value("step5_unroll", INST, same)))
+        doubled = 2 * self.profile[("step3_idle", INST)]
+        self.assertTrue(issue_problems(self.counts, self.with_value("step3_idle", INST, doubled)))
+
+    def test_predication_bounds(self):
+        step = "step2_bankconflict"
+        inst, model = self.profile[(step, INST)], self.counts[step]["lanes_off"]
+        inside = self.with_value(step, PRED_ON, pt.WARP * inst - 1.5 * model)
+        self.assertEqual(predication_problems(self.counts, inside), [])
+        all_on = self.with_value(step, PRED_ON, pt.WARP * inst)    # fewer idle than modelled
+        self.assertTrue(predication_problems(self.counts, all_on))
+        too_idle = self.with_value(step, PRED_ON, pt.WARP * inst - 4 * model)
+        self.assertTrue(predication_problems(self.counts, too_idle))
+
+
+# ----------------------------------------------------------------------------
+# 3. The pictures
+# ----------------------------------------------------------------------------
+
+def readme_block(path):
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    begin, end = diagrams.markers(diagrams.BLOCK_NAME)
+    if begin not in text or end not in text:
+        return None
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+def pinned_matplotlib():
+    with open(os.path.join(ROOT, "plots", "requirements.txt")) as handle:
+        match = re.search(r"^matplotlib==(\S+)", handle.read(), re.M)
+    return match.group(1) if match else None
+
+
+def run_diagrams(*args, env=None):
+    return subprocess.run([sys.executable, DIAGRAMS, *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+class ReadmeBlockTests(unittest.TestCase):
+    def test_step_readmes_carry_the_generated_block(self):
+        for step, built in Cache.models().items():
+            step_dir = os.path.join(ROOT, step)
+            for name in diagrams.README_NAMES:
+                path = os.path.join(step_dir, name)
+                if not os.path.isfile(path):
+                    continue
+                block = readme_block(path)
+                self.assertIsNotNone(block, f"{step}/{name} has no figures block")
+                want = diagrams.figures_block(built, step_dir, FIGURES)
+                self.assertEqual(block, want, f"{step}/{name}: run make diagrams")
+
+    def test_every_linked_picture_exists(self):
+        for step, built in Cache.models().items():
+            for kind in diagrams.figure_kinds(built):
+                path = os.path.join(FIGURES, diagrams.figure_name(step, kind))
+                self.assertTrue(os.path.isfile(path), f"{path}: run make diagrams")
+
+    def test_no_stray_pictures(self):
+        wanted = {diagrams.figure_name(s, k) for s, b in Cache.models().items()
+                  for k in diagrams.figure_kinds(b)}
+        self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
+
+    def test_block_replacement_keeps_the_rest(self):
+        text = "intro\n<!-- BEGIN figures -->\nold\n<!-- END figures -->\noutro\n"
+        new = diagrams.replace_block(text, "figures", "![a](b.png)")
+        self.assertEqual(new, "intro\n<!-- BEGIN figures -->\n\n![a](b.png)\n\n"
+                              "<!-- END figures -->\noutro\n")
+        self.assertIsNone(diagrams.replace_block("no markers", "figures", "x"))
+
+
+class DrawingTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="diagrams-test-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    @needs_matplotlib
+    def test_pictures_are_small_deterministic_and_committed(self):
+        first, second = os.path.join(self.tmp, "a"), os.path.join(self.tmp, "b")
+        for out in (first, second):
+            proc = run_diagrams("--out-dir", out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        names = sorted(os.listdir(first))
+        self.assertEqual(names, sorted(os.listdir(FIGURES)))
+        import matplotlib
+        same_version = matplotlib.__version__ == pinned_matplotlib()
+        for name in names:
+            with open(os.path.join(first, name), "rb") as a, \
+                    open(os.path.join(second, name), "rb") as b:
+                data = a.read()
+                self.assertEqual(data, b.read(), f"{name} differs between two runs")
+            self.assertLess(len(data), MAX_PNG_BYTES, name)
+            if same_version:
+                with open(os.path.join(FIGURES, name), "rb") as committed:
+                    self.assertEqual(data, committed.read(),
+                                     f"plots/diagrams/{name} is stale: run make diagrams")
+
+    @needs_matplotlib
+    def test_readmes_filled_and_rerun_writes_nothing(self):
+        step = "step2_bankconflict"
+        shutil.copytree(os.path.join(ROOT, step), os.path.join(self.tmp, step),
+                        ignore=shutil.ignore_patterns("run"))
+        readme = os.path.join(self.tmp, step, "README.md")
+        with open(readme, encoding="utf-8") as handle:
+            original = handle.read()
+        begin, end = diagrams.markers(diagrams.BLOCK_NAME)
+        stale = original.split(begin)[0] + f"{begin}\nstale\n{end}" + original.split(end)[1]
+        with open(readme, "w", encoding="utf-8") as handle:
+            handle.write(stale)
+        args = ("--root", self.tmp, "--readmes", "--steps", step)
+        proc = run_diagrams(*args)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(readme, encoding="utf-8") as handle:
+            self.assertEqual(handle.read(), original)
+        again = run_diagrams(*args)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertNotIn("wrote", again.stdout)
+
+    def test_missing_matplotlib_exits_3(self):
+        fake = os.path.join(self.tmp, "fake")
+        os.makedirs(os.path.join(fake, "matplotlib"))
+        with open(os.path.join(fake, "matplotlib", "__init__.py"), "w") as handle:
+            handle.write("raise ImportError('hidden by the test')\n")
+        env = dict(os.environ, PYTHONPATH=fake)
+        proc = run_diagrams("--out-dir", self.tmp, env=env)
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        self.assertEqual(len(proc.stderr.strip().split("\n")), 1, proc.stderr)
+
+    def test_bad_root_is_one_line_exit_2(self):
+        proc = run_diagrams("--root", self.tmp, "--steps", "step1_divergence")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        lines = proc.stderr.strip().split("\n")
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("diagrams.py: error:"), lines[0])
+        self.assertNotIn("Traceback", proc.stderr)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("patterns", verbosity=1))
