@@ -48,7 +48,7 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-.PHONY: all help test check mutants venv bench tune plot docs profile profile-all sanitize \
+.PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean $(ALIASES) FORCE
 .DEFAULT_GOAL := all
 
@@ -61,6 +61,7 @@ help:
 	@echo "make check STEP=K    grade one program: sizes, fills, offsets, races (K = 0..9, cub)"
 	@echo "make bench           measure every step and CUB into plots/results/<gpu>.csv, and draw it"
 	@echo "make tune            time other block sizes / unroll factors of some steps"
+	@echo "make determinism     100 runs of every program: same bits each time? (and atomics)"
 	@echo "make plot            redraw the charts of plots/reference (or RESULTS=...), no GPU"
 	@echo "make docs            rewrite the README tables from plots/reference (or RESULTS=...)"
 	@echo "make profile STEP=K  Nsight Compute counters of one step (K = 0..9 or cub)"
@@ -218,6 +219,11 @@ sanitize: $(PROGRAMS) step4_warp/run-racy
 # The racecheck demo: step 4 without its __syncwarp() calls (never shipped).
 step4_warp/run-racy: step4_warp/reduce.cu build/hash/step4_warp.o $(HARNESS) $(HEADERS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -DRACY_WARP -o $@ $< build/hash/step4_warp.o $(HARNESS) $(LDLIBS)
+
+# Same bits every run? Every program and step 9's atomicAdd build, 100 runs
+# at two sizes: $(OUT_DIR)/<gpu>-determinism.csv (the `distinct` column).
+determinism: $(PROGRAMS) step9_singlepass/run-atomic
+	@bash tools/determinism.sh $(OUT_DIR)
 
 # The determinism demo: step 9 adding its block sums with atomicAdd (never shipped).
 step9_singlepass/run-atomic: step9_singlepass/reduce.cu build/hash/step9_singlepass.o $(HARNESS) $(HEADERS) build/arch.stamp

@@ -10,7 +10,7 @@
 #include "check.h"
 #include "reduce.h"
 
-#define BLOCK_SIZE 256   // threads per block; a power of two, as the tree needs
+#define BLOCK_SIZE 256   // threads per block; a multiple of 32 (whole warps)
 #define UNROLL 4         // independent loads in flight per thread
 #define MIN_PER_THREAD 8 // small inputs get fewer blocks: ~1000 partial sums fit one
 #define WARP_SIZE 32

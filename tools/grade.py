@@ -42,7 +42,7 @@ FILLS = ("random", "positive", "wide", "ones", "ints", "onehot", "exact")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 SANITIZER_N = 100003          # odd: every step's tail code runs, over several blocks
 SANITIZER_EXIT = 99           # what compute-sanitizer returns when it reports anything
-LARGE_JOBS = 3                # 2^31 - 1 floats: 8 GiB on the host and 8 on the GPU each
+LARGE_JOBS = 5                # 2^31 - 1 floats: 8 GiB on the host and 8 on the GPU each
 TIMEOUT_S = {"large": 900, "sanitizer": 900}
 DEFAULT_TIMEOUT_S = 180       # a case that runs longer than this hangs
 THREADS_PER_SM = 2048         # resident threads per SM on every GPU CUDA 13 builds for
@@ -323,8 +323,13 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None):
                       f"{report.name.split()[0]}: {what}", file=progress, flush=True)
         return result
 
+    # The large checks first: each spends a minute on the host filling 8 GiB,
+    # and started last they would leave the pool waiting on them alone.
+    order = sorted(range(len(jobs_for)),
+                   key=lambda k: not (jobs_for[k][1] is run_case and jobs_for[k][2].kind == "large"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [(report, pool.submit(timed, report, fn, arg)) for report, fn, arg in jobs_for]
+        submitted = {k: pool.submit(timed, *jobs_for[k]) for k in order}
+        futures = [(jobs_for[k][0], submitted[k]) for k in range(len(jobs_for))]
         for report, future in futures:
             result = future.result()
             report.outcomes.extend(result if isinstance(result, list) else [result])
