@@ -1,22 +1,21 @@
 #!/usr/bin/env bash
-# gpu_check.sh OUTDIR [check|bench|all]: everything a GPU machine should run,
-# in one go, with every log kept under OUTDIR.
-#   check: build, GPU test suite, compute-sanitizer, ptxas report, ncu profile
-#   bench: make bench (results + charts), make tune (knob variants)
-# OUTDIR receives logs.tgz (every log) and copies of the results and charts.
-# Results go where OUT_DIR says (default plots/results, git-ignored scratch);
-# OUT_DIR=plots/reference publishes them as the committed reference.
-# On a copy of the tree without .git, set GIT_REV so the CSV rows name the
-# revision measured.
+# gpu_check.sh DEST [measure|check|all]: what a GPU machine runs to publish
+# the reference, in two phases that each fit a 10-minute session.
+#   measure: build; make profile-all, bench, accuracy into $OUT_DIR
+#   check:   build; unit tests, the GPU suite (the grader on every program and
+#            fixture), make determinism, the step 9 no-fence exercise, make sass
+# DEST receives logs.tgz (every log) and results.tgz (what landed in $OUT_DIR).
+# OUT_DIR defaults to plots/results (scratch); OUT_DIR=plots/reference
+# publishes. Without .git (a copied tree), set GIT_REV to the commit measured.
+# Charts are not drawn here: `make plot` draws them from the CSVs with the
+# pinned matplotlib, so their bytes do not depend on this machine's version.
 set -u
-dest=${1:?usage: gpu_check.sh OUTDIR [check|bench|all]}
+dest=${1:?usage: gpu_check.sh DEST [measure|check|all]}
 phase=${2:-all}
 cd "$(dirname "$0")/.."
 out=build/gpu_logs
-results=${OUT_DIR:-plots/results}
-export OUT_DIR=$results
-rm -rf "$out"
-mkdir -p "$out" "$dest"
+export OUT_DIR=${OUT_DIR:-plots/results}
+mkdir -p "$out" "$dest" "$OUT_DIR"
 log() { echo "== $(date +%T) $*"; }
 status=0
 step() {   # name, command...: run, keep the log, remember a failure
@@ -25,25 +24,37 @@ step() {   # name, command...: run, keep the log, remember a failure
     local t=$SECONDS
     "$@" > "$out/$name.log" 2>&1
     local rc=$?
-    tail -n 4 "$out/$name.log"
+    tail -n 3 "$out/$name.log"
     log "$name: exit $rc in $((SECONDS - t)) s"
     [ $rc -eq 0 ] || status=1
 }
 
-{ nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv; nvcc --version | tail -n 2; } > "$out/machine.log" 2>&1
-step build make -j"$(nproc)" all tests/broken/drop_tail/run tests/broken/no_write/run tests/broken/bad_count/run build/unit_tests
+{ nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
+  nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
+step build make -j"$(nproc)" all mutants step9_singlepass/run-atomic step4_warp/run-racy \
+    build/unit_tests tests/broken/drop_tail/run tests/broken/no_write/run tests/broken/bad_count/run
+if [ "$phase" = measure ] || [ "$phase" = all ]; then
+    # Profile first: ncu replays kernels and must not share the GPU with timing.
+    step profile make --no-print-directory profile-all
+    step bench python3 plots/bench.py --root . --out-dir "$OUT_DIR"
+    step accuracy python3 plots/accuracy.py --root . --out-dir "$OUT_DIR"
+fi
 if [ "$phase" = check ] || [ "$phase" = all ]; then
     step unit build/unit_tests
-    step gpu_suite env GPU_JOBS=8 bash tests/gpu_suite.sh
-    step sanitize env SANITIZE_LOGS="$out/sanitize" make --no-print-directory sanitize
-    step ptxas make --no-print-directory ptxas
-    step profile make --no-print-directory profile-all
-    cp "$results"/*-profile.csv "$dest"/ 2>/dev/null
-fi
-if [ "$phase" = bench ] || [ "$phase" = all ]; then
-    step bench make --no-print-directory bench
-    step tune make --no-print-directory tune
-    cp "$results"/*.csv "$results"/*.png "$results"/*-bench.log build/tune.csv "$dest"/ 2>/dev/null
+    step gpu_suite env GPU_JOBS="$(nproc)" GPU_PROGRESS="$out/gpu_progress.log" \
+        python3 -u tests/gpu_suite.py
+    step determinism bash tools/determinism.sh "$OUT_DIR"
+    # Exercise 1 of step 9: which tool notices a missing acquire fence?
+    mkdir -p build/exercise/step9_no_fence
+    grep -v 'cuda::atomic_thread_fence' step9_singlepass/reduce.cu > build/exercise/step9_no_fence/reduce.cu
+    step no_fence_build make build/exercise/step9_no_fence/run
+    step no_fence bash -c "{ echo '# step 9 without its acquire fence (exercise 1), graded and sanitized on this GPU';
+        python3 tools/grade.py --quick build/exercise/step9_no_fence/run;
+        echo \"grade exit \$?\"; } 2>&1"
+    cp "$out/no_fence.log" "$OUT_DIR/$(python3 -c 'import sys; sys.path.insert(0, "plots"); import schema, subprocess
+print(schema.gpu_slug(subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.splitlines()[0]))')-step9-no-fence.log"
+    step sass make --no-print-directory sass SASS_OUT="$OUT_DIR/sm90-sass.txt"
 fi
 tar czf "$dest/logs.tgz" -C "$out" .
+tar czf "$dest/results.tgz" "$OUT_DIR"
 exit $status
