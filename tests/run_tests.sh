@@ -32,6 +32,7 @@ run_part "README blocks (tools/docs.py)" "$PYTHON" tests/test_docs.py
 run_part "bench and profile scripts, make bench and profile-all" env PLOT_PYTHON="$PLOT_PYTHON" "$PYTHON" tests/test_scripts.py
 run_part "accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan SASS" "$PLOT_PYTHON" tests/test_accuracy.py
 run_part "access-pattern model against the counters" "$PLOT_PYTHON" tests/test_patterns.py
+run_part "the English and Chinese editions in step" "$PYTHON" tests/test_editions.py
 run_part "docs against the committed reference results" "$PYTHON" tests/test_claims.py
 run_part "GPU suite: the grader on every program and broken fixture" "$PYTHON" tests/gpu_suite.py
 
