@@ -31,7 +31,7 @@ SWITCH_ZH = "[English]({page}) · 简体中文"
 FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?^\1\s*$", re.M | re.S)
 BLOCK = re.compile(r"^<!-- BEGIN (\S+) -->\s*$(.*?)^<!-- END \1 -->\s*$", re.M | re.S)
 HEADING = re.compile(r"^(#{1,6}) ", re.M)
-CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+CODE_SPAN = re.compile(r"(`+)([^`]+?)\1")   # a span may wrap onto the next line
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
@@ -58,7 +58,8 @@ def without(pattern, text):
 
 
 def fences(text):
-    return [m.group(0) for m in FENCE.finditer(text)]
+    """The fenced code blocks outside the generated blocks (those are compared by number)."""
+    return [m.group(0) for m in FENCE.finditer(without(BLOCK, text))]
 
 
 def prose(text):
@@ -77,7 +78,7 @@ def blocks(text):
 
 def code_spans(text):
     body = prose(text).split("\n", 1)[-1]   # line 1 is the language switch
-    return [m.group(2).strip() for m in CODE_SPAN.finditer(body)]
+    return [" ".join(m.group(2).split()) for m in CODE_SPAN.finditer(body)]
 
 
 def link_targets(text):
