@@ -484,6 +484,40 @@ class ScriptTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.out, "h200-accuracy.csv")))
 
 
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+class MakeAccuracyTest(unittest.TestCase):
+    """`make accuracy` in a scratch copy of the Makefile and the scripts, the
+    fake programs as the steps (PROGRAMS= keeps make from building)."""
+
+    PAGE = "# Page\n\n<!-- BEGIN accuracy -->\nkept as it is\n<!-- END accuracy -->\n"
+
+    def setUp(self):
+        self.top = tempfile.mkdtemp(prefix="accuracy-make-")
+        self.addCleanup(shutil.rmtree, self.top)
+        self.root = make_root(self.top)
+        self.log = os.path.join(self.top, "calls.log")
+
+    def test_writes_rows_and_chart_and_never_a_page(self):
+        shutil.copy(os.path.join(REPO, "Makefile"), self.root)
+        os.makedirs(os.path.join(self.root, "plots"))
+        for name in os.listdir(os.path.join(REPO, "plots")):
+            if name.endswith(".py"):
+                shutil.copy(os.path.join(REPO, "plots", name), os.path.join(self.root, "plots"))
+        for page in ("ACCURACY.md", "README.md"):
+            with open(os.path.join(self.root, page), "w") as f:
+                f.write(self.PAGE)
+        proc = subprocess.run(["make", "--no-print-directory", "accuracy", "PROGRAMS=",
+                               "OUT_DIR=scratch", f"PLOT_PYTHON={sys.executable}"],
+                              cwd=self.root, capture_output=True, text=True, timeout=300,
+                              env=clean_env(FAKE_LOG=self.log))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.root, "scratch"))),
+                         ["h200-accuracy.csv", "h200-accuracy.png"])
+        for page in ("ACCURACY.md", "README.md"):
+            with open(os.path.join(self.root, page)) as f:
+                self.assertEqual(f.read(), self.PAGE, page)
+
+
 # ----------------------------------------------------------- chart and block
 
 def fixture_rows():
