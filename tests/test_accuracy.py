@@ -10,10 +10,8 @@
 - the machine code of extras/kahan_step8 (needs nvcc and cuobjdump).
 The last line is `accuracy: N passed, N failed[, N skipped]`.
 """
-import contextlib
 import csv
 import importlib.util
-import io
 import math
 import os
 import random

@@ -590,6 +590,9 @@ class AccuracyBlockTests(Repo):
         self.assert_one_line_error(proc)
         self.assertIn("--accuracy", proc.stderr)
 
+    def test_accuracy_block_speaks_the_same_languages(self):
+        self.assertEqual(accuracy_docs.LANGS, tuple(lang for _, lang in docs.LANGS))
+
     def test_bad_accuracy_file_is_one_line_and_writes_nothing(self):
         write(self.path(*ACCURACY_SOURCE.split("/")), "step,n\nstep0_naive,1024\n")
         before = self.readme("ACCURACY.md"), self.readme("README.md")

@@ -26,7 +26,7 @@ and when that does not exist yet the accuracy block says how to measure it.
 --check writes nothing and exits 1 when a page differs from what it would
 write.
 
-Exit codes: 0 done (or up to date), 1 --check found a README out of date,
+Exit codes: 0 done (or up to date), 1 --check found a page out of date,
 2 bad input (one line on stderr).
 """
 import argparse
@@ -52,7 +52,6 @@ EXIT_STALE, EXIT_INPUT = 1, 2
 
 # A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
 LANGS = ((".md", "en"), (".zh-CN.md", "zh-CN"))
-assert tuple(lang for _, lang in LANGS) == accuracy_docs.LANGS
 
 # Quoted from the seed articles (shared/seeds), NOT measured here:
 # V100, their own harness, 2^25 floats, single timings.
@@ -478,7 +477,7 @@ def parse_args(argv):
                              "file's -accuracy.csv sibling; until it exists the block "
                              "says how to measure it)")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if any README is out of date")
+                        help="write nothing; exit 1 if any page is out of date")
     args = parser.parse_args(argv)
     args.results = args.results or os.path.join(args.root, DEFAULT_RESULTS)
     if args.profile is None:
