@@ -170,13 +170,12 @@ def batches(runs):
 
 # -------------------------------------------------------------------- runs
 
-def run_command(cmd, merge=False):
-    """(exit code or None, text). The text is stderr, or with merge stdout and
-    stderr in the order written (a batch's `== check` lines, then each
-    check's own lines, its error among them)."""
+def run_command(cmd):
+    """(exit code or None, what it printed): stdout and stderr together, since
+    the verdict of a check (PASS, FAIL: ...) is on stdout and errors on
+    stderr, and a batch's `== check` lines say which check printed what."""
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE if merge else subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace", timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
         partial = e.stdout or ""
@@ -185,7 +184,7 @@ def run_command(cmd, merge=False):
         return None, f"{partial}\ntimed out after {RUN_TIMEOUT_S} s"
     except OSError as e:
         return None, f"cannot execute: {e.strerror}"
-    return proc.returncode, proc.stdout if merge else proc.stderr
+    return proc.returncode, proc.stdout
 
 
 def read_csv(path):
@@ -208,6 +207,15 @@ def check_outputs(output):
     """What a --checks process printed for each check, in order (the text
     after each `== check <options>` line)."""
     return re.split(r"^== check .*$", output, flags=re.M)[1:]
+
+
+def verdict_line(output):
+    """Why a run failed: the harness's `FAIL: ...` line, else its error line.
+    In a batch, stdout is flushed after each check but stderr at once, so an
+    `error:` line in one check's output may belong to the next check; the
+    FAIL line cannot."""
+    fails = [line.strip() for line in output.splitlines() if line.startswith("FAIL")]
+    return fails[0] if fails else bench.error_line(output)
 
 
 def describe_row(run, row):
@@ -256,12 +264,12 @@ class Sweep:
 
     def run_one(self, run, probe=False):
         """One run in a process of its own."""
-        code, stderr = run_command([run.path, *run.args, "--csv", self.csv_path(run)])
+        code, output = run_command([run.path, *run.args, "--csv", self.csv_path(run)])
         _, rows = read_csv(self.csv_path(run))
         with self.lock:
             self.processes += 1
             self.done += 1
-            self.report(run, code, stderr, rows, probe)
+            self.report(run, code, output, rows, probe)
 
     def run_batch(self, batch):
         """The batch's runs in one process. Row k of its CSV is run k's as long
@@ -271,7 +279,7 @@ class Sweep:
         with open(stem + "-checks.txt", "w") as f:
             f.write(batch.lines())
         code, output = run_command([batch.path, "--checks", stem + "-checks.txt",
-                                    "--csv", stem + "-batch.csv"], merge=True)
+                                    "--csv", stem + "-batch.csv"])
         header, rows = read_csv(stem + "-batch.csv")
         outputs = check_outputs(output)
         with self.lock:
@@ -300,15 +308,16 @@ class Sweep:
                 return
             self.run_one(run)
 
-    def report(self, run, code, stderr, rows, probe):
-        message = bench.strip_error_prefix(bench.error_line(stderr))
-        if code == bench.PROG_DEVICE_ERROR and bench.NO_DEVICE_TEXT in stderr:
+    def report(self, run, code, output, rows, probe):
+        """Tally and print one run from its exit code, what it printed and its rows."""
+        message = bench.strip_error_prefix(bench.error_line(output))
+        if code == bench.PROG_DEVICE_ERROR and bench.NO_DEVICE_TEXT in output:
             if not message.startswith(bench.NO_DEVICE_TEXT):
                 message = f"{bench.NO_DEVICE_TEXT}: {message}"
             self.fatal = bench.BenchError(EXIT_DEVICE, message)
             self.stop.set()
             return
-        if code == bench.PROG_DEVICE_ERROR and bench.OOM_TEXT in stderr:
+        if code == bench.PROG_DEVICE_ERROR and bench.OOM_TEXT in output:
             print(f"skip: {run.name} n={run.n} does not fit in device memory", flush=True)
             self.skipped += 1
             return
@@ -328,13 +337,13 @@ class Sweep:
             if code == 0:
                 return
         elif code == 0:
-            stderr = f"exited 0 but wrote {len(rows)} rows for n={run.n} (one expected)"
+            output = f"exited 0 but wrote {len(rows)} rows for n={run.n} (one expected)"
         self.failed += 1
         status = "no exit status" if code is None else f"exit {code}"
         if code is not None and code < 0:
             status = f"killed by signal {-code}"
         print(f"accuracy: {run.name} n={run.n} fill={run.fill} failed ({status}): "
-              f"{bench.error_line(stderr)}", file=sys.stderr)
+              f"{verdict_line(output)}", file=sys.stderr)
         # The run on its own, to repeat it by hand.
         print(f"accuracy:   command: {' '.join([run.path, *run.args])}", file=sys.stderr,
               flush=True)

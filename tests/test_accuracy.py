@@ -390,16 +390,16 @@ class ScriptTest(unittest.TestCase):
     def test_wrong_sum_is_a_failure_and_its_rows_are_kept(self):
         proc = self.run_script("--quick", FAKE_WRONG_STEP="step0_a")
         self.assertEqual(proc.returncode, 1)
-        self.assertIn("accuracy: step0_a n=1024 fill=random failed (exit 1): error: wrong result",
-                      proc.stderr)
+        self.assertIn("accuracy: step0_a n=1024 fill=random failed (exit 1): FAIL: the run gave "
+                      "a wrong sum", proc.stderr)
         self.assertIn("command: " + os.path.join(self.root, "step0_a", "run") + " --check",
                       proc.stderr)
         rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
         self.assertEqual({r["pass"] for r in rows if r["step"] == "step0_a"}, {"0"})
         self.assertRegex(proc.stdout.splitlines()[-1], r"^accuracy: \d+ runs \(7 failed\) in ")
         # A failure inside a batch names its own check, as a command to rerun alone.
-        self.assertIn("accuracy: step0_a n=65536 fill=wide failed (exit 1): error: wrong result",
-                      proc.stderr)
+        self.assertIn("accuracy: step0_a n=65536 fill=wide failed (exit 1): FAIL: the run gave "
+                      "a wrong sum", proc.stderr)
         self.assertIn("command: " + os.path.join(self.root, "step0_a", "run")
                       + " --check --fill wide -n 65536 --seed 1\n", proc.stderr)
 
