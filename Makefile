@@ -62,11 +62,13 @@ help:
 	@echo "make bench           measure every step and CUB into plots/results/<gpu>.csv, and draw it"
 	@echo "make tune            time other block sizes / unroll factors of some steps"
 	@echo "make determinism     100 runs of every program: same bits each time? (and atomics)"
-	@echo "make plot            redraw the charts of plots/reference (or RESULTS=...), no GPU"
-	@echo "make docs            rewrite the README tables from plots/reference (or RESULTS=...)"
+	@echo "make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
+	@echo "make docs            rewrite the generated blocks of the READMEs and ACCURACY.md"
+	@echo "make diagrams        draw each step's access pattern into plots/diagrams, no GPU"
+	@echo "make accuracy        every program's rounding error: plots/results/<gpu>-accuracy.csv"
 	@echo "make profile STEP=K  Nsight Compute counters of one step (K = 0..9 or cub)"
 	@echo "make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
-	@echo "   OUT_DIR=DIR       where bench and profile-all write (default plots/results)"
+	@echo "   OUT_DIR=DIR       where bench, profile-all and accuracy write (default plots/results)"
 	@echo "   DEVICE=K          run the GPU targets on device K only (CUDA_VISIBLE_DEVICES=K)"
 	@echo "make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
 	@echo "make ptxas           registers, shared memory and spills of every kernel"
@@ -195,11 +197,15 @@ bench: $(PROGRAMS) $(NEED_VENV) | build
 tune: $(HARNESS) | build
 	bash tools/tune.sh build/tune.csv
 
-# The charts of RESULTS (default: the committed reference), into its folder.
+# The charts of RESULTS (default: the committed reference), into its folder;
+# the accuracy and diagrams blocks below add their pictures. No README is
+# written: that is `make docs`.
 plot: $(NEED_VENV)
 	$(PLOT_PYTHON) plots/plot.py --results $(RESULTS) $(PROFILE_ARG)
 
-# The generated blocks of every README.md and README.zh-CN.md, from RESULTS.
+# Every generated block of README.md, ACCURACY.md and the step READMEs, in
+# each language present, from RESULTS and its -profile.csv and -accuracy.csv
+# siblings (tools/docs.py). Pages only: no chart, no picture.
 docs:
 	$(PYTHON) tools/docs.py --results $(RESULTS) $(PROFILE_ARG)
 
@@ -269,8 +275,9 @@ clean: clean-extras
 
 # Every program in check mode over three fills and n = 2^10 .. 2^28, the
 # CPU's float loops beside them, step 8 timed against its Kahan variant:
-# $(OUT_DIR)/<gpu>-accuracy.csv and its chart; planned to take under 4
-# minutes on an H200 (plots/accuracy.py says how).
+# $(OUT_DIR)/<gpu>-accuracy.csv and its chart; planned to take one to two
+# minutes on an H200 (plots/accuracy.py says how). ACCURACY.md's block is
+# `make docs`'s, from the reference (OUT_DIR=plots/reference).
 # The chart is drawn even when some run failed (failed rows are never
 # plotted); make still reports the failure.
 accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
@@ -279,17 +286,26 @@ accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
 	    $(PLOT_PYTHON) plots/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \
 	fi; exit $$status
 
+# `make plot` redraws the accuracy chart of RESULTS's -accuracy.csv sibling
+# (the file `make docs` reads), once one has been measured.
+ACCURACY_CSV := $(patsubst %.csv,%-accuracy.csv,$(RESULTS))
+.PHONY: accuracy-chart
+plot: accuracy-chart
+accuracy-chart: $(NEED_VENV)
+	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) plots/accuracy_chart.py $(ACCURACY_CSV); fi
+
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)
 # ============================================================ end accuracy
 
 # ---------------------------------------------------------------- diagrams
 # Access-pattern pictures computed from each step's index expressions by
-# plots/patterns.py (no GPU): plots/diagrams/<step>-*.png and the
-# <!-- BEGIN figures --> block of every step README. `make plot` runs it too.
+# plots/patterns.py (no GPU): plots/diagrams/<step>-*.png. `make plot` draws
+# them too; the <!-- BEGIN figures --> block of each step README that shows
+# them is `make docs`'s.
 .PHONY: diagrams
 diagrams: $(NEED_VENV)
-	$(PLOT_PYTHON) plots/diagrams.py --root . --readmes
+	$(PLOT_PYTHON) plots/diagrams.py --root .
 
 plot: diagrams
 # ------------------------------------------------------------ end diagrams

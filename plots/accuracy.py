@@ -5,18 +5,31 @@ Three phases, every row written by the programs themselves (--csv):
 
 1. check: every program (the steps, CUB, extras/*) once per fill (random,
    positive, wide), n (2^10, 2^13, ..., 2^28) and seed (1-3 up to 2^22,
-   1 above): `run --check --fill F -n N --seed S --csv TMP`. The CUB run of
-   each input adds --cpu-sums, so the CPU's plain float loop and its Kahan
-   loop are recorded once per input.
-2. repeat: every program once more on one input, to see whether a second
-   process gets the same bits.
+   1 above) with --check. The CUB check of each input adds --cpu-sums, so the
+   CPU's plain float loop and its Kahan loop are recorded once per input.
+2. repeat: every program once more on one input, in a new process, to see
+   whether a second process gets the same bits.
 3. cost: step 8 and its Kahan variant timed (L2 flushed, the harness's
-   default repetitions) at 2^25 and 2^28, three alternating rounds, with
-   nothing else on the GPU.
+   default repetitions) at 2^25 and 2^28, three alternating rounds, one
+   process per run, with nothing else on the GPU.
 
-Phases 1 and 2 run up to --jobs programs at once (check mode times nothing),
-at most two of them at n >= 2^27, whose host-side fill and reference take
-seconds. The rows go, in plan order, to OUT_DIR/<gpu>-accuracy.csv.
+Starting a CUDA process costs 0.3-1 s, more when many start at once, and
+phases 1 and 2 are about 600 checks. So they run in batches: one process per
+(program, phase, size class) reads its checks from a file (`--checks FILE`,
+common/README.md), one CUDA context for many checks. The batches of one
+class share nothing, so up to --jobs run at once, at most two of them holding
+the n >= 2^27 checks, whose host-side fill and reference take seconds. A
+check that a batch did not finish (a crash ends the process) runs again
+alone, so it is charged to the right check. The first check runs alone
+first: a missing GPU or a stale build stops there, with one message.
+
+Budget on an H200 with 12 programs: 36 batches (48 processes with the probe
+and the timed runs). The 36 checks at 2^28 dominate: 1-4 s of host work each
+(fill, double reference, CUB's CPU loops), two processes at a time, about
+half a minute; the 12 timed runs add about as much. Planned: one to two
+minutes, under three.
+
+The rows go, in plan order, to OUT_DIR/<gpu>-accuracy.csv.
 
 Exit codes (as plots/bench.py): 0 every run verified, 1 some run failed
 (results still written), 2 usage error or programs not built, 3 no CUDA device.
@@ -24,6 +37,7 @@ Exit codes (as plots/bench.py): 0 every run verified, 1 some run failed
 import argparse
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,7 +47,8 @@ import time
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402  (program discovery, errors and file naming are bench's)
+import bench  # noqa: E402  (program discovery and the programs' error messages)
+import schema  # noqa: E402  (step names, GPU slug)
 from accuracy_data import COST_BASE, COST_KAHAN, relative_error  # noqa: E402
 
 EXTRAS_DIR = "extras"
@@ -45,8 +60,9 @@ REPEAT_INPUT = ("random", 1 << 22, 1)                  # (fill, n, seed) run twi
 COST_SIZES, COST_ROUNDS = (1 << 25, 1 << 28), 3
 QUICK_SIZES, QUICK_COST_SIZES = (1 << 10, 1 << 16), (1 << 20,)
 
-# A 2^28 run fills 1 GiB and sums it in double on one core before the GPU
-# starts; two at a time keep host memory and the copy engine from thrashing.
+# A 2^28 check fills 1 GiB and sums it in double on one core before the GPU
+# starts; two such processes at a time keep host memory and the copy engine
+# from thrashing.
 BIG_N, BIG_JOBS = 1 << 27, 2
 RUN_TIMEOUT_S = 600
 CPU_SUMS_PROGRAM = "baseline_cub"
@@ -69,6 +85,28 @@ class Run:
     def big(self):
         return self.n >= BIG_N
 
+    def matches(self, row):
+        """True when a CSV row is this run's (the same input)."""
+        return (row.get("n"), row.get("fill"), row.get("seed")) == \
+            (str(self.n), self.fill, str(self.seed))
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Check runs of one program in one process: `run --checks FILE --csv F`."""
+    name: str
+    path: str
+    runs: tuple
+
+    @property
+    def big(self):
+        return any(run.big for run in self.runs)
+
+    def lines(self):
+        """The checks file: each run's options, one line each (--check is implied)."""
+        return "".join(" ".join(a for a in run.args if a != "--check") + "\n"
+                       for run in self.runs)
+
 
 # ---------------------------------------------------------------- programs
 
@@ -78,15 +116,14 @@ def find_programs(root):
     extras = os.path.join(root, EXTRAS_DIR)
     if os.path.isdir(extras):
         names += [f"{EXTRAS_DIR}/{d}" for d in sorted(os.listdir(extras))
-                  if os.path.isdir(os.path.join(extras, d))
-                  and bench._has_program(os.path.join(extras, d))]
+                  if any(os.path.isfile(os.path.join(extras, d, f)) for f in ("reduce.cu", "run"))]
     bench.check_built(root, names)
     return [(name, bench.run_path(root, name)) for name in names]
 
 
 def program_label(name):
     """The CSV `step` value the program writes: its directory's name."""
-    return bench.step_label(os.path.basename(name))
+    return schema.step_label(os.path.basename(name))
 
 
 # -------------------------------------------------------------------- plan
@@ -119,18 +156,35 @@ def plan(programs, quick=False):
     return checks, costs
 
 
+def batches(runs):
+    """The runs grouped into processes, in plan order: one batch per program,
+    phase and size class. A repeat is never in the batch of the run it
+    repeats (the point is a second process), and the big checks sit apart so
+    that no more than BIG_JOBS of them run at once."""
+    groups = {}
+    for run in runs:
+        groups.setdefault((run.name, run.phase, run.big), []).append(run)
+    return [Batch(name, members[0].path, tuple(members))
+            for (name, _, _), members in groups.items()]
+
+
 # -------------------------------------------------------------------- runs
 
 def run_command(cmd):
-    """(exit code or None, stderr); the program's stdout is for people."""
+    """(exit code or None, what it printed): stdout and stderr together, since
+    the verdict of a check (PASS, FAIL: ...) is on stdout and errors on
+    stderr, and a batch's `== check` lines say which check printed what."""
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, errors="replace", timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {RUN_TIMEOUT_S} s"
+    except subprocess.TimeoutExpired as e:
+        partial = e.stdout or ""
+        if isinstance(partial, bytes):
+            partial = partial.decode(errors="replace")
+        return None, f"{partial}\ntimed out after {RUN_TIMEOUT_S} s"
     except OSError as e:
         return None, f"cannot execute: {e.strerror}"
-    return proc.returncode, proc.stderr
+    return proc.returncode, proc.stdout
 
 
 def read_csv(path):
@@ -140,6 +194,28 @@ def read_csv(path):
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
         return list(reader.fieldnames or []), list(reader)
+
+
+def write_csv(path, header, rows):
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, header, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def check_outputs(output):
+    """What a --checks process printed for each check, in order (the text
+    after each `== check <options>` line)."""
+    return re.split(r"^== check .*$", output, flags=re.M)[1:]
+
+
+def verdict_line(output):
+    """Why a run failed: the harness's `FAIL: ...` line, else its error line.
+    In a batch, stdout is flushed after each check but stderr at once, so an
+    `error:` line in one check's output may belong to the next check; the
+    FAIL line cannot."""
+    fails = [line.strip() for line in output.splitlines() if line.startswith("FAIL")]
+    return fails[0] if fails else bench.error_line(output)
 
 
 def describe_row(run, row):
@@ -163,6 +239,7 @@ class Sweep:
         self.checks, self.costs, self.tmp_dir, self.jobs = checks, costs, tmp_dir, jobs
         self.width = max(len(r.name) for r in self.runs)
         self.done = self.skipped = self.failed = 0
+        self.processes = 0
         self.lock = threading.Lock()
         self.fatal = None           # a BenchError that stops every run
         self.stop = threading.Event()
@@ -175,7 +252,7 @@ class Sweep:
         # with one message, instead of in every parallel worker.
         self.run_one(self.checks[0], probe=True)
         self.raise_fatal()
-        run_parallel(self.checks[1:], self.run_one, self.jobs, BIG_JOBS, self.stop)
+        run_parallel(batches(self.checks[1:]), self.run_batch, self.jobs, BIG_JOBS, self.stop)
         self.raise_fatal()
         for run in self.costs:  # timed: nothing else may share the GPU
             self.run_one(run)
@@ -186,22 +263,61 @@ class Sweep:
             raise self.fatal
 
     def run_one(self, run, probe=False):
-        cmd = [run.path, *run.args, "--csv", self.csv_path(run)]
-        code, stderr = run_command(cmd)
+        """One run in a process of its own."""
+        code, output = run_command([run.path, *run.args, "--csv", self.csv_path(run)])
         _, rows = read_csv(self.csv_path(run))
         with self.lock:
+            self.processes += 1
             self.done += 1
-            self.report(run, cmd, code, stderr, rows, probe)
+            self.report(run, code, output, rows, probe)
 
-    def report(self, run, cmd, code, stderr, rows, probe):
-        message = bench.strip_error_prefix(bench.error_line(stderr))
-        if code == bench.PROG_DEVICE_ERROR and bench.NO_DEVICE_TEXT in stderr:
+    def run_batch(self, batch):
+        """The batch's runs in one process. Row k of its CSV is run k's as long
+        as the inputs match; from the first run without its row on (the
+        process died there), every run goes again alone."""
+        stem = os.path.join(self.tmp_dir, f"{self.index[batch.runs[0]]:05d}")
+        with open(stem + "-checks.txt", "w") as f:
+            f.write(batch.lines())
+        code, output = run_command([batch.path, "--checks", stem + "-checks.txt",
+                                    "--csv", stem + "-batch.csv"])
+        header, rows = read_csv(stem + "-batch.csv")
+        outputs = check_outputs(output)
+        with self.lock:
+            self.processes += 1
+            if code == EXIT_USAGE and not self.fatal:
+                # A harness without --checks, or a line it cannot parse: every
+                # batch would fail the same way.
+                message = bench.strip_error_prefix(bench.error_line(output))
+                self.fatal = bench.BenchError(EXIT_USAGE, f"{batch.name} --checks: {message}; "
+                                              "rebuild every program with make")
+                self.stop.set()
+                return
+        alone = []
+        for k, run in enumerate(batch.runs):
+            if alone or k >= len(rows) or not run.matches(rows[k]):
+                alone.append(run)
+                continue
+            write_csv(self.csv_path(run), header, [rows[k]])
+            passed = rows[k].get("pass", "").strip() == "1"
+            with self.lock:
+                self.done += 1
+                self.report(run, 0 if passed else bench.EXIT_FAILED,
+                            outputs[k] if k < len(outputs) else "", [rows[k]], False)
+        for run in alone:
+            if self.stop.is_set():
+                return
+            self.run_one(run)
+
+    def report(self, run, code, output, rows, probe):
+        """Tally and print one run from its exit code, what it printed and its rows."""
+        message = bench.strip_error_prefix(bench.error_line(output))
+        if code == bench.PROG_DEVICE_ERROR and bench.NO_DEVICE_TEXT in output:
             if not message.startswith(bench.NO_DEVICE_TEXT):
                 message = f"{bench.NO_DEVICE_TEXT}: {message}"
             self.fatal = bench.BenchError(EXIT_DEVICE, message)
             self.stop.set()
             return
-        if code == bench.PROG_DEVICE_ERROR and bench.OOM_TEXT in stderr:
+        if code == bench.PROG_DEVICE_ERROR and bench.OOM_TEXT in output:
             print(f"skip: {run.name} n={run.n} does not fit in device memory", flush=True)
             self.skipped += 1
             return
@@ -221,21 +337,24 @@ class Sweep:
             if code == 0:
                 return
         elif code == 0:
-            stderr = f"exited 0 but wrote {len(rows)} rows for n={run.n} (one expected)"
+            output = f"exited 0 but wrote {len(rows)} rows for n={run.n} (one expected)"
         self.failed += 1
         status = "no exit status" if code is None else f"exit {code}"
         if code is not None and code < 0:
             status = f"killed by signal {-code}"
         print(f"accuracy: {run.name} n={run.n} fill={run.fill} failed ({status}): "
-              f"{bench.error_line(stderr)}", file=sys.stderr)
-        print(f"accuracy:   command: {' '.join(cmd)}", file=sys.stderr, flush=True)
+              f"{verdict_line(output)}", file=sys.stderr)
+        # The run on its own, to repeat it by hand.
+        print(f"accuracy:   command: {' '.join([run.path, *run.args])}", file=sys.stderr,
+              flush=True)
 
 
-def run_parallel(runs, work, jobs, big_jobs, stop):
-    """work(run) for every run on `jobs` threads, at most `big_jobs` big runs
-    at once. Big runs start first, so the long ones do not trail at the end;
-    a free thread takes the first run it may start. `stop` ends it early."""
-    pending = sorted(runs, key=lambda r: not r.big)   # stable: plan order within each kind
+def run_parallel(items, work, jobs, big_jobs, stop):
+    """work(item) for every item (a Run or a Batch) on `jobs` threads, at most
+    `big_jobs` big ones at once. Big ones start first, so the long ones do not
+    trail at the end; a free thread takes the first item it may start. `stop`
+    ends it early."""
+    pending = sorted(items, key=lambda item: not item.big)  # stable: plan order in each kind
     cond = threading.Condition()
     big_running = 0
 
@@ -243,25 +362,25 @@ def run_parallel(runs, work, jobs, big_jobs, stop):
         nonlocal big_running
         with cond:
             while pending and not stop.is_set():
-                for i, run in enumerate(pending):
-                    if not run.big or big_running < big_jobs:
-                        big_running += run.big
+                for i, item in enumerate(pending):
+                    if not item.big or big_running < big_jobs:
+                        big_running += item.big
                         return pending.pop(i)
                 cond.wait()
             return None
 
-    def finish(run):
+    def finish(item):
         nonlocal big_running
         with cond:
-            big_running -= run.big
+            big_running -= item.big
             cond.notify_all()
 
     def worker():
-        while (run := take()) is not None:
+        while (item := take()) is not None:
             try:
-                work(run)
+                work(item)
             finally:
-                finish(run)
+                finish(item)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, jobs))]
     for t in threads:
@@ -295,7 +414,7 @@ def file_results(sweep, out_dir):
     if len(gpus) > 1:
         raise bench.BenchError(EXIT_FAILED, f"rows from several GPUs in one run "
                                             f"({', '.join(gpus)}); nothing written")
-    dest = os.path.join(out_dir, bench.gpu_slug(gpus[0]) + "-accuracy.csv")
+    dest = os.path.join(out_dir, schema.gpu_slug(gpus[0]) + "-accuracy.csv")
     tmp = os.path.join(sweep.tmp_dir, "all.csv")
     with open(tmp, "w", newline="") as f:
         writer = csv.DictWriter(f, header, lineterminator="\n")
@@ -318,7 +437,8 @@ def parse_args(argv):
     parser.add_argument("--out-dir", help="where <gpu>-accuracy.csv goes "
                                           "(default: ROOT/plots/results)")
     parser.add_argument("--jobs", type=bench._int_at_least(1), default=4,
-                        help="check runs at once (default 4; at most 2 of them at n >= 2^27)")
+                        help="check processes at once (default 4; at most 2 of them with "
+                             "checks at n >= 2^27)")
     parser.add_argument("--quick", action="store_true",
                         help="n = 2^10 and 2^16 only, one seed, cost at 2^20 (a smoke test)")
     args = parser.parse_args(argv)
@@ -348,8 +468,8 @@ def accuracy(args):
               ((sweep.skipped, "skipped"), (sweep.failed, "failed")) if count]
     note = f" ({', '.join(extras)})" if extras else ""
     print(f"results: {bench.display_path(dest)}")
-    print(f"accuracy: {sweep.done} runs{note} in {time.monotonic() - start:.1f} s -> "
-          f"{bench.display_path(dest)}", flush=True)
+    print(f"accuracy: {sweep.done} runs{note} in {sweep.processes} processes, "
+          f"{time.monotonic() - start:.1f} s -> {bench.display_path(dest)}", flush=True)
     return EXIT_FAILED if sweep.failed else 0
 
 

@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accuracy_data as data  # noqa: E402
+import schema  # noqa: E402  (step names and size labels)
 from plot import load_matplotlib, save_figure, tex_power_label  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,7 +45,7 @@ class ChartError(Exception):
 
 
 def series_style(mpl, series, steps):
-    if series == "cub":
+    if series == schema.CUB:
         return dict(STYLE_CUB, label="CUB DeviceReduce")
     if series in STYLE_CPU:
         return dict(STYLE_CPU[series], label=f"{series} float loop")
@@ -78,7 +79,7 @@ def draw_panel(mpl, ax, curves, fill, series, steps, sizes):
 def caption(rows, source):
     seeds = data.seed_counts(rows)
     several = [n for n, k in seeds.items() if k > 1]
-    seed_text = (f"median of {max(seeds.values())} seeds up to n = {data.power_label(max(several))}"
+    seed_text = (f"median of {max(seeds.values())} seeds up to n = {schema.power_label(max(several))}"
                  if several else "one seed per n")
     return (f"{data.describe(rows, 'gpu')} ({data.describe(rows, 'sms')} SMs)  ·  driver "
             f"{data.describe(rows, 'driver')}  ·  CUDA {data.describe(rows, 'cuda')}  ·  git "
@@ -93,7 +94,7 @@ def draw(mpl, rows, source, path):
                          f"{', '.join(data.FILLS)}")
     fills = data.fills_present(curves)
     series = data.series_names(curves)
-    steps = [s for s in series if data.STEP_RE.match(s)]
+    steps = [s for s in series if schema.step_number(s) is not None]
     sizes = sorted({n for points in curves.values() for n, _ in points})
     fig, axes = mpl.plt.subplots(1, len(fills), figsize=(6.2 * len(fills) + 3.2, 6.8),
                                  sharey=True, layout="constrained", squeeze=False)

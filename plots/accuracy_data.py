@@ -5,15 +5,12 @@ Shared by accuracy_chart.py (the chart) and accuracy_docs.py (the markdown
 block of ACCURACY.md); plots/accuracy.py writes the rows. The columns are the
 results CSV's (common/README.md). Only verified rows (pass = 1) count.
 """
-import csv
 import math
-import os
-import re
 import statistics
 import struct
 from dataclasses import dataclass
 
-from plot import power_label  # noqa: F401  (re-exported for the chart and the docs)
+import schema
 
 # Unit roundoff of float32 with round-to-nearest: half the gap between 1 and
 # the next float, so one add's result is off by at most U times its size.
@@ -27,7 +24,6 @@ CPU_COLUMNS = ((CPU_SEQ, "cpu_seq"), (CPU_KAHAN, "cpu_kahan"))
 # The timed pair that prices compensation: step 8 and its Kahan variant.
 COST_BASE, COST_KAHAN = "step8_vector", "kahan_step8"
 
-STEP_RE = re.compile(r"^step(\d+)_(.+)$")
 # Steps from 6 on add n / threads elements serially in each thread before
 # their tree (Brent's theorem, step6_multi/README.md); steps 0-5 are trees.
 CHAIN_FROM_STEP = 6
@@ -42,23 +38,20 @@ class AccuracyError(Exception):
 # ---------------------------------------------------------------- reading
 
 def read_rows(path):
-    """Every row of an accuracy CSV as a dict of strings, header checked.
-
-    The one CSV reader of the accuracy scripts: when plots/schema.py lands,
-    this is the function to point at it.
-    """
-    if not os.path.isfile(path):
-        raise AccuracyError(f"no such file: {path}")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-        if missing:
-            raise AccuracyError(f"{path}: missing column(s) {', '.join(missing)} "
-                                "(written by an older harness? rebuild and rerun make accuracy)")
-        rows = list(reader)
-    if not rows:
+    """Every row of an accuracy CSV as a dict of strings, header checked
+    (plots/schema.py reads it; the rows stay untyped, because a failed run's
+    row may hold anything and is still kept in the file)."""
+    try:
+        header, records = schema.read_records(path)
+    except schema.SchemaError as err:
+        raise AccuracyError(str(err)) from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise AccuracyError(f"{path}: missing column(s) {', '.join(missing)} "
+                            "(written by an older harness? rebuild and rerun make accuracy)")
+    if not records:
         raise AccuracyError(f"{path}: no rows")
-    return rows
+    return [record for _, record in records]
 
 
 def number(row, column):
@@ -119,10 +112,10 @@ def float_bits(text):
 
 def series_key(name):
     """Plot and table order: steps by number, CUB, extras, then the CPU loops."""
-    match = STEP_RE.match(name)
-    if match:
-        return (0, int(match.group(1)), name)
-    if name == "cub":
+    number = schema.step_number(name)
+    if number is not None:
+        return (0, number, name)
+    if name == schema.CUB:
         return (1, 0, name)
     if name in (CPU_SEQ, CPU_KAHAN):
         return (3, [CPU_SEQ, CPU_KAHAN].index(name), name)
@@ -166,11 +159,6 @@ def errors(rows):
     return curves
 
 
-def step_number(name):
-    match = STEP_RE.match(name)
-    return int(match.group(1)) if match else None
-
-
 def error_at(curves, series, fill, n):
     return dict(curves.get((series, fill), [])).get(n)
 
@@ -181,14 +169,18 @@ def median_error(curves, names, fill, n):
     return statistics.median(errs) if errs else None
 
 
+def numbered_steps(curves):
+    """[(step number, series)] of the series that are steps, in order."""
+    return [(schema.step_number(s), s) for s in series_names(curves)
+            if schema.step_number(s) is not None]
+
+
 def tree_steps(curves):
-    return [s for s in series_names(curves)
-            if step_number(s) is not None and step_number(s) < CHAIN_FROM_STEP]
+    return [s for number, s in numbered_steps(curves) if number < CHAIN_FROM_STEP]
 
 
 def chain_steps(curves):
-    return [s for s in series_names(curves)
-            if step_number(s) is not None and step_number(s) >= CHAIN_FROM_STEP]
+    return [s for number, s in numbered_steps(curves) if number >= CHAIN_FROM_STEP]
 
 
 def series_names(curves):

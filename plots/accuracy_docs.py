@@ -1,106 +1,95 @@
-#!/usr/bin/env python3
 """The generated block of ACCURACY.md: measured errors, the cost of Kahan,
 and which programs agree bit for bit, in English or Chinese.
 
-    accuracy_block(rows, lang) -> markdown    (rows: dicts as csv.DictReader gives)
+    accuracy_block(rows, lang, source) -> markdown
+        rows: dicts as accuracy_data.read_rows gives ([] when not measured)
+        lang: "en" or "zh-CN"; source: the CSV's path as the page shows it
 
-and a small entry point that fills the page without make:
-
-    python3 plots/accuracy_docs.py [--results CSV] [--page ACCURACY.md] [--check]
-
-It rewrites the lines between <!-- BEGIN accuracy --> and <!-- END accuracy -->
-(--check only says whether they are current: exit 1 if not). Without a
-results file the block says how to measure; it never holds invented numbers.
-Exit codes: 0 done, 1 block out of date (--check), 2 bad input.
+tools/docs.py (`make docs`) is the one writer of the page: it fills the
+lines between <!-- BEGIN accuracy --> and <!-- END accuracy --> with this
+block, in ACCURACY.md and ACCURACY.zh-CN.md alike. Without a results file
+the block says how to measure; it never holds invented numbers.
 """
-import argparse
-import os
-import sys
+import accuracy_data as data
+import schema
+from schema import power_label
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import accuracy_data as data  # noqa: E402
-from plot import replace_block, write_if_changed  # noqa: E402
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BLOCK = "accuracy"
-DEFAULT_RESULTS = "plots/reference/h200-accuracy.csv"
-DEFAULT_PAGE = "ACCURACY.md"
+LANGS = ("en", "zh-CN")
 
 # Every label of the block, in both languages; numbers, program names and
 # CUDA identifiers stay as they are.
 TEXT = {
     "not_measured": {
-        "en": "Not measured yet. On a machine with a GPU: `make accuracy OUT_DIR=plots/reference`,"
-              " then `python3 plots/accuracy_docs.py` fills this block from"
-              " `{source}`.",
-        "zh": "尚未测量。在有 GPU 的机器上运行 `make accuracy OUT_DIR=plots/reference`，"
-              "然后运行 `python3 plots/accuracy_docs.py`，用 `{source}` 填写本节。",
+        "en": "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
+              " writes `{source}`, then `make docs` fills this block from it.",
+        "zh-CN": "尚未测量：在有 GPU 的机器上运行 `make accuracy OUT_DIR=plots/reference` 生成"
+                 " `{source}`，再运行 `make docs` 用它填写本节。",
     },
     "provenance": {
         "en": "Measured on {gpu} ({sms} SMs; driver {driver}, CUDA {cuda}) at revision {rev}."
               " Each point is one verified run (`--check`){seeds}. Error = |result − reference|"
               " / Σ|x|, where the reference is a double-precision sum; u = 2^-24 ≈ {u}."
               " Source: {source}.",
-        "zh": "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
+        "zh-CN": "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
               "每个点是一次通过校验的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
               "reference 为双精度求和；u = 2^-24 ≈ {u}。数据来源：{source}。",
     },
     "seeds": {"en": ", the median of {k} seeds up to n = {n}",
-              "zh": "，n ≤ {n} 时取 {k} 个种子的中位数"},
-    "table_title": {"en": "**Relative error at n = {n}**", "zh": "**n = {n} 时的相对误差**"},
-    "program": {"en": "program", "zh": "程序"},
-    "cpu_seq": {"en": "CPU sequential float loop", "zh": "CPU 顺序 float 循环"},
-    "cpu_kahan": {"en": "CPU Kahan float loop", "zh": "CPU Kahan float 循环"},
-    "exact": {"en": "0 (exact)", "zh": "0（精确）"},
+              "zh-CN": "，n ≤ {n} 时取 {k} 个种子的中位数"},
+    "table_title": {"en": "**Relative error at n = {n}**", "zh-CN": "**n = {n} 时的相对误差**"},
+    "program": {"en": "program", "zh-CN": "程序"},
+    "cpu_seq": {"en": "CPU sequential float loop", "zh-CN": "CPU 顺序 float 循环"},
+    "cpu_kahan": {"en": "CPU Kahan float loop", "zh-CN": "CPU Kahan float 循环"},
+    "exact": {"en": "0 (exact)", "zh-CN": "0（精确）"},
     "bounds": {
         "en": "Textbook bounds at n = {n}: sequential (n−1)u = {seq}, pairwise ⌈log2 n⌉u = {pair},"
               " Kahan 2u = {kahan}.",
-        "zh": "n = {n} 时的理论上界：顺序 (n−1)u = {seq}，两两（树形）⌈log2 n⌉u = {pair}，"
+        "zh-CN": "n = {n} 时的理论上界：顺序 (n−1)u = {seq}，两两（树形）⌈log2 n⌉u = {pair}，"
               "Kahan 2u = {kahan}。",
     },
     "ratio_title": {
         "en": "**What each choice does to the error at n = {n}** (ratio of relative errors; below"
               " 1 means the first is more accurate)",
-        "zh": "**n = {n} 时各个选择对误差的影响**（相对误差之比；小于 1 表示前者更准确）",
+        "zh-CN": "**n = {n} 时各个选择对误差的影响**（相对误差之比；小于 1 表示前者更准确）",
     },
-    "choice": {"en": "choice", "zh": "选择"},
+    "choice": {"en": "choice", "zh-CN": "选择"},
     "ratio_chain": {"en": "a chain in each thread: median of steps {chain} ÷ median of steps {tree}",
-                    "zh": "每个线程内的串行链：steps {chain} 的中位数 ÷ steps {tree} 的中位数"},
+                    "zh-CN": "每个线程内的串行链：steps {chain} 的中位数 ÷ steps {tree} 的中位数"},
     "ratio_kahan": {"en": "compensating the chain: {kahan} ÷ {base}",
-                    "zh": "对串行链做补偿：{kahan} ÷ {base}"},
+                    "zh-CN": "对串行链做补偿：{kahan} ÷ {base}"},
     "ratio_loop": {"en": "a loop instead of a tree: CPU sequential ÷ median of steps {tree}",
-                   "zh": "用循环代替树：CPU 顺序循环 ÷ steps {tree} 的中位数"},
+                   "zh-CN": "用循环代替树：CPU 顺序循环 ÷ steps {tree} 的中位数"},
     "ratio_cpu_kahan": {"en": "compensating the loop: CPU Kahan ÷ CPU sequential",
-                        "zh": "对循环做补偿：CPU Kahan ÷ CPU 顺序循环"},
+                        "zh-CN": "对循环做补偿：CPU Kahan ÷ CPU 顺序循环"},
     "cost_title": {
         "en": "**What compensation costs** (timed runs, L2 flushed; per n the median of {rounds}"
               " alternating runs of each program, each the median of its repetitions)",
-        "zh": "**补偿求和的代价**（计时运行，每次清空 L2；每个 n 取两个程序交替运行 {rounds} 次的中位数，"
+        "zh-CN": "**补偿求和的代价**（计时运行，每次清空 L2；每个 n 取两个程序交替运行 {rounds} 次的中位数，"
               "每次本身是多次重复的中位数）",
     },
     "cost_header": {
         "en": "| n | {base} us | {kahan} us | {kahan} / {base} |",
-        "zh": "| n | {base} 微秒 | {kahan} 微秒 | {kahan} / {base} |",
+        "zh-CN": "| n | {base} 微秒 | {kahan} 微秒 | {kahan} / {base} |",
     },
     "cost_none": {"en": "No timed runs of {base} and {kahan} in the data.",
-                  "zh": "数据中没有 {base} 与 {kahan} 的计时运行。"},
+                  "zh-CN": "数据中没有 {base} 与 {kahan} 的计时运行。"},
     "distinct": {
         "en": "Different sums among one run's timed repetitions: {distinct}"
               " (1 = every repetition gave the same bits).",
-        "zh": "同一次运行的各次计时重复中不同求和结果的个数：{distinct}（1 表示每次重复结果逐位相同）。",
+        "zh-CN": "同一次运行的各次计时重复中不同求和结果的个数：{distinct}（1 表示每次重复结果逐位相同）。",
     },
-    "same_title": {"en": "**Same bits?**", "zh": "**结果逐位相同吗？**"},
+    "same_title": {"en": "**Same bits?**", "zh-CN": "**结果逐位相同吗？**"},
     "repeat_all": {
         "en": "Run to run: {count} of {total} programs ran a second time, in a new process, on"
               " fill {fill}, n = {n}, seed {seed}, and returned the same bits.",
-        "zh": "多次运行：{total} 个程序在新进程中对 fill {fill}、n = {n}、seed {seed} 再运行一次，"
+        "zh-CN": "多次运行：{total} 个程序在新进程中对 fill {fill}、n = {n}、seed {seed} 再运行一次，"
               "其中 {count} 个返回的结果逐位相同。",
     },
-    "repeat_differ": {"en": " Different bits: {steps}.", "zh": "结果不同的程序：{steps}。"},
+    "repeat_differ": {"en": " Different bits: {steps}.", "zh-CN": "结果不同的程序：{steps}。"},
     "groups": {
         "en": "Order decides the bits: on fill {fill}, n = {n}, seed {seed} the programs returned"
               " {count} different floats; programs in one group returned the same float:",
-        "zh": "加法顺序决定结果的每一位：在 fill {fill}、n = {n}、seed {seed} 上，各程序共得到 {count} 个"
+        "zh-CN": "加法顺序决定结果的每一位：在 fill {fill}、n = {n}、seed {seed} 上，各程序共得到 {count} 个"
               "不同的 float；同一组内的程序结果相同：",
     },
 }
@@ -129,7 +118,7 @@ def series_label(series, lang):
 def provenance(rows, source, lang):
     seeds = data.seed_counts(rows)
     several = [n for n, k in seeds.items() if k > 1]
-    seed_text = (say("seeds", lang, k=max(seeds.values()), n=data.power_label(max(several)))
+    seed_text = (say("seeds", lang, k=max(seeds.values()), n=power_label(max(several)))
                  if several else "")
     return say("provenance", lang, gpu=data.describe(rows, "gpu"),
                sms=data.describe(rows, "sms"), driver=data.describe(rows, "driver"),
@@ -147,7 +136,7 @@ def table_size(curves):
 def error_table(curves, n, lang):
     """Every series at n, one column per fill."""
     fills = data.fills_present(curves)
-    lines = [say("table_title", lang, n=data.power_label(n)), "",
+    lines = [say("table_title", lang, n=power_label(n)), "",
              f"| {say('program', lang)} | " + " | ".join(fills) + " |",
              "|---|" + "--:|" * len(fills)]
     for series in data.series_names(curves):
@@ -157,7 +146,7 @@ def error_table(curves, n, lang):
             cells.append("—" if value is None else fmt_err(value, lang))
         if any(c != "—" for c in cells):
             lines.append(f"| {series_label(series, lang)} | " + " | ".join(cells) + " |")
-    lines += ["", say("bounds", lang, n=data.power_label(n),
+    lines += ["", say("bounds", lang, n=power_label(n),
                       seq=fmt_bound(data.bound_sequential(n)),
                       pair=fmt_bound(data.bound_pairwise(n)),
                       kahan=fmt_bound(data.bound_kahan(n)))]
@@ -175,7 +164,7 @@ def fmt_ratio(top, bottom):
 
 
 def step_range(names):
-    numbers = [data.step_number(s) for s in names]
+    numbers = [schema.step_number(s) for s in names]
     return f"{min(numbers)}-{max(numbers)}" if len(numbers) > 1 else str(numbers[0])
 
 
@@ -198,7 +187,7 @@ def ratio_table(curves, n, lang):
                      [fmt_ratio(at(data.CPU_KAHAN, f), at(data.CPU_SEQ, f)) for f in fills]))
     if not rows:
         return []
-    lines = [say("ratio_title", lang, n=data.power_label(n)), "",
+    lines = [say("ratio_title", lang, n=power_label(n)), "",
              f"| {say('choice', lang)} | " + " | ".join(fills) + " |",
              "|---|" + "--:|" * len(fills)]
     lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows]
@@ -213,7 +202,7 @@ def cost_section(rows, lang):
     lines = [say("cost_title", lang, rounds=min(c.rounds for c in costs)), "",
              say("cost_header", lang, **names), "|---|--:|--:|--:|"]
     for c in costs:
-        lines.append(f"| {data.power_label(c.n)} | {c.base_us:.1f} | {c.kahan_us:.1f} | "
+        lines.append(f"| {power_label(c.n)} | {c.base_us:.1f} | {c.kahan_us:.1f} | "
                      f"{c.ratio:.3f}x |")
     lines += ["", say("distinct", lang, distinct=" / ".join(sorted({c.distinct for c in costs})))]
     return lines
@@ -223,22 +212,22 @@ def same_bits_section(rows, lang):
     lines = [say("same_title", lang), ""]
     for (fill, n, seed), again in sorted(data.run_to_run(rows).items()):
         text = say("repeat_all", lang, count=sum(again.values()), total=len(again), fill=fill,
-                   n=data.power_label(n), seed=seed)
+                   n=power_label(n), seed=seed)
         differ = sorted((s for s, same in again.items() if not same), key=data.series_key)
         if differ:
             text += say("repeat_differ", lang, steps=", ".join(differ))
         groups = data.same_bits_groups(rows, fill, n, seed)
         lines += [f"- {text}",
-                  "- " + say("groups", lang, fill=fill, n=data.power_label(n), seed=seed,
+                  "- " + say("groups", lang, fill=fill, n=power_label(n), seed=seed,
                              count=len(groups)) + " "
                   + " · ".join("{" + ", ".join(g) + "}" for g in groups)]
     return lines
 
 
-def accuracy_block(rows, lang="en", source=DEFAULT_RESULTS):
+def accuracy_block(rows, lang, source):
     """The markdown between the accuracy markers, from the rows of `source`."""
-    if lang not in ("en", "zh"):
-        raise ValueError(f"lang must be 'en' or 'zh', not {lang!r}")
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {', '.join(LANGS)}, not {lang!r}")
     curves = data.errors(rows) if rows else {}
     if not curves:
         return say("not_measured", lang, source=source)
@@ -249,52 +238,3 @@ def accuracy_block(rows, lang="en", source=DEFAULT_RESULTS):
     lines += cost_section(rows, lang)
     lines += [""] + same_bits_section(rows, lang)
     return "\n".join(lines).rstrip("\n")
-
-
-# -------------------------------------------------------------------- main
-
-def page_lang(page):
-    return "zh" if page.endswith(".zh-CN.md") else "en"
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description="Fill the accuracy block of ACCURACY.md "
-                                                 "from an accuracy CSV.")
-    parser.add_argument("--results", default=DEFAULT_RESULTS,
-                        help=f"accuracy CSV, relative to the repository (default {DEFAULT_RESULTS});"
-                             " a missing file gives the 'not measured yet' block")
-    parser.add_argument("--page", default=DEFAULT_PAGE,
-                        help=f"page with the block, relative to the repository "
-                             f"(default {DEFAULT_PAGE}; *.zh-CN.md is filled in Chinese)")
-    parser.add_argument("--check", action="store_true",
-                        help="change nothing; exit 1 if the block is not what the data gives")
-    args = parser.parse_args(argv)
-    results, page = (os.path.join(REPO, p) for p in (args.results, args.page))
-    try:
-        rows = data.read_rows(results) if os.path.exists(results) else []
-        with open(page, encoding="utf-8") as f:
-            text = f.read()
-        # Paths in the page are relative to its folder (the top level here).
-        source = os.path.relpath(results, os.path.dirname(page))
-        new = replace_block(text, BLOCK, accuracy_block(rows, page_lang(args.page), source))
-        if new is None:
-            raise data.AccuracyError(f"{args.page}: no <!-- BEGIN {BLOCK} --> / "
-                                     f"<!-- END {BLOCK} --> lines")
-    except data.AccuracyError as err:
-        print(f"accuracy_docs: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        print(f"accuracy_docs: {err.strerror}: {err.filename}", file=sys.stderr)
-        return 2
-    if args.check:
-        if new != text:
-            print(f"accuracy_docs: {args.page} is out of date with {args.results}; run "
-                  f"python3 plots/accuracy_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    write_if_changed(page, new)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """Draw each step's access pattern from plots/patterns.py, no GPU needed.
 
-    python3 plots/diagrams.py [--root DIR] [--out-dir DIR] [--readmes]
+    python3 plots/diagrams.py [--root DIR] [--out-dir DIR] [--steps STEP...]
 
 Writes plots/diagrams/<step>-<kind>.png for every step that has a model:
   lanes    which lanes of one block work at each level, warp by warp
   banks    the shared-memory bank map of each level's worst request
   shuffle  the __shfl_down_sync levels of steps 7 and up
   loads    which thread loads which element (grid-stride steps; a small grid)
-With --readmes, the text between <!-- BEGIN figures --> and <!-- END figures -->
-in each step's README.md (and README.zh-CN.md) becomes the image links.
-A PNG or README is rewritten only when its bytes change, so reruns leave git
-clean.
+A PNG is rewritten only when its bytes change, so reruns leave git clean.
+The README blocks that show the pictures (<!-- BEGIN figures -->) are
+tools/docs.py's to write (`make docs`): it asks figures_block() here for
+their text, so links and alt text come from the same model as the pictures.
 
 Exit codes: 0 done, 2 bad input (one line on stderr), 3 matplotlib missing.
 """
@@ -24,11 +24,10 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import patterns as pt  # noqa: E402
+from generated import write_if_changed  # noqa: E402
 
 DPI = 100
 FIGURES_DIR = os.path.join("plots", "diagrams")
-README_NAMES = ("README.md", "README.zh-CN.md")
-BLOCK_NAME = "figures"
 
 # One colour per lane state, the same in every step's pictures. The blues
 # are plot.py's two bar colours; grey reads as "idle", white as "absent".
@@ -95,86 +94,65 @@ def worst_degree(built):
                default=0)
 
 
+# The alt text of each picture as a template: tools/docs.py translates the
+# template (its STRINGS table) and fills in the same values in every language.
+ALT_TEXT = {
+    "lanes": "{step}: which of the {threads} threads ({warps} warps) of one block work at "
+             "each level, and which warps issue it",
+    "banks": "{step}: shared-memory bank map of each level; no bank serves two words in "
+             "one request",
+    "banks-conflict": "{step}: shared-memory bank map of each level; the worst request puts "
+                      "{degree} words in one bank",
+    "shuffle": "{step}: the {levels} __shfl_down_sync levels; lane i adds lane i + offset, "
+               "and only lane 0 keeps the full sum",
+    "loads": "{step}: which thread loads which element, for a small grid",
+    "loads-vector": "{step}: which thread loads which float, head, float4 body and tail, "
+                    "for a small grid with --offset {offset}",
+}
+
+
 def alt_text(built, kind):
-    warps = built.block // pt.WARP
+    """(a template of ALT_TEXT, its values): what one picture shows."""
+    values = {"step": built.step}
     if kind == "lanes":
-        return (f"{built.step}: which of the {built.block} threads ({warps} warps) "
-                f"of one block work at each level, and which warps issue it")
-    if kind == "banks":
+        key = "lanes"
+        values.update(threads=built.block, warps=built.block // pt.WARP)
+    elif kind == "banks":
         degree = worst_degree(built)
-        worst = ("no bank serves two words in one request" if degree <= 1 else
-                 f"the worst request puts {degree} words in one bank")
-        return f"{built.step}: shared-memory bank map of each level; {worst}"
-    if kind == "shuffle":
-        levels = len({st.shuffle_offset for st in built.all_stages() if st.kind == "shuffle"})
-        return (f"{built.step}: the {levels} __shfl_down_sync levels; lane i adds "
-                f"lane i + offset, and only lane 0 keeps the full sum")
-    if kind == "loads":
-        if isinstance(built.loads, pt.VectorGridStride):
-            return (f"{built.step}: which thread loads which float, head, float4 "
-                    f"body and tail, for a small grid with --offset {EXAMPLE_OFFSET}")
-        return f"{built.step}: which thread loads which element, for a small grid"
-    raise DiagramError(f"unknown figure kind {kind}")
+        key = "banks" if degree <= 1 else "banks-conflict"
+        values.update(degree=degree)
+    elif kind == "shuffle":
+        key = "shuffle"
+        values.update(levels=len({st.shuffle_offset for st in built.all_stages()
+                                  if st.kind == "shuffle"}))
+    elif kind == "loads":
+        key = "loads-vector" if isinstance(built.loads, pt.VectorGridStride) else "loads"
+        values.update(offset=EXAMPLE_OFFSET)
+    else:
+        raise DiagramError(f"unknown figure kind {kind}")
+    return ALT_TEXT[key], values
 
 
 def figure_name(step, kind):
     return f"{step}-{kind}.png"
 
 
-def figures_block(built, readme_dir, out_dir):
-    """The body of a README's figures block: image links with alt text."""
+def english(template, **values):
+    return template.format(**values)
+
+
+def figures_block(built, readme_dir, out_dir, translate=english):
+    """The body of a README's figures block: one image link per picture.
+
+    translate(template, **values) gives the alt text in the README's
+    language; the links are the same in every language."""
     links = []
     for kind in figure_kinds(built):
         path = os.path.join(out_dir, figure_name(built.step, kind))
         link = os.path.relpath(path, readme_dir).replace(os.sep, "/")
-        links.append(f"![{alt_text(built, kind)}]({link})")
+        template, values = alt_text(built, kind)
+        links.append(f"![{translate(template, **values)}]({link})")
     return "\n\n".join(links)
-
-
-# ----------------------------------------------------------------------------
-# Markdown blocks and files
-# ----------------------------------------------------------------------------
-
-def markers(name):
-    return f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-
-
-def replace_block(text, name, body):
-    """Replace what lies between the marker lines; None if they are absent."""
-    begin, end = markers(name)
-    lines = text.split("\n")
-    stripped = [line.strip() for line in lines]
-    if begin not in stripped:
-        return None
-    first = stripped.index(begin)
-    if end not in stripped[first + 1:]:
-        return None
-    last = stripped.index(end, first + 1)
-    return "\n".join(lines[:first + 1] + ["", body, ""] + lines[last:])
-
-
-def write_if_changed(path, data):
-    if os.path.isfile(path):
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    with open(path, "wb") as handle:
-        handle.write(data)
-    print(f"diagrams.py: wrote {path}")
-    return True
-
-
-def update_readmes(root, built, out_dir):
-    step_dir = os.path.join(root, built.step)
-    for name in README_NAMES:
-        path = os.path.join(step_dir, name)
-        if not os.path.isfile(path):
-            continue
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-        new = replace_block(text, BLOCK_NAME, figures_block(built, step_dir, out_dir))
-        if new is not None:
-            write_if_changed(path, new.encode("utf-8"))
 
 
 # ----------------------------------------------------------------------------
@@ -209,7 +187,8 @@ def save(mpl, fig, path):
     mpl.plt.close(fig)
     buffer = io.BytesIO()
     image.save(buffer, format="png", optimize=True)
-    write_if_changed(path, buffer.getvalue())
+    if write_if_changed(path, buffer.getvalue()):
+        print(f"diagrams.py: wrote {path}")
 
 
 def hex_rgb(colour):
@@ -513,8 +492,6 @@ def parse_args(argv):
                         help="folder holding stepN_*/ (default: the repository)")
     parser.add_argument("--out-dir", metavar="DIR",
                         help="where the PNGs go (default: ROOT/plots/diagrams)")
-    parser.add_argument("--readmes", action="store_true",
-                        help="also refill the figures block of each step README")
     parser.add_argument("--steps", nargs="*", metavar="STEP",
                         help="only these step directories")
     return parser.parse_args(argv)
@@ -538,8 +515,6 @@ def run(args):
     for built in models:
         for kind in figure_kinds(built):
             DRAW[kind](mpl, built, os.path.join(out_dir, figure_name(built.step, kind)))
-        if args.readmes:
-            update_readmes(root, built, out_dir)
     return 0
 
 

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
+from generated import write_if_changed  # noqa: E402
 from compare import N_MID, TABLE_SIZES  # noqa: E402
 from schema import CUB  # noqa: E402
 
@@ -57,9 +58,9 @@ class OneLineParser(argparse.ArgumentParser):
 # ----------------------------------------------------------------------------
 
 def tex_power_label(n):
-    if n > 0 and n & (n - 1) == 0:
-        return f"$2^{{{n.bit_length() - 1}}}$"
-    return str(n)
+    """schema.power_label in matplotlib's mathtext: $2^{25}$, a raised exponent."""
+    base, caret, exponent = schema.power_label(n).partition("^")
+    return f"${base}^{{{exponent}}}$" if caret else base
 
 
 def fmt_gbps(value):
@@ -112,23 +113,13 @@ def load_matplotlib():
     return SimpleNamespace(plt=plt, Patch=Patch)
 
 
-def write_if_changed(path, data):
-    """Write the bytes only when they differ, so reruns leave git clean."""
-    if os.path.isfile(path):
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    with open(path, "wb") as handle:
-        handle.write(data)
-    print(f"plot.py: wrote {path}")
-    return True
-
-
 def save_figure(mpl, fig, path):
+    """The figure as a PNG, written only when its bytes change (reruns leave git clean)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=CHART_DPI)
     mpl.plt.close(fig)
-    write_if_changed(path, buffer.getvalue())
+    if write_if_changed(path, buffer.getvalue()):
+        print(f"{os.path.basename(sys.argv[0]) or 'plot.py'}: wrote {path}")
 
 
 def step_colours(mpl, m):

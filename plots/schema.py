@@ -1,5 +1,5 @@
-"""The results and profile CSV files, the step names and the GPU slug: the one
-module that every script and test reads them through.
+"""The results and profile CSV files, the step names, the GPU slug and the
+size labels: the one module that every script and test reads them through.
 
 A results file holds one row per program run, written by the programs
 themselves (`--csv FILE`, common/README.md); a profile file holds one row per
@@ -77,6 +77,11 @@ def gpu_slug(name):
         slug = slug[len("nvidia "):]
     slug = re.sub(r"[^a-z0-9]+", "-", slug).strip("-")
     return slug or "unknown-gpu"
+
+
+def power_label(n):
+    """How tables and captions name a size: 2^25 for a power of two, else the number."""
+    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
 
 
 # ---------------------------------------------------------------- columns

@@ -9,8 +9,10 @@ OUT_DIR=plots/reference`) and check
   - the rounded "Effect: about N.Nx" line in every shipped step's reduce.cu,
   - the counter movements the step READMEs describe,
   - the loop lengths the READMEs quote from `make sass`,
-  - that `make docs` writes every README (both languages) byte for byte as
-    committed, so no number in them was typed by hand.
+  - that `make docs` writes every generated page (README.md, ACCURACY.md and
+    the step READMEs, both languages) byte for byte as committed, every
+    block in them (results, accuracy, measured, counters, diff, figures),
+    so no number in them was typed by hand.
 Only the shipped programs (plots/schema.py SHIPPED) are covered, so a
 student's own step never breaks `make test`. Step 9 arrived with the
 code_hash columns: a reference without them predates it, and the step-9
@@ -372,7 +374,8 @@ class SassTests(unittest.TestCase):
 # ---------------------------------------------------------------- generated docs
 
 def shipped_readmes():
-    """[(path, lang)]: the top pages and the READMEs of the shipped steps."""
+    """[(path, lang)]: the top pages (README, ACCURACY) and the READMEs of the
+    shipped steps."""
     top = [found for page in docs.TOP_PAGES for found in docs.pages(ROOT, page)]
     steps = [os.path.join(ROOT, s) for s in PRESENT if s != schema.CUB]
     return top + [found for folder in steps for found in docs.pages(folder)]
@@ -388,6 +391,21 @@ class GeneratedDocsTests(unittest.TestCase):
                  if path in shipped and new != old]
         self.assertEqual(stale, [], "these differ from what `make docs` writes from "
                                     f"{rel(REFERENCE)}: run make docs")
+
+    def test_every_block_in_the_pages_is_generated(self):
+        # A block docs.py does not know would never be refilled, and the
+        # byte-for-byte check above could not see it go stale.
+        top = {os.path.join(ROOT, page + suffix): set(blocks)
+               for page, blocks in docs.TOP_PAGES.items() for suffix, _ in docs.LANGS}
+        seen = set()
+        for path, _ in shipped_readmes():
+            with open(path, encoding="utf-8") as f:
+                names = re.findall(r"^\s*<!-- BEGIN (\S+) -->\s*$", f.read(), re.M)
+            known = top.get(path, set(docs.STEP_BLOCKS))
+            self.assertEqual(sorted(set(names) - known), [], rel(path))
+            seen.update(names)
+        self.assertEqual(seen, {"results", "accuracy", "measured", "counters", "diff",
+                                "figures"})
 
     def test_both_languages_covered(self):
         # A Chinese README, where there is one, is among those checked above.

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Tests for tools/docs.py, the README blocks in English and Chinese.
+"""Tests for tools/docs.py, the generated blocks in English and Chinese:
+README.md's results, ACCURACY.md's accuracy, and each step README's measured,
+counters, diff and figures; and for plots/generated.py, the block and
+file-writing helpers under them.
 
-Every test builds a small repository in a temporary directory (READMEs with
-marker blocks, a few stepN_*/reduce.cu, the fixture results under
+Every docs test builds a small repository in a temporary directory (pages
+with marker blocks, a few stepN_*/reduce.cu, the fixture results under
 plots/reference/) and runs docs.py on it as a subprocess, as `make docs`
 does. No GPU and no matplotlib needed. Run: python3 tests/test_docs.py
 The last line printed is `docs: N passed, N failed`.
@@ -21,10 +24,16 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "tools", "docs.py")
 FIXTURES = os.path.join(ROOT, "tests", "plots")
+ACCURACY_FIXTURE = os.path.join(ROOT, "tests", "accuracy", "fixture-accuracy.csv")
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import accuracy_data  # noqa: E402
+import accuracy_docs  # noqa: E402
 import compare  # noqa: E402
+import diagrams  # noqa: E402
 import docs  # noqa: E402
+import generated  # noqa: E402
+import patterns  # noqa: E402
 import schema  # noqa: E402
 
 N_MID, N_BIG = 1 << 25, 1 << 28
@@ -492,8 +501,10 @@ class RunTests(Repo):
         shutil.copy(os.path.join(ROOT, "Makefile"), self.root)
         os.makedirs(self.path("tools"))
         shutil.copy(DOCS, self.path("tools"))
-        for name in ("schema.py", "compare.py"):
-            shutil.copy(os.path.join(ROOT, "plots", name), self.path("plots"))
+        for name in os.listdir(os.path.join(ROOT, "plots")):
+            if name.endswith(".py"):
+                shutil.copy(os.path.join(ROOT, "plots", name), self.path("plots"))
+        before = sorted(os.listdir(self.path("plots", "reference")))
 
         def make():
             return subprocess.run(["make", "--no-print-directory", "docs",
@@ -505,6 +516,212 @@ class RunTests(Repo):
         self.assertIn("docs: wrote step1_divergence/README.zh-CN.md", first.stdout)
         self.assertIn("`smsp__inst_executed.sum`", self.readme("step4_warp", "README.md"))
         self.assertNotIn("docs: wrote", make().stdout)
+        # Pages only: no chart, no picture, no data file.
+        self.assertEqual(sorted(os.listdir(self.path("plots", "reference"))), before)
+        self.assertFalse(os.path.exists(self.path("plots", "diagrams")))
+
+
+
+# ----------------------------------------------------------------------------
+# ACCURACY.md: accuracy
+# ----------------------------------------------------------------------------
+
+ACCURACY_PAGE = ("# Accuracy\n\nProse stays.\n\n<!-- BEGIN accuracy -->\nold\n"
+                 "<!-- END accuracy -->\n\nMore prose.\n")
+ACCURACY_PAGE_ZH = "# 精度\n\n<!-- BEGIN accuracy -->\n旧\n<!-- END accuracy -->\n"
+ACCURACY_SOURCE = "plots/reference/fixture-accuracy.csv"
+
+
+class AccuracyBlockTests(Repo):
+
+    def setUp(self):
+        super().setUp()
+        write(self.path("ACCURACY.md"), ACCURACY_PAGE)
+        write(self.path("ACCURACY.zh-CN.md"), ACCURACY_PAGE_ZH)
+
+    def measure(self):
+        shutil.copy(ACCURACY_FIXTURE, self.path(*ACCURACY_SOURCE.split("/")))
+
+    def test_not_measured_yet_in_both_languages(self):
+        self.generate()
+        for name, lang in (("ACCURACY.md", "en"), ("ACCURACY.zh-CN.md", "zh-CN")):
+            text = block(self.readme(name), "accuracy").strip()
+            self.assertEqual(text, accuracy_docs.accuracy_block([], lang, ACCURACY_SOURCE))
+            self.assertIn("make accuracy", text)
+        self.assertIn("Not measured yet", self.readme("ACCURACY.md"))
+        self.assertIn("尚未测量", self.readme("ACCURACY.zh-CN.md"))
+        self.assertEqual(outside_blocks(self.readme("ACCURACY.md")), outside_blocks(ACCURACY_PAGE))
+
+    def test_measured_block_from_the_results_files_sibling(self):
+        self.measure()
+        proc = self.generate()
+        rows = accuracy_data.read_rows(ACCURACY_FIXTURE)
+        for name, lang in (("ACCURACY.md", "en"), ("ACCURACY.zh-CN.md", "zh-CN")):
+            self.assertEqual(block(self.readme(name), "accuracy").strip(),
+                             accuracy_docs.accuracy_block(rows, lang, ACCURACY_SOURCE), name)
+        self.assertIn("Measured on FIXTURE GPU", self.readme("ACCURACY.md"))
+        self.assertIn("docs: note: plots/reference/fixture-accuracy.png does not exist yet",
+                      proc.stderr)
+        self.assertEqual(self.run_docs("--check").returncode, 0)
+
+    def test_explicit_accuracy_file(self):
+        elsewhere = self.path("data", "gpu-accuracy.csv")
+        os.makedirs(os.path.dirname(elsewhere))
+        shutil.copy(ACCURACY_FIXTURE, elsewhere)
+        self.generate("--accuracy", elsewhere)
+        text = block(self.readme("ACCURACY.md"), "accuracy")
+        self.assertIn("Source: data/gpu-accuracy.csv.", text)
+        self.assertIn("![accuracy](data/gpu-accuracy.png)", text)
+
+    def test_stale_block_is_found_and_refilled(self):
+        self.generate()
+        self.measure()
+        before = self.readme("ACCURACY.md")
+        proc = self.run_docs("--check")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("docs: ACCURACY.md is out of date: run `make docs`", proc.stderr)
+        self.assertIn("docs: ACCURACY.zh-CN.md is out of date", proc.stderr)
+        self.assertEqual(self.readme("ACCURACY.md"), before)
+        self.assertIn("docs: wrote ACCURACY.md", self.generate().stdout)
+        self.assertEqual(self.generate().stdout, "")
+
+    def test_missing_accuracy_file_given_explicitly(self):
+        proc = self.run_docs("--accuracy", self.path("nope-accuracy.csv"))
+        self.assert_one_line_error(proc)
+        self.assertIn("--accuracy", proc.stderr)
+
+    def test_accuracy_block_speaks_the_same_languages(self):
+        self.assertEqual(accuracy_docs.LANGS, tuple(lang for _, lang in docs.LANGS))
+
+    def test_bad_accuracy_file_is_one_line_and_writes_nothing(self):
+        write(self.path(*ACCURACY_SOURCE.split("/")), "step,n\nstep0_naive,1024\n")
+        before = self.readme("ACCURACY.md"), self.readme("README.md")
+        proc = self.run_docs()
+        self.assert_one_line_error(proc)
+        self.assertIn("missing column(s)", proc.stderr)
+        self.assertEqual((self.readme("ACCURACY.md"), self.readme("README.md")), before)
+
+
+# ----------------------------------------------------------------------------
+# stepN_*/README.md: figures
+# ----------------------------------------------------------------------------
+
+FIGURES_STEP = "# A step\n\n<!-- BEGIN figures -->\nold pictures\n<!-- END figures -->\n\nProse.\n"
+FIGURES_STEP_ZH = "# 一步\n\n<!-- BEGIN figures -->\n旧图\n<!-- END figures -->\n"
+
+
+class FiguresBlockTests(Repo):
+    """Real step sources, so that plots/patterns.py can model them."""
+
+    STEPS = ("step1_divergence", "step8_vector")
+
+    def setUp(self):
+        super().setUp()
+        for step in self.STEPS:
+            shutil.copy(os.path.join(ROOT, step, "reduce.cu"), self.path(step, "reduce.cu"))
+            write(self.path(step, "README.md"), FIGURES_STEP)
+            write(self.path(step, "README.zh-CN.md"), FIGURES_STEP_ZH)
+
+    def expected(self, step, translate=diagrams.english):
+        built = patterns.build(self.root, step)
+        return diagrams.figures_block(built, self.path(step), self.path("plots", "diagrams"),
+                                      translate)
+
+    def test_links_and_alt_text_from_the_model(self):
+        proc = self.generate()
+        for step in self.STEPS:
+            en = block(self.readme(step, "README.md"), "figures").strip()
+            self.assertEqual(en, self.expected(step))
+            self.assertEqual(outside_blocks(self.readme(step, "README.md")),
+                             outside_blocks(FIGURES_STEP))
+        en = block(self.readme("step1_divergence", "README.md"), "figures")
+        self.assertIn("![step1_divergence: which of the 256 threads (8 warps) of one block "
+                      "work at each level, and which warps issue it]"
+                      "(../plots/diagrams/step1_divergence-lanes.png)", en)
+        self.assertIn("docs: note: plots/diagrams/step8_vector-loads.png does not exist yet",
+                      proc.stderr)
+
+    def test_chinese_alt_text_same_links(self):
+        self.generate()
+        for step in self.STEPS:
+            en = block(self.readme(step, "README.md"), "figures")
+            zh = block(self.readme(step, "README.zh-CN.md"), "figures")
+            links = r"\]\(([^)]+)\)"
+            self.assertEqual(re.findall(links, zh), re.findall(links, en))
+            self.assertEqual(zh.strip(), self.expected(
+                step, lambda t, **v: docs.STRINGS[t].format(**v)))
+            self.assertNotIn("which", zh)
+        self.assertIn("共享内存 bank 映射", block(self.readme("step1_divergence",
+                                                               "README.zh-CN.md"), "figures"))
+
+    def test_a_step_without_a_model(self):
+        write(self.path("step10_mine", "reduce.cu"), source_text("step10_mine"))
+        write(self.path("step10_mine", "README.md"), FIGURES_STEP)
+        self.generate()
+        self.assertEqual(block(self.readme("step10_mine", "README.md"), "figures").strip(),
+                         "No access-pattern pictures for step10_mine yet: plots/patterns.py "
+                         "has no model of it.")
+
+    def test_a_model_that_cannot_be_built_is_one_line(self):
+        with open(self.path("step8_vector", "reduce.cu"), encoding="utf-8") as handle:
+            text = handle.read()
+        write(self.path("step8_vector", "reduce.cu"), text.replace("#define BLOCK_SIZE",
+                                                                   "#define BLOCK_SIZE_GONE"))
+        before = self.readme("step8_vector", "README.md")
+        proc = self.run_docs()
+        self.assert_one_line_error(proc)
+        self.assertIn("BLOCK_SIZE", proc.stderr)
+        self.assertEqual(self.readme("step8_vector", "README.md"), before)
+
+    def test_only_pages_with_the_block_build_a_model(self):
+        # The other fixture steps have no figures block and fake sources that
+        # no model could read: docs.py must not even try.
+        self.assertFalse(generated.has_block(STEP, "figures"))
+        self.generate()
+
+    def test_every_alt_text_has_a_translation(self):
+        for template in diagrams.ALT_TEXT.values():
+            self.assertIn(template, docs.STRINGS)
+
+
+# ----------------------------------------------------------------------------
+# plots/generated.py and the size labels
+# ----------------------------------------------------------------------------
+
+class GeneratedTests(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="generated-test-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_replace_block_keeps_the_rest(self):
+        text = "intro\n<!-- BEGIN figures -->\nold\n<!-- END figures -->\noutro\n"
+        self.assertEqual(generated.replace_block(text, "figures", "![a](b.png)"),
+                         "intro\n<!-- BEGIN figures -->\n\n![a](b.png)\n\n"
+                         "<!-- END figures -->\noutro\n")
+        self.assertIsNone(generated.replace_block("no markers", "figures", "x"))
+        self.assertIsNone(generated.replace_block("<!-- END x -->\n<!-- BEGIN x -->\n", "x", "y"))
+
+    def test_fill_blocks_makes_only_the_bodies_a_page_holds(self):
+        def absent():
+            raise AssertionError("made the body of a block the page does not hold")
+        text = "<!-- BEGIN a -->\n<!-- END a -->\n"
+        self.assertEqual(generated.fill_blocks(text, [("a", lambda: "A"), ("b", absent)]),
+                         "<!-- BEGIN a -->\n\nA\n\n<!-- END a -->\n")
+
+    def test_write_if_changed(self):
+        path = os.path.join(self.tmp, "page.md")
+        self.assertTrue(generated.write_if_changed(path, "数据 and text\n"))
+        with open(path, "rb") as handle:
+            self.assertEqual(handle.read(), "数据 and text\n".encode("utf-8"))
+        os.utime(path, (1, 1))
+        self.assertFalse(generated.write_if_changed(path, "数据 and text\n".encode("utf-8")))
+        self.assertEqual(os.stat(path).st_mtime, 1)   # untouched: make and git see nothing
+        self.assertTrue(generated.write_if_changed(path, b"other"))
+
+    def test_power_label(self):
+        self.assertEqual([schema.power_label(n) for n in (1 << 25, 1 << 28, 1, 1000, 0)],
+                         ["2^25", "2^28", "2^0", "1000", "0"])
 
 
 if __name__ == "__main__":

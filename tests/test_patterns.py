@@ -14,9 +14,11 @@ against the source code and against the Nsight Compute counters.
    change on either side is noticed and the README prose gets re-checked.
    Each comparison is a function that returns its problems; tests also feed
    it doctored counters, to show that it can fail.
-3. The pictures: the README figure blocks are what plots/diagrams.py writes;
-   with matplotlib, the PNGs are small, deterministic and up to date.
-   Without matplotlib only part 3's drawing tests are skipped.
+3. The pictures: every step README links exactly its step's pictures (the
+   block text itself is tools/docs.py's, checked byte for byte by
+   tests/test_claims.py); with matplotlib, the PNGs are small, deterministic
+   and up to date, and drawing them never touches a README. Without
+   matplotlib only part 3's drawing tests are skipped.
 """
 import csv
 import importlib.util
@@ -33,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 import diagrams  # noqa: E402
 import patterns as pt  # noqa: E402
+from generated import markers  # noqa: E402
 
 # The committed reference data. It moves to plots/reference/ (branch
 # tooling); this is the one line to change.
@@ -488,10 +491,13 @@ class ComparisonsCanFailTests(unittest.TestCase):
 # 3. The pictures
 # ----------------------------------------------------------------------------
 
+README_NAMES = ("README.md", "README.zh-CN.md")
+
+
 def readme_block(path):
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    begin, end = diagrams.markers(diagrams.BLOCK_NAME)
+    begin, end = markers("figures")
     if begin not in text or end not in text:
         return None
     return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
@@ -509,17 +515,18 @@ def run_diagrams(*args, env=None):
 
 
 class ReadmeBlockTests(unittest.TestCase):
-    def test_step_readmes_carry_the_generated_block(self):
+    def test_step_readmes_link_their_pictures(self):
         for step, built in Cache.models().items():
-            step_dir = os.path.join(ROOT, step)
-            for name in diagrams.README_NAMES:
-                path = os.path.join(step_dir, name)
+            wanted = [f"../plots/diagrams/{diagrams.figure_name(step, kind)}"
+                      for kind in diagrams.figure_kinds(built)]
+            for name in README_NAMES:
+                path = os.path.join(ROOT, step, name)
                 if not os.path.isfile(path):
                     continue
                 block = readme_block(path)
                 self.assertIsNotNone(block, f"{step}/{name} has no figures block")
-                want = diagrams.figures_block(built, step_dir, FIGURES)
-                self.assertEqual(block, want, f"{step}/{name}: run make diagrams")
+                links = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", block)
+                self.assertEqual(links, wanted, f"{step}/{name}: run make docs")
 
     def test_every_linked_picture_exists(self):
         for step, built in Cache.models().items():
@@ -532,12 +539,14 @@ class ReadmeBlockTests(unittest.TestCase):
                   for k in diagrams.figure_kinds(b)}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
-    def test_block_replacement_keeps_the_rest(self):
-        text = "intro\n<!-- BEGIN figures -->\nold\n<!-- END figures -->\noutro\n"
-        new = diagrams.replace_block(text, "figures", "![a](b.png)")
-        self.assertEqual(new, "intro\n<!-- BEGIN figures -->\n\n![a](b.png)\n\n"
-                              "<!-- END figures -->\noutro\n")
-        self.assertIsNone(diagrams.replace_block("no markers", "figures", "x"))
+    def test_alt_text_is_english_unless_translated(self):
+        built = Cache.models()["step1_divergence"]
+        english = diagrams.figures_block(built, "step1_divergence", "plots/diagrams")
+        self.assertIn("![step1_divergence: shared-memory bank map of each level; the worst "
+                      "request puts ", english)
+        marked = diagrams.figures_block(built, "step1_divergence", "plots/diagrams",
+                                        translate=lambda t, **v: "<" + t.format(**v) + ">")
+        self.assertEqual(marked.replace("![<", "![").replace(">](", "]("), english)
 
 
 class DrawingTests(unittest.TestCase):
@@ -567,22 +576,24 @@ class DrawingTests(unittest.TestCase):
                                      f"plots/diagrams/{name} is stale: run make diagrams")
 
     @needs_matplotlib
-    def test_readmes_filled_and_rerun_writes_nothing(self):
+    def test_drawing_never_touches_a_readme_and_rerun_writes_nothing(self):
         step = "step2_bankconflict"
         shutil.copytree(os.path.join(ROOT, step), os.path.join(self.tmp, step),
                         ignore=shutil.ignore_patterns("run"))
         readme = os.path.join(self.tmp, step, "README.md")
+        begin, end = markers("figures")
         with open(readme, encoding="utf-8") as handle:
             original = handle.read()
-        begin, end = diagrams.markers(diagrams.BLOCK_NAME)
         stale = original.split(begin)[0] + f"{begin}\nstale\n{end}" + original.split(end)[1]
         with open(readme, "w", encoding="utf-8") as handle:
             handle.write(stale)
-        args = ("--root", self.tmp, "--readmes", "--steps", step)
+        args = ("--root", self.tmp, "--steps", step)
         proc = run_diagrams(*args)
         self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"diagrams.py: wrote {os.path.join(self.tmp, 'plots', 'diagrams')}",
+                      proc.stdout)
         with open(readme, encoding="utf-8") as handle:
-            self.assertEqual(handle.read(), original)
+            self.assertEqual(handle.read(), stale)   # make docs fills it, not this
         again = run_diagrams(*args)
         self.assertEqual(again.returncode, 0, again.stderr)
         self.assertNotIn("wrote", again.stdout)

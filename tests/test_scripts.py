@@ -742,6 +742,33 @@ class MakeTargetTest(ScriptTest):
         self.assertIn("matplotlib is not installed", proc.stderr)
         self.assertTrue(os.path.isfile(self.file("scratch", "h200.csv")))
 
+    @needs_matplotlib
+    def test_plot_draws_charts_diagrams_and_accuracy_chart_but_no_readme(self):
+        reference = self.file("plots", "reference")
+        os.makedirs(reference)
+        for source, name in (("plots/fixture.csv", "gpu.csv"),
+                             ("plots/fixture-profile.csv", "gpu-profile.csv"),
+                             ("accuracy/fixture-accuracy.csv", "gpu-accuracy.csv")):
+            shutil.copy(os.path.join(REPO, "tests", *source.split("/")),
+                        os.path.join(reference, name))
+        step = "step2_bankconflict"   # a step with an access-pattern model
+        os.makedirs(self.file(step))
+        shutil.copy(os.path.join(REPO, step, "reduce.cu"), self.file(step))
+        step_readme = "# Step 2\n\n<!-- BEGIN figures -->\nstale\n<!-- END figures -->\n"
+        with open(self.file(step, "README.md"), "w") as f:
+            f.write(step_readme)
+        proc = self.make("plot", "RESULTS=plots/reference/gpu.csv")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(reference)),
+                         ["gpu-accuracy.csv", "gpu-accuracy.png", "gpu-profile.csv",
+                          "gpu-profile.png", "gpu-progression.png", "gpu-sweep.png",
+                          "gpu-vs-cub.png", "gpu.csv"])
+        self.assertEqual(sorted(os.listdir(self.file("plots", "diagrams"))),
+                         [f"{step}-banks.png", f"{step}-lanes.png"])
+        self.assert_readme_untouched()
+        with open(self.file(step, "README.md")) as f:
+            self.assertEqual(f.read(), step_readme)   # make docs fills it, not make plot
+
     def profile_all(self, *args):
         bindir = make_ncu(self.top)
         return self.make("profile-all", *args,

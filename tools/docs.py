@@ -1,24 +1,32 @@
 #!/usr/bin/env python3
-"""Regenerate the generated blocks of every README from a results file.
+"""Regenerate the generated blocks of every page from the committed data:
+the one writer of README blocks (`make docs`).
 
-    python3 tools/docs.py [--results CSV] [--profile CSV] [--root DIR] [--check]
+    python3 tools/docs.py [--results CSV] [--profile CSV] [--accuracy CSV]
+                          [--root DIR] [--check]
 
 A block is the text between a `<!-- BEGIN name -->` line and its
-`<!-- END name -->` line; everything outside blocks is left alone.
+`<!-- END name -->` line (plots/generated.py); everything outside blocks is
+left alone.
   README.md          results   provenance, charts, tables at n = 2^25 and 2^28
+  ACCURACY.md        accuracy  measured errors, Kahan's cost, equal bits
+                               (plots/accuracy_docs.py, from the accuracy CSV)
   stepN_*/README.md  measured  this step at both sizes, against the previous step, step 0, CUB
                      counters  its Nsight Compute counters beside the previous step's
                      diff      its reduce.cu against the previous step's
-README.zh-CN.md beside a README.md gets the same blocks with Chinese labels
-(STRINGS below); step names, CUDA identifiers and numbers are the same in both.
-Failed and check-mode rows never reach a table (plots/schema.py). Running it
-twice changes nothing.
+                     figures   its access-pattern pictures (plots/diagrams.py draws them)
+NAME.zh-CN.md beside a NAME.md gets the same blocks with Chinese labels
+(STRINGS below, and accuracy_docs.TEXT); step names, CUDA identifiers and
+numbers are the same in both. Failed and check-mode rows never reach a table
+(plots/schema.py). Running it twice changes nothing.
 
-Defaults: --results plots/reference/h200.csv, --profile the results file's
--profile.csv sibling when it exists. --check writes nothing and exits 1 when
-a README differs from what it would write.
+Defaults: --results plots/reference/h200.csv; --profile the results file's
+-profile.csv sibling when it exists; --accuracy its -accuracy.csv sibling,
+and when that does not exist yet the accuracy block says how to measure it.
+--check writes nothing and exits 1 when a page differs from what it would
+write.
 
-Exit codes: 0 done (or up to date), 1 --check found a README out of date,
+Exit codes: 0 done (or up to date), 1 --check found a page out of date,
 2 bad input (one line on stderr).
 """
 import argparse
@@ -28,9 +36,15 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "plots"))
+import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
+import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
+import diagrams  # noqa: E402  (which pictures a step has, their alt text)
+import patterns  # noqa: E402  (the access-pattern model behind the pictures)
 import schema  # noqa: E402  (the CSV files and step names)
 from compare import TABLE_SIZES  # noqa: E402
+from generated import fill_blocks, has_block, markers, read_text, write_if_changed  # noqa: E402
+from schema import power_label  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
 NONE_MARK = "—"
@@ -103,6 +117,23 @@ STRINGS = {
     "There is no {step}/reduce.cu to compare yet.": "还没有可比较的 {step}/reduce.cu。",
     "{this}/reduce.cu is identical to {prev}/reduce.cu.":
         "{this}/reduce.cu 与 {prev}/reduce.cu 完全相同。",
+    # stepN_*/README.md: figures (alt text: plots/diagrams.py ALT_TEXT)
+    "No access-pattern pictures for {step} yet: plots/patterns.py has no model of it.":
+        "{step} 还没有访问模式图：plots/patterns.py 中还没有它的模型。",
+    diagrams.ALT_TEXT["lanes"]:
+        "{step}：一个 block 的 {threads} 个线程（{warps} 个 warp）在每一层中哪些在工作，"
+        "以及哪些 warp 发出了这一层的指令",
+    diagrams.ALT_TEXT["banks"]:
+        "{step}：每一层的共享内存 bank 映射；没有任何一次请求让同一个 bank 服务两个不同的字",
+    diagrams.ALT_TEXT["banks-conflict"]:
+        "{step}：每一层的共享内存 bank 映射；最坏的一次请求让同一个 bank 服务 {degree} 个字",
+    diagrams.ALT_TEXT["shuffle"]:
+        "{step}：{levels} 层 __shfl_down_sync；lane i 加上 lane i + offset 的值，"
+        "只有 lane 0 得到完整的和",
+    diagrams.ALT_TEXT["loads"]: "{step}：在缩小的 grid 上，哪个线程加载哪个元素",
+    diagrams.ALT_TEXT["loads-vector"]:
+        "{step}：在缩小的 grid 上、使用 --offset {offset} 时，哪个线程加载哪个 float："
+        "头部、float4 主体和尾部",
 }
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
@@ -125,11 +156,6 @@ def tr(text, lang, **values):
 # Number formats (the same in every language)
 # ----------------------------------------------------------------------------
 
-def power_label(n):
-    """2^25 for powers of two, the plain number otherwise."""
-    return f"2^{n.bit_length() - 1}" if n > 0 and n & (n - 1) == 0 else str(n)
-
-
 def fmt_ratio(value, digits=2):
     return NONE_MARK if value is None else f"{value:.{digits}f}x"
 
@@ -150,15 +176,29 @@ def md_cell(text):
 # ----------------------------------------------------------------------------
 
 class Sources:
-    """The inputs of every block: the repository, the results, the counters."""
+    """The inputs of every block: the repository, the results, the counters,
+    the accuracy rows and the access-pattern models."""
 
-    def __init__(self, root, results_path, profile_path):
+    def __init__(self, root, results_path, profile_path, accuracy_path=None):
         self.root = root
         self.m = compare.Measurements.load(results_path)
         self.m.require_table_sizes()
         self.counters = compare.Counters.load(profile_path) if profile_path else None
+        # Not measured yet is a state the accuracy block describes, not an error.
+        self.accuracy_path = accuracy_path or default_accuracy(results_path)
+        self.accuracy_rows = (accuracy_data.read_rows(self.accuracy_path)
+                              if os.path.isfile(self.accuracy_path) else [])
         self.steps = schema.step_dirs(root, has=("reduce.cu",) + tuple(
             "README" + suffix for suffix, _ in LANGS))
+        self.models = {}
+        self.linked = []    # every chart and picture a block links, for missing_charts()
+
+    def model(self, step):
+        """The step's access-pattern model, or None when plots/patterns.py has none."""
+        if step not in self.models:
+            self.models[step] = (patterns.build(self.root, step)
+                                 if step in patterns.MODELS else None)
+        return self.models[step]
 
     def path(self, path):
         return compare.repo_path(path, self.root)
@@ -227,6 +267,7 @@ def seed_lines(lang):
 def results_block(src, folder, lang):
     parts = [provenance(src, lang)]
     for kind in compare.chart_kinds(src.m, src.counters):
+        src.linked.append(compare.chart_path(src.m, kind))
         link = os.path.relpath(compare.chart_path(src.m, kind), folder).replace(os.sep, "/")
         parts += ["", f"![{kind}]({link})"]
     for n in TABLE_SIZES:
@@ -328,47 +369,38 @@ def diff_block(src, step, lang):
     return f"{fence}diff\n{diff}\n{fence}"
 
 
+def figures_block(src, step, lang):
+    built = src.model(step)
+    if built is None:
+        return tr("No access-pattern pictures for {step} yet: plots/patterns.py has no "
+                  "model of it.", lang, step=step)
+    out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
+    src.linked += [os.path.join(out_dir, diagrams.figure_name(step, kind))
+                   for kind in diagrams.figure_kinds(built)]
+    return diagrams.figures_block(built, os.path.join(src.root, step), out_dir,
+                                  translate=lambda template, **values: tr(template, lang,
+                                                                          **values))
+
+
+# ----------------------------------------------------------------------------
+# ACCURACY.md: accuracy
+# ----------------------------------------------------------------------------
+
+def accuracy_block(src, folder, lang):
+    if accuracy_data.errors(src.accuracy_rows):
+        src.linked.append(sibling(src.accuracy_path, ".png"))  # accuracy_chart.py draws it
+    source = os.path.relpath(src.accuracy_path, folder).replace(os.sep, "/")
+    return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source)
+
+
 # block name -> (src, folder or step, lang) -> markdown
 TOP_BLOCKS = {"results": results_block}
-STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block}
+ACCURACY_BLOCKS = {"accuracy": accuracy_block}
+STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block,
+               "figures": figures_block}
 # The pages at the top of the repository and the blocks each may hold; a
 # stepN_*/README holds STEP_BLOCKS.
-TOP_PAGES = {"README": TOP_BLOCKS}
-
-
-# ----------------------------------------------------------------------------
-# Marker blocks
-# ----------------------------------------------------------------------------
-
-def markers(name):
-    return f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
-
-
-def replace_block(text, name, body):
-    """The text with the block's body replaced; None when its markers are absent."""
-    begin, end = markers(name)
-    lines = text.split("\n")
-    stripped = [line.strip() for line in lines]
-    if begin not in stripped:
-        return None
-    first = stripped.index(begin)
-    if end not in stripped[first + 1:]:
-        return None
-    last = stripped.index(end, first + 1)
-    # Blank lines around the body keep tables from gluing onto the comments.
-    return "\n".join(lines[:first + 1] + [""] + body.split("\n") + [""] + lines[last:])
-
-
-def fill_blocks(text, blocks):
-    for name, body in blocks:
-        replaced = replace_block(text, name, body())
-        text = text if replaced is None else replaced
-    return text
-
-
-def read_text(path):
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+TOP_PAGES = {"README": TOP_BLOCKS, "ACCURACY": ACCURACY_BLOCKS}
 
 
 # ----------------------------------------------------------------------------
@@ -384,7 +416,7 @@ def pages(folder, name="README"):
 def regenerate(src):
     """[(path, old text, new text)] for every page the blocks touch."""
     top = os.path.join(src.root, "README.md")
-    if not os.path.isfile(top) or replace_block(read_text(top), "results", "") is None:
+    if not os.path.isfile(top) or not has_block(read_text(top), "results"):
         begin, end = markers("results")
         raise DocsError(f"{top} has no '{begin}' ... '{end}' lines")
     changes = []
@@ -404,14 +436,22 @@ def regenerate(src):
 
 
 def missing_charts(src):
-    return [path for path in (compare.chart_path(src.m, kind)
-                              for kind in compare.chart_kinds(src.m, src.counters))
-            if not os.path.isfile(path)]
+    """The charts and pictures that the regenerated blocks link but nobody drew yet."""
+    return [path for path in dict.fromkeys(src.linked) if not os.path.isfile(path)]
+
+
+def sibling(results, suffix):
+    """plots/reference/h200.csv -> plots/reference/h200<suffix>."""
+    return (results[:-len(".csv")] if results.endswith(".csv") else results) + suffix
 
 
 def default_profile(results):
-    sibling = results[:-len(".csv")] + "-profile.csv" if results.endswith(".csv") else None
-    return sibling if sibling and os.path.isfile(sibling) else None
+    path = sibling(results, "-profile.csv")
+    return path if os.path.isfile(path) else None
+
+
+def default_accuracy(results):
+    return sibling(results, "-accuracy.csv")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -421,18 +461,23 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def parse_args(argv):
-    parser = OneLineParser(prog="docs.py", description="Regenerate the README blocks "
-                           "(results, measured, counters, diff) from a results file.")
+    parser = OneLineParser(prog="docs.py", description="Regenerate the generated blocks "
+                           "of README.md, ACCURACY.md and every step README (results, "
+                           "accuracy, measured, counters, diff, figures).")
     parser.add_argument("--root", default=ROOT,
-                        help="the repository: README.md and the stepN_*/ folders "
-                             "(default: this one)")
+                        help="the repository: README.md, ACCURACY.md and the stepN_*/ "
+                             "folders (default: this one)")
     parser.add_argument("--results", metavar="CSV",
                         help=f"results file (default: ROOT/{DEFAULT_RESULTS})")
     parser.add_argument("--profile", metavar="CSV",
                         help="Nsight Compute counters (default: the results file's "
                              "-profile.csv sibling, when it exists)")
+    parser.add_argument("--accuracy", metavar="CSV",
+                        help="accuracy rows from make accuracy (default: the results "
+                             "file's -accuracy.csv sibling; until it exists the block "
+                             "says how to measure it)")
     parser.add_argument("--check", action="store_true",
-                        help="write nothing; exit 1 if any README is out of date")
+                        help="write nothing; exit 1 if any page is out of date")
     args = parser.parse_args(argv)
     args.results = args.results or os.path.join(args.root, DEFAULT_RESULTS)
     if args.profile is None:
@@ -440,10 +485,17 @@ def parse_args(argv):
     return args
 
 
+def check_given(path, option):
+    """A file named on the command line must exist (a default may be missing)."""
+    if path is not None and not os.path.isfile(path):
+        raise DocsError(f"{option} {path}: file not found")
+
+
 def run(args):
     if not os.path.isdir(args.root):
         raise DocsError(f"not a directory: {args.root}")
-    src = Sources(args.root, args.results, args.profile)
+    check_given(args.accuracy, "--accuracy")
+    src = Sources(args.root, args.results, args.profile, args.accuracy)
     changes = [(path, new) for path, old, new in regenerate(src) if new != old]
     for path in missing_charts(src):
         print(f"docs: note: {src.path(path)} does not exist yet; `make plot` draws it",
@@ -453,9 +505,8 @@ def run(args):
             print(f"docs: {src.path(path)} is out of date: run `make docs`", file=sys.stderr)
         return EXIT_STALE if changes else 0
     for path, new in changes:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(new)
-        print(f"docs: wrote {src.path(path)}")
+        if write_if_changed(path, new):
+            print(f"docs: wrote {src.path(path)}")
     return 0
 
 
@@ -463,7 +514,8 @@ def main(argv=None):
     args = parse_args(argv)
     try:
         return run(args)
-    except (DocsError, schema.SchemaError) as err:
+    except (DocsError, schema.SchemaError, accuracy_data.AccuracyError,
+            patterns.ModelError) as err:
         message = str(err)
     except OSError as err:
         message = f"{err.strerror or err}" + (f": {err.filename}" if err.filename else "")

@@ -1,0 +1,75 @@
+"""Generated output in committed files: marker blocks in markdown pages, and
+writes that leave a file alone when its bytes would not change.
+
+Every script that writes into the repository (charts, pictures, README
+blocks) goes through here, so a rerun on unchanged inputs leaves git clean.
+
+A block is the text between a `<!-- BEGIN name -->` line and its
+`<!-- END name -->` line; everything outside blocks is the author's.
+"""
+import os
+
+
+def markers(name):
+    """The BEGIN and END lines of a block."""
+    return f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+
+
+def has_block(text, name):
+    """True when the text holds the block's BEGIN line with an END line after it."""
+    return _span(text.split("\n"), name) is not None
+
+
+def _span(lines, name):
+    begin, end = markers(name)
+    stripped = [line.strip() for line in lines]
+    if begin not in stripped:
+        return None
+    first = stripped.index(begin)
+    if end not in stripped[first + 1:]:
+        return None
+    return first, stripped.index(end, first + 1)
+
+
+def replace_block(text, name, body):
+    """The text with the block's body replaced; None when its markers are absent."""
+    lines = text.split("\n")
+    span = _span(lines, name)
+    if span is None:
+        return None
+    first, last = span
+    # Blank lines around the body keep a table or an image from gluing onto
+    # the comment lines (markdown would read them as one paragraph).
+    return "\n".join(lines[:first + 1] + [""] + body.split("\n") + [""] + lines[last:])
+
+
+def fill_blocks(text, blocks):
+    """The text with every block in `blocks` ([(name, () -> body)]) refilled.
+
+    A body is made only for the blocks the text holds, so a page without a
+    block never pays for (or fails on) that block's inputs."""
+    for name, body in blocks:
+        if has_block(text, name):
+            text = replace_block(text, name, body())
+    return text
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def write_if_changed(path, data):
+    """Write `data` (bytes, or text as UTF-8) only when the file differs.
+
+    Returns True when it wrote. Unchanged files keep their bytes and their
+    modification time, so neither git nor make sees a change."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if os.path.isfile(path):
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    with open(path, "wb") as handle:
+        handle.write(data)
+    return True
