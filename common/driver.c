@@ -46,8 +46,9 @@ struct gpu_info {
 };
 
 /* The step's name is its directory: .../step3_idle/run -> "step3_idle",
- * .../baseline_cub/run -> "cub". /proc/self/exe sees through the
- * step3 -> step3_idle link that make creates. */
+ * .../baseline_cub/run -> "cub"; a demo build beside it names itself:
+ * .../step9_singlepass/run-atomic -> "step9_singlepass-atomic".
+ * /proc/self/exe sees through the step3 -> step3_idle link that make creates. */
 static void step_name(const char *argv0, char *out, size_t len)
 {
     char path[4096];
@@ -56,10 +57,15 @@ static void step_name(const char *argv0, char *out, size_t len)
         path[k] = '\0';
     else
         snprintf(path, sizeof path, "%s", argv0);
+    char file[4096];
+    snprintf(file, sizeof file, "%s", basename(path));
     const char *dir = basename(dirname(path));
     if (strncmp(dir, "baseline_", 9) == 0)
         dir += 9;
-    snprintf(out, len, "%s", dir);
+    if (strncmp(file, "run-", 4) == 0)
+        snprintf(out, len, "%.120s-%.120s", dir, file + 4);   /* names are short; bound them */
+    else
+        snprintf(out, len, "%s", dir);
 }
 
 /* The NVIDIA driver's version ("580.159.04") is only known to NVML, which

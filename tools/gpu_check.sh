@@ -29,6 +29,9 @@ step() {   # name, command...: run, keep the log, remember a failure
     [ $rc -eq 0 ] || status=1
 }
 
+# The file-name form of this GPU's name (h200), as bench.py names its CSV.
+slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
+       python3 -c 'import sys; sys.path.insert(0, "plots"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
   nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
 step build make -j"$(nproc)" all mutants step9_singlepass/run-atomic step4_warp/run-racy \
@@ -38,6 +41,10 @@ if [ "$phase" = measure ] || [ "$phase" = all ]; then
     step profile make --no-print-directory profile-all
     step bench python3 plots/bench.py --root . --out-dir "$OUT_DIR"
     step accuracy python3 plots/accuracy.py --root . --out-dir "$OUT_DIR"
+    # Step 9's knob sweep, with step 8 and CUB in the same run: its README's "What was tried".
+    step tune_step9 env TUNE_ONLY=step9 TUNE_BASE="step8_vector step9_singlepass baseline_cub" \
+        TUNE_SIZES="1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304 16777216 268435456" \
+        bash tools/tune.sh "$OUT_DIR/$slug-tune-step9.csv"
 fi
 if [ "$phase" = check ] || [ "$phase" = all ]; then
     step unit build/unit_tests
@@ -51,8 +58,7 @@ if [ "$phase" = check ] || [ "$phase" = all ]; then
     step no_fence bash -c "{ echo '# step 9 without its acquire fence (exercise 1), graded and sanitized on this GPU';
         python3 tools/grade.py --quick build/exercise/step9_no_fence/run;
         echo \"grade exit \$?\"; } 2>&1"
-    cp "$out/no_fence.log" "$OUT_DIR/$(python3 -c 'import sys; sys.path.insert(0, "plots"); import schema, subprocess
-print(schema.gpu_slug(subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True).stdout.splitlines()[0]))')-step9-no-fence.log"
+    cp "$out/no_fence.log" "$OUT_DIR/$slug-step9-no-fence.log"
     step sass make --no-print-directory sass SASS_OUT="$OUT_DIR/sm90-sass.txt"
 fi
 tar czf "$dest/logs.tgz" -C "$out" .

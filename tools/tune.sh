@@ -20,7 +20,7 @@ variants=(
     "step8_vector UNROLL 1"         "step8_vector UNROLL 2"
     "step8_vector UNROLL 8"         "step8_vector BLOCK_SIZE 128"
     "step8_vector BLOCK_SIZE 512"   "step8_vector MIN_PER_THREAD 2"
-    "step9_singlepass MIN_PER_THREAD 4"  "step9_singlepass MIN_PER_THREAD 16"
+    "step9_singlepass MIN_PER_THREAD 4"  "step9_singlepass MIN_PER_THREAD 8"
     "step9_singlepass MIN_PER_THREAD 32" "step9_singlepass MIN_PER_THREAD 64"
     "step9_singlepass BLOCK_SIZE 512"    "step9_singlepass BLOCK_SIZE 1024"
     "step9_singlepass UNROLL 2"          "step9_singlepass UNROLL 8"
