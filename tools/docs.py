@@ -12,6 +12,9 @@ left alone.
   ACCURACY.md        accuracy  measured errors, Kahan's cost, equal bits
                                (plots/accuracy_docs.py, from the accuracy CSV)
   stepN_*/README.md  measured  this step at both sizes, against the previous step, step 0, CUB
+                     vs-cub    this step, the previous one and CUB at every size (step 9)
+                     determinism  different sums in 100 runs (the -determinism.csv sibling)
+                     tried     this step's knob sweep (the -tune-stepN.csv sibling)
                      counters  its Nsight Compute counters beside the previous step's
                      diff      its reduce.cu against the previous step's
                      figures   its access-pattern pictures (plots/diagrams.py draws them)
@@ -31,6 +34,7 @@ Exit codes: 0 done (or up to date), 1 --check found a page out of date,
 """
 import argparse
 import difflib
+import math
 import os
 import sys
 
@@ -74,9 +78,10 @@ STRINGS = {
     "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
         "| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | "
         "相对 step 0 | 相对 CUB |",
-    "The seed articles (Chinese, in shared/seeds; V100, their own harness, 2^25 floats) "
-    "report {first} us ({first_name}), {middle} and {last} us for their final version.":
-        "种子文章（中文，见 shared/seeds；在 V100 上用它们自己的测试代码归约 2^25 个 float）"
+    "The seed articles (Chinese, named under Sources below; V100, their own harness, "
+    "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for their final "
+    "version.":
+        "种子文章（中文，篇名见下文的“来源”；在 V100 上用它们自己的测试代码归约 2^25 个 float）"
         "报告的时间为 {first} us（{first_name}）、{middle}，最终版本为 {last} us。",
     "{us} ({name})": "{us}（{name}）",
     ", ": "、",
@@ -96,7 +101,7 @@ STRINGS = {
         "| 计数器 | 上一步（{prev}） | 本步（{step}） | 变化 |",
     "Nsight Compute, {gpu} at revision {rev}, from {source}.":
         "Nsight Compute，{gpu}，版本 {rev}，数据来自 {source}。",
-    "No counters for {step} in {source} yet.": "{source} 中还没有 {step} 的计数器数据。",
+    "No counters for {step} in {source} yet.": "还没有 {step} 的计数器数据（{source}）。",
     "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.":
         "还没有 Nsight Compute 计数器数据：先运行 `make profile-all`，再运行 `make docs`。",
     "{label} ({unit})": "{label}（{unit}）",
@@ -111,6 +116,30 @@ STRINGS = {
     "kernel duration": "kernel 执行时间",
     "achieved occupancy, % of peak warps": "实际占用率，占最大 warp 数 %",
     "lanes with the predicate on per warp instruction": "每条 warp 指令中谓词为真的 lane 数",
+    # stepN_*/README.md: vs-cub, determinism, tried (step 9's)
+    "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |":
+        "| n | {prev} us | {step} us | CUB us | {step} 相对 {prev} | {step} 相对 CUB |",
+    "Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 means {step} is "
+    "faster. Against CUB: {worst} at its slowest (n = {worst_n}); geometric mean {mean} over "
+    "the powers of two from n = 2^12 to 2^22. From {source}.":
+        "{gpu} 上 {reps} 次重复的中位数，每次前清空 L2；比值大于 1 表示 {step} 更快。"
+        "相对 CUB：最慢时为 {worst}（n = {worst_n}）；在 n = 2^12 到 2^22 的各个二的幂上，"
+        "几何平均为 {mean}。数据来自 {source}。",
+    "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.":
+        "尚未测量：{source} 中没有 {step} 与 CUB 在相同规模上的数据。",
+    "| program | n | runs | different sums | median us |":
+        "| 程序 | n | 运行次数 | 不同的和 | 中位数 us |",
+    "From {source}, on {gpu} at revision {rev} (`make determinism`).":
+        "数据来自 {source}，{gpu}，版本 {rev}（`make determinism`）。",
+    "Not measured yet: `make determinism OUT_DIR=plots/reference`, then `make docs`.":
+        "尚未测量：先运行 `make determinism OUT_DIR=plots/reference`，再运行 `make docs`。",
+    "| variant | {sizes} |": "| 变体 | {sizes} |",
+    "Median us per n, L2 flushed, from {source} (`make tune`, on {gpu} at revision {rev}); "
+    "a variant is this step with one `#define` changed.":
+        "各 n 下的中位数（us），每次前清空 L2，数据来自 {source}（`make tune`，{gpu}，"
+        "版本 {rev}）；每个变体只改了本步的一个 `#define`。",
+    "Not measured yet: {source} does not exist.": "尚未测量：{source} 还不存在。",
+    "{step} as shipped": "{step}（发布版本）",
     # stepN_*/README.md: diff
     "Step 0 is the starting point; there is no previous step.": "Step 0 是起点，没有上一步。",
     "{step} is the first step; there is no previous step.": "{step} 是第一步，没有上一步。",
@@ -252,9 +281,9 @@ def results_table(src, n, lang):
 
 def seed_lines(lang):
     (first_name, first), *middle, (_, last) = SEED_V100_US
-    sentence = tr("The seed articles (Chinese, in shared/seeds; V100, their own harness, "
-                  "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for "
-                  "their final version.", lang, first=f"{first:.2f}", first_name=first_name,
+    sentence = tr("The seed articles (Chinese, named under Sources below; V100, their own "
+                  "harness, 2^25 floats) report {first} us ({first_name}), {middle} and {last} "
+                  "us for their final version.", lang, first=f"{first:.2f}", first_name=first_name,
                   middle=tr(", ", lang).join(tr("{us} ({name})", lang, us=f"{us:.2f}", name=name)
                                              for name, us in middle),
                   last=f"{last:.2f}")
@@ -393,11 +422,103 @@ def accuracy_block(src, folder, lang):
     return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source)
 
 
+# ----------------------------------------------------------------------------
+# step9_singlepass/README.md: vs-cub, determinism, tried
+# ----------------------------------------------------------------------------
+
+GEOMEAN_SIZES = tuple(1 << k for k in range(12, 23))   # the launch-bound middle
+
+
+def vs_cub_block(src, step, lang):
+    """This step against the previous one and CUB at every size both have."""
+    m = src.m
+    sizes = [n for n in m.sizes_of(step) if m.get(schema.CUB, n) and m.previous(step, n)]
+    if not sizes:
+        return tr("Not measured yet: {source} has no rows for {step} and CUB at the same "
+                  "sizes.", lang, source=src.path(m.path), step=step)
+    prev = m.previous(step, sizes[0]).step
+    lines = [tr("| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |",
+                lang, prev=prev, step=step), "|---|--:|--:|--:|--:|--:|"]
+    vs_cub = {}
+    for n in sizes:
+        row, before, cub = m.get(step, n), m.previous(step, n), m.get(schema.CUB, n)
+        vs_cub[n] = cub.median_us / row.median_us
+        lines.append(f"| {power_label(n)} | {before.median_us:.2f} | {row.median_us:.2f} | "
+                     f"{cub.median_us:.2f} | {fmt_ratio(before.median_us / row.median_us)} | "
+                     f"{fmt_ratio(vs_cub[n])} |")
+    worst = min(vs_cub, key=vs_cub.get)
+    middle = [vs_cub[n] for n in GEOMEAN_SIZES if n in vs_cub]
+    mean = fmt_ratio(math.exp(sum(map(math.log, middle)) / len(middle))) if middle else NONE_MARK
+    lines += ["", tr("Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 "
+                     "means {step} is faster. Against CUB: {worst} at its slowest (n = "
+                     "{worst_n}); geometric mean {mean} over the powers of two from n = 2^12 "
+                     "to 2^22. From {source}.", lang, reps=m.reps_text(), gpu=m.gpu, step=step,
+                     worst=fmt_ratio(vs_cub[worst]), worst_n=power_label(worst), mean=mean,
+                     source=src.path(m.path))]
+    return "\n".join(lines)
+
+
+def extra_rows(path):
+    """Every row of a side file (determinism, tuning), failed ones too: a sum
+    that moved is what the determinism table is about."""
+    return schema.read_results(path) if os.path.isfile(path) else []
+
+
+def determinism_block(src, step, lang):
+    path = sibling(src.m.path, "-determinism.csv")
+    rows = extra_rows(path)
+    if not rows:
+        return tr("Not measured yet: `make determinism OUT_DIR=plots/reference`, then "
+                  "`make docs`.", lang)
+    lines = [tr("| program | n | runs | different sums | median us |", lang),
+             "|---|--:|--:|--:|--:|"]
+    for row in rows:
+        lines.append(f"| {row.step} | {power_label(row.n)} | {row.reps} | {row.distinct} | "
+                     f"{row.median_us:.1f} |")
+    lines += ["", tr("From {source}, on {gpu} at revision {rev} (`make determinism`).", lang,
+                     source=src.path(path), gpu=compare.distinct(r.gpu for r in rows),
+                     rev=compare.distinct(r.git_rev for r in rows))]
+    return "\n".join(lines)
+
+
+TRIED_SIZES = tuple(1 << k for k in (10, 12, 13, 14, 16, 20, 24, 28))
+
+
+def tried_block(src, step, lang):
+    """The knob sweep of this step (tools/tune.sh): <slug>-tune-stepN.csv."""
+    prefix = step.split("_", 1)[0]
+    path = sibling(src.m.path, f"-tune-{prefix}.csv")
+    rows = [r for r in extra_rows(path) if r.passed and r.timed]
+    if not rows:
+        return tr("Not measured yet: {source} does not exist.", lang, source=src.path(path))
+    table = {}
+    for row in rows:   # a later row replaces an earlier one, as everywhere
+        table.setdefault(row.step, {})[row.n] = row.median_us
+    sizes = [n for n in TRIED_SIZES if any(n in by_n for by_n in table.values())]
+    lines = [tr("| variant | {sizes} |", lang, sizes=" | ".join(power_label(n) for n in sizes)),
+             "|---|" + "--:|" * len(sizes)]
+    for name, by_n in table.items():
+        if name.startswith(step + "-"):
+            label = name[len(step) + 1:].replace("-", " ")
+        elif name == step:
+            label = tr("{step} as shipped", lang, step=step)
+        else:
+            label = name
+        cells = " | ".join(f"{by_n[n]:.2f}" if n in by_n else NONE_MARK for n in sizes)
+        lines.append(f"| {label} | {cells} |")
+    lines += ["", tr("Median us per n, L2 flushed, from {source} (`make tune`, on {gpu} at "
+                     "revision {rev}); a variant is this step with one `#define` changed.",
+                     lang, source=src.path(path), gpu=compare.distinct(r.gpu for r in rows),
+                     rev=compare.distinct(r.git_rev for r in rows))]
+    return "\n".join(lines)
+
+
 # block name -> (src, folder or step, lang) -> markdown
 TOP_BLOCKS = {"results": results_block}
 ACCURACY_BLOCKS = {"accuracy": accuracy_block}
 STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block,
-               "figures": figures_block}
+               "figures": figures_block, "vs-cub": vs_cub_block,
+               "determinism": determinism_block, "tried": tried_block}
 # The pages at the top of the repository and the blocks each may hold; a
 # stepN_*/README holds STEP_BLOCKS.
 TOP_PAGES = {"README": TOP_BLOCKS, "ACCURACY": ACCURACY_BLOCKS}
