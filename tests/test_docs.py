@@ -223,8 +223,8 @@ class ResultsBlockTests(Repo):
     def test_seed_figures_are_quoted(self):
         self.generate()
         text = self.readme("README.md")
-        self.assertIn("The seed articles (Chinese, in shared/seeds; V100, their own harness, "
-                      "2^25 floats) report 788.29 us (v0), 502.43 (v1), 375.90 (v2), 205.89 "
+        self.assertIn("The seed articles (Chinese, named under Sources below; V100, their own "
+                      "harness, 2^25 floats) report 788.29 us (v0), 502.43 (v1), 375.90 (v2), 205.89 "
                       "(v3), 176.86 (v4) and 162.21 us for their final version.", text)
         self.assertIn(f"| final | 162.21 | {788.29 / 162.21:.2f}x |", text)
 

@@ -161,8 +161,8 @@ STRINGS = {
         "只有 lane 0 得到完整的和",
     diagrams.ALT_TEXT["loads"]: "{step}：在缩小的 grid 上，哪个线程加载哪个元素",
     diagrams.ALT_TEXT["loads-vector"]:
-        "{step}：在缩小的 grid 上、使用 --offset {offset} 时，哪个线程加载哪个 float："
-        "头部、float4 主体和尾部",
+        "{step}：哪个线程加载哪个 float（头部、float4 主体和尾部），"
+        "grid 缩小，使用 --offset {offset}",
 }
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
