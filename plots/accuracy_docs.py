@@ -35,7 +35,7 @@ TEXT = {
               "reference 为双精度求和；u = 2^-24 ≈ {u}。数据来源：{source}。",
     },
     "seeds": {"en": ", the median of {k} seeds up to n = {n}",
-              "zh-CN": "，n ≤ {n} 时取 {k} 个种子的中位数"},
+              "zh-CN": "，取 {k} 个种子的中位数（直到 n = {n}）"},
     "table_title": {"en": "**Relative error at n = {n}**", "zh-CN": "**n = {n} 时的相对误差**"},
     "program": {"en": "program", "zh-CN": "程序"},
     "cpu_seq": {"en": "CPU sequential float loop", "zh-CN": "CPU 顺序 float 循环"},
@@ -82,8 +82,8 @@ TEXT = {
     "repeat_all": {
         "en": "Run to run: {count} of {total} programs ran a second time, in a new process, on"
               " fill {fill}, n = {n}, seed {seed}, and returned the same bits.",
-        "zh-CN": "多次运行：{total} 个程序在新进程中对 fill {fill}、n = {n}、seed {seed} 再运行一次，"
-              "其中 {count} 个返回的结果逐位相同。",
+        "zh-CN": "多次运行：{count} 个（共 {total} 个）程序在新进程中对 fill {fill}、n = {n}、"
+              "seed {seed} 再运行一次，返回的结果逐位相同。",
     },
     "repeat_differ": {"en": " Different bits: {steps}.", "zh-CN": "结果不同的程序：{steps}。"},
     "groups": {

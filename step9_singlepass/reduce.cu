@@ -7,7 +7,8 @@
 // Why it helps: step 8 launches a second kernel for its ~1000 partial sums,
 //         and the GPU idles between the two; at small n that gap is most of
 //         the time. Release/acquire order the partials before the ticket.
-// Effect: measured against CUB across n in step9_singlepass/README.md.
+// Effect: about 1.05x faster than step 8 on an H200 at n = 2^25, and more at
+//         small n, where it also beats CUB (step9_singlepass/README.md).
 #include <cuda/atomic>
 
 #include "check.h"

@@ -405,7 +405,7 @@ class GeneratedDocsTests(unittest.TestCase):
             self.assertEqual(sorted(set(names) - known), [], rel(path))
             seen.update(names)
         self.assertEqual(seen, {"results", "accuracy", "measured", "counters", "diff",
-                                "figures"})
+                                "figures", "vs-cub", "determinism", "tried"})
 
     def test_both_languages_covered(self):
         # A Chinese README, where there is one, is among those checked above.

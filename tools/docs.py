@@ -122,9 +122,9 @@ STRINGS = {
     "Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 means {step} is "
     "faster. Against CUB: {worst} at its slowest (n = {worst_n}); geometric mean {mean} over "
     "the powers of two from n = 2^12 to 2^22. From {source}.":
-        "{gpu} 上 {reps} 次重复的中位数，每次前清空 L2；比值大于 1 表示 {step} 更快。"
-        "相对 CUB：最慢时为 {worst}（n = {worst_n}）；在 n = 2^12 到 2^22 的各个二的幂上，"
-        "几何平均为 {mean}。数据来自 {source}。",
+        "{reps} 次重复的中位数，每次前清空 L2，GPU 为 {gpu}；比值大于 1 表示 {step} 更快。"
+        "相对 CUB：最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
+        "（取 n = 2^12 到 2^22 的各个二的幂）。数据来自 {source}。",
     "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.":
         "尚未测量：{source} 中没有 {step} 与 CUB 在相同规模上的数据。",
     "| program | n | runs | different sums | median us |":
