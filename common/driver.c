@@ -312,13 +312,17 @@ static int run(const struct options *opt, const struct gpu_info *gpu, const char
         printf("PASS\n");
     else if (!guards_ok)
         printf("FAIL: a kernel wrote outside its buffers (a NaN guard around them was overwritten)\n");
-    else if (!within_tolerance(results[bad], ref.sum, tol))
-        printf("FAIL: %s %d gave %.9g, %s\n", o.check_only ? "the run" : "timed run", bad + 1,
-               result, isnan(result) ? "NaN: an unwritten output or a read outside the input"
-                                     : "not the reference");
-    else
+    else if (!within_tolerance(results[bad], ref.sum, tol)) {
+        const char *why = isnan(result) ? "NaN: an unwritten output or a read outside the input"
+                                        : "not the reference";
+        if (o.check_only)
+            printf("FAIL: the run gave %.9g, %s\n", result, why);
+        else
+            printf("FAIL: timed run %d gave %.9g, %s\n", bad + 1, result, why);
+    } else {
         printf("FAIL: timed run %d gave %.9g but run 1 gave %.9g (%d different sums in %d runs): "
                "a race?\n", bad + 1, result, results[0], distinct, reps);
+    }
 
     if (o.csv_path != NULL) {
         struct result_row row = {
