@@ -8,6 +8,8 @@ Writes plots/diagrams/<step>-<kind>.png for every step that has a model:
   banks    the shared-memory bank map of each level's worst request
   shuffle  the __shfl_down_sync levels of steps 7 and up
   loads    which thread loads which element (grid-stride steps; a small grid)
+  ticket   blocks draw tickets in any order; the last reads every partial
+           (single-pass steps; a small grid)
 A PNG is rewritten only when its bytes change, so reruns leave git clean.
 The README blocks that show the pictures (<!-- BEGIN figures -->) are
 tools/docs.py's to write (`make docs`): it asks figures_block() here for
@@ -45,6 +47,7 @@ STATE_LABELS = {
 }
 IDLE_WARP_LABEL = "a whole warp idles, yet issues (a branch would skip it)"
 GAP_COLOUR = "#ffffff"
+LANES_TALL = 24     # a lanes picture with more rows gets thinner ones
 EDGE_COLOUR = "#555555"
 
 # Bank map: words per bank in one request. 1 is the goal (one pass); every
@@ -62,6 +65,10 @@ EXAMPLE_BLOCK, EXAMPLE_GRID = 4, 2
 EXAMPLE_N = 45                   # with UNROLL 4: one full trip, then a partial one
 EXAMPLE_OFFSET = 1               # step 8: start one float past a 16-byte boundary
 EXAMPLE_N_VECTOR = 3 + 4 * 37 + 2   # 3 head floats, 37 float4s, 2 tail floats
+# The ticket picture: six blocks of EXAMPLE_BLOCK threads, so the last
+# block's loop runs one full trip and one partial one. The order in which
+# they reach the fetch_add is the hardware's; this is one such order.
+EXAMPLE_FINISH = (3, 0, 5, 1, 4, 2)
 
 CAPTION_SOURCE = ("computed by plots/patterns.py from the index expressions of "
                   "{step}/reduce.cu, no GPU; each if is issued as nvcc 13 compiles "
@@ -86,6 +93,8 @@ def figure_kinds(built):
         kinds.append("shuffle")
     if hasattr(built.loads, "unroll"):
         kinds.append("loads")
+    if built.ticket is not None:
+        kinds.append("ticket")
     return kinds
 
 
@@ -108,6 +117,8 @@ ALT_TEXT = {
     "loads": "{step}: which thread loads which element, for a small grid",
     "loads-vector": "{step}: which thread loads which float, head, float4 body and tail, "
                     "for a small grid with --offset {offset}",
+    "ticket": "{step}: blocks draw tickets in the order they finish; the one that draws "
+              "ticket gridDim.x - 1 reads every partial sum in block order, for a small grid",
 }
 
 
@@ -128,6 +139,8 @@ def alt_text(built, kind):
     elif kind == "loads":
         key = "loads-vector" if isinstance(built.loads, pt.VectorGridStride) else "loads"
         values.update(offset=EXAMPLE_OFFSET)
+    elif kind == "ticket":
+        key = "ticket"
     else:
         raise DiagramError(f"unknown figure kind {kind}")
     return ALT_TEXT[key], values
@@ -271,27 +284,48 @@ def row_note(stage):
     return f"{warps}, {lanes} lane{'s' if lanes != 1 else ''} run"
 
 
+def once_note(built):
+    """The divider above the stages that only the last block runs."""
+    note = "the last block only, once per launch"
+    if built.grid:
+        note += (f": gridDim.x = {built.grid} partials (a full wave on "
+                 f"{pt.EXAMPLE_SMS} SMs, as on an H200)")
+    return note
+
+
 def draw_lanes(mpl, built, path):
-    stages = [st for st in built.all_stages() if st.insts]
+    # Rows: one per stage; a single-pass step's once-per-launch stages come
+    # after a blank divider row (None).
+    rows = [st for st in built.stages if st.insts]
+    once = [st for st in built.once if st.insts]
+    if once:
+        rows += [None] + once
     warps = built.block // pt.WARP
     gap = 3
     width = warps * pt.WARP + (warps - 1) * gap
     codes = {state: k for k, state in enumerate(pt.LANE_STATES)}
     gap_code = len(pt.LANE_STATES)
     grid = []
-    for stage in stages:
+    for stage in rows:
         row = []
         for warp in range(warps):
             if warp:
                 row += [gap_code] * gap
-            row += [codes[s] for s in stage.threads[warp * pt.WARP:(warp + 1) * pt.WARP]]
+            row += ([gap_code] * pt.WARP if stage is None else
+                    [codes[s] for s in stage.threads[warp * pt.WARP:(warp + 1) * pt.WARP]])
         grid.append(row)
     left, right = 1.55, 3.3
-    fig, ax = new_figure(mpl, 12, len(stages), 0.3, 1.05, 1.1, left, right)
+    # Step 9's two rounds make a long picture: thinner rows keep it small.
+    row_height = 0.3 if len(rows) <= LANES_TALL else 0.25
+    fig, ax = new_figure(mpl, 12, len(rows), row_height, 1.05, 1.1, left, right)
     colours = [STATE_COLOURS[s] for s in pt.LANE_STATES] + [GAP_COLOUR]
     ax.imshow(grid, cmap=mpl.ListedColormap(colours), vmin=0, vmax=gap_code,
               aspect="auto", interpolation="nearest")
-    for y, stage in enumerate(stages):
+    for y, stage in enumerate(rows):
+        if stage is None:
+            ax.text(-0.5, y, once_note(built), va="center", fontsize=9,
+                    fontstyle="italic", color="#333333")
+            continue
         working = set(stage.working_warps())
         for warp in range(warps):
             x = warp * (pt.WARP + gap) - 0.5
@@ -301,13 +335,18 @@ def draw_lanes(mpl, built, path):
                                            hatch="////", edgecolor="#8a8a8a",
                                            linewidth=0))
         ax.text(width + 3, y, row_note(stage), va="center", fontsize=8.5)
-    for warp in range(warps):   # frame each warp so skipped (white) lanes show
-        x = warp * (pt.WARP + gap) - 0.5
-        ax.add_patch(mpl.Rectangle((x, -0.5), pt.WARP, len(stages), fill=False,
-                                   edgecolor=EDGE_COLOUR, linewidth=0.6))
-    for y in range(1, len(stages)):
+    # Frame each warp, section by section, so skipped (white) lanes show.
+    sections = [(0, len(rows))] if not once else [(0, len(rows) - len(once) - 1),
+                                                 (len(rows) - len(once), len(once))]
+    for first, count in sections:
+        for warp in range(warps):
+            x = warp * (pt.WARP + gap) - 0.5
+            ax.add_patch(mpl.Rectangle((x, first - 0.5), pt.WARP, count, fill=False,
+                                       edgecolor=EDGE_COLOUR, linewidth=0.6))
+    for y in range(1, len(rows)):
         ax.axhline(y - 0.5, color="#ffffff", linewidth=1.2)
-    ax.set_yticks(range(len(stages)), [st.label for st in stages], fontsize=9)
+    ax.set_yticks(range(len(rows)), ["" if st is None else st.label for st in rows],
+                  fontsize=9)
     centres = [warp * (pt.WARP + gap) + pt.WARP / 2 - 0.5 for warp in range(warps)]
     ax.set_xticks(centres, [f"warp {w}" for w in range(warps)], fontsize=9)
     ax.xaxis.tick_top()
@@ -470,8 +509,88 @@ def draw_loads(mpl, built, path):
     save(mpl, fig, path)
 
 
+def draw_ticket(mpl, built, path):
+    """Blocks reach the fetch_add in some order and draw tickets 0, 1, ...;
+    each stores its partial in its own slot; the block with the last ticket
+    reads the slots in block order, with the loop's stride."""
+    small = type(built.ticket)(EXAMPLE_BLOCK, built.ticket.src)
+    grid = len(EXAMPLE_FINISH)
+    draws = small.draws(EXAMPLE_FINISH)
+    last = next(b for b, _, is_last in draws if is_last)
+    loads = list(small.partial_loads(grid))
+    reader = {(ld.slot, ld.first): ld.thread for ld in loads}
+    trips = sorted({ld.slot for ld in loads}, key=lambda slot: int(slot.split()[1]))
+    columns = max(grid, EXAMPLE_BLOCK * len(trips))
+    rows = 4 + len(trips)      # tickets, two rows for the lines, slots, trips
+    left, right, row_height = 1.9, 3.7, 0.42
+    fig, ax = new_figure(mpl, 12, rows, row_height, 1.35, 0.95, left, right)
+    dark, light = STATE_COLOURS[pt.WORK], STATE_COLOURS[pt.SPARE]
+
+    def cell(x, y, text, colour, text_colour="#222222", height=0.8):
+        ax.add_patch(mpl.Rectangle((x - 0.46, y - height / 2), 0.92, height,
+                                   facecolor=colour, edgecolor="#ffffff", linewidth=1.5))
+        ax.text(x, y, text, ha="center", va="center", fontsize=8.5, color=text_colour,
+                linespacing=1.3)
+
+    # Row 0: the fetch_adds in the order they happen; each block's line goes
+    # to its own slot (row 3), so the lines cross when the order is not the
+    # block order.
+    for x, (b, ticket, is_last) in enumerate(draws):
+        cell(x, 0, f"block {b}\nticket {ticket}", dark if is_last else light,
+             "#ffffff" if is_last else "#222222", height=0.9)
+        ax.plot([x, b], [0.45, 2.6], color=EDGE_COLOUR, linewidth=0.9, zorder=0)
+    for b in range(grid):
+        cell(b, 3, f"[{b}]", SKIPPED_COLOUR)
+    # The last block's loop: in trip t, thread tid reads slot tid + t * BLOCK.
+    for y, slot in enumerate(trips, start=4):
+        trip = int(slot.split()[1])
+        for tid in range(EXAMPLE_BLOCK):
+            b = tid + trip * EXAMPLE_BLOCK
+            if (slot, b) in reader:
+                cell(b, y, f"tid {reader[(slot, b)]}", dark, "#ffffff")
+            else:   # b >= gridDim.x: the bound check is false
+                cell(b, y, f"tid {tid}: -", STATE_COLOURS[pt.OFF])
+    ax.set_xlim(-0.5, columns - 0.5)
+    ax.set_ylim(rows - 0.5, -0.6)
+    labels = {0: "fetch_add, in time order", 3: "g_partials[blockIdx.x]"}
+    labels.update({y: f"last block, {slot}" for y, slot in enumerate(trips, start=4)})
+    ax.set_yticks(list(labels), list(labels.values()), fontsize=9)
+    ax.set_xticks([])
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel("time: the order in which thread 0 of each block reaches the "
+                  "fetch_add  \u2192", fontsize=9)
+    bare(ax)
+    notes = [f"BLOCK = {EXAMPLE_BLOCK}, gridDim.x = {grid} (shrunk)",
+             "ticket: the counter's value before",
+             "   its fetch_add(1)",
+             "s_last = (ticket == gridDim.x - 1): only",
+             f"   block {last} goes on, the others return",
+             "the finish order changes from run to",
+             "   run; the slots, and the order the",
+             "   last block reads them in, do not",
+             "for (b = tid; b < gridDim.x; b += BLOCK)",
+             "then block_reduce: the same tree",
+             "   every run, so the same bits"]
+    width, height = fig.get_figwidth(), fig.get_figheight()
+    top = 1 - 1.35 / height
+    for k, note in enumerate(notes):
+        fig.text((width - right + 0.25) / width, top - k * 0.17 / height, note,
+                 fontsize=8.5, va="top")
+    handles = [mpl.Patch(facecolor=dark, label="the last block, and what it reads"),
+               mpl.Patch(facecolor=light, label="returns after its ticket"),
+               mpl.Patch(facecolor=SKIPPED_COLOUR, label="one slot per block"),
+               mpl.Patch(facecolor=STATE_COLOURS[pt.OFF],
+                         label="-: b >= gridDim.x, the lane idles")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 0),
+              ncol=len(handles), fontsize=8.5, frameon=False, borderaxespad=0.3)
+    titles(fig, built, f"{built.step}: the ticket, and the last block's reads",
+           "each block stores its partial sum in its own slot, then draws a ticket; "
+           "the block that draws the last ticket adds every slot, in block order", left)
+    save(mpl, fig, path)
+
+
 DRAW = {"lanes": draw_lanes, "banks": draw_banks, "shuffle": draw_shuffle,
-        "loads": draw_loads}
+        "loads": draw_loads, "ticket": draw_ticket}
 
 
 # ----------------------------------------------------------------------------

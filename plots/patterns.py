@@ -16,7 +16,10 @@ the step's own #defines.
 Adding a step (step 9 and beyond) is one function decorated with
 @model("stepN_slug") that returns a StepModel; see the existing ones. A
 single-pass step puts what only its last block does (adding the partial sums
-of all blocks) in StepModel.once, which is counted once per launch.
+of all blocks) in StepModel.once, which is counted once per launch. Step 9's
+work depends on gridDim.x (its last block loops over gridDim.x partials, and
+a grid of one block needs no ticket), so its model is built for a grid and
+StepModel.for_grid rebuilds it for the grid of the launch being counted.
 """
 
 import os
@@ -36,6 +39,10 @@ ALIGN_BYTES = 16    # a float4 load needs a 16-byte aligned address
 # first (registers: 7168 of 65536 per block; shared memory: 1 KiB).
 SM90_THREADS_PER_SM = 2048
 SM90_BLOCKS_PER_SM = 32
+# The SMs of an H200, the GPU of plots/reference (tests/test_patterns.py
+# checks the reference's sms column): a grid-dependent model (step 9) is
+# built for a full wave there when no launch is given, as in its pictures.
+EXAMPLE_SMS = 132
 
 # What one lane does in one warp instruction; the pictures' colours.
 WORK = "work"     # its condition is true and a later level uses its result
@@ -138,7 +145,7 @@ def bank(word):
 class WarpInst:
     """One warp instruction of the model: one source operation, one warp."""
     warp: int
-    op: str            # LDS, STS (shared), ADD, SHFL (registers), LDG, STG (global)
+    op: str            # LDS, STS (shared), ADD, SHFL (registers), LDG, STG, ATOM (global)
     on: tuple          # 32 bools: the lane's condition is true
     words: tuple = ()  # LDS/STS: the shared word each lane touches (None if off)
     what: str = ""     # the operand in the source, e.g. "s_data[tid + s]"
@@ -174,7 +181,8 @@ class Stage:
     """One step of a block's reduction: a tree level, the store before the
     tree, a shuffle level, the final write. Barriers separate stages."""
     label: str            # "s = 64", "offset 16", ...
-    kind: str             # "store", "level", "warp level", "shuffle", "exchange", "final"
+    kind: str             # "store", "level", "warp level", "shuffle", "exchange",
+                          # "ticket", "gather" (step 9's last block), "final"
     threads: tuple        # per thread of the block: WORK, SPARE, OFF or SKIP
     insts: tuple          # every WarpInst issued, in warp order
     src: tuple            # the Src lines this stage transcribes
@@ -320,11 +328,16 @@ class TwoLoads:
             yield [("LDG", lanes_below(n, first)), ("LDG", second), ("ADD", second)]
 
 
+def full_wave(sms, block):
+    """What cudaOccupancyMaxActiveBlocksPerMultiprocessor times the SM count
+    gives steps 6-9: the blocks that fit the GPU at once."""
+    return sms * min(SM90_THREADS_PER_SM // block, SM90_BLOCKS_PER_SM)
+
+
 def resident_grid(n, sms, block, min_per_thread):
-    """Steps 6-8's reduce_pass: enough blocks for one full wave, fewer for small n."""
-    per_sm = min(SM90_THREADS_PER_SM // block, SM90_BLOCKS_PER_SM)
+    """Steps 6-9's reduce_pass: enough blocks for one full wave, fewer for small n."""
     blocks = -(-n // (block * min_per_thread))
-    return min(blocks, sms * per_sm)
+    return min(blocks, full_wave(sms, block))
 
 
 class GridStride:
@@ -433,6 +446,48 @@ class VectorGridStride:
             yield insts
 
 
+class Ticket:
+    """Step 9: how a single-pass kernel finds its last block, and what that
+    block reads.
+
+    Thread 0 of every block stores the block's partial sum in
+    g_partials[blockIdx.x] and draws a ticket: the counter's value before its
+    fetch_add. The block that draws gridDim.x - 1 knows that every other block
+    has stored its partial, and its threads read them all with the block's
+    stride, in block order."""
+
+    def __init__(self, block, src):
+        self.block, self.src = block, src
+
+    @staticmethod
+    def draws(finish_order):
+        """[(block, ticket, last)] when thread 0 of each block reaches the
+        fetch_add in finish_order (the hardware's choice, any order)."""
+        grid, counter, draws = len(finish_order), 0, []
+        for b in finish_order:
+            ticket, counter = counter, counter + 1          # fetch_add(1, ...): the old value
+            draws.append((b, ticket, ticket == grid - 1))   # s_last = (ticket == gridDim.x - 1)
+        return draws
+
+    def partial_loads(self, grid):
+        """The last block's loads of the partials: Load(tid, "trip t", b, 1, BODY)."""
+        for tid in range(self.block):
+            b, trip = tid, 0
+            while b < grid:                   # for (b = tid; b < gridDim.x; b += BLOCK)
+                yield Load(tid, f"trip {trip}", b, 1, BODY)     # sum += g_partials[b]
+                b += self.block
+                trip += 1
+
+    def gather(self, grid):
+        """The same loop as stages, one per trip: a warp runs a trip while any
+        of its lanes is still in the loop (a branch); its lanes past the last
+        partial idle."""
+        return [make_stage(f"partials, trip {trip}", "gather", self.block, self.src,
+                           lambda tid, t=trip: tid + t * self.block < grid, BRANCH,
+                           [("LDG", "g_partials[b]", None), ("ADD", "+", None)])
+                for trip in range(-(-grid // self.block))]
+
+
 # ----------------------------------------------------------------------------
 # The step models
 # ----------------------------------------------------------------------------
@@ -449,6 +504,12 @@ class StepModel:
     # kernel's last block, which adds every block's partial sum): counted
     # once per launch, not once per block, and drawn below the others.
     once: list = field(default_factory=list)
+    # A model whose stages depend on gridDim.x (step 9) is built for `grid`;
+    # for_grid(grid) builds the same step for another grid. 0 and None: the
+    # stages are the same for every grid.
+    grid: int = 0
+    for_grid: object = None
+    ticket: object = None  # step 9's Ticket: the last block's draw and loop
 
     def all_stages(self):
         return self.stages + self.once
@@ -493,6 +554,7 @@ def build(root, step):
     for stage in built.all_stages():
         seen += [src for src in stage.src if src not in seen]
     seen += [src for src in getattr(built.loads, "src", ()) if src not in seen]
+    seen += [src for src in getattr(built.ticket, "src", ()) if src not in seen]
     built.sources = seen
     return built
 
@@ -703,8 +765,9 @@ def step6(defines):
 
 
 def shuffle_block(step, block, lines):
-    """Steps 7-8 after the loads: shuffles in every warp, one shared word per
-    warp, one barrier, shuffles in warp 0, the write."""
+    """Steps 7-9 after the loads: shuffles in every warp, one shared word per
+    warp, one barrier, shuffles in warp 0, and (with lines["final"]) the
+    write of g_out[blockIdx.x]."""
     warps = block // WARP
     stages = shuffle_levels(step, block, range(warps), "each warp", lines["shfl"])
     stages.append(make_stage(
@@ -720,7 +783,8 @@ def shuffle_block(step, block, lines):
         lambda tid: tid < warps, PREDICATED,
         [("LDS", "s_data[tid]", lambda tid: tid)], warps=[0]))
     stages += shuffle_levels(step, block, [0], "warp 0", lines["shfl"])
-    stages.append(final_write(step, block, lines["final"], from_shared=False))
+    if "final" in lines:
+        stages.append(final_write(step, block, lines["final"], from_shared=False))
     return stages
 
 
@@ -772,6 +836,75 @@ def step8(defines):
         "float4 loads for the body, single floats for the head and the tail"))
 
 
+@model("step9_singlepass")
+def step9(defines, grid=None):
+    step = "step9_singlepass"
+    block, unroll, min_per, warp = need(defines, step, "BLOCK_SIZE", "UNROLL",
+                                        "MIN_PER_THREAD", "WARP_SIZE")
+    if warp != WARP:
+        raise ModelError(f"{step}: WARP_SIZE {warp}, the model assumes {WARP}")
+    if grid is None:
+        grid = full_wave(EXAMPLE_SMS, block)
+    # block_reduce(): step 8's tree, moved into a function that the last
+    # block calls a second time.
+    lines = dict(shfl=33, store=45, load=50)
+    stages, once = shuffle_block(step, block, lines), []
+    ticket = Ticket(block, [at(step, 119, "for (unsigned int b = tid; b < gridDim.x; b += BLOCK)"),
+                            at(step, 120, "sum += g_partials[b];")])
+    # s_last is the shared word after s_data's BLOCK / 32 floats (the SASS
+    # addresses it as byte 0x20 of the block's shared memory, word 8). One
+    # word for every lane: a broadcast, one pass.
+    s_last = block // WARP
+    if grid == 1:
+        # if (gridDim.x == 1): the block's own sum is the answer, no ticket.
+        stages.append(make_stage(
+            "write g_out", "final", block,
+            [at(step, 97, "if (gridDim.x == 1)"), at(step, 99, "g_out[0] = sum;")],
+            lambda tid: tid == 0, BRANCH, [("STG", "g_out[0]", None)]))
+    else:
+        # Thread 0 stores the partial, draws a ticket and tells its block;
+        # the other lanes of warp 0 wait, warps 1..7 branch past it.
+        stages.append(make_stage(
+            "partial, ticket", "ticket", block,
+            [at(step, 105, "if (tid == 0)"), at(step, 106, "g_partials[blockIdx.x] = sum;"),
+             at(step, 107, "fetch_add(1, cuda::memory_order_acq_rel)"),
+             at(step, 108, "s_last = (ticket == gridDim.x - 1);")],
+            lambda tid: tid == 0, BRANCH,
+            [("STG", "g_partials[blockIdx.x]", None), ("ATOM", "fetch_add(1)", None),
+             ("STS", "s_last", lambda tid: s_last)]))
+        # After the barrier every thread reads the flag; all but the last
+        # block return.
+        stages.append(make_stage(
+            "read s_last", "ticket", block, [at(step, 111, "if (!s_last)")],
+            everyone, PREDICATED, [("LDS", "s_last", lambda tid: s_last)]))
+        final = make_stage(
+            "write g_out, reset", "final", block,
+            [at(step, 122, "if (tid == 0)"), at(step, 123, "g_out[0] = sum;"),
+             at(step, 124, "ticket_ref(*g_ticket).store(0, cuda::memory_order_relaxed);")],
+            lambda tid: tid == 0, BRANCH,
+            [("STG", "g_out[0]", None), ("STG", "*g_ticket = 0", None)])
+        once = ticket.gather(grid) + shuffle_block(step, block, lines) + [final]
+    loads = VectorGridStride(block, unroll, min_per, [
+        at(step, 63, "blockIdx.x * BLOCK + threadIdx.x"),
+        at(step, 68, "((16 - ((size_t)g_in & 15)) & 15) / sizeof(float)"),
+        at(step, 69, "head = min(head, n);"),
+        at(step, 70, "unsigned int n4 = (n - head) / 4;"),
+        at(step, 71, "unsigned int tail = head + 4 * n4;"),
+        at(step, 73, "if (i < head)"),
+        at(step, 75, "if (i < n - tail)"),
+        at(step, 76, "sum += g_in[tail + i];"),
+        at(step, 80, "for (; i < n4; i += UNROLL * stride)"),
+        at(step, 83, "if (i + k * stride < n4)"),
+        at(step, 85, "sum += (v.x + v.y) + (v.z + v.w);"),
+        at(step, 150, "max_blocks = (size_t)sms * per_sm;"),
+        at(step, 152, "(n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD)")])
+    sources = [at(step, 88, "sum = block_reduce<BLOCK>(sum, s_data);"),
+               at(step, 121, "sum = block_reduce<BLOCK>(sum, s_data);")]
+    return StepModel(step, block, stages, loads, sources, summary=(
+        "step 8's block, then a ticket; the last block adds the partials"),
+        once=once, grid=grid, for_grid=lambda g: step9(defines, g), ticket=ticket)
+
+
 # ----------------------------------------------------------------------------
 # What the model predicts for a whole kernel launch
 # ----------------------------------------------------------------------------
@@ -800,6 +933,8 @@ def kernel_counts(built, n, sms, offset=0):
     whose condition was false or whose lane had left), tree_issues (tree
     levels issued, summed over warps)."""
     grid = built.loads.grid(n, sms)
+    if built.for_grid is not None and grid != built.grid:
+        built = built.for_grid(grid)
     counts = Counter()
     for key, value in stage_counts(built.stages).items():
         counts[key] = value * grid

@@ -163,6 +163,9 @@ STRINGS = {
     diagrams.ALT_TEXT["loads-vector"]:
         "{step}：哪个线程加载哪个 float（头部、float4 主体和尾部），"
         "grid 缩小，使用 --offset {offset}",
+    diagrams.ALT_TEXT["ticket"]:
+        "{step}：各 block 按完成的先后领取票号；领到票号 gridDim.x - 1 的 block "
+        "按 block 顺序读取所有部分和（grid 缩小）",
 }
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
