@@ -24,6 +24,9 @@ import tempfile
 import threading
 import time
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import fake_repo  # noqa: E402
 from fractions import Fraction
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -163,19 +166,8 @@ sys.exit(main())
 '''
 
 
-def write_executable(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-
-
 def make_root(top, programs=("step0_a", "step8_vector", "baseline_cub", "extras/kahan_step8")):
-    root = os.path.join(top, "root")
-    fake = FAKE_PROGRAM.format(python=sys.executable, columns=COLUMNS)
-    for name in programs:
-        write_executable(os.path.join(root, name, "run"), fake)
-    return root
+    return fake_repo(top, programs, FAKE_PROGRAM.format(python=sys.executable, columns=COLUMNS))
 
 
 def read_csv(path):

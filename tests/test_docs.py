@@ -11,7 +11,6 @@ does. No GPU and no matplotlib needed. Run: python3 tests/test_docs.py
 The last line printed is `docs: N passed, N failed`.
 """
 import csv
-import io
 import os
 import re
 import shutil
@@ -20,6 +19,9 @@ import subprocess
 import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "tools", "docs.py")
@@ -71,21 +73,6 @@ def write(path, text):
         handle.write(text)
 
 
-def fixture_rows():
-    with open(os.path.join(FIXTURES, "fixture.csv"), newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
-def fixture_row(step, n):
-    return [r for r in fixture_rows() if r["step"] == step and int(r["n"]) == n][-1]
-
-
-def csv_text(rows):
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=schema.RESULT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
 
 
 def block(text, name):

@@ -17,6 +17,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOT = os.path.join(ROOT, "plots", "plot.py")
 FIXTURES = os.path.join(ROOT, "tests", "plots")
@@ -54,21 +57,6 @@ def write(path, text):
         handle.write(text)
 
 
-def fixture_rows():
-    with open(RESULTS, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
-
-
-def fixture_row(step, n):
-    return [r for r in fixture_rows() if r["step"] == step and int(r["n"]) == n][-1]
-
-
-def csv_text(rows):
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=schema.RESULT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return out.getvalue()
 
 
 def spoiled_rows():

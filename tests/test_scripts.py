@@ -18,6 +18,9 @@ import subprocess
 import sys
 import tempfile
 import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import fake_repo, write_executable  # noqa: E402
 from unittest import mock
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -222,20 +225,10 @@ sys.exit(main())
 '''
 
 
-def write_executable(path, text):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-
-
 def make_root(top, steps=("step0_a", "step1_b", "step10_c", "baseline_cub")):
     """A fake repository: one fake `run` per step directory."""
-    root = os.path.join(top, "root")
-    program = FAKE_PROGRAM.format(python=sys.executable, columns=CONTRACT_COLUMNS)
-    for step in steps:
-        write_executable(os.path.join(root, step, "run"), program)
-    return root
+    return fake_repo(top, steps, FAKE_PROGRAM.format(python=sys.executable,
+                                                     columns=CONTRACT_COLUMNS))
 
 
 def make_ncu(top):
