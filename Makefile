@@ -158,10 +158,10 @@ check:
 # ---------------------------------------------------------------- results
 venv: $(NEED_VENV)
 
-$(VENV_PYTHON): plots/requirements.txt
-	@echo "matplotlib not importable: installing plots/requirements.txt into .venv"
+$(VENV_PYTHON): tools/requirements.txt
+	@echo "matplotlib not importable: installing tools/requirements.txt into .venv"
 	$(PYTHON) -m venv .venv
-	.venv/bin/python -m pip install -q -r plots/requirements.txt
+	.venv/bin/python -m pip install -q -r tools/requirements.txt
 	@touch $@
 
 # Measurements go to OUT_DIR, git-ignored scratch by default, on whatever GPU
@@ -183,12 +183,12 @@ BENCH_FLAGS ?=
 bench: $(PROGRAMS) $(NEED_VENV) | build
 	@rm -f build/bench-results
 	@status=0; \
-	$(PYTHON) plots/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
+	$(PYTHON) tools/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
 	    $(BENCH_FLAGS) || status=$$?; \
 	if [ -s build/bench-results ]; then \
 	    csv=$$(cat build/bench-results); profile=$${csv%.csv}-profile.csv; \
 	    if [ -f "$$profile" ]; then set -- --profile "$$profile"; else set --; fi; \
-	    $(PLOT_PYTHON) plots/plot.py --results "$$csv" "$$@"; plotted=$$?; \
+	    $(PLOT_PYTHON) tools/plot.py --results "$$csv" "$$@"; plotted=$$?; \
 	    [ $$status -ne 0 ] || status=$$plotted; \
 	fi; \
 	exit $$status
@@ -201,7 +201,7 @@ tune: $(HARNESS) | build
 # the accuracy and diagrams blocks below add their pictures. No README is
 # written: that is `make docs`.
 plot: $(NEED_VENV)
-	$(PLOT_PYTHON) plots/plot.py --results $(RESULTS) $(PROFILE_ARG)
+	$(PLOT_PYTHON) tools/plot.py --results $(RESULTS) $(PROFILE_ARG)
 
 # Every generated block of README.md, ACCURACY.md and the step READMEs, in
 # each language present, from RESULTS and its -profile.csv and -accuracy.csv
@@ -213,10 +213,10 @@ docs:
 # clocks for a profile would change them for everyone else.
 profile: $(PROGRAMS)
 	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = 0..9 or cub)"; exit 2; }
-	$(PYTHON) plots/profile.py --root . --step $(STEP)
+	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
 profile-all: $(PROGRAMS)
-	$(PYTHON) plots/profile.py --root . --all --out-dir $(OUT_DIR)
+	$(PYTHON) tools/profile.py --root . --all --out-dir $(OUT_DIR)
 
 SANITIZE_N ?= 1048579
 sanitize: $(PROGRAMS) step4_warp/run-racy
@@ -276,14 +276,14 @@ clean: clean-extras
 # Every program in check mode over three fills and n = 2^10 .. 2^28, the
 # CPU's float loops beside them, step 8 timed against its Kahan variant:
 # $(OUT_DIR)/<gpu>-accuracy.csv and its chart; planned to take one to two
-# minutes on an H200 (plots/accuracy.py says how). ACCURACY.md's block is
+# minutes on an H200 (tools/accuracy.py says how). ACCURACY.md's block is
 # `make docs`'s, from the reference (OUT_DIR=plots/reference).
 # The chart is drawn even when some run failed (failed rows are never
 # plotted); make still reports the failure.
 accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
-	$(PYTHON) plots/accuracy.py --root . --out-dir $(OUT_DIR); status=$$?; \
+	$(PYTHON) tools/accuracy.py --root . --out-dir $(OUT_DIR); status=$$?; \
 	if [ $$status -le 1 ]; then \
-	    $(PLOT_PYTHON) plots/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \
+	    $(PLOT_PYTHON) tools/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \
 	fi; exit $$status
 
 # `make plot` redraws the accuracy chart of RESULTS's -accuracy.csv sibling
@@ -292,7 +292,7 @@ ACCURACY_CSV := $(patsubst %.csv,%-accuracy.csv,$(RESULTS))
 .PHONY: accuracy-chart
 plot: accuracy-chart
 accuracy-chart: $(NEED_VENV)
-	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) plots/accuracy_chart.py $(ACCURACY_CSV); fi
+	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) tools/accuracy_chart.py $(ACCURACY_CSV); fi
 
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)
@@ -300,12 +300,12 @@ clean-extras:
 
 # ---------------------------------------------------------------- diagrams
 # Access-pattern pictures computed from each step's index expressions by
-# plots/patterns.py (no GPU): plots/diagrams/<step>-*.png. `make plot` draws
+# tools/patterns.py (no GPU): plots/diagrams/<step>-*.png. `make plot` draws
 # them too; the <!-- BEGIN figures --> block of each step README that shows
 # them is `make docs`'s.
 .PHONY: diagrams
 diagrams: $(NEED_VENV)
-	$(PLOT_PYTHON) plots/diagrams.py --root .
+	$(PLOT_PYTHON) tools/diagrams.py --root .
 
 plot: diagrams
 # ------------------------------------------------------------ end diagrams

@@ -8,7 +8,7 @@ import os
 import sys
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(TESTS), "plots"))
+sys.path.insert(0, os.path.join(os.path.dirname(TESTS), "tools"))
 import schema  # noqa: E402
 
 FIXTURE_RESULTS = os.path.join(TESTS, "plots", "fixture.csv")

@@ -26,8 +26,8 @@ run_part() {   # label, command...
 
 run_part "unit tests of the harness (C)" build/unit_tests
 run_part "command line, make stepK, make diff, make new" bash tests/cli_tests.sh
-run_part "CSV schema and step names (plots/schema.py)" "$PYTHON" tests/test_schema.py
-run_part "charts (plots/plot.py, matplotlib)" "$PLOT_PYTHON" tests/test_plot.py
+run_part "CSV schema and step names (tools/schema.py)" "$PYTHON" tests/test_schema.py
+run_part "charts (tools/plot.py, matplotlib)" "$PLOT_PYTHON" tests/test_plot.py
 run_part "README blocks (tools/docs.py)" "$PYTHON" tests/test_docs.py
 run_part "bench and profile scripts, make bench and profile-all" env PLOT_PYTHON="$PLOT_PYTHON" "$PYTHON" tests/test_scripts.py
 run_part "accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan SASS" "$PLOT_PYTHON" tests/test_accuracy.py

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Tests of the accuracy lesson, no GPU needed. Run: python3 tests/test_accuracy.py
 
-- plots/accuracy.py against fake programs that take the harness's flags and
+- tools/accuracy.py against fake programs that take the harness's flags and
   write rows in the results CSV layout (common/README.md), exit codes included;
-- the chart (plots/accuracy_chart.py) and the ACCURACY.md block
-  (plots/accuracy_docs.py) from tests/accuracy/fixture-accuracy.csv, a file
+- the chart (tools/accuracy_chart.py) and the ACCURACY.md block
+  (tools/accuracy_docs.py) from tests/accuracy/fixture-accuracy.csv, a file
   of INVENTED numbers that no page may show;
 - the float32 arithmetic and the textbook bounds that ACCURACY.md relies on;
 - the machine code of extras/kahan_step8 (needs nvcc and cuobjdump).
@@ -30,13 +30,13 @@ from fakes import fake_repo  # noqa: E402
 from fractions import Fraction
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(REPO, "plots"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import accuracy  # noqa: E402
 import accuracy_data as data  # noqa: E402
 import accuracy_docs  # noqa: E402
 
-SCRIPT = os.path.join(REPO, "plots", "accuracy.py")
-CHART = os.path.join(REPO, "plots", "accuracy_chart.py")
+SCRIPT = os.path.join(REPO, "tools", "accuracy.py")
+CHART = os.path.join(REPO, "tools", "accuracy_chart.py")
 FIXTURE = os.path.join(REPO, "tests", "accuracy", "fixture-accuracy.csv")
 PAGE = os.path.join(REPO, "ACCURACY.md")
 REFERENCE = os.path.join(REPO, "plots", "reference", "h200-accuracy.csv")
@@ -474,7 +474,7 @@ class ScriptTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.out, "h200-accuracy.csv")))
 
 
-@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
 class MakeAccuracyTest(unittest.TestCase):
     """`make accuracy` in a scratch copy of the Makefile and the scripts, the
     fake programs as the steps (PROGRAMS= keeps make from building)."""
@@ -489,10 +489,10 @@ class MakeAccuracyTest(unittest.TestCase):
 
     def test_writes_rows_and_chart_and_never_a_page(self):
         shutil.copy(os.path.join(REPO, "Makefile"), self.root)
-        os.makedirs(os.path.join(self.root, "plots"))
-        for name in os.listdir(os.path.join(REPO, "plots")):
+        os.makedirs(os.path.join(self.root, "tools"), exist_ok=True)
+        for name in os.listdir(os.path.join(REPO, "tools")):
             if name.endswith(".py"):
-                shutil.copy(os.path.join(REPO, "plots", name), os.path.join(self.root, "plots"))
+                shutil.copy(os.path.join(REPO, "tools", name), os.path.join(self.root, "tools"))
         for page in ("ACCURACY.md", "README.md"):
             with open(os.path.join(self.root, page), "w") as f:
                 f.write(self.PAGE)
@@ -518,7 +518,7 @@ def block(rows, lang="en", source="x-accuracy.csv"):
     return accuracy_docs.accuracy_block(rows, lang, source)
 
 
-@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
 class ChartTest(unittest.TestCase):
     def setUp(self):
         self.top = tempfile.mkdtemp(prefix="accuracy-chart-")

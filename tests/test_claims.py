@@ -13,7 +13,7 @@ OUT_DIR=plots/reference`) and check
     the step READMEs, both languages) byte for byte as committed, every
     block in them (results, accuracy, measured, counters, diff, figures),
     so no number in them was typed by hand.
-Only the shipped programs (plots/schema.py SHIPPED) are covered, so a
+Only the shipped programs (tools/schema.py SHIPPED) are covered, so a
 student's own step never breaks `make test`. Step 9 arrived with the
 code_hash columns: a reference without them predates it, and the step-9
 checks are skipped until it is re-measured.
@@ -28,7 +28,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import compare  # noqa: E402
 import docs  # noqa: E402

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests for tools/docs.py, the generated blocks in English and Chinese:
 README.md's results, ACCURACY.md's accuracy, and each step README's measured,
-counters, diff and figures; and for plots/generated.py, the block and
+counters, diff and figures; and for tools/generated.py, the block and
 file-writing helpers under them.
 
 Every docs test builds a small repository in a temporary directory (pages
@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(ROOT, "tools", "docs.py")
 FIXTURES = os.path.join(ROOT, "tests", "plots")
 ACCURACY_FIXTURE = os.path.join(ROOT, "tests", "accuracy", "fixture-accuracy.csv")
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import accuracy_data  # noqa: E402
 import accuracy_docs  # noqa: E402
@@ -249,7 +249,7 @@ class ResultsBlockTests(Repo):
             self.assertNotIn("H200", text)
 
     def test_no_gpu_name_in_the_generator(self):
-        for path in (DOCS, os.path.join(ROOT, "plots", "compare.py")):
+        for path in (DOCS, os.path.join(ROOT, "tools", "compare.py")):
             self.assertFalse("H200" in read(path), f"{path} names a GPU")
 
 
@@ -487,10 +487,9 @@ class RunTests(Repo):
     def test_make_docs(self):
         shutil.copy(os.path.join(ROOT, "Makefile"), self.root)
         os.makedirs(self.path("tools"))
-        shutil.copy(DOCS, self.path("tools"))
-        for name in os.listdir(os.path.join(ROOT, "plots")):
+        for name in os.listdir(os.path.join(ROOT, "tools")):
             if name.endswith(".py"):
-                shutil.copy(os.path.join(ROOT, "plots", name), self.path("plots"))
+                shutil.copy(os.path.join(ROOT, "tools", name), self.path("tools"))
         before = sorted(os.listdir(self.path("plots", "reference")))
 
         def make():
@@ -598,7 +597,7 @@ FIGURES_STEP_ZH = "# 一步\n\n<!-- BEGIN figures -->\n旧图\n<!-- END figures 
 
 
 class FiguresBlockTests(Repo):
-    """Real step sources, so that plots/patterns.py can model them."""
+    """Real step sources, so that tools/patterns.py can model them."""
 
     STEPS = ("step1_divergence", "step8_vector")
 
@@ -646,7 +645,7 @@ class FiguresBlockTests(Repo):
         write(self.path("step10_mine", "README.md"), FIGURES_STEP)
         self.generate()
         self.assertEqual(block(self.readme("step10_mine", "README.md"), "figures").strip(),
-                         "No access-pattern pictures for step10_mine yet: plots/patterns.py "
+                         "No access-pattern pictures for step10_mine yet: tools/patterns.py "
                          "has no model of it.")
 
     def test_a_model_that_cannot_be_built_is_one_line(self):
@@ -672,7 +671,7 @@ class FiguresBlockTests(Repo):
 
 
 # ----------------------------------------------------------------------------
-# plots/generated.py and the size labels
+# tools/generated.py and the size labels
 # ----------------------------------------------------------------------------
 
 class GeneratedTests(unittest.TestCase):

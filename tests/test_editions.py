@@ -22,7 +22,7 @@ import sys
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
 
 ZH = ".zh-CN.md"

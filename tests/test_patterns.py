@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The access-pattern model (plots/patterns.py) and its pictures, checked
+"""The access-pattern model (tools/patterns.py) and its pictures, checked
 against the source code and against the Nsight Compute counters.
 
     python3 tests/test_patterns.py     last line: "patterns: N passed, N failed[, N skipped]"
@@ -33,7 +33,7 @@ import unittest
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import diagrams  # noqa: E402
 import patterns as pt  # noqa: E402
 from generated import markers  # noqa: E402
@@ -44,9 +44,9 @@ REFERENCE_DIR = os.path.join(ROOT, "plots", "reference")
 PROFILE = os.path.join(REFERENCE_DIR, "h200-profile.csv")
 RESULTS = os.path.join(REFERENCE_DIR, "h200.csv")      # for the SM count
 SASS = os.path.join(REFERENCE_DIR, "sm90-sass.txt")     # `make sass`
-PROFILE_N = 1 << 25          # plots/profile.py profiles every step at n = 2^25
+PROFILE_N = 1 << 25          # tools/profile.py profiles every step at n = 2^25
 MAX_PNG_BYTES = 60_000
-DIAGRAMS = os.path.join(ROOT, "plots", "diagrams.py")
+DIAGRAMS = os.path.join(ROOT, "tools", "diagrams.py")
 FIGURES = os.path.join(ROOT, "plots", "diagrams")
 
 INST = "smsp__inst_executed.sum"
@@ -116,7 +116,7 @@ FEWER_WITH_SAME_ISSUE = 0.9
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
-    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
 
 
 # ----------------------------------------------------------------------------
@@ -652,7 +652,7 @@ def readme_block(path):
 
 
 def pinned_matplotlib():
-    with open(os.path.join(ROOT, "plots", "requirements.txt")) as handle:
+    with open(os.path.join(ROOT, "tools", "requirements.txt")) as handle:
         match = re.search(r"^matplotlib==(\S+)", handle.read(), re.M)
     return match.group(1) if match else None
 

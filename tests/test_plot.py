@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests for plots/plot.py, the charts.  Run: python3 tests/test_plot.py
+"""Tests for tools/plot.py, the charts.  Run: python3 tests/test_plot.py
 
 Most tests run plot.py as a subprocess, exactly as `make plot` does; a few
 import it to read back what a chart says (titles, lines). The README tables
@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLOT = os.path.join(ROOT, "plots", "plot.py")
+PLOT = os.path.join(ROOT, "tools", "plot.py")
 FIXTURES = os.path.join(ROOT, "tests", "plots")
 RESULTS = os.path.join(FIXTURES, "fixture.csv")
 PROFILE = os.path.join(FIXTURES, "fixture-profile.csv")
@@ -31,9 +31,9 @@ CHARTS = ("progression", "sweep", "vs-cub")
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
-    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r plots/requirements.txt")
+    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
 
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
 
 
@@ -379,7 +379,7 @@ class ErrorTests(Workspace):
         self.assertEqual(proc.returncode, 3, proc.stderr)
         lines = proc.stderr.strip().split("\n")
         self.assertEqual(len(lines), 1, proc.stderr)
-        self.assertIn("pip install -r plots/requirements.txt", lines[0])
+        self.assertIn("pip install -r tools/requirements.txt", lines[0])
         self.assertNotIn("Traceback", proc.stderr)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests for plots/schema.py: columns, step names, and the loaders' rules.
+"""Tests for tools/schema.py: columns, step names, and the loaders' rules.
 
 Run: python3 tests/test_schema.py. The last line printed is
 `schema: N passed, N failed`.
@@ -14,7 +14,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
 
 # The header the harness writes (common.md, decision 2), spelled out once more
@@ -99,7 +99,7 @@ class LoaderTests(Files):
             [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import schema; "
              "print(len(schema.load_results(sys.argv[2])), "
              "len(schema.load_results(sys.argv[2], need_speed=False, quiet=True)))",
-             os.path.join(ROOT, "plots"), path], capture_output=True, text=True)
+             os.path.join(ROOT, "tools"), path], capture_output=True, text=True)
         self.assertEqual(proc.stdout.split(), [str(len(rows) - 2), str(len(rows) - 1)])
         self.assertEqual(proc.stderr.strip(), f"-c: r.csv: left out 2 of {len(rows)} rows: "
                          "1 failed (pass != 1), 1 without timing (check mode)")

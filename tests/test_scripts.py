@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""CPU tests for plots/bench.py, plots/profile.py and the make targets that run
+"""CPU tests for tools/bench.py, tools/profile.py and the make targets that run
 them (bench, profile-all: OUT_DIR, DEVICE). No GPU, no ncu needed.
 
 The step programs and ncu are replaced by small Python fakes that follow
-plots/schema.py and common/README.md: they take the same flags, append the
+tools/schema.py and common/README.md: they take the same flags, append the
 same CSV row, answer --version and fail with the same exit codes and
 messages. Run: python3 tests/test_scripts.py (PLOT_PYTHON, a Python with
 matplotlib, for the make bench tests, which draw charts).
@@ -24,9 +24,9 @@ from fakes import fake_repo, write_executable  # noqa: E402
 from unittest import mock
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH = os.path.join(REPO, "plots", "bench.py")
-PROFILE = os.path.join(REPO, "plots", "profile.py")
-sys.path.insert(0, os.path.join(REPO, "plots"))
+BENCH = os.path.join(REPO, "tools", "bench.py")
+PROFILE = os.path.join(REPO, "tools", "profile.py")
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import schema  # noqa: E402
 
 
@@ -665,10 +665,10 @@ class MakeTargetTest(ScriptTest):
     def setUp(self):
         super().setUp()
         shutil.copy(os.path.join(REPO, "Makefile"), self.root)
-        os.makedirs(os.path.join(self.root, "plots"))
-        for name in os.listdir(os.path.join(REPO, "plots")):
+        os.makedirs(os.path.join(self.root, "tools"), exist_ok=True)
+        for name in os.listdir(os.path.join(REPO, "tools")):
             if name.endswith(".py") or name == "requirements.txt":
-                shutil.copy(os.path.join(REPO, "plots", name), os.path.join(self.root, "plots"))
+                shutil.copy(os.path.join(REPO, "tools", name), os.path.join(self.root, "tools"))
         self.readme = os.path.join(self.root, "README.md")
         with open(self.readme, "w") as f:
             f.write(README)

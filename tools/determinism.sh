@@ -29,7 +29,7 @@ for p in $programs; do
         fi
     done
 done
-slug=$(python3 -c 'import csv, sys; sys.path.insert(0, "plots"); import schema
+slug=$(python3 -c 'import csv, sys; sys.path.insert(0, "tools"); import schema
 print(schema.gpu_slug(next(csv.DictReader(open(sys.argv[1])))["gpu"]))' "$out") || exit 2
 mv -f "$out" "$dir/$slug-determinism.csv"
 echo "determinism: -> $dir/$slug-determinism.csv"

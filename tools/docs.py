@@ -6,22 +6,22 @@ the one writer of README blocks (`make docs`).
                           [--root DIR] [--check]
 
 A block is the text between a `<!-- BEGIN name -->` line and its
-`<!-- END name -->` line (plots/generated.py); everything outside blocks is
+`<!-- END name -->` line (tools/generated.py); everything outside blocks is
 left alone.
   README.md          results   provenance, charts, tables at n = 2^25 and 2^28
   ACCURACY.md        accuracy  measured errors, Kahan's cost, equal bits
-                               (plots/accuracy_docs.py, from the accuracy CSV)
+                               (tools/accuracy_docs.py, from the accuracy CSV)
   stepN_*/README.md  measured  this step at both sizes, against the previous step, step 0, CUB
                      vs-cub    this step, the previous one and CUB at every size (step 9)
                      determinism  different sums in 100 runs (the -determinism.csv sibling)
                      tried     this step's knob sweep (the -tune-stepN.csv sibling)
                      counters  its Nsight Compute counters beside the previous step's
                      diff      its reduce.cu against the previous step's
-                     figures   its access-pattern pictures (plots/diagrams.py draws them)
+                     figures   its access-pattern pictures (tools/diagrams.py draws them)
 NAME.zh-CN.md beside a NAME.md gets the same blocks with Chinese labels
 (STRINGS below, and accuracy_docs.TEXT); step names, CUDA identifiers and
 numbers are the same in both. Failed and check-mode rows never reach a table
-(plots/schema.py). Running it twice changes nothing.
+(tools/schema.py). Running it twice changes nothing.
 
 Defaults: --results plots/reference/h200.csv; --profile the results file's
 -profile.csv sibling when it exists; --accuracy its -accuracy.csv sibling,
@@ -39,7 +39,7 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "plots"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
 import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
@@ -146,9 +146,9 @@ STRINGS = {
     "There is no {step}/reduce.cu to compare yet.": "还没有可比较的 {step}/reduce.cu。",
     "{this}/reduce.cu is identical to {prev}/reduce.cu.":
         "{this}/reduce.cu 与 {prev}/reduce.cu 完全相同。",
-    # stepN_*/README.md: figures (alt text: plots/diagrams.py ALT_TEXT)
-    "No access-pattern pictures for {step} yet: plots/patterns.py has no model of it.":
-        "{step} 还没有访问模式图：plots/patterns.py 中还没有它的模型。",
+    # stepN_*/README.md: figures (alt text: tools/diagrams.py ALT_TEXT)
+    "No access-pattern pictures for {step} yet: tools/patterns.py has no model of it.":
+        "{step} 还没有访问模式图：tools/patterns.py 中还没有它的模型。",
     diagrams.ALT_TEXT["lanes"]:
         "{step}：一个 block 的 {threads} 个线程（{warps} 个 warp）在每一层中哪些在工作，"
         "以及哪些 warp 发出了这一层的指令",
@@ -226,7 +226,7 @@ class Sources:
         self.linked = []    # every chart and picture a block links, for missing_charts()
 
     def model(self, step):
-        """The step's access-pattern model, or None when plots/patterns.py has none."""
+        """The step's access-pattern model, or None when tools/patterns.py has none."""
         if step not in self.models:
             self.models[step] = (patterns.build(self.root, step)
                                  if step in patterns.MODELS else None)
@@ -404,7 +404,7 @@ def diff_block(src, step, lang):
 def figures_block(src, step, lang):
     built = src.model(step)
     if built is None:
-        return tr("No access-pattern pictures for {step} yet: plots/patterns.py has no "
+        return tr("No access-pattern pictures for {step} yet: tools/patterns.py has no "
                   "model of it.", lang, step=step)
     out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
     src.linked += [os.path.join(out_dir, diagrams.figure_name(step, kind))

@@ -31,7 +31,7 @@ step() {   # name, command...: run, keep the log, remember a failure
 
 # The file-name form of this GPU's name (h200), as bench.py names its CSV.
 slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
-       python3 -c 'import sys; sys.path.insert(0, "plots"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
+       python3 -c 'import sys; sys.path.insert(0, "tools"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
   nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
 step build make -j"$(nproc)" all mutants step9_singlepass/run-atomic step4_warp/run-racy \
@@ -39,8 +39,8 @@ step build make -j"$(nproc)" all mutants step9_singlepass/run-atomic step4_warp/
 if [ "$phase" = measure ] || [ "$phase" = all ]; then
     # Profile first: ncu replays kernels and must not share the GPU with timing.
     step profile make --no-print-directory profile-all
-    step bench python3 plots/bench.py --root . --out-dir "$OUT_DIR"
-    step accuracy python3 plots/accuracy.py --root . --out-dir "$OUT_DIR"
+    step bench python3 tools/bench.py --root . --out-dir "$OUT_DIR"
+    step accuracy python3 tools/accuracy.py --root . --out-dir "$OUT_DIR"
     # Step 9's knob sweep, with step 8 and CUB in the same run: its README's "What was tried".
     step tune_step9 env TUNE_ONLY=step9 TUNE_BASE="step8_vector step9_singlepass baseline_cub" \
         TUNE_SIZES="1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304 16777216 268435456" \

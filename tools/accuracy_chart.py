@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Draw the accuracy chart: relative error against n, one panel per fill.
 
-    python3 plots/accuracy_chart.py CSV... [--out-dir DIR]
+    python3 tools/accuracy_chart.py CSV... [--out-dir DIR]
 
-For each <name>-accuracy.csv (written by plots/accuracy.py) it draws
+For each <name>-accuracy.csv (written by tools/accuracy.py) it draws
 <name>-accuracy.png beside it (or in DIR): |result - reference| / sum|x| on
 log-log axes for every program, the CPU's sequential and Kahan loops, and the
 textbook bounds of the three ways to add (accuracy_data.BOUNDS). The same
@@ -131,7 +131,7 @@ def chart_path(csv_path, out_dir):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Draw <name>-accuracy.png from each "
                                                  "<name>-accuracy.csv.")
-    parser.add_argument("csv", nargs="+", help="accuracy CSV written by plots/accuracy.py")
+    parser.add_argument("csv", nargs="+", help="accuracy CSV written by tools/accuracy.py")
     parser.add_argument("--out-dir", help="where the PNGs go (default: beside each CSV)")
     args = parser.parse_args(argv)
     try:
@@ -139,7 +139,7 @@ def main(argv=None):
         mpl = load_matplotlib()
         if mpl is None:
             print("accuracy_chart: matplotlib is not installed; run `pip install -r "
-                  "plots/requirements.txt` (or `make accuracy`, which creates a venv)",
+                  "tools/requirements.txt` (or `make accuracy`, which creates a venv)",
                   file=sys.stderr)
             return 3
         if args.out_dir:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Draw each step's access pattern from plots/patterns.py, no GPU needed.
+"""Draw each step's access pattern from tools/patterns.py, no GPU needed.
 
-    python3 plots/diagrams.py [--root DIR] [--out-dir DIR] [--steps STEP...]
+    python3 tools/diagrams.py [--root DIR] [--out-dir DIR] [--steps STEP...]
 
 Writes plots/diagrams/<step>-<kind>.png for every step that has a model:
   lanes    which lanes of one block work at each level, warp by warp
@@ -70,7 +70,7 @@ EXAMPLE_N_VECTOR = 3 + 4 * 37 + 2   # 3 head floats, 37 float4s, 2 tail floats
 # they reach the fetch_add is the hardware's; this is one such order.
 EXAMPLE_FINISH = (3, 0, 5, 1, 4, 2)
 
-CAPTION_SOURCE = ("computed by plots/patterns.py from the index expressions of "
+CAPTION_SOURCE = ("computed by tools/patterns.py from the index expressions of "
                   "{step}/reduce.cu, no GPU; each if is issued as nvcc 13 compiles "
                   "it for sm_90 (predicated, or a branch)")
 
@@ -606,7 +606,7 @@ class OneLineParser(argparse.ArgumentParser):
 def parse_args(argv):
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     parser = OneLineParser(prog="diagrams.py", description="Access-pattern "
-                           "pictures of every step, from plots/patterns.py.")
+                           "pictures of every step, from tools/patterns.py.")
     parser.add_argument("--root", default=here, metavar="DIR",
                         help="folder holding stepN_*/ (default: the repository)")
     parser.add_argument("--out-dir", metavar="DIR",
@@ -627,7 +627,7 @@ def run(args):
     mpl = load_matplotlib()
     if mpl is None:
         print("diagrams.py: error: matplotlib is not installed; run `pip install "
-              "-r plots/requirements.txt` (or `make diagrams`, which creates a venv)",
+              "-r tools/requirements.txt` (or `make diagrams`, which creates a venv)",
               file=sys.stderr)
         return 3
     os.makedirs(out_dir, exist_ok=True)

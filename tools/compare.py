@@ -1,8 +1,8 @@
-"""What the charts (plots/plot.py) and the README tables (tools/docs.py) both
+"""What the charts (tools/plot.py) and the README tables (tools/docs.py) both
 derive from a results file and a profile file: the latest usable row per
 (step, n), the speed-ups between steps, and the counters per step.
 
-Rows come through plots/schema.py, so failed runs (pass != 1) and check-mode
+Rows come through tools/schema.py, so failed runs (pass != 1) and check-mode
 rows never get here.
 """
 import os

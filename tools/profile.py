@@ -5,7 +5,7 @@ Runs `ncu ... <step>/run --check -n N`, keeps the first launch of the step's
 reduction kernel, and prints a small set of hardware counters that explain
 each step's speed-up: instructions, divergence, bank conflicts, DRAM traffic,
 occupancy and launch shape. `--all --csv OUT` also writes them in long format
-(plots/schema.py), each row with the program's code hash from `run --version`.
+(tools/schema.py), each row with the program's code hash from `run --version`.
 
 Exit codes: 0 ok, 2 usage error or program not built, 3 ncu not found or no
 CUDA device, 4 ncu failed (e.g. a metric it does not know), 5 the performance

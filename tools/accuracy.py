@@ -31,7 +31,7 @@ minutes, under three.
 
 The rows go, in plan order, to OUT_DIR/<gpu>-accuracy.csv.
 
-Exit codes (as plots/bench.py): 0 every run verified, 1 some run failed
+Exit codes (as tools/bench.py): 0 every run verified, 1 some run failed
 (results still written), 2 usage error or programs not built, 3 no CUDA device.
 """
 import argparse

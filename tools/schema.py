@@ -3,7 +3,7 @@ size labels: the one module that every script and test reads them through.
 
 A results file holds one row per program run, written by the programs
 themselves (`--csv FILE`, common/README.md); a profile file holds one row per
-(step, metric) from plots/profile.py. Files written before the code_hash
+(step, metric) from tools/profile.py. Files written before the code_hash
 columns existed still load: a column missing from the header reads as empty.
 """
 import csv

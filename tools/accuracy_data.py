@@ -2,7 +2,7 @@
 relative errors, and the textbook error bounds they are drawn against.
 
 Shared by accuracy_chart.py (the chart) and accuracy_docs.py (the markdown
-block of ACCURACY.md); plots/accuracy.py writes the rows. The columns are the
+block of ACCURACY.md); tools/accuracy.py writes the rows. The columns are the
 results CSV's (common/README.md). Only verified rows (pass = 1) count.
 """
 import math
@@ -39,7 +39,7 @@ class AccuracyError(Exception):
 
 def read_rows(path):
     """Every row of an accuracy CSV as a dict of strings, header checked
-    (plots/schema.py reads it; the rows stay untyped, because a failed run's
+    (tools/schema.py reads it; the rows stay untyped, because a failed run's
     row may hold anything and is still kept in the file)."""
     try:
         header, records = schema.read_records(path)

@@ -3,7 +3,7 @@
 
 Each (program, n) pair runs once as `run -n N --csv TMP --reps R --warmup W`.
 The program itself flushes L2, times the launches, verifies the sum and appends
-one CSV row (plots/schema.py). This driver only orders the runs, shows
+one CSV row (tools/schema.py). This driver only orders the runs, shows
 progress and files the rows as OUT_DIR/<gpu>.csv, one file per GPU model, so
 results measured on different GPUs can sit side by side, with everything it
 printed in OUT_DIR/<gpu>-bench.log. Rows of failed runs stay in the file

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draw the charts of one results file (and, optionally, its profile file).
 
-    python3 plots/plot.py --results plots/reference/h200.csv
+    python3 tools/plot.py --results plots/reference/h200.csv
                           [--profile plots/reference/h200-profile.csv] [--out-dir DIR]
 
 Writes, into DIR (default: the results file's folder), where <slug> is the
@@ -10,7 +10,7 @@ results file name without ".csv":
   <slug>-sweep.png        GB/s against n for every step and CUB
   <slug>-vs-cub.png       steps 6 and later relative to CUB across n (launch-bound region shaded)
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
-Failed runs (pass != 1) and check-mode rows are never drawn (plots/schema.py).
+Failed runs (pass != 1) and check-mode rows are never drawn (tools/schema.py).
 The READMEs' tables come from tools/docs.py, not from here.
 
 Exit codes: 0 done, 2 bad input (one line on stderr), 3 matplotlib missing.
@@ -411,7 +411,7 @@ def draw_charts(mpl, m, counters, out_dir):
 
 def parse_args(argv):
     parser = OneLineParser(
-        prog="plot.py", description="Charts from a results CSV (columns: plots/schema.py).")
+        prog="plot.py", description="Charts from a results CSV (columns: tools/schema.py).")
     parser.add_argument("--results", required=True, metavar="CSV",
                         help="results file written by the step programs (make bench)")
     parser.add_argument("--profile", metavar="CSV",
@@ -430,7 +430,7 @@ def run(args):
     mpl = load_matplotlib()
     if mpl is None:
         print("plot.py: error: matplotlib is not installed; run "
-              "`pip install -r plots/requirements.txt` (or `make plot`, "
+              "`pip install -r tools/requirements.txt` (or `make plot`, "
               "which creates a venv)", file=sys.stderr)
         return 3
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))

@@ -3,7 +3,7 @@
 No GPU and no matplotlib: plain Python that runs each step's index math for
 one block (the tree: which lanes work at each level, which warps issue the
 level, which shared-memory word and bank each lane touches) and for a grid
-(which thread loads which input element). plots/diagrams.py draws the
+(which thread loads which input element). tools/diagrams.py draws the
 results; tests/test_patterns.py compares them with the Nsight Compute
 counters measured on the GPU.
 
@@ -112,7 +112,7 @@ def source_problems(root, models):
             moved = [k + 1 for k, line in enumerate(lines) if src.text in line]
             where = f"now on line {moved[0]}" if moved else "no longer in the file"
             problems.append(f"{src}: expected {src.text!r}, {where}; re-check "
-                            f"the model in plots/patterns.py")
+                            f"the model in tools/patterns.py")
     return problems
 
 
@@ -547,7 +547,7 @@ def modelled_steps(root):
 
 def build(root, step):
     if step not in MODELS:
-        raise ModelError(f"no model for {step} in plots/patterns.py")
+        raise ModelError(f"no model for {step} in tools/patterns.py")
     built = MODELS[step](read_defines(root, step))
     # Every Src of the stages and of the loads belongs to the model's list.
     seen = list(built.sources)
