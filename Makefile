@@ -25,20 +25,40 @@ export CUDA_VISIBLE_DEVICES := $(DEVICE)
 endif
 
 # No fast-math: the tutorial's sums must be plain IEEE float adds.
-NVFLAGS := -O3 -lineinfo -std=c++17 $(GENCODE) -Icommon -Xcompiler -Wall,-Wextra
-CFLAGS  := -O2 -std=c11 -Wall -Wextra -Wpedantic -Icommon -I$(CUDA_HOME)/include
-LDLIBS  := -ldl
+# The _BASE flags go into every program's code hash (tools/code_hash.py),
+# the target architecture does not: each results row names it (arch).
+NVFLAGS_BASE := -O3 -lineinfo -std=c++17 -Icommon -Xcompiler -Wall,-Wextra
+NVFLAGS := $(NVFLAGS_BASE) $(GENCODE)
+CFLAGS_BASE := -O2 -std=c11 -Wall -Wextra -Wpedantic -Icommon
+HASH_FLAGS := nvcc $(NVFLAGS_BASE) cc $(CFLAGS_BASE)
+# OpenMP, where the C compiler has it, fills inputs and sums references on
+# every core (the GPU work is the same either way, so it is not in the hash).
+OPENMP ?= $(shell echo 'int main(void) { return 0; }' | $(CC) -fopenmp -x c - -o /dev/null \
+            2>/dev/null && echo -fopenmp)
+CFLAGS  := $(CFLAGS_BASE) $(if $(OPENMP),$(OPENMP),-Wno-unknown-pragmas) -I$(CUDA_HOME)/include
+LDLIBS  := -ldl $(if $(OPENMP),-lgomp)
 
 # The git revision goes into every CSV row; `-dirty` marks uncommitted changes.
 # Where the tree travels without .git (a remote GPU), pass GIT_REV=... yourself.
 GIT_REV ?= $(shell git describe --always --dirty --abbrev=7 2>/dev/null || echo unknown)
 
-# Every stepN_slug/reduce.cu is a step: a new directory needs no edit here.
-STEP_DIRS := $(patsubst %/reduce.cu,%,$(sort $(wildcard step*_*/reduce.cu)))
+# Every stepN_slug/reduce.cu is a step, in numeric order (step10 after
+# step9): a new directory needs no edit here.
+STEP_DIRS := $(shell ls -d step[0-9]*_*/reduce.cu 2>/dev/null | sort -V | sed 's|/reduce.cu||')
 PROGRAMS  := $(addsuffix /run,$(STEP_DIRS)) baseline_cub/run
 ALIASES   := $(foreach d,$(STEP_DIRS),$(firstword $(subst _, ,$(d))))
-HARNESS   := build/driver.o build/harness.o build/flush.o build/version.o
+COMMON_OBJ := build/device.o build/harness.o build/flush.o build/toolchain.o build/version.o
+HARNESS   := build/driver.o $(COMMON_OBJ)
 HEADERS   := $(wildcard common/*.h)
+HASH_INPUTS := $(wildcard common/*.c common/*.cu common/*.h) tools/code_hash.py
+
+# Part 2 (rows/): every rows/stepN_slug/rows.cu is a step of its own path,
+# built on the same harness with the row contract (common/rows.h).
+ROW_STEP_DIRS := $(shell ls -d rows/step[0-9]*_*/rows.cu 2>/dev/null | sort -V | sed 's|/rows.cu||')
+ROW_PROGRAMS  := $(addsuffix /run,$(ROW_STEP_DIRS)) \
+                 $(patsubst %/rows.cu,%/run,$(wildcard rows/baseline_*/rows.cu))
+ROW_ALIASES   := $(foreach d,$(ROW_STEP_DIRS),rows/$(firstword $(subst _, ,$(notdir $(d)))))
+ROWS_HARNESS  := build/rows_driver.o build/rows_ref.o $(COMMON_OBJ)
 
 # matplotlib from the system if it imports, else from a local .venv
 # (an absolute path, so scripts run from other directories find it too).
@@ -48,34 +68,44 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
+# Targets that need a GPU say so in one line first, before building anything.
+NEED_GPU = @bash tools/need_gpu.sh $@
+
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
-        ptxas sass diff new clean $(ALIASES) FORCE
+        ptxas sass diff new clean code-hash $(ALIASES) $(ROW_ALIASES) FORCE
 .DEFAULT_GOAL := all
 
-all: $(PROGRAMS)
+all: $(PROGRAMS) $(ROW_PROGRAMS)
 
 help:
-	@echo "make                 build every step and the CUB baseline"
-	@echo "make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
-	@echo "make test            CPU unit tests, plot/script tests, GPU suite (skipped without a GPU)"
-	@echo "make check STEP=K    grade one program: sizes, fills, offsets, races (K = 0..9, cub)"
-	@echo "make bench           measure every step and CUB into plots/results/<gpu>.csv, and draw it"
-	@echo "make tune            time other block sizes / unroll factors of some steps"
-	@echo "make determinism     100 runs of every program: same bits each time? (and atomics)"
-	@echo "make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
-	@echo "make docs            rewrite the generated blocks of the READMEs and ACCURACY.md"
-	@echo "make diagrams        draw each step's access pattern into plots/diagrams, no GPU"
-	@echo "make accuracy        every program's rounding error: plots/results/<gpu>-accuracy.csv"
-	@echo "make profile STEP=K  Nsight Compute counters of one step (K = 0..9 or cub)"
-	@echo "make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
-	@echo "   OUT_DIR=DIR       where bench, profile-all and accuracy write (default plots/results)"
-	@echo "   DEVICE=K          run the GPU targets on device K only (CUDA_VISIBLE_DEVICES=K)"
-	@echo "make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
-	@echo "make ptxas           registers, shared memory and spills of every kernel"
-	@echo "make sass            sm_90 machine code of every step, with loop lengths"
-	@echo "make diff STEP=K     what step K changed over the step before it"
-	@echo "make new NAME=step10_slug  start your own step from the one below it"
-	@echo "make clean           remove what make built"
+	@echo "Without a GPU (a laptop, a login node):"
+	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
+	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
+	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
+	@echo "  make test            all tests; the GPU suite is skipped, and the last line says so"
+	@echo "  make diff STEP=K     what step K changed over the step before it (ROWS=1: part 2)"
+	@echo "  make new NAME=stepN_slug  start your own step N (the next free number) from step N-1"
+	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
+	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
+	@echo "  make diagrams        draw each step's access pattern into plots/diagrams"
+	@echo "  make ptxas           registers, shared memory and spills of every kernel"
+	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
+	@echo "  make mutants         build the broken programs the grader must fail"
+	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
+	@echo "With a CUDA GPU:"
+	@echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K or cub)"
+	@echo "  make check SOURCE=path/reduce.cu   grade a source file built with this harness"
+	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
+	@echo "  make profile STEP=K  Nsight Compute counters of one step (K, rows/K or cub)"
+	@echo "  make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
+	@echo "  make accuracy        every program's rounding error: plots/results/<gpu>-accuracy.csv"
+	@echo "  make determinism     100 runs of every program: same bits each time? (and atomics)"
+	@echo "  make tune            time other block sizes / unroll factors of some steps"
+	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
+	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"
+	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
+	@echo "make exits 2 whenever a recipe fails; the grader's own exit codes (1 wrong, 2 usage,"
+	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run"
 
 build:
 	mkdir -p build
@@ -86,6 +116,9 @@ build/%.o: common/%.c $(HEADERS) | build
 build/flush.o: common/flush.cu $(HEADERS) build/arch.stamp | build
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
+build/toolchain.o: common/toolchain.cu build/arch.stamp | build
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
 # Rewritten only when the revision changes, so it does not force relinks.
 build/version.c: FORCE | build
 	@printf 'const char reduce_git_rev[] = "%s";\n' '$(GIT_REV)' > $@.tmp
@@ -94,18 +127,24 @@ build/version.c: FORCE | build
 build/version.o: build/version.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-# The target GPU code: rewritten when ARCH changes, so `make ARCH=sm_80`
-# after a default build rebuilds everything for sm_80.
+# The target GPU code and the flags: rewritten when either changes, so
+# `make ARCH=sm_80` after a default build rebuilds everything for sm_80.
 build/arch.stamp: FORCE | build
-	@echo '$(GENCODE)' > $@.tmp
+	@echo '$(GENCODE) $(HASH_FLAGS)' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
 
-# The hash of a program's GPU code (its reduce.cu and the flush kernel,
-# comments ignored): every results row carries it, see tools/code_hash.py.
-build/hash/%.c: %/reduce.cu common/flush.cu tools/code_hash.py
-	@mkdir -p $(@D)
-	@h=$$($(PYTHON) tools/code_hash.py $< common/flush.cu) || exit 1; \
-	 printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+# The hash of everything that decides what a program runs and how it is
+# timed (its source, the harness it is built from, the flags): every
+# results row carries it, see tools/code_hash.py.
+define HASH_RECIPE
+@mkdir -p $(@D)
+@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $*) || exit 1; \
+ printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+endef
+build/hash/%.c: %/reduce.cu $(HASH_INPUTS) build/arch.stamp
+	$(HASH_RECIPE)
+build/hash/%.c: %/rows.cu $(HASH_INPUTS) build/arch.stamp
+	$(HASH_RECIPE)
 
 build/hash/%.o: build/hash/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -113,16 +152,30 @@ build/hash/%.o: build/hash/%.c
 %/run: %/reduce.cu build/hash/%.o $(HARNESS) $(HEADERS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(LDLIBS)
 
-# `make step3` builds step3_idle/run and links step3 -> step3_idle.
+%/run: %/rows.cu build/hash/%.o $(ROWS_HARNESS) $(HEADERS) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(LDLIBS)
+
+# `make code-hash DIR=step3_idle`: the hash make builds into that program.
+code-hash:
+	@test -n "$(DIR)" || { echo "usage: make code-hash DIR=step3_idle"; exit 2; }
+	@$(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(DIR)
+
+# `make step3` builds step3_idle/run and links step3 -> step3_idle;
+# `make rows/step3` links rows/step3 -> step3_<slug> beside it.
 define STEP_ALIAS
 $(firstword $(subst _, ,$(1))): $(1)/run
 	ln -sfn $(1) $$@
 endef
 $(foreach d,$(STEP_DIRS),$(eval $(call STEP_ALIAS,$(d))))
+define ROW_ALIAS
+rows/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
+	ln -sfn $(notdir $(1)) $$@
+endef
+$(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
 
 # ---------------------------------------------------------------- tests
-build/unit_tests: tests/unit_tests.c common/harness.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c -lm
+build/unit_tests: tests/unit_tests.c common/harness.c common/rows_ref.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c -lm $(LDLIBS)
 
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
@@ -138,22 +191,43 @@ mutants: $(MUTANTS)
 # Generated sources (mutants, code hashes) are kept after a build, for reading.
 .SECONDARY:
 
-test: build/unit_tests $(PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
+test: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) bash tests/run_tests.sh
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
-# repeated runs and compute-sanitizer. STEP=K (a step number or cub) or
-# PROGRAM=path/to/run. Exit 0 only if every check passed.
+# repeated runs and compute-sanitizer. Exit 0 only if every check passed.
+#   STEP=K, STEP=rows/K, STEP=cub, STEP=rows/cub or STEP=rows/copy: a shipped program;
+#   SOURCE=path/reduce.cu (or .../rows.cu): a student's file, built here with
+#     this repository's harness into build/graded/, so the verdict is the harness's;
+#   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads
+#     its PASS lines, so it trusts the harness that program was built with.
+# JUNIT=file.xml and GRADESCOPE=results.json also write the checks in those formats.
 check:
 	@prog='$(PROGRAM)'; \
-	 if [ -z "$$prog" ]; then \
-	     test -n "$(STEP)" || { echo "usage: make check STEP=K (K = a step number or cub) or PROGRAM=path/run"; exit 2; }; \
-	     if [ "$(STEP)" = cub ]; then dir=baseline_cub; \
-	     else dir=$$(ls -d step$(STEP)_*/ 2>/dev/null | head -n 1); dir=$${dir%/}; fi; \
-	     test -n "$$dir" -a -f "$$dir/reduce.cu" || { echo "make check: no step $(STEP) (no step$(STEP)_*/reduce.cu)"; exit 2; }; \
+	 if [ -n "$(SOURCE)" ]; then \
+	     src='$(SOURCE)'; \
+	     test -f "$$src" || { echo "make check: SOURCE=$$src: no such file"; exit 2; }; \
+	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
+	         *) echo "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)"; exit 2 ;; esac; \
+	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
+	     dir=build/graded/$$part$$name; mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; \
+	     $(MAKE) --no-print-directory "$$dir/run" || { echo "make check: $$src does not build"; exit 2; }; \
+	     prog=$$dir/run; \
+	 elif [ -z "$$prog" ]; then \
+	     test -n "$(STEP)" || { echo "usage: make check STEP=K (a step number, rows/K, cub, rows/cub) or SOURCE=path/reduce.cu"; exit 2; }; \
+	     case "$(STEP)" in \
+	         cub) dir=baseline_cub ;; \
+	         rows/cub|rows/copy) dir=rows/baseline_$${STEP#rows/} ;; \
+	         rows/*) dir=$$(ls -d rows/step$${STEP#rows/}_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	         *) dir=$$(ls -d step$(STEP)_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	     esac; \
+	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
+	         { echo "make check: no step $(STEP) (no such stepK_*/ folder)"; exit 2; }; \
 	     $(MAKE) --no-print-directory "$$dir/run" || exit 2; prog=$$dir/run; \
 	 fi; \
-	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) "$$prog"
+	 bash tools/need_gpu.sh check || exit 3; \
+	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
+	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"
 
 # ---------------------------------------------------------------- results
 venv: $(NEED_VENV)
@@ -180,7 +254,7 @@ BENCH_FLAGS ?=
 # them, and writes that path to build/bench-results; the charts of that file
 # follow, also after failed runs (their rows are never drawn). The exit status
 # is bench.py's, else plot.py's. READMEs are never touched: that is `make docs`.
-bench: $(PROGRAMS) $(NEED_VENV) | build
+bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
 	@rm -f build/bench-results
 	@status=0; \
 	$(PYTHON) tools/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
@@ -194,7 +268,7 @@ bench: $(PROGRAMS) $(NEED_VENV) | build
 	exit $$status
 
 # Other values of each step's knobs (BLOCK_SIZE, UNROLL, ...), timed the same way.
-tune: $(HARNESS) | build
+tune: gpu-check $(HARNESS) | build
 	bash tools/tune.sh build/tune.csv
 
 # The charts of RESULTS (default: the committed reference), into its folder;
@@ -211,29 +285,33 @@ docs:
 
 # ncu runs with --clock-control none: the GPU may be shared, and locking its
 # clocks for a profile would change them for everyone else.
-profile: $(PROGRAMS)
-	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = 0..9 or cub)"; exit 2; }
+profile: $(PROGRAMS) $(ROW_PROGRAMS)
+	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K or cub)"; exit 2; }
+	@bash tools/need_gpu.sh profile || exit 3
 	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
-profile-all: $(PROGRAMS)
+profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
 	$(PYTHON) tools/profile.py --root . --all --out-dir $(OUT_DIR)
 
 SANITIZE_N ?= 1048579
-sanitize: $(PROGRAMS) step4_warp/run-racy
+sanitize: gpu-check $(PROGRAMS) step4_warp/run-racy
 	@bash tools/sanitize.sh $(SANITIZE_N) $(PROGRAMS)
 
 # The racecheck demo: step 4 without its __syncwarp() calls (never shipped).
 step4_warp/run-racy: step4_warp/reduce.cu build/hash/step4_warp.o $(HARNESS) $(HEADERS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -DRACY_WARP -o $@ $< build/hash/step4_warp.o $(HARNESS) $(LDLIBS)
 
-# Same bits every run? Every program and step 9's atomicAdd build, 100 runs
-# at two sizes: $(OUT_DIR)/<gpu>-determinism.csv (the `distinct` column).
-determinism: $(PROGRAMS) step9_singlepass/run-atomic
+# Same bits every run? Every program and step 9's atomicAdd variant
+# (extras/atomic_step9), 100 runs at two sizes:
+# $(OUT_DIR)/<gpu>-determinism.csv (the `distinct` column).
+determinism: gpu-check $(PROGRAMS) extras/atomic_step9/run
 	@bash tools/determinism.sh $(OUT_DIR)
 
-# The determinism demo: step 9 adding its block sums with atomicAdd (never shipped).
-step9_singlepass/run-atomic: step9_singlepass/reduce.cu build/hash/step9_singlepass.o $(HARNESS) $(HEADERS) build/arch.stamp
-	$(NVCC) $(NVFLAGS) -DATOMIC_FLOAT -o $@ $< build/hash/step9_singlepass.o $(HARNESS) $(LDLIBS)
+# First prerequisite of every target that measures: one line and exit 3
+# where there is no GPU, before anything is built.
+.PHONY: gpu-check
+gpu-check:
+	@bash tools/need_gpu.sh "$(firstword $(filter-out gpu-check,$(MAKECMDGOALS)))"
 
 ptxas: | build
 	@for d in $(STEP_DIRS) baseline_cub; do \
@@ -250,15 +328,15 @@ sass:
 
 # ---------------------------------------------------------------- teaching
 diff:
-	@test -n "$(STEP)" || { echo "usage: make diff STEP=K (K = 1..8)"; exit 2; }
+	@test -n "$(STEP)" || { echo "usage: make diff STEP=K (K = a step number from 1 up, or rows/K)"; exit 2; }
 	@bash tools/step.sh diff $(STEP)
 
 new:
-	@test -n "$(NAME)" || { echo "usage: make new NAME=step9_slug"; exit 2; }
-	@bash tools/step.sh new $(NAME)
+	@test -n "$(NAME)" || { bash tools/step.sh usage; exit 2; }
+	@bash tools/step.sh new "$(NAME)"
 
 clean:
-	rm -rf build $(PROGRAMS) $(BROKEN) step4_warp/run-racy step9_singlepass/run-atomic $(ALIASES)
+	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)
 
 # ================================================================ accuracy
 # Owned by the accuracy lesson (ACCURACY.md); kept in one block so that the
@@ -280,7 +358,7 @@ clean: clean-extras
 # `make docs`'s, from the reference (OUT_DIR=plots/reference).
 # The chart is drawn even when some run failed (failed rows are never
 # plotted); make still reports the failure.
-accuracy: $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
+accuracy: gpu-check $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
 	$(PYTHON) tools/accuracy.py --root . --out-dir $(OUT_DIR); status=$$?; \
 	if [ $$status -le 1 ]; then \
 	    $(PLOT_PYTHON) tools/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \

@@ -50,6 +50,7 @@ static int parse_int_in(const char *s, long long lo, long long hi, long long *ou
 
 static const enum fill_kind all_fills[FILL_COUNT] = {
     FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS, FILL_ONEHOT, FILL_EXACT,
+    FILL_SHIFTED, FILL_TINY,
 };
 
 const char *fill_name(enum fill_kind fill)
@@ -62,6 +63,8 @@ const char *fill_name(enum fill_kind fill)
     case FILL_INTS: return "ints";
     case FILL_ONEHOT: return "onehot";
     case FILL_EXACT: return "exact";
+    case FILL_SHIFTED: return "shifted";
+    case FILL_TINY: return "tiny";
     }
     return "?";
 }
@@ -77,35 +80,52 @@ static int parse_fill(const char *s, enum fill_kind *out)
     return -1;
 }
 
-void print_usage(const char *prog)
+void print_usage(const char *prog, enum program_kind kind)
 {
-    printf("usage: %s [options]\n"
-           "Sums n floats on the GPU with this step's kernel, checks the sum against a\n"
-           "CPU reference in double, and times the whole reduction down to one float.\n"
-           "\n"
-           "  -n N            number of floats, 1 .. 2^31-1; K/M/G = 2^10/2^20/2^30 (default 32M)\n"
-           "  --reps R        timed repetitions, median reported (default 20)\n"
+    if (kind == PROGRAM_SUM)
+        printf("usage: %s [options]\n"
+               "Sums n floats on the GPU with this step's kernel, checks the sum against a\n"
+               "CPU reference in double, and times the whole reduction down to one float.\n"
+               "A timed run first checks exact fills at n, n - 1 and one float off alignment.\n"
+               "\n"
+               "  -n N            number of floats, 1 .. 2^31-1; K/M/G = 2^10/2^20/2^30 (default 32M)\n",
+               prog);
+    else
+        printf("usage: %s [options]\n"
+               "Runs this step's row kernel (a sum, LayerNorm, softmax or copy of every row)\n"
+               "on a rows x cols matrix, checks every output against a CPU reference in\n"
+               "double, and times it. A timed run first checks the shape, one column fewer\n"
+               "and one float off alignment (and, for LayerNorm, the shifted and tiny fills).\n"
+               "\n"
+               "  --rows R        rows, at least 1 (default 32768)\n"
+               "  --cols C        floats per row, 1 .. 2^20 (default 1024); rows x cols < 2^31\n",
+               prog);
+    printf("  --reps R        timed repetitions, median reported (default 20)\n"
            "  --warmup W      untimed repetitions first (default 3)\n"
            "  --seed S        input seed (default 1)\n"
            "  --fill F        random: uniform in [-1,1) (the default for timed runs)\n"
            "                  positive: uniform in [0,1)   wide: +-[1,2) x 2^(-20..20)\n"
            "                  ones   ints: integers in -8..8   onehot: one 1 among zeros\n"
-           "                  exact: small integers wherever kernels go wrong, sum|x| < 2^24,\n"
+           "                  exact: nonzero integers wherever kernels go wrong, sum|x| < 2^24,\n"
            "                  so the check has zero tolerance (the default for --check)\n"
+           "                  shifted: 2000 + uniform, variance 1   tiny: uniform x 1e-3\n"
            "  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
            "  --offset K      start the input K floats (0..3) past an aligned address\n"
            "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run only; no timing (the row's time columns are empty)\n"
-           "  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n"
-           "  --checks FILE   run many checks in this process, one line of options each\n"
-           "                  (e.g. -n 1000 --fill ones --offset 3); - reads standard input\n"
+           "  --no-verify     a timed run skips its checks (its own runs are still verified)\n");
+    if (kind == PROGRAM_SUM)
+        printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n");
+    printf("  --checks FILE   run many checks in this process, one line of options each\n"
+           "                  (e.g. --fill ones --offset 3); - reads standard input\n"
+           "  --runs FILE     the same for timed runs (what make bench uses)\n"
            "  --no-flush      do not flush the L2 cache before each repetition\n"
            "  --device D      CUDA device index (default 0)\n"
-           "  --version       print the step, the hash of its GPU code and the git revision\n"
+           "  --gpu-info      print the device's name, SMs, threads per SM and memory\n"
+           "  --version       print the step, the hash of its code and build, the revision\n"
            "  -h, --help      this text\n"
            "\n"
-           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n",
-           prog);
+           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n");
 }
 
 /* Sets *val to the option's value: "--reps=5" or "--reps 5". */
@@ -125,10 +145,33 @@ static int take_value(int argc, char **argv, int *i, const char *arg,
     return 1;
 }
 
-enum parse_status parse_options(int argc, char **argv, struct options *o,
-                                char *err, size_t err_len)
+/* A size flag: a whole number (K/M/G allowed) in [lo, hi]. */
+static int parse_count(const char *flag, const char *v, size_t lo, size_t hi, size_t *out,
+                       char *err, size_t err_len)
 {
+    if (v == NULL || parse_size(v, out) != 0) {
+        snprintf(err, err_len, "%s needs a whole number such as 1000 or 32M, got '%s'", flag,
+                 v ? v : "");
+        return -1;
+    }
+    if (*out < lo) {
+        snprintf(err, err_len, "%s must be at least %zu", flag, lo);
+        return -1;
+    }
+    if (*out > hi) {
+        snprintf(err, err_len, "%s %zu is too large: the most is %zu", flag, *out, hi);
+        return -1;
+    }
+    return 0;
+}
+
+enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
+                                struct options *o, char *err, size_t err_len)
+{
+    o->kind = kind;
     o->n = REDUCE_DEFAULT_N;
+    o->rows = ROWS_DEFAULT_ROWS;
+    o->cols = ROWS_DEFAULT_COLS;
     o->reps = 20;
     o->warmup = 3;
     o->seed = 1;
@@ -139,10 +182,13 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
     o->offset = 0;
     o->csv_path = NULL;
     o->check_only = 0;
+    o->verify = 1;
     o->flush = 1;
     o->device = 0;
     o->cpu_sums = 0;
     o->checks_path = NULL;
+    o->runs_path = NULL;
+    int gpu_info = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -151,13 +197,17 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
             return PARSE_HELP;
         if (strcmp(a, "--version") == 0)
             return PARSE_VERSION;
-        if (strcmp(a, "--check") == 0) {
+        if (strcmp(a, "--gpu-info") == 0) {
+            gpu_info = 1;
+        } else if (strcmp(a, "--check") == 0) {
             o->check_only = 1;
-        } else if (strcmp(a, "--cpu-sums") == 0) {
+        } else if (strcmp(a, "--no-verify") == 0) {
+            o->verify = 0;
+        } else if (strcmp(a, "--cpu-sums") == 0 && kind == PROGRAM_SUM) {
             o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
-        } else if (take_value(argc, argv, &i, a, "-n", &v)) {
+        } else if (kind == PROGRAM_SUM && take_value(argc, argv, &i, a, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {
                 snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
                          v ? v : "");
@@ -171,6 +221,12 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
                 snprintf(err, err_len, "-n %zu is too large: the most is 2147483647 (2^31 - 1)", o->n);
                 return PARSE_ERROR;
             }
+        } else if (kind == PROGRAM_ROWS && take_value(argc, argv, &i, a, "--rows", &v)) {
+            if (parse_count("--rows", v, 1, REDUCE_MAX_N, &o->rows, err, err_len) != 0)
+                return PARSE_ERROR;
+        } else if (kind == PROGRAM_ROWS && take_value(argc, argv, &i, a, "--cols", &v)) {
+            if (parse_count("--cols", v, 1, ROWS_MAX_COLS, &o->cols, err, err_len) != 0)
+                return PARSE_ERROR;
         } else if (take_value(argc, argv, &i, a, "--reps", &v)) {
             if (parse_int_in(v, 1, 100000, &x) != 0) {
                 snprintf(err, err_len, "--reps needs a number from 1 to 100000, got '%s'", v ? v : "");
@@ -192,7 +248,7 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
         } else if (take_value(argc, argv, &i, a, "--fill", &v)) {
             if (parse_fill(v, &o->fill) != 0) {
                 snprintf(err, err_len, "--fill must be random, positive, wide, ones, ints, "
-                                       "onehot or exact, got '%s'", v ? v : "");
+                                       "onehot, exact, shifted or tiny, got '%s'", v ? v : "");
                 return PARSE_ERROR;
             }
             o->fill_given = 1;
@@ -223,6 +279,12 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
             }
             o->checks_path = v;
             o->check_only = 1;
+        } else if (take_value(argc, argv, &i, a, "--runs", &v)) {
+            if (v == NULL || *v == '\0') {
+                snprintf(err, err_len, "--runs needs a file name (- for standard input)");
+                return PARSE_ERROR;
+            }
+            o->runs_path = v;
         } else if (take_value(argc, argv, &i, a, "--device", &v)) {
             if (parse_int_in(v, 0, 1023, &x) != 0) {
                 snprintf(err, err_len, "--device needs a device index, got '%s'", v ? v : "");
@@ -233,6 +295,18 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
             snprintf(err, err_len, "unknown option '%s' (try --help)", a);
             return PARSE_ERROR;
         }
+    }
+    if (kind == PROGRAM_ROWS) {
+        if (o->rows > REDUCE_MAX_N / o->cols) {
+            snprintf(err, err_len, "--rows %zu x --cols %zu is too large: at most 2147483647 "
+                                   "(2^31 - 1) floats", o->rows, o->cols);
+            return PARSE_ERROR;
+        }
+        o->n = o->rows * o->cols;
+    }
+    if (o->checks_path != NULL && o->runs_path != NULL) {
+        snprintf(err, err_len, "--checks and --runs cannot be combined");
+        return PARSE_ERROR;
     }
     /* One run is a check of correctness: give it the fill that sees any
      * lost element at any n. Timed runs keep realistic random data. */
@@ -247,12 +321,48 @@ enum parse_status parse_options(int argc, char **argv, struct options *o,
                  o->at, o->n - 1, o->n);
         return PARSE_ERROR;
     }
-    return PARSE_OK;
+    return gpu_info ? PARSE_GPU_INFO : PARSE_OK;
 }
 
-/* splitmix64: a counter-based generator, so element i depends only on
- * (seed, i) and the input is the same whatever n is. */
-static uint64_t mix64(uint64_t z)
+int verify_set(const struct options *o, int stat_fills, struct options *out)
+{
+    int count = 0;
+    struct options c = *o;
+    c.check_only = 1;
+    c.fill = FILL_EXACT;
+    c.fill_given = 1;
+    c.at_given = 0;
+    c.csv_path = NULL;
+    c.cpu_sums = 0;
+    out[count++] = c;
+    if (o->kind == PROGRAM_SUM && o->n > 1) {
+        out[count] = c;
+        out[count].n = o->n - 1;
+        count++;
+    }
+    if (o->kind == PROGRAM_ROWS && o->cols > 1) {
+        out[count] = c;
+        out[count].cols = o->cols - 1;
+        out[count].n = o->rows * (o->cols - 1);
+        count++;
+    }
+    out[count] = c;
+    out[count].offset = (o->offset + 1) % (REDUCE_MAX_OFFSET + 1);
+    count++;
+    if (stat_fills) {
+        out[count] = c;
+        out[count].fill = FILL_SHIFTED;
+        count++;
+        out[count] = c;
+        out[count].fill = FILL_TINY;
+        count++;
+    }
+    return count;
+}
+
+/* Element i depends only on (seed, i): the input is the same whatever n is. */
+#define mix64 splitmix64
+uint64_t splitmix64(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -293,57 +403,89 @@ static int exact_marked(size_t i, size_t n, size_t period, uint64_t h)
     return (h >> 32) < (uint64_t)((double)EXACT_SWEEP / (double)n * 4294967296.0);
 }
 
+/* A marked element's value: a magnitude that cycles with i (so a neighbour
+ * read by mistake has another one) and a random sign. */
+static float exact_value(size_t i, uint64_t h, size_t mod)
+{
+    float m = (float)(1 + i % mod);
+    return (h & 2) ? -m : m;
+}
+
+/* Budget: edges 2^17 x 31 (mean of 1..61) = 4.1M, plus 2^22 x 2 (mean of
+ * 1..3) dense or about 5.2M x 2 sparse marks: at most about 14.6M < 2^24.
+ * tests/unit_tests.c checks sum|x| < 2^24 at the worst sizes. */
 void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed, size_t one)
 {
     uint64_t base = mix64(seed);
     size_t period = exact_period(n);
-    switch (fill) {
-    case FILL_RANDOM:
-        /* 24 random bits: every value is exact in float, in [-1, 1). */
-        for (size_t i = 0; i < n; i++)
-            x[i] = (float)(mix64(base + i) >> 40) * 0x1p-23f - 1.0f;
-        break;
-    case FILL_POSITIVE:
-        for (size_t i = 0; i < n; i++)
-            x[i] = (float)(mix64(base + i) >> 40) * 0x1p-24f;
-        break;
-    case FILL_WIDE:
-        /* Random sign, 23-bit mantissa in [1, 2), exponent in -20..20: large
-         * and small terms mixed, and cancellation between them. */
-        for (size_t i = 0; i < n; i++) {
-            uint64_t h = mix64(base + i);
+    /* Element i depends only on i: any number of threads fills the same data. */
+    #pragma omp parallel for schedule(static) if (n > ((size_t)1 << 20))
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = mix64(base + i);
+        float v = 0.0f;
+        switch (fill) {
+        case FILL_RANDOM:   /* 24 random bits: every value is exact in float, in [-1, 1). */
+            v = (float)(h >> 40) * 0x1p-23f - 1.0f;
+            break;
+        case FILL_POSITIVE:
+            v = (float)(h >> 40) * 0x1p-24f;
+            break;
+        case FILL_WIDE: {   /* Random sign, mantissa in [1, 2), exponent in -20..20: large
+                             * and small terms mixed, and cancellation between them. */
             float m = 1.0f + (float)(h & 0x7fffff) * 0x1p-23f;
             int e = (int)((h >> 23) % 41) - 20;
-            x[i] = ldexpf((h >> 63) ? -m : m, e);
+            v = ldexpf((h >> 63) ? -m : m, e);
+            break;
         }
-        break;
-    case FILL_ONES:
-        for (size_t i = 0; i < n; i++)
-            x[i] = 1.0f;
-        break;
-    case FILL_INTS:
-        for (size_t i = 0; i < n; i++)
-            x[i] = (float)((int)(mix64(base + i) % 17) - 8);
-        break;
-    case FILL_ONEHOT:
-        memset(x, 0, n * sizeof *x);
-        x[one] = 1.0f;
-        break;
-    case FILL_EXACT:
-        /* Values +-1 and +-2: at most 2 x (2^22 or about 5.4M marks) < 2^24. */
-        for (size_t i = 0; i < n; i++) {
-            uint64_t h = mix64(base + i);
-            float v = (h & 1) ? 1.0f : 2.0f;
-            x[i] = exact_marked(i, n, period, h) ? ((h & 2) ? -v : v) : 0.0f;
+        case FILL_ONES:
+            v = 1.0f;
+            break;
+        case FILL_INTS:
+            v = (float)((int)(h % 17) - 8);
+            break;
+        case FILL_ONEHOT:
+            v = (i == one) ? 1.0f : 0.0f;
+            break;
+        case FILL_EXACT:
+            if (i < EXACT_EDGE || i >= n - EXACT_EDGE)
+                v = exact_value(i, h, EXACT_EDGE_MOD);
+            else if (exact_marked(i, n, period, h))
+                v = exact_value(i, h, EXACT_MOD);
+            break;
+        case FILL_SHIFTED:  /* mean 2000, variance 1 (PyTorch #51102's input): sqrt(3) x [-1, 1) */
+            v = 2000.0f + ((float)(h >> 40) * 0x1p-23f - 1.0f) * 1.7320508f;
+            break;
+        case FILL_TINY:     /* variance about 3e-7, below LayerNorm's eps of 1e-5 */
+            v = ((float)(h >> 40) * 0x1p-23f - 1.0f) * 1e-3f;
+            break;
         }
-        break;
+        x[i] = v;
     }
+}
+
+void fill_rows(float *x, size_t rows, size_t cols, enum fill_kind fill, uint64_t seed,
+               size_t one)
+{
+    size_t n = rows * cols;
+    if (fill != FILL_EXACT) {
+        fill_input(x, n, fill, seed, one);
+        return;
+    }
+    uint64_t base = mix64(seed);
+    /* Every element, every row: a row's sum of |x| is at most 31 x cols on
+     * average (61 x cols at worst), under 2^24 for any row up to 2^18 wide. */
+    #pragma omp parallel for schedule(static) if (n > ((size_t)1 << 20))
+    for (size_t i = 0; i < n; i++)
+        x[i] = exact_value(i, mix64(base + i), EXACT_EDGE_MOD);
 }
 
 #define PAIRWISE_LEAF 256   /* plain loop below this: fast, and still only log2(n) levels */
 
+#define PAIRWISE_TASK_MIN ((size_t)1 << 18)   /* halves at least this long run as tasks */
+
 /* r.exact here means "every value is an integer"; reference_sum adds the
- * 2^24 condition once the whole sum of |x| is known. */
+ * 2^24 condition once the whole sum of |x| is known. The two halves of a
+ * large range may run on two threads; the tree is the same either way. */
 static struct reference pairwise(const float *x, size_t n)
 {
     struct reference r = {0.0, 0.0, 1};
@@ -356,7 +498,11 @@ static struct reference pairwise(const float *x, size_t n)
         return r;
     }
     size_t half = n / 2;
-    struct reference a = pairwise(x, half), b = pairwise(x + half, n - half);
+    struct reference a, b;
+    #pragma omp task shared(a) if (half >= PAIRWISE_TASK_MIN)
+    a = pairwise(x, half);
+    b = pairwise(x + half, n - half);
+    #pragma omp taskwait
     r.sum = a.sum + b.sum;
     r.sum_abs = a.sum_abs + b.sum_abs;
     r.exact = a.exact && b.exact;
@@ -365,7 +511,10 @@ static struct reference pairwise(const float *x, size_t n)
 
 struct reference reference_sum(const float *x, size_t n)
 {
-    struct reference r = pairwise(x, n);
+    struct reference r;
+    #pragma omp parallel if (n >= 2 * PAIRWISE_TASK_MIN)
+    #pragma omp single
+    r = pairwise(x, n);
     r.exact = r.exact && r.sum_abs < EXACT_SUM_LIMIT;
     return r;
 }
@@ -451,6 +600,58 @@ double bandwidth_gbps(size_t n, double us)
     return (double)n * sizeof(float) / (us * 1e3);   /* bytes / ns = GB/s */
 }
 
+int run_lines(const char *path, const struct options *base, int check_only, char *prog,
+              run_fn run, void *ctx)
+{
+    const char *flag = check_only ? "--checks" : "--runs";
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "error: %s %s: cannot read this file\n", flag, path);
+        return 2;
+    }
+    char line[1024], copy[1024], err[256];
+    int worst = 0, number = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        number++;
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(copy, sizeof copy, "%s", line);
+        char *argv[64] = {prog, "--check"};
+        int argc = check_only ? 2 : 1;
+        int first = argc;
+        for (char *t = strtok(copy, " \t"); t != NULL && argc < 63; t = strtok(NULL, " \t"))
+            argv[argc++] = t;
+        if (argc == first || argv[first][0] == '#')
+            continue;   /* blank or comment */
+        argv[argc] = NULL;
+        struct options o;
+        enum parse_status st = parse_options(argc, argv, base->kind, &o, err, sizeof err);
+        int nested = st == PARSE_OK && (o.checks_path != NULL || o.runs_path != NULL);
+        if (st != PARSE_OK || nested) {
+            fprintf(stderr, "error: %s %s line %d: %s\n", flag, path, number,
+                    nested ? "--checks and --runs cannot nest"
+                    : st == PARSE_ERROR ? err : "not an option of a run");
+            worst = 2;
+            break;
+        }
+        o.device = base->device;
+        o.csv_path = base->csv_path;
+        o.cpu_sums = o.cpu_sums || base->cpu_sums;
+        o.verify = o.verify && base->verify;
+        if (!base->flush)
+            o.flush = 0;
+        printf("== %s %s\n", check_only ? "check" : "run", line);
+        int rc = run(&o, ctx);
+        fflush(stdout);
+        if (rc > worst)
+            worst = rc;
+        if (rc == 2)
+            break;
+    }
+    if (f != stdin)
+        fclose(f);
+    return worst;
+}
+
 /* Appends one field, quoted if it holds a comma, quote or newline. */
 static void put_field(char *buf, size_t len, size_t *pos, const char *s, int first)
 {
@@ -475,7 +676,7 @@ static void put_field(char *buf, size_t len, size_t *pos, const char *s, int fir
 
 int csv_format_row(const struct result_row *r, char *buf, size_t len)
 {
-    char num[24][32];
+    char num[27][32];
     snprintf(num[0], 32, "%zu", r->n);
     snprintf(num[1], 32, "%d", r->reps);
     snprintf(num[2], 32, "%d", r->warmup);
@@ -499,11 +700,16 @@ int csv_format_row(const struct result_row *r, char *buf, size_t len)
     snprintf(num[20], 32, "%.17g", r->sum_abs);
     snprintf(num[21], 32, "%.9g", r->cpu_seq);
     snprintf(num[22], 32, "%.9g", r->cpu_kahan);
+    snprintf(num[23], 32, "%zu", r->rows);
+    snprintf(num[24], 32, "%zu", r->cols);
+    snprintf(num[25], 32, "%.0f", r->bytes);
     if (!r->timed)   /* a --check row: no timing to report */
         for (int k = 3; k <= 7; k++)
             num[k][0] = '\0';
     if (!r->has_cpu_sums)
         num[21][0] = num[22][0] = '\0';
+    if (r->rows == 0)   /* a part 1 row */
+        num[23][0] = num[24][0] = '\0';
 
     /* Column order = CSV_HEADER. */
     const char *fields[] = {
@@ -511,6 +717,8 @@ int csv_format_row(const struct result_row *r, char *buf, size_t len)
         num[8], num[9], num[10], num[11], num[12], r->gpu, r->cc, r->driver, r->cuda,
         num[13], num[14], num[15], num[16], num[17], r->fill, num[18], r->git_rev,
         r->timed ? "timed" : "check", num[19], r->code_hash, num[20], num[21], num[22],
+        num[23], num[24], r->op ? r->op : "", num[25], r->arch ? r->arch : "",
+        r->toolchain ? r->toolchain : "",
     };
     size_t pos = 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
@@ -523,7 +731,7 @@ int csv_format_row(const struct result_row *r, char *buf, size_t len)
 
 int csv_append_row(const char *path, const struct result_row *r)
 {
-    char line[2048];
+    char line[4096];
     if (csv_format_row(r, line, sizeof line) < 0)
         return -1;
     FILE *f = fopen(path, "a");

@@ -1,6 +1,6 @@
 /* harness.h: the CPU side of the harness (options, input, reference,
- * tolerance, statistics, CSV). No CUDA in here, so tests/unit_tests.c
- * checks all of it on a machine without a GPU. */
+ * tolerance, statistics, CSV), for part 1's sums and part 2's rows. No CUDA
+ * in here, so tests/unit_tests.c checks all of it on a machine without a GPU. */
 #ifndef REDUCE_HARNESS_H
 #define REDUCE_HARNESS_H
 
@@ -10,27 +10,46 @@
 /* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
  * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
  * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
- * from 2^32, so no index wraps. */
+ * from 2^32, so no index wraps. Part 2 keeps rows x cols under the same bound. */
 #define REDUCE_MAX_N ((size_t)2147483647u)
 #define REDUCE_DEFAULT_N ((size_t)1 << 25)   /* 32M floats, the seed articles' size */
 #define REDUCE_MAX_OFFSET 3                   /* enough to misalign a float4 every way */
+/* Part 2's default shape: the seed article's LayerNorm, batch 64 x sequence
+ * 512 rows of hidden size 1024. */
+#define ROWS_DEFAULT_ROWS ((size_t)32768)
+#define ROWS_DEFAULT_COLS ((size_t)1024)
+#define ROWS_MAX_COLS ((size_t)1 << 20)
+
+/* Which main() parses the options: part 1's sum of n floats, or part 2's
+ * rows x cols. Each accepts only its own size flags. */
+enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
-                 FILL_ONEHOT, FILL_EXACT };
-#define FILL_COUNT 7
+                 FILL_ONEHOT, FILL_EXACT, FILL_SHIFTED, FILL_TINY };
+#define FILL_COUNT 9
 
-/* --fill exact: every element is a small nonzero integer up to this n;
- * above it only the elements where kernels go wrong are (see fill_input). */
+/* --fill exact: every element is a nonzero integer up to this n; above it
+ * only the elements where kernels go wrong are (see fill_input). */
 #define EXACT_DENSE_MAX ((size_t)1 << 22)
 #define EXACT_EDGE ((size_t)1 << 16)       /* first and last elements, always set */
 #define EXACT_SWEEP ((size_t)1 << 20)      /* about this many more at random places */
+/* Magnitudes: 1 + (i mod EXACT_EDGE_MOD) in the edges, 1 + (i mod
+ * EXACT_MOD) elsewhere (and in every row of part 2's exact fill, the edge
+ * pattern). A read of element j instead of i changes the sum for sure unless
+ * j - i is a multiple of the modulus, which no power of two, warp, block or
+ * grid offset is (both are odd primes; 132 SMs = 4 x 3 x 11), and even then
+ * the random sign differs half the time. */
+#define EXACT_EDGE_MOD 61
+#define EXACT_MOD 3
 
 /* Integers whose sum of |x| stays below 2^24 add exactly in float in any
  * order: every partial sum is an integer of at most 24 bits. */
 #define EXACT_SUM_LIMIT 16777216.0
 
 struct options {
-    size_t n;
+    enum program_kind kind;
+    size_t n;               /* part 1: floats; part 2: rows * cols */
+    size_t rows, cols;      /* part 2 */
     int reps;
     int warmup;
     uint64_t seed;
@@ -41,13 +60,16 @@ struct options {
     int offset;             /* input starts this many floats past an aligned address */
     const char *csv_path;   /* NULL: no CSV row */
     int check_only;         /* one verified run, no timing */
+    int verify;             /* a timed run first runs verify_set()'s checks */
     int flush;              /* flush L2 before each repetition */
     int device;
     int cpu_sums;           /* also sum on the CPU: float loop and Kahan loop */
     const char *checks_path;  /* --checks FILE: many checks, one per line, one process */
+    const char *runs_path;    /* --runs FILE: many runs (timed or not), one process */
 };
 
-enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_ERROR = -1 };
+enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_GPU_INFO = 3,
+                    PARSE_ERROR = -1 };
 
 /* "4096", "32M", "1G": binary suffixes K, M, G (either case). Returns 0, or -1
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
@@ -56,11 +78,25 @@ int parse_size(const char *s, size_t *out);
 /* Fills *o from argv and checks the options against each other (--at needs
  * onehot and a position inside n). --check without --fill means --fill
  * exact. On PARSE_ERROR, err holds a one-line message. */
-enum parse_status parse_options(int argc, char **argv, struct options *o,
-                                char *err, size_t err_len);
-void print_usage(const char *prog);
+enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
+                                struct options *o, char *err, size_t err_len);
+void print_usage(const char *prog, enum program_kind kind);
 
 const char *fill_name(enum fill_kind fill);
+
+/* The checks a plain timed run makes before it times anything, so that its
+ * PASS means what `make check` means at that size: the exact fill at the
+ * size and offset asked for, one element shorter (a tail that is not a
+ * multiple of a block, a warp or a float4), and one float further from
+ * alignment (a head); row programs also at one column fewer, and, for
+ * LayerNorm and softmax, on the shifted and tiny fills. Writes at most
+ * VERIFY_MAX options into out[]; returns how many. */
+#define VERIFY_MAX 8
+int verify_set(const struct options *o, int is_sum_op, struct options *out);
+
+/* splitmix64: a counter-based generator; element i of an input is a
+ * function of (seed, i) only. */
+uint64_t splitmix64(uint64_t z);
 
 /* Where onehot's 1 goes: --at (negative counts from the end) or, without
  * it, a position chosen by the seed. */
@@ -70,6 +106,11 @@ size_t onehot_index(size_t n, uint64_t seed, int at_given, long long at);
  * (onehot's position, exact's sparse positions). one = onehot_index(). */
 void fill_input(float *x, size_t n, enum fill_kind fill, uint64_t seed, size_t one);
 
+/* Part 2's input: fill_input, except that the exact fill is dense in every
+ * row (a row's sum of |x| stays far below 2^24 up to ROWS_MAX_COLS / 4). */
+void fill_rows(float *x, size_t rows, size_t cols, enum fill_kind fill, uint64_t seed,
+               size_t one);
+
 struct reference {
     double sum;       /* the exact-enough answer */
     double sum_abs;   /* scales the tolerance */
@@ -77,13 +118,16 @@ struct reference {
 };
 
 /* Pairwise summation in double: error ~ log2(n) * 2^-53 * sum|x|, far
- * below anything float32 can resolve. */
+ * below anything float32 can resolve. Large inputs use every CPU core;
+ * the tree, and so the result, is the same for any number of threads. */
 struct reference reference_sum(const float *x, size_t n);
 
 /* 0 when ref.exact: any order of float adds gives the exact sum, so any
  * difference is a lost, repeated or foreign element. Otherwise
- * (ceil(log2 n) + 1) * 2^-24 * sum|x|: the worst-case error of a float32
- * tree of depth ceil(log2 n), plus the final rounding. See README.md. */
+ * (ceil(log2 n) + 1) * 2^-24 * sum|x|: the rounding bound of a pairwise
+ * tree of depth ceil(log2 n), plus the final rounding. Kernels whose threads
+ * first add long serial chains (steps 6-9, CUB) have a larger worst case;
+ * their measured errors sit far below this bound (ACCURACY.md). */
 double tolerance(size_t n, struct reference ref);
 
 /* What the CPU gets with float32 arithmetic: a plain loop, and the same
@@ -104,14 +148,25 @@ struct stats {
 /* Sorts v in place. count >= 1. */
 struct stats compute_stats(double *v, int count);
 
+/* --checks / --runs FILE: calls run(options of the line, ctx) for every
+ * line that is not blank or a comment, each line parsed like a command line
+ * on top of `base` (device, csv, kind), check mode forced when check_only.
+ * Prints "== check <line>" or "== run <line>" before each. Stops at a usage
+ * error. Returns the worst exit code (0 verified, 1 wrong, 2 usage). */
+typedef int (*run_fn)(const struct options *o, void *ctx);
+int run_lines(const char *path, const struct options *base, int check_only, char *prog,
+              run_fn run, void *ctx);
+
 /* One line of the results file; the header is CSV_HEADER. */
 #define CSV_HEADER                                                              \
     "step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference," \
     "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"  \
-    "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan"
+    "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan,rows,cols,"   \
+    "op,bytes,arch,toolchain"
 
 /* A timed row has every field; a --check row (timed == 0) leaves the
- * timing columns empty, and the CPU sums are empty unless has_cpu_sums. */
+ * timing columns empty, and the CPU sums are empty unless has_cpu_sums.
+ * Part 1 rows leave rows, cols and op empty. */
 struct result_row {
     const char *step;
     int timed;
@@ -135,6 +190,10 @@ struct result_row {
     double sum_abs;
     int has_cpu_sums;
     float cpu_seq, cpu_kahan;
+    size_t rows, cols;      /* 0: a part 1 row */
+    const char *op;         /* part 2: sum, layernorm, softmax, copy */
+    double bytes;           /* bytes a run must move: gbps = bytes / median */
+    const char *arch, *toolchain;
 };
 
 /* Writes the row (no newline) into buf; returns the length, or -1 if it

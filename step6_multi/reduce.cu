@@ -71,9 +71,9 @@ __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n)
         g_out[blockIdx.x] = s_data[0];
 }
 
-size_t reduce_pass(const float *d_in, float *d_out, size_t n)
+// Enough blocks to fill every SM once, and no more: the loop does the rest.
+static size_t grid_blocks(size_t n)
 {
-    // Enough blocks to fill every SM once, and no more: the loop does the rest.
     static size_t max_blocks = 0;
     if (max_blocks == 0) {
         int device, sms, per_sm;
@@ -84,8 +84,12 @@ size_t reduce_pass(const float *d_in, float *d_out, size_t n)
         max_blocks = (size_t)sms * per_sm;
     }
     size_t blocks = (n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD);
-    if (blocks > max_blocks)
-        blocks = max_blocks;
+    return blocks < max_blocks ? blocks : max_blocks;
+}
+
+size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace /* unused */)
+{
+    size_t blocks = grid_blocks(n);
     if (d_out != NULL) {
         reduce_kernel<BLOCK_SIZE><<<blocks, BLOCK_SIZE>>>(d_in, d_out, (unsigned int)n);
         CHECK_LAUNCH();

@@ -1,14 +1,15 @@
 // Single pass: the last block to finish adds the partial sums, in the same launch.
 //
-// Change: each block writes its partial sum to a workspace and takes a ticket
-//         from a counter in global memory; the block that draws the last
-//         ticket reads every partial, adds them in block order and writes the
-//         one float. A small input runs as one block and needs no ticket.
+// Change: each block writes its partial sum to the caller's workspace and
+//         takes a ticket from a counter in global memory; the block that
+//         draws the last ticket reads every partial, adds them in block order
+//         and writes the one float. A small input runs as one block and
+//         needs no ticket.
 // Why it helps: step 8 launches a second kernel for its ~1000 partial sums,
-//         and the GPU idles between the two; at small n that gap is most of
-//         the time. Release/acquire order the partials before the ticket.
-// Effect: about 1.05x faster than step 8 on an H200 at n = 2^25, and more at
-//         small n, where it also beats CUB (step9_singlepass/README.md).
+//         and the GPU idles between the two launches. Each ticket releases
+//         its block's partial; the last block acquires them all, once.
+// Effect: faster than step 8 at every size on an H200, most at small n
+//         (step9_singlepass/README.md has the measured ratios).
 #include <cuda/atomic>
 
 #include "check.h"
@@ -87,34 +88,29 @@ __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n,
     }
     sum = block_reduce<BLOCK>(sum, s_data);
 
-#ifdef ATOMIC_FLOAT
-    // The determinism demo (step9_singlepass/run-atomic, never shipped): each
-    // block adds its sum straight into g_out, in whatever order blocks finish.
-    if (tid == 0)
-        atomicAdd(g_out, sum);
-    return;
-#endif
     if (gridDim.x == 1) {   // the whole input in one block: no one to wait for
         if (tid == 0)
             g_out[0] = sum;
         return;
     }
 
-    // Release: this block's partial is visible to any thread that acquires
-    // a later value of the ticket counter. The last ticket acquires them all.
+    // Release: the ticket publishes this block's partial, written just
+    // before it. Acquire: only the last block reads partials, so only its
+    // thread 0 needs to see every release, and it asks once; the barrier
+    // then carries that to the whole block.
     if (tid == 0) {
         g_partials[blockIdx.x] = sum;
-        unsigned int ticket = ticket_ref(*g_ticket).fetch_add(1, cuda::memory_order_acq_rel);
+        unsigned int ticket = ticket_ref(*g_ticket).fetch_add(1, cuda::memory_order_release);
         s_last = (ticket == gridDim.x - 1);
+        if (s_last)
+            cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
     }
     __syncthreads();
     if (!s_last)
         return;
 
-    // Acquire in every thread that reads partials, so no read can see a
-    // value older than the release; then add them in block order, which is
-    // the same every run: the sum is bit-identical run to run.
-    cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
+    // Add the partials in block order, which is the same every run: the
+    // sum is bit-identical run to run.
     sum = 0.0f;
     for (unsigned int b = tid; b < gridDim.x; b += BLOCK)
         sum += g_partials[b];
@@ -125,21 +121,9 @@ __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n,
     }
 }
 
-// The workspace, set up by the size query (outside any timing), the way
-// CUB's temporary storage is: one partial per block of the largest grid,
-// and the ticket counter, zero. Freed at exit.
-static float *d_partials = NULL;
-static unsigned int *d_ticket = NULL;
-
-static void free_workspace(void)
+// Enough blocks to fill every SM once, and no more: the loop does the rest.
+static size_t grid_blocks(size_t n)
 {
-    cudaFree(d_partials);   // at exit: nothing left to report an error to
-    cudaFree(d_ticket);
-}
-
-size_t reduce_pass(const float *d_in, float *d_out, size_t n)
-{
-    // Enough blocks to fill every SM once, and no more: the loop does the rest.
     static size_t max_blocks = 0;
     if (max_blocks == 0) {
         int device, sms, per_sm;
@@ -150,22 +134,26 @@ size_t reduce_pass(const float *d_in, float *d_out, size_t n)
         max_blocks = (size_t)sms * per_sm;
     }
     size_t blocks = (n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD);
-    if (blocks > max_blocks)
-        blocks = max_blocks;
-    if (d_out == NULL) {
-        if (d_partials == NULL) {
-            CHECK_CUDA(cudaMalloc((void **)&d_partials, max_blocks * sizeof(float)));
-            CHECK_CUDA(cudaMalloc((void **)&d_ticket, sizeof(unsigned int)));
-            CHECK_CUDA(cudaMemset(d_ticket, 0, sizeof(unsigned int)));
-            atexit(free_workspace);
-        }
-        return 1;
+    return blocks < max_blocks ? blocks : max_blocks;
+}
+
+// The caller's workspace, as CUB's temporary storage is: the ticket counter
+// (zeroed: the last block leaves it at 0 for the next launch) and one
+// partial sum per block.
+struct workspace_size reduce_workspace(size_t n)
+{
+    struct workspace_size size = {sizeof(unsigned int), grid_blocks(n) * sizeof(float)};
+    return size;
+}
+
+size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace work)
+{
+    size_t blocks = grid_blocks(n);
+    if (d_out != NULL) {
+        reduce_kernel<BLOCK_SIZE><<<blocks, BLOCK_SIZE>>>(d_in, d_out, (unsigned int)n,
+                                                          (float *)work.scratch,
+                                                          (unsigned int *)work.zeroed);
+        CHECK_LAUNCH();
     }
-#ifdef ATOMIC_FLOAT
-    CHECK_CUDA(cudaMemsetAsync(d_out, 0, sizeof(float)));   // atomicAdd needs a 0 to add to
-#endif
-    reduce_kernel<BLOCK_SIZE><<<blocks, BLOCK_SIZE>>>(d_in, d_out, (unsigned int)n,
-                                                      d_partials, d_ticket);
-    CHECK_LAUNCH();
     return 1;   // one pass: the kernel leaves the one float in d_out[0]
 }

@@ -1,18 +1,35 @@
 #!/usr/bin/env python3
-"""code_hash.py FILE...: a short hash of the code in FILEs, comments and
-layout ignored, printed on one line.
+"""code_hash.py [--flags TEXT] (--program DIR | FILE...): a short hash of a
+program's code, comments and layout ignored, printed on one line.
 
-Every program embeds the hash of its GPU code (its reduce.cu and the harness's
-flush.cu); every results row carries it. A committed result whose hash differs
-from the code as it is now describes code that no longer exists, and
-`make test` says so. Editing a comment or re-indenting does not change the
-hash: neither can move a timing.
+Every program embeds the hash of everything that decides what it runs and
+how it is timed: its own source (DIR/reduce.cu, or DIR/rows.cu for part 2),
+every harness file it is built from (the timing loop, the flush, the
+verification, the headers: HARNESS below) and the compiler flags (--flags,
+from the Makefile, without the target architecture). Every results row
+carries the hash, beside the architecture and the nvcc and CCCL versions the
+program reports itself. A committed result whose hash differs from the code
+as it is now describes code that no longer exists, and `make test` says so.
+Editing a comment or re-indenting does not change the hash: neither can move
+a timing.
 """
 import hashlib
+import os
 import re
 import sys
 
 HASH_CHARS = 12
+
+# The harness files a program is built from, by part (the Makefile links
+# the same ones: HARNESS and ROWS_HARNESS there).
+COMMON = ["common/device.c", "common/harness.c", "common/flush.cu", "common/toolchain.cu",
+          "common/check.h", "common/device.h", "common/flush.h", "common/harness.h",
+          "common/workspace.h"]
+HARNESS = {
+    "sum": ["common/driver.c", "common/reduce.h"] + COMMON,
+    "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows.h",
+             "common/rows_ref.h"] + COMMON,
+}
 
 # A string or character literal (kept as is), or a comment (dropped).
 _TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|//[^\n]*|/\*.*?\*/', re.S)
@@ -36,21 +53,42 @@ def normalize(text):
     return "\n".join(line for line in lines if line) + "\n"
 
 
-def code_hash(paths):
+def code_hash(paths, flags=""):
     digest = hashlib.sha256()
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             digest.update(normalize(handle.read()).encode("utf-8"))
         digest.update(b"\0")
+    digest.update(" ".join(flags.split()).encode("utf-8"))
     return digest.hexdigest()[:HASH_CHARS]
 
 
+def program_files(directory, root="."):
+    """The files a program's hash covers: its source, then its part's harness."""
+    source = os.path.join(root, directory, "rows.cu")
+    part = "rows"
+    if not os.path.isfile(source):
+        source = os.path.join(root, directory, "reduce.cu")
+        part = "sum"
+    return [source] + [os.path.join(root, f) for f in HARNESS[part]]
+
+
+def program_hash(directory, flags, root="."):
+    return code_hash(program_files(directory, root), flags)
+
+
 def main(argv):
-    if not argv:
-        print("usage: code_hash.py FILE...", file=sys.stderr)
+    flags = ""
+    if len(argv) >= 2 and argv[0] == "--flags":
+        flags, argv = argv[1], argv[2:]
+    if not argv or (argv[0] == "--program" and len(argv) != 2):
+        print("usage: code_hash.py [--flags TEXT] (--program DIR | FILE...)", file=sys.stderr)
         return 2
     try:
-        print(code_hash(argv))
+        if argv[0] == "--program":
+            print(program_hash(argv[1], flags))
+        else:
+            print(code_hash(argv, flags))
     except OSError as err:
         print(f"code_hash.py: error: {err.strerror}: {err.filename}", file=sys.stderr)
         return 2

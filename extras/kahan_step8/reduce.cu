@@ -44,6 +44,24 @@ __device__ float warp_reduce(float v)
     return v;
 }
 
+// The block's threads, BLOCK sums -> 1, in thread 0: each warp reduces its
+// own, then the first warp reduces the warp sums.
+template <unsigned int BLOCK>
+__device__ float block_reduce(float sum, float *s_data)
+{
+    unsigned int tid = threadIdx.x;
+    sum = warp_reduce(sum);
+    if (tid % WARP_SIZE == 0)
+        s_data[tid / WARP_SIZE] = sum;
+    __syncthreads();
+
+    if (tid < WARP_SIZE) {
+        sum = (tid < BLOCK / WARP_SIZE) ? s_data[tid] : 0.0f;
+        sum = warp_reduce(sum);
+    }
+    return sum;
+}
+
 template <unsigned int BLOCK>
 __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n)
 {
@@ -75,23 +93,15 @@ __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n)
             }
     }
     sum -= c;   // take out the last add's error; from here on, step 8's tree
-    sum = warp_reduce(sum);
-    if (tid % WARP_SIZE == 0)
-        s_data[tid / WARP_SIZE] = sum;
-    __syncthreads();
-
-    if (tid < WARP_SIZE) {
-        sum = (tid < BLOCK / WARP_SIZE) ? s_data[tid] : 0.0f;
-        sum = warp_reduce(sum);
-    }
+    sum = block_reduce<BLOCK>(sum, s_data);
 
     if (tid == 0)
         g_out[blockIdx.x] = sum;
 }
 
-size_t reduce_pass(const float *d_in, float *d_out, size_t n)
+// Enough blocks to fill every SM once, and no more: the loop does the rest.
+static size_t grid_blocks(size_t n)
 {
-    // Enough blocks to fill every SM once, and no more: the loop does the rest.
     static size_t max_blocks = 0;
     if (max_blocks == 0) {
         int device, sms, per_sm;
@@ -102,8 +112,12 @@ size_t reduce_pass(const float *d_in, float *d_out, size_t n)
         max_blocks = (size_t)sms * per_sm;
     }
     size_t blocks = (n + BLOCK_SIZE * MIN_PER_THREAD - 1) / (BLOCK_SIZE * MIN_PER_THREAD);
-    if (blocks > max_blocks)
-        blocks = max_blocks;
+    return blocks < max_blocks ? blocks : max_blocks;
+}
+
+size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace /* unused */)
+{
+    size_t blocks = grid_blocks(n);
     if (d_out != NULL) {
         reduce_kernel<BLOCK_SIZE><<<blocks, BLOCK_SIZE>>>(d_in, d_out, (unsigned int)n);
         CHECK_LAUNCH();

@@ -22,7 +22,7 @@ __global__ void reduce_kernel(const float *g_in, float *g_out, unsigned int n)
         g_out[blockIdx.x] = s_data[0];
 }
 
-size_t reduce_pass(const float *d_in, float *d_out, size_t n)
+size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace /* unused */)
 {
     size_t blocks = (n + BLOCK_SIZE - 1) / BLOCK_SIZE;
     if (d_out != NULL) {

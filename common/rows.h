@@ -1,0 +1,44 @@
+/* rows.h: what every part 2 program's rows.cu defines (rows/README.md).
+ *
+ * row_forward() launches the program's kernel(s) for one problem: each of
+ * `rows` rows of x (row r starts at x + r * cols, at any alignment) is summed
+ * to one float, normalized (LayerNorm, softmax) or copied. The harness times
+ * one call, start to end, and checks every output. step_op says which of
+ * these the program computes. */
+#ifndef REDUCE_ROWS_H
+#define REDUCE_ROWS_H
+
+#include <stddef.h>
+
+#include "workspace.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum row_op { ROW_SUM, ROW_LAYERNORM, ROW_SOFTMAX, ROW_COPY };
+
+struct row_problem {
+    const float *x;              /* rows x cols */
+    float *y;                    /* ROW_SUM: one float per row; otherwise rows x cols */
+    float *mean, *rstd;          /* ROW_LAYERNORM: one per row, as PyTorch saves them */
+    const float *gamma, *beta;   /* ROW_LAYERNORM: cols each */
+    float eps;                   /* ROW_LAYERNORM: y = (x - mean) / sqrt(var + eps) * gamma + beta */
+    size_t rows, cols;
+    struct workspace work;       /* see row_workspace() */
+};
+
+/* Which operation this program computes: its rows.cu defines it. */
+extern const enum row_op step_op;
+
+void row_forward(const struct row_problem *p);
+
+/* Optional, as reduce_workspace() in part 1: the workspace a problem needs.
+ * Without it the harness (common/rows_driver.c) gives none. */
+struct workspace_size row_workspace(const struct row_problem *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,361 @@
+/* rows_driver.c: main() for every part 2 program (rows/). It owns what is
+ * not the optimization: options, input, the CPU reference, the workspace,
+ * timing, the L2 flush, verification of every output, and reporting. The
+ * program's rows.cu supplies row_forward() and step_op (common/rows.h). */
+#include "check.h"
+#include "device.h"
+#include "harness.h"
+#include "rows.h"
+#include "rows_ref.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A program that needs no workspace does not define row_workspace(). */
+__attribute__((weak)) struct workspace_size row_workspace(const struct row_problem *p)
+{
+    (void)p;
+    struct workspace_size none = {0, 0};
+    return none;
+}
+
+struct context {
+    struct gpu_info gpu;
+    char name[256];
+};
+
+static void *host_alloc(size_t count, size_t size)
+{
+    void *p = malloc(count * size + 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: out of host memory for %zu values\n", count);
+        exit(EXIT_DEVICE);
+    }
+    return p;
+}
+
+/* The device side of one problem: every buffer between NaN guards. */
+struct buffers {
+    struct guarded x, y, mean, rstd, gamma, beta, zeroed, scratch;
+    int affine;   /* LayerNorm: mean, rstd, gamma and beta exist */
+};
+
+static size_t floats_for(size_t bytes)
+{
+    return (bytes + sizeof(float) - 1) / sizeof(float);
+}
+
+static struct row_problem problem_of(const struct buffers *b, size_t rows, size_t cols)
+{
+    struct row_problem p = {
+        .x = b->x.data, .y = b->y.data,
+        .mean = b->affine ? b->mean.data : NULL, .rstd = b->affine ? b->rstd.data : NULL,
+        .gamma = b->affine ? b->gamma.data : NULL, .beta = b->affine ? b->beta.data : NULL,
+        .eps = LN_EPS, .rows = rows, .cols = cols,
+    };
+    p.work.zeroed = b->zeroed.count ? b->zeroed.data : NULL;
+    p.work.scratch = b->scratch.count ? b->scratch.data : NULL;
+    return p;
+}
+
+static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
+{
+    b->affine = step_op == ROW_LAYERNORM;
+    size_t with_affine = b->affine ? 1 : 0;
+    guarded_alloc(&b->x, (size_t)o->offset, o->n);
+    guarded_alloc(&b->y, 0, out_count);
+    guarded_alloc(&b->mean, 0, o->rows * with_affine);
+    guarded_alloc(&b->rstd, 0, o->rows * with_affine);
+    guarded_alloc(&b->gamma, 0, o->cols * with_affine);
+    guarded_alloc(&b->beta, 0, o->cols * with_affine);
+    struct row_problem p = problem_of(b, o->rows, o->cols);
+    struct workspace_size size = row_workspace(&p);
+    guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
+    guarded_alloc(&b->scratch, 0, floats_for(size.scratch));
+    struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
+                             &b->zeroed, &b->scratch};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        guarded_poison(all[k]);
+    CHECK_CUDA(cudaMemset(b->zeroed.data, 0, b->zeroed.count * sizeof(float)));
+}
+
+/* Before every run: the outputs and the scratch to NaN, so an output no
+ * thread wrote, or a read of scratch nothing wrote this run, fails. */
+static void buffers_poison_outputs(const struct buffers *b)
+{
+    guarded_poison(&b->y);
+    guarded_poison(&b->mean);
+    guarded_poison(&b->rstd);
+    guarded_poison(&b->scratch);
+}
+
+static int buffers_guards_intact(const struct buffers *b)
+{
+    const struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
+                                   &b->zeroed, &b->scratch};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        if (!guards_intact(all[k]))
+            return 0;
+    return 1;
+}
+
+static int buffers_zeroed_clean(const struct buffers *b)
+{
+    size_t count = b->zeroed.count;
+    if (count == 0)
+        return 1;
+    unsigned int *h = host_alloc(count, sizeof *h);
+    CHECK_CUDA(cudaMemcpy(h, b->zeroed.data, count * sizeof *h, cudaMemcpyDeviceToHost));
+    int clean = 1;
+    for (size_t k = 0; k < count; k++)
+        clean &= h[k] == 0;
+    free(h);
+    return clean;
+}
+
+static void buffers_free(struct buffers *b)
+{
+    struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
+                             &b->zeroed, &b->scratch};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        guarded_free(all[k]);
+}
+
+/* The outputs of one run, on the host. */
+struct outputs {
+    float *y, *mean, *rstd;
+};
+
+static void outputs_fetch(struct outputs *h, const struct buffers *b)
+{
+    CHECK_CUDA(cudaMemcpy(h->y, b->y.data, b->y.count * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h->mean, b->mean.data, b->mean.count * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h->rstd, b->rstd.data, b->rstd.count * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+
+/* Where two runs' outputs differ first, or -1. */
+static long long outputs_differ(const struct outputs *a, const struct outputs *b, size_t y_count,
+                                size_t rows_if_affine)
+{
+    if (memcmp(a->y, b->y, y_count * sizeof(float)) != 0) {
+        for (size_t k = 0; k < y_count; k++)
+            if (memcmp(&a->y[k], &b->y[k], sizeof(float)) != 0)
+                return (long long)k;
+    }
+    if (rows_if_affine && (memcmp(a->mean, b->mean, rows_if_affine * sizeof(float)) != 0 ||
+                           memcmp(a->rstd, b->rstd, rows_if_affine * sizeof(float)) != 0))
+        return 0;
+    return -1;
+}
+
+static int run_one(const struct options *opt, const struct context *c, int quiet, char *why,
+                   size_t why_len)
+{
+    struct options o = *opt;
+    const struct gpu_info *g = &c->gpu;
+    enum row_op op = step_op;
+    size_t rows = o.rows, cols = o.cols, n = o.n;
+    size_t out_count = (op == ROW_SUM) ? rows : n;
+    size_t per_row = (op == ROW_LAYERNORM) ? rows : 0;
+    int reps = o.check_only ? 1 : o.reps;
+    int runs = o.check_only ? 1 : o.warmup + o.reps;
+
+    /* Input, on the host. */
+    float *h_x = host_alloc(n, sizeof(float));
+    float *h_gamma = host_alloc(cols, sizeof(float)), *h_beta = host_alloc(cols, sizeof(float));
+    struct outputs first = {host_alloc(out_count, sizeof(float)),
+                            host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
+    struct outputs last = {host_alloc(out_count, sizeof(float)),
+                           host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
+    double *times = host_alloc((size_t)reps, sizeof(double));
+    size_t one = onehot_index(n, o.seed, o.at_given, o.at);
+    fill_rows(h_x, rows, cols, o.fill, o.seed, one);
+    fill_affine(h_gamma, h_beta, cols, o.seed);
+
+    struct buffers b;
+    buffers_alloc(&b, &o, out_count);
+    CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b.beta.data, h_beta, b.beta.count * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    struct row_problem p = problem_of(&b, rows, cols);
+
+    struct flusher flush;
+    flusher_init(&flush, g, o.flush && !o.check_only);
+    struct timer timer;
+    timer_init(&timer);
+
+    int guards_ok = 1, zeroed_ok = 1;
+    for (int r = 0; r < runs; r++) {
+        buffers_poison_outputs(&b);
+        flusher_run(&flush);
+        timer_start(&timer);
+        row_forward(&p);
+        double us = timer_stop_us(&timer);
+        guards_ok = guards_ok && buffers_guards_intact(&b);
+        zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
+        int k = r - (runs - reps);   /* index among the timed runs */
+        if (k < 0)
+            continue;                /* warm-up */
+        times[k] = us;
+        /* The first timed run is checked against the reference, the last
+         * against the first: bit for bit, as a race would show. */
+        if (k == 0)
+            outputs_fetch(&first, &b);
+        else if (k == reps - 1)
+            outputs_fetch(&last, &b);
+    }
+
+    struct row_verdict v;
+    check_rows(op, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean, first.rstd, &v);
+    long long moved = reps > 1 ? outputs_differ(&first, &last, out_count, per_row) : -1;
+    int pass = v.bad == 0 && moved < 0 && guards_ok && zeroed_ok;
+
+    char where[96];
+    if (op == ROW_SUM || strcmp(v.what, "y") != 0)
+        snprintf(where, sizeof where, "%s[row %zu]", v.what, v.row);
+    else
+        snprintf(where, sizeof where, "y[row %zu, col %zu]", v.row, v.col);
+    char verdict[512] = "PASS";
+    if (!guards_ok)
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: a kernel wrote outside its buffers (a NaN guard around them was overwritten)");
+    else if (!zeroed_ok)
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: a launch left its workspace's counters non-zero (the next one needs them at 0)");
+    else if (v.bad > 0)
+        snprintf(verdict, sizeof verdict, "FAIL: %s is %.9g, not %.9g (tolerance %.3g%s); %zu of "
+                 "the outputs are wrong%s", where, v.got, v.want, v.tol,
+                 v.tol == 0.0 ? ": exact" : "", v.bad,
+                 isnan(v.got) ? " (NaN: an output nothing wrote, or a read outside the input)" : "");
+    else if (moved >= 0)
+        snprintf(verdict, sizeof verdict, "FAIL: timed run %d differs from timed run 1 (first at "
+                 "output %lld): a race?", reps, moved);
+    if (why != NULL)
+        snprintf(why, why_len, "%s", verdict);
+
+    struct stats s = {0.0, 0.0, 0.0};
+    double bytes = row_bytes(op, rows, cols), gbps = 0.0;
+    if (!o.check_only) {
+        s = compute_stats(times, reps);
+        gbps = bytes / (s.median * 1e3);
+    }
+    if (!quiet) {
+        printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d\n", rows,
+               cols, n * sizeof(float) / 1048576.0, row_op_name(op), fill_name(o.fill),
+               (unsigned long long)o.seed, o.offset);
+        if (!o.check_only) {
+            printf("time     median %.2f us   min %.2f   max %.2f   (%d warm-up, %d timed, L2 %s)\n",
+                   s.median, s.min, s.max, o.warmup, o.reps, o.flush ? "flushed" : "not flushed");
+            printf("speed    %.1f GB/s = %.1f%% of the %.0f GB/s peak (%.1f MB read and written)\n",
+                   gbps, 100.0 * gbps / g->peak_gbps, g->peak_gbps, bytes / 1e6);
+        }
+        if (v.exact)
+            printf("result   every output equals the reference exactly (zero tolerance: integer "
+                   "sums under 2^24, or a copy)\n");
+        else
+            printf("result   worst %s: %.9g, reference %.9g, |error| %.3g = %.2f x its tolerance %.3g\n",
+                   where, v.got, v.want, fabs(v.got - v.want), v.ratio, v.tol);
+        printf("%s\n", verdict);
+    }
+
+    int rc = pass ? EXIT_VERIFIED : EXIT_WRONG;
+    if (o.csv_path != NULL) {
+        struct result_row row = {
+            .step = c->name, .timed = !o.check_only, .n = n, .reps = reps,
+            .warmup = o.check_only ? 0 : o.warmup, .us = s, .gbps = gbps,
+            .pct_peak = 100.0 * gbps / g->peak_gbps, .result = (float)v.got,
+            .reference = v.want, .abs_err = fabs(v.got - v.want), .tol = v.tol, .pass = pass,
+            .flush = flush.buf != NULL, .offset = o.offset, .fill = fill_name(o.fill),
+            .seed = o.seed, .distinct = moved < 0 ? 1 : 2, .rows = rows, .cols = cols,
+            .op = row_op_name(op), .bytes = bytes,
+        };
+        row_set_build(&row, g);
+        if (csv_append_row(o.csv_path, &row) != 0) {
+            fprintf(stderr, "error: cannot write %s\n", o.csv_path);
+            rc = EXIT_USAGE;
+        }
+    }
+
+    timer_free(&timer);
+    flusher_free(&flush);
+    buffers_free(&b);
+    free(h_x);
+    free(h_gamma);
+    free(h_beta);
+    free(first.y);
+    free(first.mean);
+    free(first.rstd);
+    free(last.y);
+    free(last.mean);
+    free(last.rstd);
+    free(times);
+    return rc;
+}
+
+/* A run as the user asked for it; a timed run first makes verify_set()'s
+ * checks, so that its PASS means what the grader's does at that shape. */
+static int run(const struct options *o, void *ctx)
+{
+    const struct context *c = ctx;
+    if (!o->check_only && o->verify) {
+        struct options checks[VERIFY_MAX];
+        int stat_fills = step_op == ROW_LAYERNORM || step_op == ROW_SOFTMAX;
+        int count = verify_set(o, stat_fills, checks);
+        for (int k = 0; k < count; k++) {
+            char why[512];
+            if (run_one(&checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
+                printf("check    --rows %zu --cols %zu --offset %d --fill %s: %s\n",
+                       checks[k].rows, checks[k].cols, checks[k].offset,
+                       fill_name(checks[k].fill), why);
+                printf("FAIL: a check before timing failed (make check STEP=rows/... lists them all)\n");
+                return EXIT_WRONG;
+            }
+        }
+        printf("check    PASS: exact fill at this shape%s, offset %d and %d%s\n",
+               o->cols > 1 ? " and one column fewer" : "", o->offset, checks[count - 1 - 2 * stat_fills].offset,
+               stat_fills ? "; shifted and tiny fills" : "");
+    }
+    return run_one(o, c, 0, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct context c;
+    char err[256];
+    program_name(argv[0], c.name, sizeof c.name);
+    switch (parse_options(argc, argv, PROGRAM_ROWS, &o, err, sizeof err)) {
+    case PARSE_HELP:
+        print_usage(argv[0], PROGRAM_ROWS);
+        return EXIT_VERIFIED;
+    case PARSE_VERSION:
+        print_version(c.name);
+        return EXIT_VERIFIED;
+    case PARSE_ERROR:
+        fprintf(stderr, "error: %s\n", err);
+        return EXIT_USAGE;
+    case PARSE_GPU_INFO:
+        open_device(o.device, &c.gpu);
+        print_gpu_info(&c.gpu);
+        return EXIT_VERIFIED;
+    case PARSE_OK:
+        break;
+    }
+    if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {
+        fprintf(stderr, "error: --csv %s: cannot write this file\n", o.csv_path);
+        return EXIT_USAGE;
+    }
+    open_device(o.device, &c.gpu);
+    print_gpu_line(c.name, &c.gpu);
+    if (o.checks_path != NULL)
+        return run_lines(o.checks_path, &o, 1, argv[0], run, &c);
+    if (o.runs_path != NULL)
+        return run_lines(o.runs_path, &o, 0, argv[0], run, &c);
+    return run(&o, &c);
+}

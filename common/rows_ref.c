@@ -1,0 +1,212 @@
+/* rows_ref.c: part 2's CPU references and tolerances (rows_ref.h). */
+#include "rows_ref.h"
+
+#include "harness.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* g(k) = k u / (1 - k u): the relative error bound of k roundings. */
+static double gamma_k(double k)
+{
+    double ku = k * UNIT_ROUNDOFF;
+    return ku / (1.0 - ku);
+}
+
+void fill_affine(float *gamma, float *beta, size_t cols, unsigned long long seed)
+{
+    uint64_t base = splitmix64(splitmix64(seed) ^ 0x5eedaff1e5ull);
+    for (size_t c = 0; c < cols; c++) {
+        uint64_t h = splitmix64(base + c);
+        gamma[c] = 1.0f + ((float)(h >> 40) * 0x1p-24f - 0.5f);
+        beta[c] = (float)((h >> 16) & 0xffffff) * 0x1p-24f - 0.5f;
+    }
+}
+
+void row_stats(const float *x, size_t cols, struct row_stats *s)
+{
+    double sum = 0.0, sum_abs = 0.0, max = -HUGE_VAL;
+    int integers = 1;
+    for (size_t c = 0; c < cols; c++) {
+        sum += x[c];
+        sum_abs += fabs(x[c]);
+        max = fmax(max, x[c]);
+        integers &= x[c] == truncf(x[c]);
+    }
+    double mean = sum / (double)cols, var = 0.0;
+    for (size_t c = 0; c < cols; c++)
+        var += (x[c] - mean) * (x[c] - mean);
+    s->sum = sum;
+    s->sum_abs = sum_abs;
+    s->mean = mean;
+    s->var = var / (double)cols;
+    s->max = max;
+    s->exact = integers && sum_abs < EXACT_SUM_LIMIT;
+}
+
+void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct ln_bounds *b)
+{
+    const double u = UNIT_ROUNDOFF;
+    double n = (double)cols;
+    double dm = gamma_k(n + 1.0) * (s->sum_abs / n);
+    double v = s->var + eps;
+    double rho_v = (gamma_k(n + 2.0) * s->var + (1.0 + gamma_k(n + 2.0)) * dm * dm) / v + 2.0 * u;
+    double rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    b->mean = s->mean;
+    b->rstd = 1.0 / sqrt(v);
+    b->mean_tol = dm;
+    b->rstd_tol = rho_r * b->rstd;
+    b->dm = dm;
+    b->rho_r = rho_r;
+}
+
+double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double beta, double y)
+{
+    const double u = UNIT_ROUNDOFF;
+    double d = fabs(x - b->mean);
+    return fabs(gamma) * b->rstd * (d * (b->rho_r + 3.0 * u) + b->dm * (1.0 + b->rho_r + 3.0 * u)) +
+           u * (fabs(beta) + fabs(y));
+}
+
+double softmax_rel_tol(double x, double max, double spread, size_t cols)
+{
+    return UNIT_ROUNDOFF * (fabs(x - max) + spread + 8.0) + gamma_k(4.0 * (double)cols);
+}
+
+/* Outputs this small are zero as far as float is concerned. */
+#define SOFTMAX_FLOOR 1e-38
+
+static void consider(struct row_verdict *v, const char *what, size_t row, size_t col,
+                     double got, double want, double tol)
+{
+    double err = fabs(got - want);
+    double ratio;
+    if (!isfinite(got))
+        ratio = HUGE_VAL;
+    else if (tol == 0.0)
+        ratio = err == 0.0 ? 0.0 : HUGE_VAL;
+    else
+        ratio = err / tol;
+    if (tol != 0.0)
+        v->exact = 0;
+    if (ratio > 1.0)
+        v->bad++;
+    /* The worst one; on a tie the first seen (rows and columns come in
+     * order within a thread, and merge() breaks ties between threads by row). */
+    if (v->what == NULL || ratio > v->ratio) {
+        v->row = row;
+        v->col = col;
+        v->what = what;
+        v->got = got;
+        v->want = want;
+        v->tol = tol;
+        v->ratio = ratio;
+    }
+}
+
+static void merge(struct row_verdict *into, const struct row_verdict *part)
+{
+    into->bad += part->bad;
+    into->exact = into->exact && part->exact;
+    if (part->what == NULL)
+        return;
+    int worse = into->what == NULL || part->ratio > into->ratio ||
+                (part->ratio == into->ratio &&
+                 (part->row < into->row || (part->row == into->row && part->col < into->col)));
+    if (worse) {
+        size_t bad = into->bad;
+        int exact = into->exact;
+        *into = *part;
+        into->bad = bad;
+        into->exact = exact;
+    }
+}
+
+static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, const float *gamma,
+                      const float *beta, double eps, const float *y, const float *mean,
+                      const float *rstd, struct row_verdict *v)
+{
+    struct row_stats s;
+    if (op != ROW_COPY)
+        row_stats(xr, cols, &s);
+    const float *yr = y + r * cols;
+    switch (op) {
+    case ROW_SUM: {
+        struct reference ref = {s.sum, s.sum_abs, s.exact};
+        consider(v, "sum", r, 0, y[r], s.sum, tolerance(cols, ref));
+        break;
+    }
+    case ROW_LAYERNORM: {
+        struct ln_bounds b;
+        layernorm_bounds(&s, cols, eps, &b);
+        consider(v, "mean", r, 0, mean[r], b.mean, b.mean_tol);
+        consider(v, "rstd", r, 0, rstd[r], b.rstd, b.rstd_tol);
+        for (size_t c = 0; c < cols; c++) {
+            double want = (xr[c] - b.mean) * b.rstd * gamma[c] + beta[c];
+            consider(v, "y", r, c, yr[c], want,
+                     layernorm_y_tol(&b, xr[c], gamma[c], beta[c], want));
+        }
+        break;
+    }
+    case ROW_SOFTMAX: {
+        double total = 0.0, spread = 0.0;
+        for (size_t c = 0; c < cols; c++) {
+            total += exp(xr[c] - s.max);
+            spread = fmax(spread, s.max - xr[c]);
+        }
+        for (size_t c = 0; c < cols; c++) {
+            double want = exp(xr[c] - s.max) / total;
+            double tol = softmax_rel_tol(xr[c], s.max, spread, cols) * want + SOFTMAX_FLOOR;
+            consider(v, "y", r, c, yr[c], want, tol);
+        }
+        break;
+    }
+    case ROW_COPY:
+        for (size_t c = 0; c < cols; c++)
+            consider(v, "y", r, c, yr[c], xr[c], 0.0);
+        break;
+    }
+}
+
+void check_rows(enum row_op op, const float *x, size_t rows, size_t cols, const float *gamma,
+                const float *beta, double eps, const float *y, const float *mean,
+                const float *rstd, struct row_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->exact = 1;
+    #pragma omp parallel
+    {
+        struct row_verdict part;
+        memset(&part, 0, sizeof part);
+        part.exact = 1;
+        #pragma omp for schedule(static)
+        for (size_t r = 0; r < rows; r++)
+            check_row(op, x + r * cols, r, cols, gamma, beta, eps, y, mean, rstd, &part);
+        #pragma omp critical
+        merge(v, &part);
+    }
+}
+
+double row_bytes(enum row_op op, size_t rows, size_t cols)
+{
+    double matrix = 4.0 * (double)rows * (double)cols;
+    switch (op) {
+    case ROW_SUM: return matrix + 4.0 * (double)rows;
+    case ROW_LAYERNORM: return 2.0 * matrix + 8.0 * (double)rows + 8.0 * (double)cols;
+    case ROW_SOFTMAX: return 2.0 * matrix;
+    case ROW_COPY: return 2.0 * matrix;
+    }
+    return matrix;
+}
+
+const char *row_op_name(enum row_op op)
+{
+    switch (op) {
+    case ROW_SUM: return "sum";
+    case ROW_LAYERNORM: return "layernorm";
+    case ROW_SOFTMAX: return "softmax";
+    case ROW_COPY: return "copy";
+    }
+    return "?";
+}
