@@ -181,9 +181,17 @@ build/unit_tests: tests/unit_tests.c common/harness.c common/rows_ref.c $(HEADER
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
 # one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).
 BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu))
-MUTANTS := $(shell sed -n 's/^\([a-z0-9_]*\) *|.*/build\/mutants\/\1\/run/p' tests/broken/mutants.txt)
+MUTANT_LINES := $(shell sed -n 's/^\([a-z0-9_]*\) *| *\([a-z0-9_/]*\) *|.*/\1:\2/p' tests/broken/mutants.txt)
+SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
+ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
+MUTANTS := $(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS))) \
+           $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS)))
+MUTATED_FROM := tests/broken/mutants.txt tools/mutate.sh $(wildcard step*_*/reduce.cu rows/step*_*/rows.cu)
 
-build/mutants/%/reduce.cu: tests/broken/mutants.txt tools/mutate.sh $(wildcard step*_*/reduce.cu)
+# Static patterns: each mutant's source is made by exactly one of these.
+$(addprefix build/mutants/,$(addsuffix /reduce.cu,$(SUM_MUTANTS))): build/mutants/%/reduce.cu: $(MUTATED_FROM)
+	@bash tools/mutate.sh $* $@
+$(addprefix build/mutants/rows/,$(addsuffix /rows.cu,$(ROW_MUTANTS))): build/mutants/rows/%/rows.cu: $(MUTATED_FROM)
 	@bash tools/mutate.sh $* $@
 
 mutants: $(MUTANTS)

@@ -53,7 +53,7 @@ static enum parse_status parse(const char *line, struct options *o, char *err)
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    return parse_options(argc, argv, o, err, 256);
+    return parse_options(argc, argv, PROGRAM_SUM, o, err, 256);
 }
 
 static void test_parse_options(void)
@@ -197,7 +197,9 @@ static void test_fill_exact(void)
         int values_ok = 1;
         for (size_t i = 0; i < n; i++) {
             float m = fabsf(x[i]);
-            values_ok &= (m == 0.0f || m == 1.0f || m == 2.0f);
+            int edge = i < EXACT_EDGE || i >= n - EXACT_EDGE;
+            /* The magnitude cycles with i: a neighbour read by mistake differs. */
+            values_ok &= m == 0.0f || m == (float)(1 + i % (edge ? EXACT_EDGE_MOD : EXACT_MOD));
             set += m != 0.0f;
         }
         struct reference r = reference_sum(x, n);

@@ -117,14 +117,23 @@ RESULT_SCHEMA = (
     ("git_rev", "str", "revision built from; -dirty for uncommitted changes"),
     ("mode", "str?", "timed, or check (--check: one verified run, no timing)"),
     ("distinct", "int?", "different float sums among the timed repetitions (1 = bit-identical)"),
-    ("code_hash", "str?", "tools/code_hash.py of the program's reduce.cu and common/flush.cu"),
+    ("code_hash", "str?", "tools/code_hash.py of the program's source, the harness it is "
+                          "built from and the build flags"),
     ("sum_abs", "float?", "sum of |x|: the scale of rounding error"),
     ("cpu_seq", "float?", "CPU sequential float32 sum (--cpu-sums only)"),
     ("cpu_kahan", "float?", "CPU Kahan-compensated float32 sum (--cpu-sums only)"),
+    ("rows", "int?", "part 2: rows of the matrix (empty for part 1)"),
+    ("cols", "int?", "part 2: floats per row"),
+    ("op", "str?", "part 2: sum, layernorm, softmax or copy"),
+    ("bytes", "float?", "bytes a run must move; gbps = bytes / median time"),
+    ("arch", "str?", "the machine code the program carries, e.g. sm_90"),
+    ("toolchain", "str?", "what built it: nvcc and CCCL versions (or torch's, for torch rows)"),
+    ("round", "int?", "make bench's round: each round runs every program in its own process"),
 )
 RESULT_COLUMNS = tuple(name for name, _, _ in RESULT_SCHEMA)
-# Added with the code_hash release; older files lack them and still load.
-NEW_RESULT_COLUMNS = ("mode", "distinct", "code_hash", "sum_abs", "cpu_seq", "cpu_kahan")
+# Added with later releases; older files lack them and still load.
+NEW_RESULT_COLUMNS = ("mode", "distinct", "code_hash", "sum_abs", "cpu_seq", "cpu_kahan",
+                      "rows", "cols", "op", "bytes", "arch", "toolchain", "round")
 
 PROFILE_SCHEMA = (
     ("step", "str", "program, as in the results file"),
@@ -184,6 +193,13 @@ class ResultRow:
     sum_abs: float | None
     cpu_seq: float | None
     cpu_kahan: float | None
+    rows: int | None = None
+    cols: int | None = None
+    op: str = ""
+    bytes: float | None = None
+    arch: str = ""
+    toolchain: str = ""
+    round: int | None = None
     line: int = 0       # line in its file, for messages
 
     @property

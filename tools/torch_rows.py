@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""torch_rows.py: PyTorch's row kernels timed the way the harness times ours.
+
+    python3 tools/torch_rows.py --csv FILE [--shapes 32768x1024,...] [--ops sum,layernorm]
+                                [--reps 20] [--warmup 3] [--round K]
+
+For each shape and op, on float32 inputs uniform in [-1, 1): the L2 is flushed
+before every repetition (a sum over a buffer 4x the L2, as common/flush.cu
+does), CUDA events time the op alone, and the median of the timed
+repetitions is reported. GB/s counts the bytes common/rows_ref.c counts for
+the same op (one read of x, one write of y, plus mean and rstd for
+LayerNorm). The ops:
+    sum        x.sum(dim=-1)
+    layernorm  torch.native_layer_norm(x, [cols], gamma, beta, 1e-5): y, mean
+               and rstd, as our LayerNorm writes them
+    softmax    torch.softmax(x, dim=-1)
+    copy       y.copy_(x)
+Each output is compared with a float64 computation of the same op: a sanity
+check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums),
+not the harness's derived tolerance. Rows go to FILE in the results schema
+(tools/schema.py), step "torch/<op>", with torch's, CUDA's and cuDNN's
+versions in the toolchain column.
+
+Exit status: 0 every run verified, 1 some run did not, 2 usage error,
+3 no torch or no CUDA device (one line).
+"""
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import schema  # noqa: E402
+
+EPS = 1e-5
+OPS = ("sum", "layernorm", "softmax", "copy")
+FLUSH_L2_MULTIPLE = 4
+
+
+def parse_shapes(text):
+    shapes = []
+    for item in text.split(","):
+        rows, _, cols = item.strip().lower().partition("x")
+        if not (rows.isdigit() and cols.isdigit() and int(rows) > 0 and int(cols) > 0):
+            raise argparse.ArgumentTypeError(f"a shape is ROWSxCOLS, got {item!r}")
+        shapes.append((int(rows), int(cols)))
+    return shapes
+
+
+def row_bytes(op, rows, cols):
+    """common/rows_ref.c's row_bytes()."""
+    matrix = 4.0 * rows * cols
+    return {"sum": matrix + 4.0 * rows, "layernorm": 2 * matrix + 8.0 * rows + 8.0 * cols,
+            "softmax": 2 * matrix, "copy": 2 * matrix}[op]
+
+
+def git_rev():
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                             capture_output=True, text=True, cwd=os.path.dirname(__file__))
+        return out.stdout.strip() or os.environ.get("GIT_REV", "unknown")
+    except OSError:
+        return os.environ.get("GIT_REV", "unknown")
+
+
+class Runner:
+    def __init__(self, torch, reps, warmup):
+        self.torch, self.reps, self.warmup = torch, reps, warmup
+        props = torch.cuda.get_device_properties(0)
+        self.gpu = torch.cuda.get_device_name(0)
+        self.cc = f"{props.major}.{props.minor}"
+        self.sms = props.multi_processor_count
+        self.l2 = getattr(props, "L2_cache_size", 50 << 20)
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        self.toolchain = (f"torch {torch.__version__} CUDA {torch.version.cuda}"
+                          + (f" cuDNN {cudnn}" if cudnn else ""))
+        self.flush_buf = torch.zeros(FLUSH_L2_MULTIPLE * self.l2 // 4, dtype=torch.float32,
+                                     device="cuda")
+
+    def time(self, fn):
+        torch = self.torch
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for r in range(self.warmup + self.reps):
+            self.flush_buf.sum()          # reads 4x the L2: the input comes from DRAM
+            start.record()
+            out = fn()
+            stop.record()
+            stop.synchronize()
+            if r >= self.warmup:
+                times.append(start.elapsed_time(stop) * 1e3)
+        return times, out
+
+    def run(self, op, rows, cols, seed):
+        torch = self.torch
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        x = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
+        if op == "sum":
+            times, out = self.time(lambda: x.sum(dim=-1))
+            ref = x.double().sum(dim=-1)
+            scale = x.double().abs().sum(dim=-1)
+            err = ((out.double() - ref).abs() / (scale + 1e-30)).max().item()
+            ok = err <= 1e-5
+        elif op == "layernorm":
+            gamma = 1 + (torch.rand(cols, generator=gen, device="cuda") - 0.5)
+            beta = torch.rand(cols, generator=gen, device="cuda") - 0.5
+            times, out = self.time(lambda: torch.native_layer_norm(x, [cols], gamma, beta, EPS))
+            y, mean, rstd = out
+            xd = x.double()
+            m = xd.mean(dim=-1, keepdim=True)
+            v = ((xd - m) ** 2).mean(dim=-1, keepdim=True)
+            r = 1 / torch.sqrt(v + EPS)
+            want = (xd - m) * r * gamma.double() + beta.double()
+            err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
+            ok = err <= 1e-3 and (mean.double().view(-1) - m.view(-1)).abs().max().item() <= 1e-3
+        elif op == "softmax":
+            times, out = self.time(lambda: torch.softmax(x, dim=-1))
+            want = torch.softmax(x.double(), dim=-1)
+            err = ((out.double() - want).abs() / (want + 1e-30)).max().item()
+            ok = err <= 1e-3
+        else:
+            y = torch.empty_like(x)
+            times, out = self.time(lambda: y.copy_(x))
+            err = (out - x).abs().max().item()
+            ok = err == 0
+        return times, err, ok
+
+
+def row_of(runner, op, rows, cols, seed, times, err, ok, reps, warmup, round_):
+    median = statistics.median(times)
+    nbytes = row_bytes(op, rows, cols)
+    gbps = nbytes / (median * 1e3)
+    row = {c: "" for c in schema.RESULT_COLUMNS}
+    row.update(step=f"torch/{op}", n=rows * cols, reps=reps, warmup=warmup,
+               median_us=f"{median:.3f}", min_us=f"{min(times):.3f}", max_us=f"{max(times):.3f}",
+               gbps=f"{gbps:.2f}", pct_peak="", result="0", reference="0", abs_err=f"{err:.3g}",
+               tol="0", **{"pass": int(ok)}, gpu=runner.gpu, cc=runner.cc, driver="",
+               cuda=runner.torch.version.cuda or "", peak_gbps="0", l2_mb=f"{runner.l2 / 1e6:.1f}",
+               sms=runner.sms, flush=1, offset=0, fill="random", seed=seed, git_rev=git_rev(),
+               mode="timed", distinct="", code_hash="", rows=rows, cols=cols, op=op,
+               bytes=f"{nbytes:.0f}", arch="", toolchain=runner.toolchain)
+    if "round" in row:
+        row["round"] = round_
+    return row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", required=True, help="append rows to this results file")
+    parser.add_argument("--shapes", type=parse_shapes, default=parse_shapes("32768x1024"))
+    parser.add_argument("--ops", default="sum,layernorm")
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--round", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+    bad = [o for o in ops if o not in OPS]
+    if bad or args.reps < 1 or args.warmup < 0:
+        print(f"torch_rows: error: ops are {', '.join(OPS)}; reps >= 1, warmup >= 0", file=sys.stderr)
+        return 2
+    try:
+        import torch
+    except ImportError:
+        print("torch_rows: no torch in this python (skipped)", file=sys.stderr)
+        return 3
+    if not torch.cuda.is_available():
+        print("torch_rows: no CUDA device for torch (skipped)", file=sys.stderr)
+        return 3
+    runner = Runner(torch, args.reps, args.warmup)
+    new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
+    columns = list(schema.RESULT_COLUMNS)
+    failed = 0
+    with open(args.csv, "a", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        for rows, cols in args.shapes:
+            for op in ops:
+                times, err, ok = runner.run(op, rows, cols, args.seed)
+                row = row_of(runner, op, rows, cols, args.seed, times, err, ok, args.reps,
+                             args.warmup, args.round)
+                writer.writerow(row)
+                handle.flush()
+                failed += not ok
+                print(f"torch/{op:<9} {rows}x{cols}: {float(row['median_us']):9.1f} us "
+                      f"{float(row['gbps']):6.0f} GB/s  {'PASS' if ok else 'FAIL'} (error {err:.2g})",
+                      flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
