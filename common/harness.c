@@ -523,10 +523,10 @@ double tolerance(size_t n, struct reference ref)
 {
     if (ref.exact)
         return 0.0;
-    int depth = 0;
-    while (((size_t)1 << depth) < n)
-        depth++;   /* ceil(log2 n) */
-    return (depth + 1) * 0x1p-24 * ref.sum_abs;
+    double k = (double)(n > 0 ? n - 1 : 0) * 0x1p-24;   /* (n - 1) u */
+    if (k >= TOLERANCE_K_MAX)
+        return ref.sum_abs;   /* the bound says nothing this far: only exact fills check */
+    return k / (1.0 - k) * ref.sum_abs + 0x1p-24 * ref.sum_abs;
 }
 
 float sum_sequential(const float *x, size_t n)

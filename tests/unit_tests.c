@@ -298,14 +298,27 @@ static double tol(size_t n, double sum_abs)
 
 static void test_tolerance(void)
 {
-    EXPECT(tol(1, 1.0) == 0x1p-24);           /* depth 0: the rounding only */
-    EXPECT(tol(2, 1.0) == 2 * 0x1p-24);
-    EXPECT(tol(1024, 1.0) == 11 * 0x1p-24);
-    EXPECT(tol(1025, 1.0) == 12 * 0x1p-24);
-    EXPECT(tol(1u << 25, 2.0) == 26 * 0x1p-24 * 2.0);
+    const double u = 0x1p-24;
+    EXPECT(tol(1, 1.0) == u);                 /* no add: the rounding to float only */
+    EXPECT(tol(2, 1.0) == u / (1 - u) + u);   /* one add */
+    EXPECT(fabs(tol(1024, 1.0) - (1023 * u / (1 - 1023 * u) + u)) < 1e-18);
     EXPECT(tol(1000, 0.0) == 0.0);
+    EXPECT(tol((size_t)1 << 24, 3.0) == 3.0);  /* (n - 1) u >= 1/2: only exact fills check */
+    EXPECT(tol((size_t)1 << 22, 1.0) < 0.34 && tol((size_t)1 << 22, 1.0) > 0.33);
     struct reference exact = {5.0, 5.0, 1};
     EXPECT(tolerance(1000, exact) == 0.0);
+    /* The bound holds for the worst order: a sequential float sum of
+     * positive values, whose rounding errors all add up, stays within it
+     * (the tree bound (log2 n + 1) u sum|x| that the harness used before
+     * does not: a correct one-thread kernel failed it). */
+    size_t n = 100000;
+    float *x = malloc(n * sizeof *x);
+    fill_input(x, n, FILL_POSITIVE, 3, 0);
+    struct reference r = reference_sum(x, n);
+    float seq = sum_sequential(x, n);
+    EXPECT(within_tolerance(seq, r.sum, tolerance(n, r)));
+    EXPECT(fabs(seq - r.sum) > 18 * u * r.sum_abs);   /* beyond the old tree bound */
+    free(x);
 
     EXPECT(within_tolerance(1.0f, 1.0, 0.0));
     EXPECT(within_tolerance(1.5f, 1.0, 0.5));
@@ -314,9 +327,9 @@ static void test_tolerance(void)
     EXPECT(!within_tolerance(INFINITY, 1.0, 1e30));
     EXPECT(!within_tolerance(-INFINITY, 1.0, 1e30));
     /* Why exact fills exist: with a tolerance, a dropped 1 among n ones hides
-     * once (log2 n + 1) n > 2^24. The tolerance is wider than 1 there. */
-    EXPECT(!within_tolerance((float)((1 << 19) - 1), (double)(1 << 19), tol(1 << 19, 1 << 19)));
-    EXPECT(within_tolerance((float)((1 << 20) - 1), (double)(1 << 20), tol(1 << 20, 1 << 20)));
+     * once the bound passes 1, at about n = 2^12 floats of 1. */
+    EXPECT(!within_tolerance((float)((1 << 11) - 1), (double)(1 << 11), tol(1 << 11, 1 << 11)));
+    EXPECT(within_tolerance((float)((1 << 13) - 1), (double)(1 << 13), tol(1 << 13, 1 << 13)));
 }
 
 static void test_distinct(void)

@@ -1,15 +1,22 @@
 // Wide rows: what the registers cannot hold waits in shared memory.
 //
-// Change: rows wider than G x MAX_PER_THREAD = 32768 floats keep their first
-//         32768 floats in registers, as in step 6, and the rest in shared
-//         memory (up to the 227 KB a Hopper block may ask for: rows of about
-//         90000 floats). Each thread writes and reads only its own packs
-//         there, so only the group's sums need barriers. Wider rows still
-//         take step 5's three passes.
-// Why it helps: a row of 65536 floats is 256 KB, more than either the
-//         register file or shared memory gives one block, but not more than
-//         both: it is read once instead of three times.
-// Effect: faster than step 6 on rows wider than 32768 floats (rows/README.md).
+// Change: rows wider than WIDE_GROUP x MAX_PER_THREAD = 16384 floats get a
+//         group of WIDE_GROUP = 512 threads, which keep 16384 floats in
+//         registers as in step 6 and the rest in shared memory (up to the
+//         227 KB a Hopper block may ask for: rows of about 74000 floats).
+//         The rest is copied with asynchronous copies (cp.async), all in
+//         flight at once, while the registers' loads are too. Each thread
+//         reads back only its own packs, so only the group's sums need
+//         barriers. Wider rows still take step 5's three passes.
+// Why it helps: in step 6 a row of 32768 floats needs 1024 threads of 56
+//         registers: the whole register file, one block per SM, nothing to
+//         hide its reductions' latency. Half the threads and shared memory
+//         for the other half leave room for two blocks per SM; a row of 65536
+//         floats (256 KB) fits neither the registers nor shared memory alone,
+//         but fits both together, and is read once instead of three times.
+// Effect: faster than step 6 on rows wider than 16384 floats (rows/README.md).
+#include <cuda_pipeline.h>
+
 #include "check.h"
 #include "rows.h"
 
@@ -18,7 +25,7 @@
 #define WARPS_PER_SM 32  // enough rows' loads in flight (half the 64 warps an SM holds)
 #define MAX_GROUP 1024   // the most threads a block can have
 #define MAX_PER_THREAD 32 // floats of its row a thread keeps in registers
-#define REST_UNROLL 2    // packs in flight per thread while filling shared memory
+#define WIDE_GROUP 512   // the group of a wide row: room for two blocks per SM
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 
@@ -134,9 +141,10 @@ __global__ void layernorm_kernel(const float *g_x, float *g_y, float *g_mean, fl
 }
 
 // Every block has max(G, BLOCK_SIZE) threads: telling the compiler lets it
-// budget registers so that such a block always fits an SM.
+// budget registers so that such a block always fits an SM, and two blocks
+// of a wide row's group.
 template <unsigned int G, unsigned int PACK>
-__global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G)
+__global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G, G == WIDE_GROUP ? 2 : 1)
 layernorm_registers_kernel(const float *g_x, float *g_y, float *g_mean,
                                            float *g_rstd, const float *g_gamma,
                                            const float *g_beta, float eps, unsigned int rows,
@@ -157,9 +165,9 @@ layernorm_registers_kernel(const float *g_x, float *g_y, float *g_mean,
     const float *gamma_t = g_gamma + t * PACK, *beta_t = g_beta + t * PACK;
     float v[SLOTS][PACK];   // constant indices only, after unrolling: registers
     // Packs past the registers' SLOTS x G: this thread's are i = t, t + G, ...
-    // Only the widest group has any (a narrower one would have grown).
+    // Only a wide row's group has any (a narrower one would have grown).
     extern __shared__ float s_rest[];
-    unsigned int rest = (G == MAX_GROUP && packs > SLOTS * G) ? packs - SLOTS * G : 0;
+    unsigned int rest = (G == WIDE_GROUP && packs > SLOTS * G) ? packs - SLOTS * G : 0;
     const float *x_rest = g_x + (size_t)row * cols + SLOTS * G * PACK;
 
     // The one read: pack t + k G of the row into slot k; slots past the
@@ -173,24 +181,22 @@ layernorm_registers_kernel(const float *g_x, float *g_y, float *g_mean,
             for (unsigned int j = 0; j < PACK; j++)
                 v[k][j] = 0.0f;
     }
-    for (unsigned int i = t; i < rest; i += REST_UNROLL * G) {
-        float r[REST_UNROLL][PACK];
-#pragma unroll
-        for (unsigned int k = 0; k < REST_UNROLL; k++)
-            if (i + k * G < rest)
-                load_pack<PACK>(x_rest, i + k * G, r[k]);
-#pragma unroll
-        for (unsigned int k = 0; k < REST_UNROLL; k++)
-            if (i + k * G < rest) {
-                store_pack<PACK>(s_rest, i + k * G, r[k]);
-                for (unsigned int j = 0; j < PACK; j++)
-                    sum += r[k][j];
-            }
-    }
+    // The rest: copies from global to shared memory that need no register,
+    // issued now and awaited after the registers' sum.
+    for (unsigned int i = t; i < rest; i += G)
+        __pipeline_memcpy_async(&s_rest[i * PACK], &x_rest[i * PACK], PACK * sizeof(float));
+    __pipeline_commit();
 #pragma unroll
     for (unsigned int k = 0; k < SLOTS; k++)
         for (unsigned int j = 0; j < PACK; j++)
             sum += v[k][j];
+    __pipeline_wait_prior(0);
+    for (unsigned int i = t; i < rest; i += G) {
+        float r[PACK];
+        load_pack<PACK>(s_rest, i, r);
+        for (unsigned int j = 0; j < PACK; j++)
+            sum += r[j];
+    }
     float mean = group_allreduce<G>(sum, s_warp) / cols;
 
     // The variance, two-pass, from the registers (empty slots left out).
@@ -244,7 +250,8 @@ static bool rows_aligned(const struct row_problem *p)
 
 // The smallest G that gives every SM WARPS_PER_SM warps, but no more
 // threads than a row has float4s; and at least cols / MAX_PER_THREAD, so
-// that the row fits the group's registers.
+// that the row fits the group's registers. A wider row gets WIDE_GROUP
+// threads and shared memory for what their registers cannot hold.
 static unsigned int group_size(size_t rows, size_t cols)
 {
     static int sms = 0;
@@ -253,6 +260,8 @@ static unsigned int group_size(size_t rows, size_t cols)
         CHECK_CUDA(cudaGetDevice(&device));
         CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     }
+    if (cols > (size_t)WIDE_GROUP * MAX_PER_THREAD)
+        return WIDE_GROUP;
     unsigned int g = WARP_SIZE;
     while (g < MAX_GROUP && rows * (g / WARP_SIZE) < (size_t)sms * WARPS_PER_SM &&
            2 * g * 4 <= cols)
@@ -280,7 +289,7 @@ static void launch(const struct row_problem *p)
     unsigned int threads = G < BLOCK_SIZE ? BLOCK_SIZE : G;
     unsigned int rows_per_block = threads / G;
     unsigned int blocks = (unsigned int)((p->rows + rows_per_block - 1) / rows_per_block);
-    size_t in_registers = (size_t)G * MAX_PER_THREAD;
+    size_t in_registers = (size_t)G * MAX_PER_THREAD;   // the rest goes to shared memory
     size_t rest_bytes = p->cols > in_registers ? (p->cols - in_registers) * sizeof(float) : 0;
     bool fits = rest_bytes <= shared_limit();   // else three passes, as in step 5
     auto kernel = rows_aligned(p) ? (fits ? layernorm_registers_kernel<G, 4> : layernorm_kernel<G, 4>)
