@@ -255,8 +255,11 @@ PROFILE ?= $(patsubst %.csv,%-profile.csv,$(RESULTS))
 # A PROFILE given on the command line must exist; the default is used if present.
 PROFILE_GIVEN = $(filter command line,$(origin PROFILE))
 PROFILE_ARG = $(if $(PROFILE_GIVEN)$(wildcard $(PROFILE)),--profile $(PROFILE))
-# Extra bench.py options, e.g. BENCH_FLAGS=--quick (two sizes, a smoke test).
+# Extra bench.py options, e.g. BENCH_FLAGS=--quick (a smoke test) or
+# BENCH_FLAGS="--part rows --rounds 5". TORCH_PYTHON: a Python that imports
+# torch, for PyTorch's rows in part 2 (left out, with one line, without one).
 BENCH_FLAGS ?=
+TORCH_PYTHON ?= $(PYTHON)
 
 # bench.py files its rows as $(OUT_DIR)/<gpu>.csv, with <gpu>-bench.log beside
 # them, and writes that path to build/bench-results; the charts of that file
@@ -266,12 +269,14 @@ bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
 	@rm -f build/bench-results
 	@status=0; \
 	$(PYTHON) tools/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
-	    $(BENCH_FLAGS) || status=$$?; \
+	    --torch-python '$(TORCH_PYTHON)' $(BENCH_FLAGS) || status=$$?; \
 	if [ -s build/bench-results ]; then \
-	    csv=$$(cat build/bench-results); profile=$${csv%.csv}-profile.csv; \
-	    if [ -f "$$profile" ]; then set -- --profile "$$profile"; else set --; fi; \
-	    $(PLOT_PYTHON) tools/plot.py --results "$$csv" "$$@"; plotted=$$?; \
-	    [ $$status -ne 0 ] || status=$$plotted; \
+	    for csv in $$(cat build/bench-results); do \
+	        profile=$${csv%.csv}-profile.csv; \
+	        if [ -f "$$profile" ]; then set -- --profile "$$profile"; else set --; fi; \
+	        $(PLOT_PYTHON) tools/plot.py --results "$$csv" "$$@"; plotted=$$?; \
+	        [ $$status -ne 0 ] || status=$$plotted; \
+	    done; \
 	fi; \
 	exit $$status
 
@@ -300,6 +305,7 @@ profile: $(PROGRAMS) $(ROW_PROGRAMS)
 
 profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
 	$(PYTHON) tools/profile.py --root . --all --out-dir $(OUT_DIR)
+	$(PYTHON) tools/profile.py --root . --all --rows --out-dir $(OUT_DIR)
 
 SANITIZE_N ?= 1048579
 sanitize: gpu-check $(PROGRAMS) step4_warp/run-racy

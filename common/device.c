@@ -24,8 +24,9 @@ const char *build_toolchain(void)
 {
     static char text[64];
     const int *v = reduce_build_versions;
+    /* CUB_VERSION is major * 100000 + minor * 100 + patch: 300001 is 3.0.1. */
     snprintf(text, sizeof text, "nvcc %d.%d.%d CCCL %d.%d.%d", v[0], v[1], v[2],
-             v[3] / 1000000, v[3] / 1000 % 1000, v[3] % 1000);
+             v[3] / 100000, v[3] / 100 % 1000, v[3] % 100);
     return text;
 }
 

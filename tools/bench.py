@@ -1,19 +1,30 @@
 #!/usr/bin/env python3
-"""Benchmark every step program and the CUB baseline over a sweep of sizes.
+"""Benchmark every program of part 1 (the sum) and part 2 (rows) in rounds.
 
-Each (program, n) pair runs once as `run -n N --csv TMP --reps R --warmup W`.
-The program itself flushes L2, times the launches, verifies the sum and appends
-one CSV row (tools/schema.py). This driver only orders the runs, shows
-progress and files the rows as OUT_DIR/<gpu>.csv, one file per GPU model, so
-results measured on different GPUs can sit side by side, with everything it
-printed in OUT_DIR/<gpu>-bench.log. Rows of failed runs stay in the file
-(pass = 0); the charts and tables leave them out.
+Part 1 runs every stepN_*/run and baseline_cub/run over a sweep of sizes;
+part 2 runs every rows/*/run over a list of shapes, beside part 1's step 9
+summing the same floats as one array and, when a Python with torch is given
+(--torch-python), PyTorch's own kernels (tools/torch_rows.py).
+
+Each ROUND runs every program once, in its own process (`run --runs FILE`:
+all its sizes in one CUDA context), in an order shuffled per round (seeded,
+so a run can be repeated), and the sizes within it shuffled too; the first
+round also makes each timed run's exact checks, later ones skip them
+(--no-verify). The program itself flushes L2, times the launches, verifies
+its output and appends one CSV row per size; this driver orders the runs,
+shows progress and files every row with its round as OUT_DIR/<gpu>.csv
+(part 1) and OUT_DIR/<gpu>-rows.csv (part 2), with everything it printed in
+OUT_DIR/<gpu>-bench.log. The tables and charts report the median over rounds
+and the spread (fastest and slowest round): a ratio counts as a win or a
+loss only where the spreads do not overlap (tools/compare.py).
 
 Exit codes: 0 all runs passed, 1 some run failed (results still written),
 2 usage error or programs not built, 3 no CUDA device.
 """
 import argparse
+import csv
 import os
+import random
 import shlex
 import subprocess
 import sys
@@ -32,6 +43,15 @@ HEADLINE_SIZES = (1 << 25, 1 << 28)
 # what a ragged size costs compared with its power-of-two neighbours.
 ODD_SIZES = (1000, 100003, 3 * (1 << 20) + 7, 10**7 + 1, (1 << 27) + 5)
 QUICK_SIZES = (1 << 20, 1 << 25)
+# Part 2: the seed article's LayerNorm (32768 x 1024), BERT-base (65536 x
+# 768), wider rows down to 256 of 65536, two small shapes, and widths that
+# are not a multiple of 4 (1000 is; 4097 is not, so its rows are misaligned).
+ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32768),
+              (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097))
+QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
+ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
+TORCH_OPS = "sum,layernorm,softmax,copy"
+DEFAULT_ROUNDS = 3
 # A single run does at most ~25 launches over 1 GiB; minutes means a hang.
 RUN_TIMEOUT_S = 600
 
@@ -64,6 +84,17 @@ def program_dirs(root):
     if os.path.isdir(os.path.join(root, schema.CUB_DIR)):
         names.append(schema.CUB_DIR)
     return names
+
+
+def row_program_dirs(root):
+    """Part 2's programs: rows/stepN_* in step order, then rows/baseline_*."""
+    rows_root = os.path.join(root, "rows")
+    if not os.path.isdir(rows_root):
+        return []
+    steps = schema.step_dirs(rows_root, has=("rows.cu", "run"))
+    baselines = sorted(d for d in os.listdir(rows_root) if d.startswith("baseline_")
+                       and os.path.isdir(os.path.join(rows_root, d)))
+    return ["rows/" + d for d in steps + baselines]
 
 
 def run_path(root, name):
@@ -113,18 +144,17 @@ def read_rows(path):
     return [record for _, record in schema.read_records(path)[1]]
 
 
-def run_program(path, n, csv_path, reps, warmup):
-    """Run one (program, n) pair; returns (exit code, stderr text, command)."""
-    cmd = [path, "-n", str(n), "--csv", csv_path, "--reps", str(reps), "--warmup", str(warmup)]
+def run_program(cmd, timeout=RUN_TIMEOUT_S):
+    """Run one command; returns (exit code or None, stderr text)."""
     try:
         # stdout is the program's human summary; the numbers come from the CSV.
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                              text=True, errors="replace", timeout=RUN_TIMEOUT_S)
+                              text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
-        return None, f"timed out after {RUN_TIMEOUT_S} s", cmd
+        return None, f"timed out after {timeout} s"
     except OSError as e:
-        return None, f"cannot execute: {e.strerror}", cmd
-    return proc.returncode, proc.stderr, cmd
+        return None, f"cannot execute: {e.strerror}"
+    return proc.returncode, proc.stderr
 
 
 def error_line(stderr):
@@ -140,16 +170,9 @@ def strip_error_prefix(line):
     return line[len("error:"):].strip() if line.startswith("error:") else line
 
 
-def progress_line(index, total, name, width, row):
-    """'[ 37/240] step3_idle      n=33554432   142.1 us  944 GB/s  PASS'."""
-    counter = f"[{index:>{len(str(total))}}/{total}]"
-    verdict = "PASS" if row.get("pass", "") == "1" else "FAIL"
-    try:
-        median, gbps = float(row["median_us"]), float(row["gbps"])
-        numbers = f"{median:>9.1f} us {gbps:>5.0f} GB/s"
-    except (KeyError, TypeError, ValueError):
-        numbers = f"{'?':>9} us {'?':>5} GB/s"  # a malformed row is still reported
-    return f"{counter} {name:<{width}} n={row.get('n', '?'):<10} {numbers}  {verdict}"
+def size_label(run):
+    """'n=33554432' or '32768x1024', as a progress line shows a run."""
+    return f"{run.rows}x{run.cols}" if run.rows else f"n={run.n}"
 
 
 class Output:
@@ -167,81 +190,154 @@ class Output:
         self.lines.append(line)
 
 
-class Sweep:
-    """Runs the sweep and keeps the tallies that the final summary needs."""
+class Run:
+    """One size of one program: its --runs line and how to recognise its row."""
 
-    def __init__(self, programs, sizes, csv_path, reps, warmup, output):
-        self.programs, self.sizes, self.csv_path = programs, sizes, csv_path
-        self.reps, self.warmup, self.output = reps, warmup, output
-        self.total = len(programs) * len(sizes)
-        self.width = max(len(name) for name, _ in programs)
+    def __init__(self, n=None, rows=None, cols=None):
+        self.rows, self.cols = rows, cols
+        self.n = n if n is not None else rows * cols
+
+    def args(self):
+        if self.rows:
+            return ["--rows", str(self.rows), "--cols", str(self.cols)]
+        return ["-n", str(self.n)]
+
+    def matches(self, row):
+        if self.rows:
+            return row.get("rows") == str(self.rows) and row.get("cols") == str(self.cols)
+        return row.get("n") == str(self.n) and not row.get("rows")
+
+
+class Sweep:
+    """Runs every program over its sizes, ROUNDS times, and keeps the tallies."""
+
+    def __init__(self, plan, rounds, reps, warmup, seed, tmp_dir, output, torch=None):
+        self.plan = plan             # [(name, path, [Run])]
+        self.rounds, self.reps, self.warmup = rounds, reps, warmup
+        self.seed, self.tmp_dir, self.output, self.torch = seed, tmp_dir, output, torch
+        self.rows = []               # every row of every round, with its round
+        self.width = max(len(name) for name, _, _ in plan)
         self.runs = self.skipped = self.failed = 0
 
     def run_all(self):
-        for name, path in self.programs:
-            for n in self.sizes:
-                self.runs += 1
-                self.run_one(name, path, n)
+        for r in range(1, self.rounds + 1):
+            order = list(self.plan)
+            random.Random(self.seed * 1000 + r).shuffle(order)
+            for name, path, runs in order:
+                self.run_program(r, name, path, runs)
+            if self.torch:
+                self.run_torch(r)
 
-    def run_one(self, name, path, n):
-        before = len(read_rows(self.csv_path))
-        code, stderr, cmd = run_program(path, n, self.csv_path, self.reps, self.warmup)
+    def flags(self, r):
+        flags = ["--reps", str(self.reps), "--warmup", str(self.warmup)]
+        return flags + (["--no-verify"] if r > 1 else [])   # round 1 makes the exact checks
+
+    def run_program(self, r, name, path, runs):
+        runs = list(runs)
+        random.Random(self.seed * 7919 + r).shuffle(runs)
+        lines = os.path.join(self.tmp_dir, "runs.txt")
+        csv_path = os.path.join(self.tmp_dir, f"round{r}.csv")
+        with open(lines, "w") as handle:
+            for run in runs:
+                handle.write(" ".join(run.args() + self.flags(r)) + "\n")
+        if os.path.exists(csv_path):
+            os.remove(csv_path)
+        code, stderr = run_program([path, "--runs", lines, "--csv", csv_path])
+        got = read_rows(csv_path) if os.path.exists(csv_path) else []
         if code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr:
-            # Every later run would fail the same way: stop at once.
-            message = strip_error_prefix(error_line(stderr))
-            raise BenchError(EXIT_DEVICE, f"no CUDA device: {message}")
-        if code == PROG_DEVICE_ERROR and OOM_TEXT in stderr:
-            self.output.out(f"skip: {name} n={n} does not fit in device memory")
-            self.skipped += 1
-            return
-        try:
-            rows = read_rows(self.csv_path)
-        except schema.SchemaError as err:
-            rows, code, stderr = [], None, f"its CSV row cannot be read: {err}"
-        if code in (0, 1) and len(rows) == before + 1 and rows[-1].get("n") == str(n):
-            # Exit 1 (wrong sum) still writes its row, so show it as FAIL first.
-            self.output.out(progress_line(self.runs, self.total, name, self.width, rows[-1]))
-            if code == 0:
-                return
-        elif code == 0:
-            stderr = f"exited 0 but did not append a row for n={n} to {self.csv_path}"
-        self.report_failure(name, n, code, stderr, cmd)
+            raise BenchError(EXIT_DEVICE, f"no CUDA device: {strip_error_prefix(error_line(stderr))}")
+        done = []
+        for run in runs:
+            row = next((x for x in got if run.matches(x)), None)
+            if row is None:
+                # The batch stopped early (a device error ends the process): run
+                # this size alone, to charge the failure to the right size.
+                alone = os.path.join(self.tmp_dir, "alone.csv")
+                if os.path.exists(alone):
+                    os.remove(alone)
+                cmd = [path, *run.args(), *self.flags(r), "--csv", alone]
+                code1, stderr1 = run_program(cmd)
+                rows1 = read_rows(alone) if os.path.exists(alone) else []
+                if code1 == PROG_DEVICE_ERROR and OOM_TEXT in stderr1:
+                    self.output.out(f"skip: {name} {size_label(run)} does not fit in device memory")
+                    self.skipped += 1
+                    continue
+                if not rows1:
+                    self.failed += 1
+                    self.output.err(f"bench: {name} {size_label(run)} failed (exit {code1}): "
+                                    f"{error_line(stderr1)}")
+                    self.output.err(f"bench:   command: {' '.join(cmd)}")
+                    continue
+                row = rows1[-1]
+            row = dict(row, round=str(r))
+            self.rows.append(row)
+            done.append(row)
+            self.runs += 1
+            if row.get("pass") != "1":
+                self.failed += 1
+                self.output.err(f"bench: {name} {size_label(run)} failed its check "
+                                f"(round {r}): its row is kept with pass = 0")
+        self.output.out(self.progress_line(r, name, done))
 
-    def report_failure(self, name, n, code, stderr, cmd):
-        self.failed += 1
-        status = "no exit status" if code is None else f"exit {code}"
-        if code is not None and code < 0:
-            status = f"killed by signal {-code}"
-        self.output.err(f"bench: {name} n={n} failed ({status}): {error_line(stderr)}")
-        self.output.err(f"bench:   command: {' '.join(cmd)}")
+    def run_torch(self, r):
+        """PyTorch's kernels on the same shapes, timed the same way (tools/torch_rows.py)."""
+        python, shapes = self.torch
+        csv_path = os.path.join(self.tmp_dir, f"torch{r}.csv")
+        if os.path.exists(csv_path):
+            os.remove(csv_path)
+        cmd = [python, os.path.join(REPO, "tools", "torch_rows.py"), "--csv", csv_path,
+               "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", TORCH_OPS,
+               "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
+        code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
+        got = read_rows(csv_path) if os.path.exists(csv_path) else []
+        for row in got:
+            self.rows.append(dict(row, round=str(r)))
+            self.runs += 1
+            self.failed += row.get("pass") != "1"
+        if code not in (0, 1) or not got:
+            self.output.err(f"bench: torch round {r}: exit {code}: {error_line(stderr)}")
+            self.failed += 1
+        self.output.out(self.progress_line(r, "torch", got))
+
+    def progress_line(self, r, name, rows):
+        """'[round 2/3] step3_idle          24 runs  2^25 89.9 us  2^28 646.8 us  PASS'."""
+        head = [x for x in rows if x.get("n") in (str(1 << 25), str(1 << 28))
+                or (x.get("rows"), x.get("cols")) == ("32768", "1024")]
+        shown = []
+        for x in head[:4]:
+            label = (f"{x['rows']}x{x['cols']}" if x.get("rows") else
+                     schema.power_label(int(x["n"])))
+            if x.get("op") and x["step"].startswith("torch/"):
+                label = x["op"] + " " + label
+            try:
+                shown.append(f"{label} {float(x['median_us']):.1f} us")
+            except (KeyError, ValueError):
+                shown.append(f"{label} ?")
+        verdict = "PASS" if rows and all(x.get("pass") == "1" for x in rows) else "FAIL"
+        return (f"[round {r}/{self.rounds}] {name:<{self.width}} {len(rows):>3} runs  "
+                f"{'  '.join(shown)}  {verdict}")
 
 
 # ----------------------------------------------------------------- results
 
-def make_temp_csv(out_dir):
-    """An empty CSV in OUT_DIR (same file system, so the final move is atomic).
-
-    Hidden and not ending in .csv, so plot scripts globbing *.csv skip it.
-    """
-    os.makedirs(out_dir, exist_ok=True)
-    fd, path = tempfile.mkstemp(prefix=".bench-", suffix=".csv.tmp", dir=out_dir)
-    os.close(fd)
-    os.chmod(path, 0o644)  # mkstemp makes it private; results are meant to be shared
-    return path
-
-
-def file_results(tmp_csv, out_dir):
-    """Move the rows to OUT_DIR/<gpu>.csv, replacing that GPU's older file."""
-    rows = read_rows(tmp_csv)
+def file_results(rows, out_dir, suffix=""):
+    """Write the rows to OUT_DIR/<gpu><suffix>.csv, replacing that GPU's older file."""
     if not rows:
         raise BenchError(EXIT_FAILED, "no results: every run was skipped or failed")
-    gpus = sorted({row.get("gpu", "") for row in rows})
-    if len(gpus) > 1:
+    gpus = sorted({row.get("gpu", "") for row in rows if not row["step"].startswith("torch/")})
+    if len(gpus) != 1:
         # One file per GPU model: rows from two GPUs cannot be filed together.
         raise BenchError(EXIT_FAILED, f"rows from several GPUs in one run ({', '.join(gpus)}); "
                                       "nothing written")
-    dest = os.path.join(out_dir, schema.gpu_slug(gpus[0]) + ".csv")
-    os.replace(tmp_csv, dest)
+    os.makedirs(out_dir, exist_ok=True)
+    dest = os.path.join(out_dir, schema.gpu_slug(gpus[0]) + suffix + ".csv")
+    tmp = dest + ".tmp"
+    with open(tmp, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(schema.RESULT_COLUMNS),
+                                extrasaction="ignore", restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(tmp, dest)
     return dest
 
 
@@ -264,32 +360,44 @@ def display_path(path):
     return path if rel.startswith("..") else rel
 
 
-def summary(sweep, seconds, dest):
+def summary(sweeps, seconds, dests):
+    runs = sum(s.runs for s in sweeps)
     extras = [f"{count} {what}" for count, what in
-              ((sweep.skipped, "skipped"), (sweep.failed, "failed")) if count]
+              ((sum(s.skipped for s in sweeps), "skipped"), (sum(s.failed for s in sweeps), "failed"))
+              if count]
     note = f" ({', '.join(extras)})" if extras else ""
-    return f"bench: {sweep.runs} runs{note} in {seconds:.1f} s -> {display_path(dest)}"
+    return (f"bench: {runs} runs{note} in {sweeps[0].rounds} rounds, {seconds:.1f} s -> "
+            f"{', '.join(display_path(d) for d in dests)}")
 
 
 # -------------------------------------------------------------------- main
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(
-        description="Run every stepN_*/run and baseline_cub/run over a sweep of sizes and "
-                    "write the rows to OUT_DIR/<gpu>.csv (replacing that GPU's previous file).")
+        description="Run every program of part 1 (sizes) and part 2 (shapes) in rounds and "
+                    "write the rows to OUT_DIR/<gpu>.csv and OUT_DIR/<gpu>-rows.csv.")
     parser.add_argument("--root", default=REPO,
-                        help="directory holding the stepN_*/ and baseline_cub/ folders "
-                             "(default: this repository)")
-    parser.add_argument("--out-dir", help="where <gpu>.csv goes (default: ROOT/plots/results)")
+                        help="the repository holding stepN_*/, baseline_cub/ and rows/ "
+                             "(default: this one)")
+    parser.add_argument("--out-dir", help="where the files go (default: ROOT/plots/results)")
+    parser.add_argument("--part", choices=("sum", "rows", "all"), default="all",
+                        help="part 1 (sum), part 2 (rows) or both (default)")
+    parser.add_argument("--rounds", type=_int_at_least(1), default=DEFAULT_ROUNDS,
+                        help=f"every program this many times, order shuffled (default {DEFAULT_ROUNDS})")
+    parser.add_argument("--seed", type=_int_at_least(0), default=1,
+                        help="seed of the shuffled orders (default 1)")
     parser.add_argument("--reps", type=_int_at_least(1), default=20,
                         help="timed launches per run; the median is reported (default 20)")
     parser.add_argument("--warmup", type=_int_at_least(0), default=3,
                         help="untimed launches before timing (default 3)")
     parser.add_argument("--quick", action="store_true",
-                        help="only n = 2^20 and 2^25 (a smoke test)")
+                        help="only n = 2^20 and 2^25, and two shapes (a smoke test)")
+    parser.add_argument("--torch-python", metavar="PYTHON",
+                        help="a Python that imports torch: PyTorch's kernels join part 2 "
+                             "(skipped with one line if it cannot)")
     parser.add_argument("--record-path", metavar="FILE",
-                        help="after filing the results, write their path to FILE "
-                             "(make bench reads it to draw that file's charts)")
+                        help="after filing the results, write their paths to FILE, one per "
+                             "line (make bench reads it to draw their charts)")
     args = parser.parse_args(argv)
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
@@ -308,29 +416,64 @@ def _int_at_least(low):
     return parse
 
 
+def torch_ok(python, output):
+    """True if `python` imports torch and sees a GPU; else one line saying why not."""
+    if not python:
+        output.out("bench: no --torch-python: PyTorch is left out of part 2")
+        return False
+    code, stderr = run_program([python, "-c", "import torch, sys; "
+                                "sys.exit(0 if torch.cuda.is_available() else 3)"], timeout=120)
+    if code != 0:
+        output.out(f"bench: {python} cannot run torch on a GPU (exit {code}): PyTorch is "
+                   "left out of part 2")
+        return False
+    return True
+
+
+def plans(args):
+    """[(suffix, [(name, path, [Run])])] for the parts asked for."""
+    found = []
+    if args.part in ("sum", "all"):
+        sizes = sweep_sizes(args.quick)
+        found.append(("", [(n, p, [Run(n=s) for s in sizes]) for n, p in find_programs(args.root)]))
+    names = row_program_dirs(args.root) if args.part in ("rows", "all") else []
+    if names:
+        check_built(args.root, names + [ONE_ARRAY])
+        shapes = QUICK_ROW_SHAPES if args.quick else ROW_SHAPES
+        plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
+                for n in names]
+        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=r * c) for r, c in shapes]))
+        found.append(("-rows", plan))
+    elif args.part == "rows":
+        raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")
+    return found
+
+
 def bench(args, command):
     start = time.monotonic()
-    programs = find_programs(args.root)
     output = Output()
     output.lines.append(f"$ {command}")
-    tmp_csv = make_temp_csv(args.out_dir)
-    try:
-        sweep = Sweep(programs, sweep_sizes(args.quick), tmp_csv, args.reps, args.warmup,
-                      output)
-        sweep.run_all()
-        dest = file_results(tmp_csv, args.out_dir)
-    finally:
-        if os.path.exists(tmp_csv):
-            os.remove(tmp_csv)
-    if sweep.failed:
-        output.err(f"bench: {sweep.failed} of {sweep.runs} runs failed (see above); "
-                   "rows of wrong sums are kept, with pass = 0")
-    output.out(f"results: {display_path(dest)}")
-    output.out(summary(sweep, time.monotonic() - start, dest))
-    write_text(log_path(dest), "\n".join(output.lines) + "\n")
+    sweeps, dests = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for suffix, plan in plans(args):
+            torch = None
+            if suffix == "-rows" and torch_ok(args.torch_python, output):
+                torch = (args.torch_python, QUICK_ROW_SHAPES if args.quick else ROW_SHAPES)
+            sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch)
+            sweep.run_all()
+            sweeps.append(sweep)
+            dests.append(file_results(sweep.rows, args.out_dir, suffix))
+    failed = sum(s.failed for s in sweeps)
+    if failed:
+        output.err(f"bench: {failed} runs failed (see above); rows of wrong results are kept, "
+                   "with pass = 0")
+    for dest in dests:
+        output.out(f"results: {display_path(dest)}")
+    output.out(summary(sweeps, time.monotonic() - start, dests))
+    write_text(log_path(dests[0]), "\n".join(output.lines) + "\n")
     if args.record_path:
-        write_text(args.record_path, dest + "\n")
-    return EXIT_FAILED if sweep.failed else 0
+        write_text(args.record_path, "".join(d + "\n" for d in dests))
+    return EXIT_FAILED if failed else 0
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # determinism.sh OUT_DIR: does each program give the same bits every run?
-# Every step, CUB and step 9's atomicAdd build (step9_singlepass/run-atomic,
-# the demo that is never shipped) sum the same input 100 times at two sizes;
+# Every step, CUB and step 9's atomicAdd variant (extras/atomic_step9, the
+# demo that is not a step) sum the same input 100 times at two sizes;
 # the CSV's `distinct` column counts the different sums (1 = bit-identical).
 # The atomic build is expected to give several, and its runs exit 1 (the
 # harness fails a sum that moves): that is the point, so it is not an error
@@ -14,7 +14,7 @@ mkdir -p "$dir"
 out=$dir/.determinism.csv.tmp
 reps=${DETERMINISM_REPS:-100}
 programs=$(ls -d step[0-9]*_*/ 2>/dev/null | sort -V | sed 's|/$|/run|')
-programs="$programs baseline_cub/run step9_singlepass/run-atomic"
+programs="$programs baseline_cub/run extras/atomic_step9/run"
 rm -f "$out"
 status=0
 for p in $programs; do
@@ -24,7 +24,7 @@ for p in $programs; do
         rc=$?
         distinct=$(tail -n 1 "$out" | awk -F, 'NR == 1 { print $28 }')
         printf 'determinism: %-32s n=%-9s %s distinct sum(s) in %s runs\n' "$p" "$n" "$distinct" "$reps"
-        if [ "$p" != step9_singlepass/run-atomic ] && [ $rc -ne 0 ]; then
+        if [ "$p" != extras/atomic_step9/run ] && [ $rc -ne 0 ]; then
             echo "determinism: $p -n $n exited $rc" >&2; status=1
         fi
     done

@@ -41,6 +41,9 @@ DEFAULT_NCU_PATHS = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/nc
 # reads all n inputs; its follow-up pass over the partial sums is tiny.
 STEP_KERNEL_RE = "reduce_kernel"
 CUB_KERNEL_RE = "DeviceReduceKernel"
+# Part 2: each program launches one kernel per run (rows/*/rows.cu).
+ROW_KERNEL_RE = "row_sum_kernel|layernorm|softmax|copy_kernel|DeviceSegmentedReduce"
+DEFAULT_SHAPE = (32768, 1024)
 
 METRICS = (
     # Kernel duration under ncu (serialized, clocks as found): compare steps, not with bench.
@@ -83,13 +86,21 @@ METRICS = (
     "launch__block_size",
     # Warp-level global load instructions: fewer means wider loads or more work per load.
     "smsp__inst_executed_op_global_ld.sum",
+    # 32-byte sectors and requests of global loads: sectors per request is 4
+    # when a warp reads 128 contiguous bytes, 32 when its lanes read 32 lines.
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+    # Share of L2 sectors found in L2: re-reads of a row that the L2 catches.
+    "lts__t_sector_hit_rate.pct",
+    # Bytes written to DRAM: the outputs, once.
+    "dram__bytes_write.sum",
 )
 
 # File name under --out-dir: the Makefile pairs OUT_DIR/h200.csv (bench.py)
 # with OUT_DIR/h200-profile.csv.
 PROFILE_FILE = "{gpu}-profile.csv"
 # What `run --version` prints: "<step> code_hash=<12 hex> git_rev=<rev>".
-VERSION_RE = re.compile(r"^(\S+) code_hash=([0-9a-f]{12}) git_rev=(\S+)$")
+VERSION_RE = re.compile(r"^(\S+) code_hash=([0-9a-f]{12}) git_rev=(\S+)(?: .*)?$")
 
 PERM_MESSAGE = ("ncu may not read the GPU performance counters as this user (ERR_NVGPUCTRPERM): "
                 "run it as root, or set the NVIDIA driver option "
@@ -134,10 +145,13 @@ def find_ncu(search_paths=None):
 def ncu_command(ncu, program, kernel_re, n):
     # --clock-control none: the GPU is shared, so ncu must not lock or change its
     # clocks (its default); kernels run at whatever clocks the GPU has right now.
+    # n is a size (part 1) or a (rows, cols) shape (part 2).
+    size = (["--rows", str(n[0]), "--cols", str(n[1])] if isinstance(n, tuple)
+            else ["-n", str(n)])
     return [ncu, "--clock-control", "none", "--target-processes", "all",
             "--kernel-name", "regex:" + kernel_re, "--launch-count", "1",
             "--csv", "--page", "raw", "--metrics", ",".join(METRICS),
-            program, "--check", "-n", str(n)]
+            program, "--check", *size]
 
 
 def run_ncu(cmd):
@@ -280,6 +294,8 @@ def missing_metrics(stdout):
 
 
 def kernel_regex(name):
+    if name.startswith("rows/"):
+        return ROW_KERNEL_RE
     return CUB_KERNEL_RE if name == schema.CUB_DIR else STEP_KERNEL_RE
 
 
@@ -307,7 +323,10 @@ def probe_gpu(program):
     fd, tmp = tempfile.mkstemp(prefix=".profile-", suffix=".csv")
     os.close(fd)
     try:
-        cmd = [program, "--reps", "1", "--warmup", "0", "--no-flush", "--csv", tmp, "-n", "1024"]
+        size = (["--rows", "4", "--cols", "256"] if os.path.basename(os.path.dirname(
+            os.path.dirname(program))) == "rows" else ["-n", "1024"])
+        cmd = [program, "--reps", "1", "--warmup", "0", "--no-verify", "--no-flush", "--csv", tmp,
+               *size]
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                               text=True, errors="replace", timeout=NCU_TIMEOUT_S)
         message = bench.error_line(proc.stderr)
@@ -342,9 +361,17 @@ def program_version(program):
     return match.group(2), match.group(3)
 
 
-def select_programs(root, step):
+def profile_label(name):
+    """The program's name as its results rows give it: step3_idle, cub, rows/step2_warp, rows/cub."""
+    label = schema.step_label(os.path.basename(name))
+    if name.startswith("rows/"):
+        return "rows/" + os.path.basename(name).removeprefix("baseline_")
+    return label
+
+
+def select_programs(root, step, rows=False):
     """Directory names to profile: every one for None (--all), else the one named."""
-    names = bench.program_dirs(root)
+    names = bench.row_program_dirs(root) if rows else bench.program_dirs(root)
     if step is None:
         chosen = names
     else:
@@ -358,16 +385,18 @@ def select_programs(root, step):
 
 
 def _matches(name, step):
-    if step in (name, _short_name(name)):
+    step = step.removeprefix("rows/")
+    if step in (name, _short_name(name), os.path.basename(name)):
         return True
-    number = schema.step_number(name)
+    number = schema.step_number(os.path.basename(name))
     return number is not None and step.isdigit() and int(step) == number
 
 
 def _short_name(name):
     """'step3_idle' -> '3', 'baseline_cub' -> 'cub': what --step accepts."""
-    number = schema.step_number(name)
-    return schema.CUB if number is None else str(number)
+    base = os.path.basename(name)
+    number = schema.step_number(base)
+    return base.removeprefix("baseline_") if number is None else str(number)
 
 
 # ------------------------------------------------------------------ output
@@ -502,15 +531,27 @@ def parse_args(argv):
                         help=f"same as --csv DIR/{PROFILE_FILE} (next to bench.py's <gpu>.csv)")
     parser.add_argument("-n", type=bench._int_at_least(1), default=DEFAULT_N,
                         help=f"elements to reduce (default {DEFAULT_N} = 2^25)")
+    parser.add_argument("--rows", action="store_true",
+                        help="part 2: the programs under rows/, on a --shape")
+    parser.add_argument("--shape", default="%dx%d" % DEFAULT_SHAPE,
+                        help="part 2's ROWSxCOLS (default %dx%d)" % DEFAULT_SHAPE)
     args = parser.parse_args(argv)
     args.root = os.path.abspath(args.root)
+    if args.step and args.step.startswith("rows/"):
+        args.rows = True
     if args.out_dir:
-        args.csv = os.path.join(args.out_dir, PROFILE_FILE)
+        args.csv = os.path.join(args.out_dir, PROFILE_FILE.replace(
+            "-profile", "-rows-profile" if args.rows else "-profile"))
+    if args.rows:
+        rows, _, cols = args.shape.partition("x")
+        if not (rows.isdigit() and cols.isdigit()):
+            parser.error(f"--shape needs ROWSxCOLS, got {args.shape!r}")
+        args.n = (int(rows), int(cols))
     return args
 
 
 def profile(args):
-    names = select_programs(args.root, args.step)
+    names = select_programs(args.root, args.step, args.rows)
     ncu = find_ncu()
     programs = [(name, bench.run_path(args.root, name)) for name in names]
     versions = {}
@@ -518,7 +559,7 @@ def profile(args):
         # Every program's code hash first (no GPU needed), so an old build that
         # cannot say it fails before ncu runs; then the GPU, which also fails
         # fast when there is no device.
-        versions = {schema.step_label(name): program_version(program)
+        versions = {profile_label(name): program_version(program)
                     for name, program in programs}
         gpu = probe_gpu(programs[0][1])
     results = []
@@ -526,7 +567,7 @@ def profile(args):
         if args.all:
             print(f"profile: {name} ...", file=sys.stderr, flush=True)
         for kernel, metrics in profile_program(ncu, name, program, args.n):
-            results.append((schema.step_label(name), kernel, metrics))
+            results.append((profile_label(name), kernel, metrics))
     if args.all:
         print(summary_table(results))
     else:
