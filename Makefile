@@ -340,6 +340,13 @@ SASS_OUT ?= plots/reference/sm90-sass.txt
 sass:
 	@NVCC=$(NVCC) GIT_REV=$(GIT_REV) bash tools/sass.sh $(SASS_OUT) $(STEP_DIRS)
 
+# Every program built with a CUDA 12 toolkit too, in build/cuda12/ (no GPU):
+# CUDA12_TOOLKIT=debian (default: CUDA 12.4 from Debian's archive) or pypi
+# (CUDA 12.9's headers, CCCL and runtime from PyPI; see tools/cuda12.sh).
+.PHONY: cuda12
+cuda12:
+	bash tools/cuda12.sh $(or $(CUDA12_LOG),plots/reference/cuda12-build.log)
+
 # ---------------------------------------------------------------- teaching
 diff:
 	@test -n "$(STEP)" || { echo "usage: make diff STEP=K (K = a step number from 1 up, or rows/K)"; exit 2; }

@@ -34,6 +34,7 @@ run_part "accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan S
 run_part "access-pattern model against the counters" "$PLOT_PYTHON" tests/test_patterns.py
 run_part "the English and Chinese editions in step" "$PYTHON" tests/test_editions.py
 run_part "docs against the committed reference results" "$PYTHON" tests/test_claims.py
+run_part "grader reports: JUnit XML and Gradescope results.json" "$PYTHON" tests/test_grade_report.py
 run_part "GPU suite: the grader on every program and broken fixture" "$PYTHON" tests/gpu_suite.py
 
 echo "$P passed, $F failed, $S skipped"

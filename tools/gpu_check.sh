@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # gpu_check.sh DEST [measure|check|all]: what a GPU machine runs to publish
 # the reference, in two phases that each fit a 10-minute session.
-#   measure: build; make profile-all, bench, accuracy into $OUT_DIR
+#   measure: build; make profile-all (parts 1 and 2), make bench (both parts,
+#            in rounds, with PyTorch when TORCH_PYTHON imports it) into $OUT_DIR
 #   check:   build; unit tests, the GPU suite (the grader on every program and
-#            fixture), make determinism, the step 9 no-fence exercise, make sass
+#            fixture), make accuracy, make determinism, the tuning runs, the
+#            step 9 no-fence exercise, make sass
 # DEST receives logs.tgz (every log) and results.tgz (what landed in $OUT_DIR).
 # OUT_DIR defaults to plots/results (scratch); OUT_DIR=plots/reference
 # publishes. Without .git (a copied tree), set GIT_REV to the commit measured.
@@ -34,24 +36,26 @@ slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
        python3 -c 'import sys; sys.path.insert(0, "tools"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
   nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
-step build make -j"$(nproc)" all mutants step9_singlepass/run-atomic step4_warp/run-racy \
-    build/unit_tests tests/broken/drop_tail/run tests/broken/no_write/run tests/broken/bad_count/run
+step build make -j"$(nproc)" all mutants step4_warp/run-racy build/unit_tests \
+    tests/broken/drop_tail/run tests/broken/no_write/run tests/broken/bad_count/run
 if [ "$phase" = measure ] || [ "$phase" = all ]; then
     # Profile first: ncu replays kernels and must not share the GPU with timing.
     step profile make --no-print-directory profile-all
-    step bench python3 tools/bench.py --root . --out-dir "$OUT_DIR"
-    step accuracy python3 tools/accuracy.py --root . --out-dir "$OUT_DIR"
-    # Step 9's knob sweep, with step 8 and CUB in the same run: its README's "What was tried".
-    step tune_step9 env TUNE_ONLY=step9 TUNE_BASE="step8_vector step9_singlepass baseline_cub" \
-        TUNE_SIZES="1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304 16777216 268435456" \
-        bash tools/tune.sh "$OUT_DIR/$slug-tune-step9.csv"
+    step bench python3 tools/bench.py --root . --out-dir "$OUT_DIR" \
+        --torch-python "${TORCH_PYTHON:-python3}" --rounds "${BENCH_ROUNDS:-3}"
 fi
 if [ "$phase" = check ] || [ "$phase" = all ]; then
     step unit build/unit_tests
     step gpu_suite env GPU_JOBS="$(nproc)" GPU_PROGRESS="$out/gpu_progress.log" \
         python3 -u tests/gpu_suite.py
+    step accuracy python3 tools/accuracy.py --root . --out-dir "$OUT_DIR"
     step determinism bash tools/determinism.sh "$OUT_DIR"
-    # Exercise 1 of step 9: which tool notices a missing acquire fence?
+    step tune bash tools/tune.sh "$OUT_DIR/$slug-tune.csv"
+    # Step 9's knob sweep, with step 8 and CUB in the same run: its README's "What was tried".
+    step tune_step9 env TUNE_ONLY=step9 TUNE_BASE="step8_vector step9_singlepass baseline_cub" \
+        TUNE_SIZES="1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304 16777216 268435456" \
+        bash tools/tune.sh "$OUT_DIR/$slug-tune-step9.csv"
+    # Exercise 1 of step 9: which check notices the last block's acquire left out?
     mkdir -p build/exercise/step9_no_fence
     grep -v 'cuda::atomic_thread_fence' step9_singlepass/reduce.cu > build/exercise/step9_no_fence/reduce.cu
     step no_fence_build make build/exercise/step9_no_fence/run
@@ -60,6 +64,7 @@ if [ "$phase" = check ] || [ "$phase" = all ]; then
         echo \"grade exit \$?\"; } 2>&1"
     cp "$out/no_fence.log" "$OUT_DIR/$slug-step9-no-fence.log"
     step sass make --no-print-directory sass SASS_OUT="$OUT_DIR/sm90-sass.txt"
+    cp "$out/gpu_suite.log" "$OUT_DIR/$slug-gpu-check.log"
 fi
 tar czf "$dest/logs.tgz" -C "$out" .
 tar czf "$dest/results.tgz" "$OUT_DIR"

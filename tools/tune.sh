@@ -2,7 +2,8 @@
 # tune.sh OUT.csv: rebuilds some steps with other values of their knobs and
 # times each (rows appended to OUT.csv, step column = "stepK_slug-KNOB-value").
 # The shipped values are the ones these runs chose; the variants never
-# replace a step, they only live under build/tune/.
+# replace a step, they only live under build/tune/. Each program runs all
+# its sizes in one process (--runs), so its CUDA context starts once.
 #   TUNE_ONLY=regex     only the variants whose "step KNOB value" matches
 #   TUNE_SIZES="n ..."  the sizes to time (default 2^25 and 2^28)
 #   TUNE_BASE="dir ..." also time these shipped programs at the same sizes
@@ -41,10 +42,11 @@ for d in ${TUNE_BASE:-}; do targets+=("$d/run"); done
 make --no-print-directory -s -j"$(nproc)" "${targets[@]}" || exit 2
 
 rm -f "$out"
+runs=$(mktemp)
+trap 'rm -f "$runs"' EXIT
+for n in "${sizes[@]}"; do echo "-n $n"; done > "$runs"
 for t in "${targets[@]}"; do
-    for n in "${sizes[@]}"; do
-        "$t" -n "$n" --csv "$out" > /dev/null || { echo "tune: $t -n $n failed" >&2; exit 1; }
-    done
+    "$t" --runs "$runs" --csv "$out" > /dev/null || { echo "tune: $t failed" >&2; exit 1; }
     printf 'tune: %-36s %s\n' "$(basename "$(dirname "$t")")" \
         "$(tail -n "${#sizes[@]}" "$out" | cut -d, -f2,5 | tr '\n' ' ')"
 done
