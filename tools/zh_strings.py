@@ -272,53 +272,61 @@ FIGURE_KEYS = {
         "不需要 GPU；每个 if 按 nvcc 13 为 sm_90 编译的方式发射（谓词化或分支）。",
     ],
     "lanes": [
-        "lane 图（…-lanes.png）：每行是树形归约的一层（s = …，或 shuffle 的 offset …），"
-        "每个格子是一个线程，按 warp 分组；右侧 “N warps issue (k with no lane on), m lanes run” "
-        "表示这一层有 N 个 warp 发射指令，其中 k 个 warp 没有任何 lane 在工作，共有 m 个 lane 执行。"
-        "副标题是线程块的大小，以及模型对这一步的一句话概括。",
-        "深蓝 “works: condition true, result used”：条件为真，结果会被用到。",
+        "lane 图（…-lanes.png，“which lanes work at each level”）：每行是一层，每格是一个线程，"
+        "按 warp 分组；副标题给出线程块大小和模型对这一步的一句话概括。右侧 "
+        "“N warps issue (k with no lane on), m lanes run”：这一层有 N 个 warp 发射，"
+        "其中 k 个没有 lane 在干活，共有 m 个 lane 执行。",
+        "深蓝 “works: condition true, result used”：条件为真，结果有用。",
         "浅蓝 “runs, but no later level reads its result”：执行了，但后面没有哪一层读它的结果。",
         "灰色 “idle: its warp issues the instruction, its condition is false”："
-        "空闲，条件为假，但所在的 warp 仍发射了这条指令。",
+        "条件为假而空闲，但所在的 warp 仍发射了这条指令。",
         "白色 “its warp does not issue the instruction at all”：所在的 warp 根本没有发射这条指令。",
         "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)”："
-        "整个 warp 都空闲却仍在发射；如果编译成分支，它本可以跳过这一层。",
-        "如果图中有一条分隔线，线下 “the last block only, once per launch” 的几行"
-        "只由最后一个线程块执行，每次启动只执行一次；“gridDim.x = G partials” 指要累加 G 个部分和。",
+        "整个 warp 都空闲却仍在发射；编译成分支的话，它本可以跳过这一层。",
+        "分隔线下方 “the last block only, once per launch”（只在单趟归约的图里出现）："
+        "只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
     ],
     "banks": [
-        "bank 图（…-banks.png）：每行是一层里最差的那一次 warp 请求，"
-        "横轴 “bank = word address mod 32 (4-byte words)” 表示 bank 编号等于字地址对 32 取模（每个字 4 字节）。",
-        "绿色格子表示这个 bank 只服务一个字，一轮完成；格子里的数字 k 表示这个 bank 要服务 k 个不同的字，"
-        "请求要分 k 轮完成（多出 k - 1 轮）；颜色越暖，轮数越多。",
-        "右侧 “every request: one word per bank, one pass”：每次请求都是每个 bank 一个字，一轮完成；"
+        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）："
+        "每行是一层里最差的那次 warp 请求；横轴 “bank = word address mod 32 (4-byte words)” "
+        "指 bank 编号等于字地址对 32 取模，每个字 4 字节。",
+        "绿色：这个 bank 只服务一个字，一轮完成；格子里的数字 k：这个 bank 要服务 k 个不同的字，"
+        "请求分 k 轮完成（多出 k - 1 轮），颜色越暖轮数越多。",
+        "右侧 “every request: one word per bank, one pass”：每次请求都是一个 bank 一个字，一轮完成；"
         "“k-way: warp w, …; +e extra passes per block”：最差的是 warp w 的这次访问，"
-        "每个 bank 最多 k 个字，每个线程块因此多出 e 轮；"
-        "“no lane touches shared memory”：这一层没有 lane 访问共享内存。",
+        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮；"
+        "“no lane touches shared memory”：这一层不访问共享内存。",
     ],
     "shuffle": [
-        "shuffle 图（…-shuffle.png）：横轴 “lane” 是 lane 编号，"
-        "每行是一次 __shfl_down_sync（“start” 是初始值，“offset k” 是偏移为 k 的那一层），"
-        "连线表示 lane i 读取 lane i + offset 的值。",
-        "深蓝 “works: condition true, result used”：这个 lane 的和会被后面用到；"
-        "浅蓝 “runs, but no later level reads its result”：照样计算，但结果没人用。",
+        "shuffle 图（…-shuffle.png，标题就是那行代码）：每行是一次 __shfl_down_sync，"
+        "“start” 是初始值，“offset k” 是偏移为 k 的那一层；横轴 “lane” 是 lane 编号，"
+        "连线表示 lane i 读取 lane i + offset 的值。副标题：源 lane 超出 31 时读回自己的 v；"
+        "每个 warp 都这样做一遍，然后 warp 0 再对各 warp 的和做一遍。",
+        "深蓝：这个 lane 的和后面要用；浅蓝：照样计算，但结果没人用。",
         "右侧 “lanes 0-k hold sums of m”：lane 0 到 k 各自持有 m 个值的和；"
         "“lane 0 holds all 32”：lane 0 持有全部 32 个值的和；“each lane's own value”：每个 lane 自己的值。",
     ],
     "loads": [
-        "加载图（…-loads.png）：网格缩小到几个线程（右侧写明 BLOCK、gridDim.x、stride、UNROLL 和 n），"
+        "加载图（…-loads.png，“which thread loads which element”）：网格缩小到几个线程，"
+        "好让每个元素都有一个格子（副标题：真正启动时每个线程块的线程多得多，索引算式不变）。"
         "每列是一个线程（“thread i = blockIdx.x * BLOCK + tid”，粗竖线分开线程块 0 和 1），"
-        "每行是一次加载，格子里是加载的 g_in 索引（或索引范围）。",
-        "图例 “body” 是主体，“head” 和 “tail” 是第 8 步的头部和尾部；"
-        "“no load” 与格子里的 “-” 表示边界检查为假：加载指令照样发射，但被谓词屏蔽。",
+        "每行是一次加载，格子里是加载的 g_in 索引或索引范围。",
+        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n；第 8 步的图还写明 --offset 1 "
+        "让 g_in 从 16 字节边界之后 4 字节处开始，于是 “head”、“n4”（完整 float4 的个数）和 “tail” 各是多少。",
+        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部；“no load” 和格子里的 “-” 表示边界检查为假："
+        "加载指令照样发射，只是被谓词屏蔽。",
     ],
     "ticket": [
-        "票号图（…-ticket.png）：第一行 “fetch_add, in time order” 是各线程块按时间先后"
-        "执行 fetch_add、领到的票号（“block b / ticket t”）；连线指向它在 “g_partials[blockIdx.x]” 里的槽位；"
-        "下面 “last block, trip t” 各行是最后一个线程块的循环每次迭代读取哪些槽位（“tid k”）。",
-        "图例：“the last block, and what it reads” 是最后一个线程块及它读取的槽位；"
-        "“returns after its ticket” 是领完票号就返回的线程块；“one slot per block” 是每个线程块一个槽位；"
-        "“-: b >= gridDim.x, the lane idles” 表示越过最后一个槽位的 lane 空闲。",
+        "票号图（…-ticket.png，“the ticket, and the last block's reads”）：第一行 "
+        "“fetch_add, in time order” 是各线程块按时间先后执行 fetch_add、领到的票号（“block b / ticket t”），"
+        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位；下面 “last block, trip t” 各行是"
+        "最后一个线程块的循环在第 t 次迭代中由哪个线程（“tid k”）读哪个槽位。",
+        "右侧：票号是计数器在这次 fetch_add(1) 之前的值；只有领到 gridDim.x - 1 的线程块 s_last 为真，"
+        "它继续往下做，其余的返回；完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序不变；"
+        "之后的 block_reduce 每次都是同一棵树，所以每次都得到相同的位。",
+        "图例 “the last block, and what it reads”：最后一个线程块及它读的槽位；"
+        "“returns after its ticket”：领完票号就返回；“one slot per block”：每个线程块一个槽位；"
+        "“-: b >= gridDim.x, the lane idles”：超出槽位范围的 lane 空闲。",
     ],
 }
 
