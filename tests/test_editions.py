@@ -145,8 +145,8 @@ def strip_shell_comment(line):
     return line.rstrip()
 
 
-FULL_WIDTH = str.maketrans({"，": ",", "：": ":", "；": ";", "（": "(", "）": ")",
-                            "。": ".", "、": ","})
+FULL_WIDTH = str.maketrans({"，": ", ", "：": ": ", "；": "; ", "（": " (", "）": ") ",
+                            "。": ". ", "、": ", "})
 
 
 def diagram_line_key(line):
@@ -295,6 +295,7 @@ def anchor_pairs(en_path, zh_path, read_page=read):
 # ----------------------------------------------------------------------------
 
 IDENTIFIER = re.compile(r"[A-Za-z0-9_./'%^+\-]+")
+UNIT_WORDS = {"us", "ns", "ms", "s", "x"}
 CHINESE_BREAK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’…·\n]")
 
 
@@ -325,7 +326,7 @@ def english_sentences(text):
     found = []
     for segment in CHINESE_BREAK.split(text):
         words = [t for t in (m.group(0).strip(".,;:") for m in IDENTIFIER.finditer(segment))
-                 if re.fullmatch(r"[a-z]{2,}(?:'[a-z]+)?", t)]
+                 if re.fullmatch(r"[a-z]{2,}(?:'[a-z]+)?", t) and t not in UNIT_WORDS]
         if len(words) >= 3:
             found.append(" ".join(segment.split()))
     return found
@@ -697,7 +698,8 @@ class CheckerTests(unittest.TestCase):
                         "误差 = |result − reference| / Σ|x|，u = 2^-24 ≈ 5.96e-08。",
                         "| 计数器 | 上一步（step0_naive） | 本步（step1_divergence） | 变化 |",
                         "| kernel 执行时间（ns） `gpu__time_duration.sum` | — | 319,200 | — |",
-                        "{step0_naive, step1_divergence, step6_multi} · {cub}"):
+                        "{step0_naive, step1_divergence, step6_multi} · {cub}",
+                        "| n | step8_vector us | step9_singlepass us | CUB us |"):
             with self.subTest(text=chinese):
                 self.assertEqual(english_sentences(chinese), [])
         for english in ("| step0_naive | Interleaved addressing with %: the textbook first "
