@@ -377,7 +377,7 @@ def parse_glossary(text):
             continue
         if not line.startswith("|") or line.startswith("|---"):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if table == "术语" and len(cells) >= 3 and cells[0] != "English":
             chosen = [c.strip() for c in re.split(r" / |、", cells[1]) if c.strip()]
             variants = [m.group(2) for m in CODE_SPAN.finditer(cells[2])]
@@ -739,6 +739,18 @@ class CheckerTests(unittest.TestCase):
         self.assertEqual(missing_summaries(summaries, table), [rows])
 
     # -------------------------------------------------------------- glossary, headings, key
+
+    def test_the_glossary_parses(self):
+        terms, headings_map = parse_glossary(read(GLOSSARY))
+        self.assertGreater(len(terms), 50)
+        forms = {form: variants for chosen, variants in terms for form in chosen}
+        self.assertEqual(forms["warp"], ["线程束", "线程卷"])
+        self.assertEqual(forms["屏障"], [])           # an empty cell is no variant
+        self.assertEqual(forms["谓词为假"], forms["谓词为真"])
+        self.assertEqual(headings_map["Why it helps"], "为什么有效")
+        table = "## 术语\n\n| English | 统一写法 | 不要写成 | 说明 |\n|---|---|---|---|\n" \
+                "| a | 甲 | | `x` |\n| b | 乙 | `丙` `re:丁+` | |\n"
+        self.assertEqual(parse_glossary(table)[0], [(["甲"], []), (["乙"], ["丙", "re:丁+"])])
 
     def test_a_variant_of_a_term_is_seen(self):
         terms, _ = parse_glossary(read(GLOSSARY))
