@@ -560,6 +560,14 @@ class ChineseStringTests(unittest.TestCase):
         for entry in accuracy_docs.TEXT.values():   # what the accuracy block will say
             self.assertEqual(entry["zh-CN"], zh_strings.STRINGS[entry["en"]])
 
+    def test_chinese_forms_keep_the_glossary(self):
+        terms, _ = parse_glossary(read(GLOSSARY))
+        texts = list(zh_strings.STRINGS.values()) + list(zh_strings.SUMMARIES.values())
+        texts.append(zh_strings.figure_key(zh_strings.FIGURE_KINDS))
+        for text in texts:
+            with self.subTest(text=text):
+                self.assertEqual(glossary_problems(re.sub(r"\{\w+\}", "", text), terms), [])
+
     def test_translations_keep_placeholders_and_numbers_in_order(self):
         for table in (zh_strings.STRINGS, zh_strings.SUMMARIES):
             for english, chinese in table.items():
