@@ -342,8 +342,8 @@ class StepBlockTests(Repo):
         self.assertIn("+++ step10_mine/reduce.cu", block(text, "diff"))
         self.assertIn("+    // my one change", block(text, "diff"))
         self.assertEqual(block(self.readme("step10_mine", "README.zh-CN.md"), "measured").strip(),
-                         f"尚未测量：{SOURCE} 中没有 step10_mine 在 n = 2^25 或 2^28 的有效数据。"
-                         "`make bench` 会把它和其他步骤一起测量，并在 plots/results/ 中画出图表。")
+                         f"尚未测量：{SOURCE} 里没有 step10_mine 在 n = 2^25 或 2^28 时的有效数据。"
+                         "`make bench` 会把它和其他步骤一起测一遍，并把图表画在 plots/results/ 里。")
         # Not in the results, so not in the top table either.
         steps = [r[0] for r in table_after(self.readme("README.md"), "**n = 2^25**")]
         self.assertNotIn("step10_mine", steps)
@@ -365,16 +365,16 @@ class ChineseTests(Repo):
         self.generate()
         en, zh = self.readme("README.md"), self.readme("README.zh-CN.md")
         self.assertEqual(outside_blocks(zh), outside_blocks(TOP_ZH))
-        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0，由设备属性算出的峰值带宽 4814 GB/s），"
-                      "版本 abc1234；每次重复前都清空 L2；取 20 次重复的中位数。数据来源："
+        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0，按设备属性算出的峰值带宽为 4814 GB/s），"
+                      "代码版本 abc1234；每次重复前都清空 L2；取 20 次重复的中位数。数据来源："
                       f"{SOURCE}。", zh)
-        self.assertIn("| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 "
-                      "| 相对 step 0 | 相对 CUB |", zh)
+        self.assertIn("| 步骤 | 改动 | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 "
+                      "| 相对第 0 步 | 相对 CUB |", zh)
         for n, en_label, zh_label in ((N_MID, "**n = 2^25** (", "**n = 2^25**（"),
                                       (N_BIG, "**n = 2^28** (", "**n = 2^28**（")):
             self.assertEqual(table_after(zh, zh_label), table_after(en, en_label))
         self.assertIn("**n = 2^25**（33,554,432 个 float，128 MiB）", zh)
-        self.assertIn("788.29 us（v0）、502.43（v1）、375.90（v2）", zh)
+        self.assertIn("788.29 微秒（v0）、502.43（v1）、375.90（v2）", zh)
         for kind in ("progression", "sweep", "vs-cub", "profile"):
             self.assertIn(f"![{kind}](plots/reference/fixture-{kind}.png)", zh)
 
@@ -394,7 +394,7 @@ class ChineseTests(Repo):
         self.assertIn("| 共享内存 bank 冲突（读） `l1tex__data_bank_conflicts_pipe_lsu_mem_"
                       "shared_op_ld.sum` |", counters)
         self.assertIn("| kernel 执行时间（ns） `gpu__time_duration.sum` |", counters)
-        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0），版本 abc1234，数据来自 "
+        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0），代码版本 abc1234，数据来自 "
                       f"{SOURCE}。", block(zh, "measured"))
 
     def test_every_label_has_a_translation(self):
@@ -637,7 +637,7 @@ class FiguresBlockTests(Repo):
             self.assertEqual(zh.strip(), self.expected(
                 step, lambda t, **v: docs.STRINGS[t].format(**v)))
             self.assertNotIn("which", zh)
-        self.assertIn("共享内存 bank 映射", block(self.readme("step1_divergence",
+        self.assertIn("共享内存 bank 分布", block(self.readme("step1_divergence",
                                                                "README.zh-CN.md"), "figures"))
 
     def test_a_step_without_a_model(self):

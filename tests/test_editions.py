@@ -5,35 +5,59 @@ Every page of the course (README.md at the top, in common/, extras/ and in
 every shipped step, and ACCURACY.md) has a twin, <name>.zh-CN.md, and the two
 must have:
   - the language switch on line 1;
-  - the same headings, level by level, in the same order;
+  - the same headings, level by level, in the same order; the section
+    headings of docs/glossary.zh-CN.md in their one Chinese form;
   - the same generated blocks, in the same order, with the same numbers in them
     (tools/docs.py fills both from the same files);
-  - the same fenced code blocks, byte for byte;
+  - the same fenced code blocks: byte for byte, except that the comments of
+    a shell block and the words of a text diagram may be translated
+    (fence_key() says exactly what must stay);
   - the same inline code spans, in the same order (every command of every
     exercise's Check line is one);
   - the same link targets, in the same order (a link to another page goes to
-    that page's twin in the Chinese edition).
+    that page's twin in the Chinese edition), and where the English link has
+    an anchor, the Chinese one points at the corresponding Chinese heading.
+Every anchor of every page (#x, page.md#x) must name a heading of its target,
+slugged as GitHub slugs headings (github_slug()).
+A Chinese page also:
+  - has no English sentence in a generated block (english_sentences());
+  - uses the glossary's one form of every term (docs/glossary.zh-CN.md, its
+    "不要写成" column), outside code;
+  - carries, after its pictures, the Chinese key of their English labels
+    (tools/zh_strings.py figure_key()).
+tools/zh_strings.py has a Chinese form for every string the generators write
+and for line 1 of every program's source (the results tables quote it).
 So an edit to one edition that is not made in the other fails `make test`.
 Ends with "editions: N passed, N failed".
 """
 import os
 import re
+import string
 import sys
+import tempfile
+import unicodedata
 import unittest
+from urllib.parse import unquote
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
+import zh_strings  # noqa: E402
 
 ZH = ".zh-CN.md"
+GLOSSARY = os.path.join(ROOT, "docs", "glossary.zh-CN.md")
 SWITCH_EN = "English · [简体中文]({twin})"
 SWITCH_ZH = "[English]({page}) · 简体中文"
-FENCE = re.compile(r"^(`{3,})[^\n]*\n.*?^\1\s*$", re.M | re.S)
+FENCE = re.compile(r"^(`{3,})([^\n]*)\n(.*?)^\1\s*$", re.M | re.S)
 BLOCK = re.compile(r"^<!-- BEGIN (\S+) -->\s*$(.*?)^<!-- END \1 -->\s*$", re.M | re.S)
 HEADING = re.compile(r"^(#{1,6}) ", re.M)
+HEADING_LINE = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.M)
 CODE_SPAN = re.compile(r"(`+)([^`]+?)\1")   # a span may wrap onto the next line
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+COMMENT = re.compile(r"<!--.*?-->", re.S)
+SHELL = {"sh", "bash", "shell", "console", "zsh"}
+CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
 def pages(root=ROOT):
@@ -42,6 +66,16 @@ def pages(root=ROOT):
     for folder in ["common", "extras"] + list(schema.SHIPPED):
         found.append(os.path.join(root, schema.program_dir(folder), "README.md"))
     return [path for path in found if os.path.isfile(path)]
+
+
+def all_markdown(root=ROOT):
+    """Every .md file of the repository, in both languages (not build output)."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in
+                         ("build", "node_modules", "__pycache__", "results"))
+        found += [os.path.join(folder, name) for name in sorted(files) if name.endswith(".md")]
+    return found
 
 
 def twin(path):
@@ -53,8 +87,8 @@ def read(path):
         return handle.read()
 
 
-def without(pattern, text):
-    return pattern.sub("", text)
+def without(pattern, text, by=""):
+    return pattern.sub(by, text)
 
 
 def fences(text):
@@ -92,6 +126,346 @@ def normalize_link(target):
     return path[:-len(ZH)] + ".md" if path.endswith(ZH) else path
 
 
+# ----------------------------------------------------------------------------
+# Fenced blocks: what must stay identical
+# ----------------------------------------------------------------------------
+
+def strip_shell_comment(line):
+    """The line without its `#` comment: a # at the start of the line or after
+    white space, outside quotes. Trailing white space goes too."""
+    quote = None
+    for k, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (k == 0 or line[k - 1] in " \t"):
+            return line[:k].rstrip()
+    return line.rstrip()
+
+
+FULL_WIDTH = str.maketrans({"，": ", ", "：": ": ", "；": "; ", "（": " (", "）": ") ",
+                            "。": ". ", "、": ", "})
+
+
+def diagram_line_key(line):
+    """What a line of a text diagram must keep: every token that is not a
+    plain word, in order. A plain word (letters only, any script, CJK too)
+    is a label and may be translated; numbers, identifiers, operators and
+    the drawing characters may not."""
+    line = CJK.sub(lambda m: f" {m.group(0)} ", line.translate(FULL_WIDTH))
+    kept = []
+    for token in line.split():
+        token = token.strip(",.:;")
+        if token and not all(ch.isalpha() or ch == "'" for ch in token):
+            kept.append(token)
+    return kept
+
+
+def fence_key(fence):
+    """A fenced block as the twins must share it: a shell block without its
+    comments, a text diagram (no language) by diagram_line_key() line by line,
+    anything else (c, diff, ...) byte for byte."""
+    m = FENCE.match(fence)
+    info, body = m.group(2).strip(), m.group(3)
+    lines = body.split("\n")
+    if info.split(" ")[0] in SHELL:
+        return (info, [strip_shell_comment(line) for line in lines])
+    if not info:
+        return (info, [diagram_line_key(line) for line in lines])
+    return (info, fence)
+
+
+def fence_keys(text):
+    return [fence_key(f) for f in fences(text)]
+
+
+# ----------------------------------------------------------------------------
+# Headings and anchors, as GitHub slugs them
+# ----------------------------------------------------------------------------
+
+def heading_text(raw):
+    """The rendered text of a heading's markdown: links and images by their
+    text, code spans by their content, HTML tags dropped."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", raw)
+    text = CODE_SPAN.sub(lambda m: m.group(2), text)
+    return re.sub(r"<[^>]+>", "", text).strip()
+
+
+def github_slug(text):
+    """GitHub's anchor for a heading's text: lower case; every character
+    dropped except letters and marks of any script, digits, the connector
+    `_`, hyphens and spaces; each space becomes a hyphen."""
+    kept = []
+    for ch in text.lower():
+        category = unicodedata.category(ch)
+        if ch in " -" or category[0] in "LM" or category in ("Nd", "Nl", "Pc"):
+            kept.append(ch)
+    return "".join(kept).replace(" ", "-")
+
+
+def unique_slugs(texts):
+    """Slugs of headings in page order: a repeated slug gets -1, -2, ..."""
+    seen, out = {}, []
+    for text in texts:
+        base = result = github_slug(text)
+        while result in seen:
+            seen[base] += 1
+            result = f"{base}-{seen[base]}"
+        seen[result] = 0
+        out.append(result)
+    return out
+
+
+def page_headings(text):
+    """[(level, rendered text)] of every heading outside code fences."""
+    return [(len(m.group(1)), heading_text(m.group(2)))
+            for m in HEADING_LINE.finditer(without(FENCE, text))]
+
+
+def anchors(text):
+    """The slugs of a page's headings, in order."""
+    return unique_slugs([t for _, t in page_headings(text)])
+
+
+def links(text):
+    """Every link target of a page outside code fences and code spans."""
+    body = without(CODE_SPAN, without(FENCE, text))
+    return [m.group(1) for m in LINK.finditer(body)]
+
+
+def broken_anchors(path, read_page=read):
+    """[message] for every anchor of the page at `path` that names no heading
+    of its target, and every linked page that does not exist."""
+    problems = []
+    text = read_page(path)
+    for target in links(text):
+        if re.match(r"^[a-z]+:", target):          # http:, https:, mailto:
+            continue
+        page, _, anchor = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(path), unquote(page))) \
+            if page else path
+        if page and not os.path.exists(dest):
+            problems.append(f"{target}: {os.path.relpath(dest, ROOT)} does not exist")
+            continue
+        if anchor and not dest.endswith(".md"):
+            problems.append(f"{target}: an anchor into a file that is not a page")
+        elif anchor and unquote(anchor) not in anchors(read_page(dest)):
+            problems.append(f"{target}: no heading of {os.path.basename(dest)} has the "
+                            f"anchor #{unquote(anchor)}")
+    return problems
+
+
+def anchor_pairs(en_path, zh_path, read_page=read):
+    """[message] for each link whose anchor in the Chinese page is not the
+    slug of the Chinese heading that corresponds (same position) to the
+    English link's heading."""
+    problems = []
+    en_links = [t for t in links(prose(read_page(en_path)).split("\n", 1)[-1])
+                if not re.match(r"^[a-z]+:", t)]
+    zh_links = [t for t in links(prose(read_page(zh_path)).split("\n", 1)[-1])
+                if not re.match(r"^[a-z]+:", t)]
+    for en, zh in zip(en_links, zh_links):
+        en_page, _, en_anchor = en.partition("#")
+        zh_page, _, zh_anchor = zh.partition("#")
+        if not en_anchor:
+            if zh_anchor:
+                problems.append(f"{zh}: the English link {en} has no anchor")
+            continue
+        en_dest = os.path.normpath(os.path.join(os.path.dirname(en_path), en_page)) \
+            if en_page else en_path
+        zh_dest = os.path.normpath(os.path.join(os.path.dirname(zh_path), zh_page)) \
+            if zh_page else zh_path
+        if not (os.path.isfile(en_dest) and os.path.isfile(zh_dest)):
+            continue    # broken_anchors() reports a missing page
+        en_slugs, zh_slugs = anchors(read_page(en_dest)), anchors(read_page(zh_dest))
+        if en_anchor not in en_slugs:
+            continue    # broken_anchors() reports it
+        index = en_slugs.index(en_anchor)
+        want = zh_slugs[index] if index < len(zh_slugs) else None
+        if unquote(zh_anchor) != want:
+            problems.append(f"{zh}: the English link goes to #{en_anchor}, heading {index + 1} "
+                            f"of its page; the Chinese one should go to #{want}")
+    return problems
+
+
+# ----------------------------------------------------------------------------
+# Chinese text: English left in generated blocks, the glossary, the figure key
+# ----------------------------------------------------------------------------
+
+IDENTIFIER = re.compile(r"[A-Za-z0-9_./'%^+\-]+")
+UNIT_WORDS = {"us", "ns", "ms", "s", "x"}
+CHINESE_BREAK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f“”‘’…·\n]")
+
+
+def without_one_word_cells(line):
+    """A table row without its cells of one word: such a cell names a thing
+    (a fill, a program), it does not say something."""
+    if not line.lstrip().startswith("|"):
+        return line
+    cells = line.strip().strip("|").split("|")
+    return "| " + " | ".join(c for c in cells if len(c.split()) != 1) + " |"
+
+
+def english_sentences(text):
+    """The English sentences of a text: a stretch of a line between two
+    Chinese characters (or a line end) that holds three or more plain English
+    words. A plain word is lower case, letters only (an apostrophe allowed),
+    two letters or more; so numbers, units (us, ns), file and step names,
+    identifiers (gridDim.x, step8_vector), capitalised names (NVIDIA H200,
+    CUB, Kahan), one-letter variables (lane i + offset) and a table header
+    cell that is an identifier (random, positive, wide) are not words of a
+    sentence, nor is a table cell of one word. Code spans, fenced code, link targets and HTML comments are
+    not text."""
+    text = COMMENT.sub("\n", text)
+    text = without(FENCE, text, "\n")
+    text = CODE_SPAN.sub(" ", text)
+    text = re.sub(r"\]\([^)\s]*\)", "] ", text)
+    text = "\n".join(without_one_word_cells(line) for line in text.split("\n"))
+    found = []
+    for segment in CHINESE_BREAK.split(text):
+        words = [t for t in (m.group(0).strip(".,;:") for m in IDENTIFIER.finditer(segment))
+                 if re.fullmatch(r"[a-z]{2,}(?:'[a-z]+)?", t) and t not in UNIT_WORDS]
+        if len(words) >= 3:
+            found.append(" ".join(segment.split()))
+    return found
+
+
+def generated_english(text):
+    """[(block name, English sentence)] in the generated blocks of a page."""
+    return [(m.group(1), sentence) for m in BLOCK.finditer(text)
+            for sentence in english_sentences(m.group(2))]
+
+
+def source_summaries(root=ROOT):
+    """{path: line 1 without '// '} of every program's source: part 1's
+    steps, part 2's rows steps, the baselines and extras/."""
+    found = {}
+    for folder in sorted(os.listdir(root)):
+        for name in ("reduce.cu",):
+            path = os.path.join(root, folder, name)
+            if (folder.startswith("step") or folder == schema.CUB_DIR) and os.path.isfile(path):
+                found[path] = None
+    for parent, name in (("rows", "rows.cu"), ("extras", "reduce.cu")):
+        top = os.path.join(root, parent)
+        if os.path.isdir(top):
+            for folder in sorted(os.listdir(top)):
+                path = os.path.join(top, folder, name)
+                if os.path.isfile(path):
+                    found[path] = None
+    for path in found:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline().strip()
+        found[path] = first[2:].strip() if first.startswith("//") else ""
+    return found
+
+
+def missing_summaries(summaries, table):
+    """[path] of the sources whose line-1 summary has no Chinese form in table."""
+    return [path for path, text in summaries.items() if text and text not in table]
+
+
+def parse_glossary(text):
+    """(terms, headings): terms is [(chosen forms, [variant])], a variant a
+    literal or, written re:..., a regular expression; headings maps an
+    English section heading to its Chinese form."""
+    terms, headings_map, table = [], {}, None
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            table = line[3:].strip()
+            continue
+        if not line.startswith("|") or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if table == "术语" and len(cells) >= 3 and cells[0] != "English":
+            chosen = [c.strip() for c in re.split(r" / |、", cells[1]) if c.strip()]
+            variants = [m.group(2) for m in CODE_SPAN.finditer(cells[2])]
+            terms.append((chosen, variants))
+        elif table == "步骤页的小节标题" and len(cells) == 2 and cells[0] != "English":
+            headings_map[cells[0]] = cells[1]
+    return terms, headings_map
+
+
+def checkable_chinese(text):
+    """The text of a Chinese page that the glossary rules: no code fences,
+    code spans, link targets, HTML comments, titles in 《...》, nor English
+    quoted in “...” (a label of a picture, a tool's message)."""
+    text = COMMENT.sub("\n", text)
+    text = without(FENCE, text, "\n")
+    text = CODE_SPAN.sub(" ", text)
+    text = re.sub(r"\]\([^)\s]*\)", "] ", text)
+    text = re.sub(r"《[^》]*》", " ", text)          # a title is quoted as it was written
+    return re.sub(r"“[^“”\u4e00-\u9fff]*”", " ", text)
+
+
+def glossary_problems(text, terms):
+    """[(variant, excerpt)] for every variant of a glossary term in a page.
+    A variant right after the chosen form as its gloss, "warp（线程束）",
+    is allowed."""
+    body = checkable_chinese(text)
+    for chosen, variants in terms:
+        for form in chosen:
+            for variant in variants:
+                if not variant.startswith("re:"):
+                    body = body.replace(f"{form}（{variant}）", form)
+    problems = []
+    for chosen, variants in terms:
+        for variant in variants:
+            pattern = variant[3:] if variant.startswith("re:") else re.escape(variant)
+            for m in re.finditer(pattern, body):
+                excerpt = body[max(0, m.start() - 12):m.end() + 12].replace("\n", " ")
+                problems.append((variant, excerpt))
+    return problems
+
+
+def heading_problems(en, zh, headings_map):
+    """[message] for each heading of the Chinese page that is not the
+    glossary's form of the English heading at the same position."""
+    problems = []
+    for (_, e), (_, z) in zip(page_headings(prose(en)), page_headings(prose(zh))):
+        step = re.match(r"Step (\d+): ", e)
+        if step and not z.startswith(f"第 {step.group(1)} 步："):
+            problems.append(f"'{z}' should start with '第 {step.group(1)} 步：' ('{e}')")
+        elif e in headings_map and z != headings_map[e]:
+            problems.append(f"'{z}' should be '{headings_map[e]}' ('{e}')")
+    return problems
+
+
+FIGURES_END = "<!-- END figures -->"
+
+
+def figure_key_problem(zh):
+    """None, or what is wrong with the Chinese key after a page's pictures."""
+    m = BLOCK.search(zh)
+    figures = [b for b in BLOCK.finditer(zh) if b.group(1) == "figures"]
+    if not figures:
+        return None
+    m = figures[0]
+    kinds = re.findall(r"-([a-z]+)\.png\)", m.group(2))
+    if not kinds:
+        return None
+    want = zh_strings.figure_key(kinds)
+    after = zh[m.end():].lstrip("\n")
+    if not after.startswith(want + "\n"):
+        return (f"after {FIGURES_END} the page should carry the key of its pictures "
+                f"({', '.join(kinds)}), tools/zh_strings.py figure_key():\n\n{want}\n")
+    return None
+
+
+def template_tokens(text):
+    """The placeholders and literal numbers of a template, in order."""
+    return re.findall(r"\{\w+\}|\d+(?:[.,]\d+)*", text)
+
+
+def placeholders(text):
+    return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+
+# ----------------------------------------------------------------------------
+# The pages
+# ----------------------------------------------------------------------------
+
 class EditionTests(unittest.TestCase):
     def pair(self, page):
         zh = twin(page)
@@ -115,11 +489,16 @@ class EditionTests(unittest.TestCase):
     def test_same_headings(self):
         self.each_page(lambda page, en, zh: self.assertEqual(headings(en), headings(zh)))
 
+    def test_section_headings_in_the_glossary_form(self):
+        _, headings_map = parse_glossary(read(GLOSSARY))
+        self.each_page(lambda page, en, zh: self.assertEqual(
+            heading_problems(en, zh, headings_map), []))
+
     def test_same_generated_blocks_and_numbers(self):
         self.each_page(lambda page, en, zh: self.assertEqual(blocks(en), blocks(zh)))
 
     def test_same_code_blocks(self):
-        self.each_page(lambda page, en, zh: self.assertEqual(fences(en), fences(zh)))
+        self.each_page(lambda page, en, zh: self.assertEqual(fence_keys(en), fence_keys(zh)))
 
     def test_same_commands_and_code(self):
         self.each_page(lambda page, en, zh: self.assertEqual(code_spans(en), code_spans(zh)))
@@ -137,21 +516,86 @@ class EditionTests(unittest.TestCase):
                     self.fail(f"the Chinese page links to the English {path}")
         self.each_page(check)
 
+    def test_every_anchor_names_a_heading(self):
+        for path in all_markdown():
+            with self.subTest(page=os.path.relpath(path, ROOT)):
+                self.assertEqual(broken_anchors(path), [])
+
+    def test_chinese_anchors_follow_the_english_ones(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(anchor_pairs(page, twin(page)), []))
+
+    def test_no_english_sentence_in_a_chinese_generated_block(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(generated_english(zh), []))
+
+    def test_chinese_pages_keep_the_glossary(self):
+        terms, _ = parse_glossary(read(GLOSSARY))
+        self.each_page(lambda page, en, zh: self.assertEqual(glossary_problems(zh, terms), []))
+
+    def test_chinese_pictures_have_their_key(self):
+        self.each_page(lambda page, en, zh: self.assertIsNone(figure_key_problem(zh)))
+
+
+class ChineseStringTests(unittest.TestCase):
+    """tools/zh_strings.py covers every string the generators write."""
+
+    def test_every_summary_has_a_chinese_form(self):
+        summaries = source_summaries()
+        self.assertTrue(any("rows" in path for path in summaries), "part 2's sources not found")
+        self.assertEqual([os.path.relpath(p, ROOT)
+                          for p in missing_summaries(summaries, zh_strings.SUMMARIES)], [])
+
+    def test_no_summary_outlives_its_source(self):
+        current = set(source_summaries().values())
+        self.assertEqual([s for s in zh_strings.SUMMARIES if s not in current], [])
+
+    def test_every_generator_string_has_a_chinese_form(self):
+        import accuracy_docs
+        import compare
+        import diagrams
+        import docs
+        english = set(docs.STRINGS) | {entry["en"] for entry in accuracy_docs.TEXT.values()}
+        english |= set(compare.COUNTER_LABELS.values()) | {compare.LANES_ON}
+        english |= set(diagrams.ALT_TEXT.values()) | set(docs.FLUSH_TEXT.values())
+        self.assertEqual(sorted(english - set(zh_strings.STRINGS)), [])
+        for entry in accuracy_docs.TEXT.values():   # what the accuracy block will say
+            self.assertEqual(entry["zh-CN"], zh_strings.STRINGS[entry["en"]])
+
+    def test_chinese_forms_keep_the_glossary(self):
+        terms, _ = parse_glossary(read(GLOSSARY))
+        texts = list(zh_strings.STRINGS.values()) + list(zh_strings.SUMMARIES.values())
+        texts.append(zh_strings.figure_key(zh_strings.FIGURE_KINDS))
+        for text in texts:
+            with self.subTest(text=text):
+                self.assertEqual(glossary_problems(re.sub(r"\{\w+\}", "", text), terms), [])
+
+    def test_translations_keep_placeholders_and_numbers_in_order(self):
+        for table in (zh_strings.STRINGS, zh_strings.SUMMARIES):
+            for english, chinese in table.items():
+                with self.subTest(english=english):
+                    self.assertEqual(placeholders(chinese), placeholders(english))
+                    self.assertEqual(template_tokens(chinese), template_tokens(english))
+
+
+# ----------------------------------------------------------------------------
+# The checks themselves: each one fails on a broken input
+# ----------------------------------------------------------------------------
 
 class CheckerTests(unittest.TestCase):
     """The comparisons above can fail: a drifted twin is caught."""
 
     EN = ("English · [简体中文](README.zh-CN.md)\n\n# T\n\n## A\n\nRun `make x` and see "
           "[s1](../step1_divergence/README.md).\n\n<!-- BEGIN measured -->\n\n| 1.5 | 2 |\n\n"
-          "<!-- END measured -->\n\n```sh\nmake y\n```\n")
+          "<!-- END measured -->\n\n```sh\nmake y   # build it\n```\n\n```\nlane: 0 1 2\n"
+          "bank: 0 8 16   -> 4 banks, 8 lanes each\n```\n")
     ZH_OK = ("[English](README.md) · 简体中文\n\n# 标题\n\n## 甲\n\n运行 `make x`，参见 "
-             "[s1](../step1_divergence/README.zh-CN.md)。\n\n<!-- BEGIN measured -->\n\n| 1.5 | 2 |\n\n"
-             "<!-- END measured -->\n\n```sh\nmake y\n```\n")
+             "[s1](../step1_divergence/README.zh-CN.md)。\n\n<!-- BEGIN measured -->\n\n"
+             "| 1.5 | 2 |\n\n<!-- END measured -->\n\n```sh\nmake y   # 构建\n```\n\n```\n"
+             "lane: 0 1 2\nbank: 0 8 16   -> 4 个 bank，每个 8 个 lane\n```\n")
 
     def test_a_faithful_twin_passes(self):
         self.assertEqual(headings(self.EN), headings(self.ZH_OK))
         self.assertEqual(blocks(self.EN), blocks(self.ZH_OK))
-        self.assertEqual(fences(self.EN), fences(self.ZH_OK))
+        self.assertEqual(fence_keys(self.EN), fence_keys(self.ZH_OK))
         self.assertEqual(code_spans(self.EN), code_spans(self.ZH_OK))
         self.assertEqual(link_targets(self.EN), link_targets(self.ZH_OK))
 
@@ -159,13 +603,204 @@ class CheckerTests(unittest.TestCase):
         drifts = {
             "a heading": (headings, self.ZH_OK.replace("## 甲", "### 甲")),
             "a number in a block": (blocks, self.ZH_OK.replace("| 1.5 |", "| 1.6 |")),
-            "a code block": (fences, self.ZH_OK.replace("make y", "make z")),
+            "a command in a shell block": (fence_keys, self.ZH_OK.replace("make y", "make z")),
+            "a # inside quotes": (fence_keys, self.ZH_OK.replace("make y", "make 'y #'")),
+            "a number in a diagram": (fence_keys, self.ZH_OK.replace("0 8 16", "0 8 15")),
+            "a diagram line": (fence_keys, self.ZH_OK.replace("lane: 0 1 2\n", "")),
+            "an identifier in a diagram": (fence_keys, self.ZH_OK.replace("-> 4", "=> 4")),
             "a command": (code_spans, self.ZH_OK.replace("`make x`", "`make xx`")),
             "a link": (link_targets, self.ZH_OK.replace("step1_divergence", "step2_bankconflict")),
         }
         for what, (extract, zh) in drifts.items():
             with self.subTest(drift=what):
                 self.assertNotEqual(extract(self.EN), extract(zh))
+
+    def test_code_in_other_languages_is_byte_for_byte(self):
+        en = "```c\nint x; // sum\n```\n"
+        self.assertNotEqual(fence_keys(en), fence_keys(en.replace("// sum", "// 和")))
+
+    def test_shell_comments(self):
+        self.assertEqual(strip_shell_comment("make y   # the one idea"), "make y")
+        self.assertEqual(strip_shell_comment("# only a comment"), "")
+        self.assertEqual(strip_shell_comment("echo \"exit $?\"  # why"), "echo \"exit $?\"")
+        self.assertEqual(strip_shell_comment("sed 's/#define/x/' f"), "sed 's/#define/x/' f")
+        self.assertEqual(strip_shell_comment("grep -c a#b"), "grep -c a#b")
+
+    def test_diagram_words_are_labels(self):
+        self.assertEqual(diagram_line_key("(2^24 + 1) + 1 = 2^24     each 1 is rounded away"),
+                         diagram_line_key("(2^24 + 1) + 1 = 2^24     两个 1 各自被舍入掉"))
+        self.assertEqual(diagram_line_key("level s = 4, warp 0 reads s_data[8*lane]:"),
+                         ["=", "4", "0", "s_data[8*lane]"])
+
+    # -------------------------------------------------------------- slugs and anchors
+
+    def test_github_slugs(self):
+        known = {
+            "Step 9: Single pass": "step-9-single-pass",
+            "第 9 步：单次遍历": "第-9-步单次遍历",
+            "Learning path": "learning-path",
+            "Why the GPU's tree beats a for loop": "why-the-gpus-tree-beats-a-for-loop",
+            "Steps 6-9: a serial chain inside the tree": "steps-6-9-a-serial-chain-inside-the-tree",
+            "Determinism: the same bits, when?": "determinism-the-same-bits-when",
+            "Compensated accumulation (Kahan)": "compensated-accumulation-kahan",
+            "确定性：什么时候结果逐位相同？": "确定性什么时候结果逐位相同",
+            "为什么 GPU 的树形归约胜过 for 循环": "为什么-gpu-的树形归约胜过-for-循环",
+            "common/: the harness every step shares": "common-the-harness-every-step-shares",
+            "The CSV row (--csv FILE)": "the-csv-row---csv-file",
+            "step9_singlepass — 单趟": "step9_singlepass--单趟",
+        }
+        for text, slug in known.items():
+            with self.subTest(heading=text):
+                self.assertEqual(github_slug(text), slug)
+        self.assertEqual(github_slug(heading_text("The CSV row (`--csv FILE`)")),
+                         "the-csv-row---csv-file")
+        self.assertEqual(github_slug(heading_text("[Sources](x.md) and **more**")),
+                         "sources-and-more")
+
+    def test_repeated_headings_are_numbered(self):
+        self.assertEqual(unique_slugs(["Check", "Notes", "Check", "Check", "Check-1"]),
+                         ["check", "notes", "check-1", "check-2", "check-1-1"])
+
+    def write_pages(self, folder, files):
+        for name, text in files.items():
+            path = os.path.join(folder, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as handle:
+                handle.write(text)
+
+    def test_a_broken_anchor_is_seen(self):
+        with tempfile.TemporaryDirectory() as folder:
+            self.write_pages(folder, {
+                "README.md": "English\n# Top\n\n## Learning path\n\n## Results\n",
+                "README.zh-CN.md": "简体中文\n# 顶\n\n## 学习路线\n\n## 结果\n",
+                "s/README.md": "English\n[all](../README.md#learning-path) [me](#s) [x](#nope)\n\n# S\n"
+                               "[gone](../missing.md)\n```\n# not a heading\n```\n",
+                "s/README.zh-CN.md": "简体中文\n[全部](../README.zh-CN.md) [我](#s)\n\n# S\n",
+            })
+            en, zh = (os.path.join(folder, "s", n) for n in ("README.md", "README.zh-CN.md"))
+            problems = broken_anchors(en)
+            self.assertEqual(len(problems), 2, problems)
+            self.assertIn("#nope", problems[0])
+            self.assertIn("does not exist", problems[1])
+            self.assertEqual(broken_anchors(zh), [])
+            # The Chinese link lost its anchor: it should name the 学习路线 heading.
+            pairs = anchor_pairs(en, zh)
+            self.assertEqual(len(pairs), 1, pairs)
+            self.assertIn("#学习路线", pairs[0])
+            self.write_pages(folder, {"s/README.zh-CN.md":
+                                      "简体中文\n[全部](../README.zh-CN.md#结果) [我](#s)\n\n# S\n"})
+            self.assertIn("#学习路线", anchor_pairs(en, zh)[0])      # the wrong heading
+            self.write_pages(folder, {"s/README.zh-CN.md":
+                                      "简体中文\n[全部](../README.zh-CN.md#学习路线) [我](#s)\n\n# S\n"})
+            self.assertEqual(anchor_pairs(en, zh), [])
+            self.assertEqual(broken_anchors(zh), [])
+
+    # -------------------------------------------------------------- English left in Chinese blocks
+
+    def test_english_sentences(self):
+        for chinese in ("测量于 NVIDIA H200（驱动 580.159.04，CUDA 13.0），代码版本 2fae644，"
+                        "数据来自 plots/reference/h200.csv。",
+                        "| step0_naive | 用 % 判断的交错寻址 | 330.7 | 406 |",
+                        "| 程序 | random | positive | wide |\n| CPU Kahan float 循环 | 1.6e-12 |",
+                        "先运行 `make profile-all then make docs`，再看 [图](a/b/c.png)。",
+                        "![step7_shfl：5 层 __shfl_down_sync；lane i 加上 lane i + offset 的值](x.png)",
+                        "误差 = |result − reference| / Σ|x|，u = 2^-24 ≈ 5.96e-08。",
+                        "| 计数器 | 上一步（step0_naive） | 本步（step1_divergence） | 变化 |",
+                        "| kernel 执行时间（ns） `gpu__time_duration.sum` | — | 319,200 | — |",
+                        "{step0_naive, step1_divergence, step6_multi} · {cub}",
+                        "| n | step8_vector us | step9_singlepass us | CUB us |"):
+            with self.subTest(text=chinese):
+                self.assertEqual(english_sentences(chinese), [])
+        for english in ("| step0_naive | Interleaved addressing with %: the textbook first "
+                        "tree, correct and slow. | 330.7 |",
+                        "![step0_naive：which warps issue it](x.png)",
+                        "Measured on NVIDIA H200 (driver 580.159.04, CUDA 13.0) at revision "
+                        "2fae644, from plots/reference/h200.csv.",
+                        "| counter | previous (—) | this step (step0_naive) | change |",
+                        "| 计数器 | the previous step | this step | change |",
+                        "| n | 中位数（微秒） | vs previous step |"):
+            with self.subTest(text=english):
+                self.assertEqual(len(english_sentences(english)), 1)
+
+    def test_an_untranslated_generated_sentence_is_seen(self):
+        english = ("Measured on NVIDIA H200 (driver 580.159.04, CUDA 13.0) at revision 2fae644, "
+                   "from plots/reference/h200.csv.")
+        page = ("[English](README.md) · 简体中文\n\n# 第 1 步：跨步索引\n\n<!-- BEGIN measured -->\n\n"
+                "| n | 中位数（微秒） |\n|---|--:|\n| 2^25 | 209.1 |\n\n" + english + "\n\n"
+                "<!-- END measured -->\n\n<!-- BEGIN diff -->\n\n```diff\n"
+                "-// Interleaved addressing with %: the textbook first tree, correct and slow.\n"
+                "```\n\n<!-- END diff -->\n\nSome English prose outside the blocks is the "
+                "author's business.\n")
+        self.assertEqual(generated_english(page), [("measured", english)])
+        fixed = page.replace(english, "测量于 NVIDIA H200（驱动 580.159.04，CUDA 13.0），"
+                                      "代码版本 2fae644，数据来自 plots/reference/h200.csv。")
+        self.assertEqual(generated_english(fixed), [])
+
+    def test_a_summary_without_a_chinese_form_is_seen(self):
+        summaries = source_summaries()
+        table = dict(zh_strings.SUMMARIES)
+        step0 = os.path.join(ROOT, "step0_naive", "reduce.cu")
+        del table[summaries[step0]]
+        self.assertEqual(missing_summaries(summaries, table), [step0])
+        rows = [p for p in summaries if os.sep + "rows" + os.sep in p][0]
+        table = dict(zh_strings.SUMMARIES)
+        del table[summaries[rows]]
+        self.assertEqual(missing_summaries(summaries, table), [rows])
+
+    # -------------------------------------------------------------- glossary, headings, key
+
+    def test_the_glossary_parses(self):
+        terms, headings_map = parse_glossary(read(GLOSSARY))
+        self.assertGreater(len(terms), 50)
+        forms = {form: variants for chosen, variants in terms for form in chosen}
+        self.assertEqual(forms["warp"], ["线程束", "线程卷"])
+        self.assertEqual(forms["屏障"], [])           # an empty cell is no variant
+        self.assertEqual(forms["谓词为假"], forms["谓词为真"])
+        self.assertEqual(headings_map["Why it helps"], "为什么有效")
+        table = "## 术语\n\n| English | 统一写法 | 不要写成 | 说明 |\n|---|---|---|---|\n" \
+                "| a | 甲 | | `x` |\n| b | 乙 | `丙` `re:丁+` | |\n"
+        self.assertEqual(parse_glossary(table)[0], [(["甲"], []), (["乙"], ["丙", "re:丁+"])])
+
+    def test_a_variant_of_a_term_is_seen(self):
+        terms, _ = parse_glossary(read(GLOSSARY))
+        self.assertTrue(any("warp" in chosen for chosen, _ in terms))
+        ok = ("每个 warp（线程束）有 32 个 lane，出现 bank 冲突时请求要分几轮完成。"
+              "代码 `线程束` 和 “idle: its warp issues the instruction” 不算；"
+              "`blockIdx.x`、step0_naive/、make step0 也不算，中位数 33.1 微秒。"
+              "书名《CUDA 核函数优化：线程束发散》照原样引用；测试框架的多趟循环。")
+        self.assertEqual(glossary_problems(ok, terms), [])
+        for bad, variant in (("线程束分化让每个 warp 都慢", "线程束分化"),
+                             ("这里有银行冲突", "银行冲突"),
+                             ("这些线程束都在等", "线程束"),
+                             ("step 2 的顺序寻址", r"re:(?i)(?<![A-Za-z_])steps? \d"),
+                             ("耗时 33.1 us", r"re:(?<![A-Za-z_.])us(?![A-Za-z_])"),
+                             ("每个 block 有 256 个线程", r"re:(?<![A-Za-z_./-])block(?![A-Za-z_.-])"),
+                             ("一个 warp 发出一条指令", "发出"),
+                             ("用成对求和得到参考值", "成对求和"),
+                             ("每趟循环发射四条加载", "每趟循环"),
+                             ("核函数优化：线程束发散", "核函数")):
+            with self.subTest(page=bad):
+                self.assertIn(variant, [v for v, _ in glossary_problems(bad, terms)])
+
+    def test_a_heading_off_the_glossary_is_seen(self):
+        _, headings_map = parse_glossary(read(GLOSSARY))
+        en = "# Step 3: First add\n\n## What changed\n\n## Why it helps\n\n## Measured\n"
+        self.assertEqual(heading_problems(en, "# 第 3 步：先加\n\n## 改动\n\n## 为什么有效\n\n"
+                                              "## 实测\n", headings_map), [])
+        bad = heading_problems(en, "# 第 3 步：先加\n\n## 改了什么\n\n## 为什么更快\n\n## 实测结果\n",
+                               headings_map)
+        self.assertEqual(len(bad), 3, bad)
+        self.assertEqual(len(heading_problems(en, "# Step 3：先加\n\n## 改动\n\n## 为什么有效\n\n"
+                                                  "## 实测\n", headings_map)), 1)
+
+    def test_a_missing_figure_key_is_seen(self):
+        page = ("<!-- BEGIN figures -->\n\n![a](../plots/diagrams/s-lanes.png)\n\n"
+                "![b](../plots/diagrams/s-banks.png)\n\n<!-- END figures -->\n\n")
+        self.assertIsNotNone(figure_key_problem(page + "下一段。\n"))
+        self.assertIsNotNone(figure_key_problem(
+            page + zh_strings.figure_key(["lanes"]) + "\n"))      # the banks part missing
+        self.assertIsNone(figure_key_problem(page + zh_strings.figure_key(["lanes", "banks"])
+                                             + "\n\n下一段。\n"))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import diagrams  # noqa: E402  (which pictures a step has, their alt text)
 import patterns  # noqa: E402  (the access-pattern model behind the pictures)
 import schema  # noqa: E402  (the CSV files and step names)
+import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
 from compare import TABLE_SIZES  # noqa: E402
 from generated import fill_blocks, has_block, markers, read_text, write_if_changed  # noqa: E402
 from schema import power_label  # noqa: E402
@@ -168,6 +169,8 @@ STRINGS = {
         "按 block 顺序读取所有部分和（grid 缩小）",
 }
 
+zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # tools/zh_strings.py has the last word
+
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
               "none": "L2 not flushed (warm cache)",
               "some": "L2 flushed in some runs only (see the flush column)"}
@@ -275,7 +278,8 @@ def results_table(src, n, lang):
                 "vs step 0 | vs CUB |", lang), "|---|---|--:|--:|--:|--:|--:|--:|"]
     for step in src.m.steps_at(n):
         row, ratios = src.m.get(step, n), src.m.speedups(step, n)
-        lines.append(f"| {step} | {md_cell(src.what_changed(step))} | {row.median_us:.1f} | "
+        lines.append(f"| {step} | {md_cell(zh_strings.summary(src.what_changed(step), lang))} | "
+                     f"{row.median_us:.1f} | "
                      f"{row.gbps:.0f} | {100 * row.gbps / row.peak_gbps:.1f} | "
                      f"{fmt_ratio(ratios.vs_previous)} | {fmt_ratio(ratios.vs_step0)} | "
                      f"{fmt_ratio(ratios.vs_cub)} |")

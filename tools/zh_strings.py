@@ -1,0 +1,342 @@
+"""The Chinese form of every string the generators write into a Chinese page.
+
+Keys are the exact English strings of the generators: the templates of
+tools/docs.py (its STRINGS table), the counter labels of tools/compare.py,
+the alt text of tools/diagrams.py and the labels of tools/accuracy_docs.py
+(by their English text), so a Chinese page reads the same words as the
+English one in Chinese. Placeholders ({step}, {n}, ...) stay as they are,
+and every number keeps its English position relative to the others: the
+edition test compares the numbers of each generated block in order.
+
+SUMMARIES holds line 1 of every program's source (part 1 stepN_*/reduce.cu,
+part 2 rows/stepN_*/rows.cu, the baselines and extras/), which the results
+tables quote in the "what changed" column.
+
+FIGURE_KEYS holds the Chinese key that follows the access-pattern pictures
+on a Chinese page: the pictures are drawn with English labels (no CJK font is
+assumed where they are drawn), and figure_key() gives the text for the kinds
+of pictures a page shows. tests/test_editions.py checks that every Chinese
+page carries the key its pictures need.
+
+The words follow docs/glossary.zh-CN.md. This module imports nothing from
+the repository, so any script may use it.
+"""
+
+STRINGS = {
+    # ------------------------------------------------------------ README: results
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the device "
+    "attributes) at revision {rev}; {flush}; median of {reps} repetitions. Source: {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，按设备属性算出的峰值带宽为 {peak} GB/s），"
+        "代码版本 {rev}；{flush}；取 {reps} 次重复的中位数。数据来源：{source}。",
+    "L2 flushed before every repetition": "每次重复前都清空 L2",
+    "L2 not flushed (warm cache)": "没有清空 L2（缓存是热的）",
+    "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
+    "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
+    "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
+        "| 步骤 | 改动 | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 | 相对 CUB |",
+    "The seed articles (Chinese, named under Sources below; V100, their own harness, "
+    "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for their final "
+    "version.":
+        "本教程的原文（中文文章，篇名见下文“参考来源”；V100，用原文自己的测试代码，2^25 个 float）"
+        "给出的时间是 {first} 微秒（{first_name}）、{middle}，最终版本为 {last} 微秒。",
+    "{us} ({name})": "{us}（{name}）",
+    ", ": "、",
+    "| seed version | V100 us (quoted, not measured here) | speed-up over v0 |":
+        "| 原文版本 | V100 上的耗时（微秒，引自原文，本项目未测） | 相对 v0 的加速比 |",
+
+    # ------------------------------------------------------------ step pages: measured
+    "| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |":
+        "| n | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 | 相对 CUB |",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}），代码版本 {rev}，数据来自 {source}。",
+    "Not measured yet: {source} has no usable rows for {step} at n = 2^25 or 2^28. "
+    "`make bench` measures it beside the other steps and draws its charts in plots/results/.":
+        "尚未测量：{source} 里没有 {step} 在 n = 2^25 或 2^28 时的有效数据。"
+        "`make bench` 会把它和其他步骤一起测一遍，并把图表画在 plots/results/ 里。",
+
+    # ------------------------------------------------------------ step pages: counters
+    "| counter | previous ({prev}) | this step ({step}) | change |":
+        "| 计数器 | 上一步（{prev}） | 本步（{step}） | 变化 |",
+    "Nsight Compute, {gpu} at revision {rev}, from {source}.":
+        "Nsight Compute，{gpu}，代码版本 {rev}，数据来自 {source}。",
+    "No counters for {step} in {source} yet.": "还没有 {step} 的计数器数据（{source}）。",
+    "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.":
+        "还没有 Nsight Compute 计数器数据：先运行 `make profile-all`，再运行 `make docs`。",
+    "{label} ({unit})": "{label}（{unit}）",
+    "GPU not recorded": "未记录 GPU",
+    "not recorded": "未记录",
+    "warp instructions executed": "执行的 warp 指令数",
+    "threads active per warp instruction": "每条 warp 指令的活跃线程数",
+    "thread instructions with the predicate on": "谓词为真的线程指令数",
+    "shared-memory bank conflicts, loads": "共享内存 bank 冲突（读）",
+    "shared-memory bank conflicts, stores": "共享内存 bank 冲突（写）",
+    "DRAM throughput, % of peak": "DRAM 吞吐量，占峰值 %",
+    "kernel duration": "kernel 执行时间",
+    "achieved occupancy, % of peak warps": "实际占用率，占 warp 上限的 %",
+    "lanes with the predicate on per warp instruction": "每条 warp 指令中谓词为真的 lane 数",
+
+    # ------------------------------------------------------------ step 9: vs-cub, determinism, tried
+    "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |":
+        "| n | {prev}（微秒） | {step}（微秒） | CUB（微秒） | {step} 相对 {prev} | {step} 相对 CUB |",
+    "Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 means {step} is "
+    "faster. Against CUB: {worst} at its slowest (n = {worst_n}); geometric mean {mean} over "
+    "the powers of two from n = 2^12 to 2^22. From {source}.":
+        "{reps} 次重复的中位数，每次前都清空 L2，GPU 为 {gpu}；比值大于 1 表示 {step} 更快。"
+        "与 CUB 相比：最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
+        "（取 n = 2^12 到 2^22 之间的各个二的幂）。数据来自 {source}。",
+    "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.":
+        "尚未测量：{source} 里没有 {step} 和 CUB 在相同规模下的数据。",
+    "| program | n | runs | different sums | median us |":
+        "| 程序 | n | 运行次数 | 不同的和 | 中位数（微秒） |",
+    "From {source}, on {gpu} at revision {rev} (`make determinism`).":
+        "数据来自 {source}，{gpu}，代码版本 {rev}（`make determinism`）。",
+    "Not measured yet: `make determinism OUT_DIR=plots/reference`, then `make docs`.":
+        "尚未测量：先运行 `make determinism OUT_DIR=plots/reference`，再运行 `make docs`。",
+    "| variant | {sizes} |": "| 变体 | {sizes} |",
+    "Median us per n, L2 flushed, from {source} (`make tune`, on {gpu} at revision {rev}); "
+    "a variant is this step with one `#define` changed.":
+        "各 n 下的中位数（微秒），每次前都清空 L2，数据来自 {source}（`make tune`，{gpu}，"
+        "代码版本 {rev}）；每个变体只改了本步的一个 `#define`。",
+    "Not measured yet: {source} does not exist.": "尚未测量：{source} 还不存在。",
+    "{step} as shipped": "{step}（仓库中的原版）",
+
+    # ------------------------------------------------------------ step pages: diff
+    "Step 0 is the starting point; there is no previous step.": "第 0 步是起点，没有上一步。",
+    "{step} is the first step; there is no previous step.": "{step} 是第一步，没有上一步。",
+    "There is no {step}/reduce.cu to compare yet.": "还没有可以比较的 {step}/reduce.cu。",
+    "{this}/reduce.cu is identical to {prev}/reduce.cu.":
+        "{this}/reduce.cu 与 {prev}/reduce.cu 完全相同。",
+
+    # ------------------------------------------------------------ step pages: figures (alt text)
+    "No access-pattern pictures for {step} yet: tools/patterns.py has no model of it.":
+        "{step} 还没有访问模式图：tools/patterns.py 里没有它的模型。",
+    "{step}: which of the {threads} threads ({warps} warps) of one block work at each level, "
+    "and which warps issue it":
+        "{step}：一个线程块的 {threads} 个线程（{warps} 个 warp）在每一层哪些在工作，"
+        "以及哪些 warp 发射了这一层",
+    "{step}: shared-memory bank map of each level; no bank serves two words in one request":
+        "{step}：每一层的共享内存 bank 分布；一次请求里没有哪个 bank 要服务两个字",
+    "{step}: shared-memory bank map of each level; the worst request puts {degree} words in "
+    "one bank":
+        "{step}：每一层的共享内存 bank 分布；最差的一次请求让一个 bank 服务 {degree} 个字",
+    "{step}: the {levels} __shfl_down_sync levels; lane i adds lane i + offset, and only "
+    "lane 0 keeps the full sum":
+        "{step}：{levels} 层 __shfl_down_sync；lane i 加上 lane i + offset 的值，"
+        "只有 lane 0 得到完整的和",
+    "{step}: which thread loads which element, for a small grid":
+        "{step}：在缩小的网格上，哪个线程加载哪个元素",
+    "{step}: which thread loads which float, head, float4 body and tail, for a small grid "
+    "with --offset {offset}":
+        "{step}：哪个线程加载哪个 float（头部、float4 主体和尾部），网格已缩小，--offset {offset}",
+    "{step}: blocks draw tickets in the order they finish; the one that draws ticket "
+    "gridDim.x - 1 reads every partial sum in block order, for a small grid":
+        "{step}：各线程块按完成的先后领取票号；领到票号 gridDim.x - 1 的线程块"
+        "按线程块顺序读取全部部分和（网格已缩小）",
+
+    # ------------------------------------------------------------ ACCURACY: accuracy
+    # (tools/accuracy_docs.py TEXT, by its English text)
+    "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
+    " writes `{source}`, then `make docs` fills this block from it.":
+        "尚未测量：在有 GPU 的机器上运行 `make accuracy OUT_DIR=plots/reference`，"
+        "它会写出 `{source}`，再运行 `make docs` 用它填写本节。",
+    "Measured on {gpu} ({sms} SMs; driver {driver}, CUDA {cuda}) at revision {rev}."
+    " Each point is one verified run (`--check`){seeds}. Error = |result − reference|"
+    " / Σ|x|, where the reference is a double-precision sum; u = 2^-24 ≈ {u}."
+    " Source: {source}.":
+        "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
+        "每个点是一次通过校验的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
+        "其中 reference 是用双精度求得的参考值；u = 2^-24 ≈ {u}。数据来源：{source}。",
+    ", the median of {k} seeds up to n = {n}": "，取 {k} 个种子的中位数（n = {n} 及以下）",
+    "**Relative error at n = {n}**": "**n = {n} 时的相对误差**",
+    "program": "程序",
+    "CPU sequential float loop": "CPU 顺序 float 循环",
+    "CPU Kahan float loop": "CPU Kahan float 循环",
+    "0 (exact)": "0（精确）",
+    "Textbook bounds at n = {n}: sequential (n−1)u = {seq}, pairwise ⌈log2 n⌉u = {pair},"
+    " Kahan 2u = {kahan}.":
+        "n = {n} 时教科书给出的误差界：顺序求和 (n−1)u = {seq}，两两求和 ⌈log2 n⌉u = {pair}，"
+        "Kahan 2u = {kahan}。",
+    "**What each choice does to the error at n = {n}** (ratio of relative errors; below"
+    " 1 means the first is more accurate)":
+        "**n = {n} 时各种做法对误差的影响**（相对误差之比；小于 1 表示前者更准确）",
+    "choice": "做法",
+    "a chain in each thread: median of steps {chain} ÷ median of steps {tree}":
+        "每个线程内的串行链：第 {chain} 步的中位数 ÷ 第 {tree} 步的中位数",
+    "compensating the chain: {kahan} ÷ {base}": "对串行链做补偿：{kahan} ÷ {base}",
+    "a loop instead of a tree: CPU sequential ÷ median of steps {tree}":
+        "用循环代替树：CPU 顺序循环 ÷ 第 {tree} 步的中位数",
+    "compensating the loop: CPU Kahan ÷ CPU sequential":
+        "对循环做补偿：CPU Kahan ÷ CPU 顺序循环",
+    "**What compensation costs** (timed runs, L2 flushed; per n the median of {rounds}"
+    " alternating runs of each program, each the median of its repetitions)":
+        "**补偿的代价**（计时运行，每次前都清空 L2；每个 n 取两个程序交替运行 {rounds} 次的中位数，"
+        "每次的结果本身又是多次重复的中位数）",
+    "| n | {base} us | {kahan} us | {kahan} / {base} |":
+        "| n | {base}（微秒） | {kahan}（微秒） | {kahan} / {base} |",
+    "No timed runs of {base} and {kahan} in the data.": "数据里没有 {base} 和 {kahan} 的计时运行。",
+    "Different sums among one run's timed repetitions: {distinct}"
+    " (1 = every repetition gave the same bits).":
+        "一次运行的各次计时重复中，不同的和共有 {distinct} 个（1 表示每次重复的结果都逐位相同）。",
+    "**Same bits?**": "**结果逐位相同吗？**",
+    "Run to run: {count} of {total} programs ran a second time, in a new process, on"
+    " fill {fill}, n = {n}, seed {seed}, and returned the same bits.":
+        "重复运行：{count}/{total} 个程序在新进程中以填充方式 {fill}、n = {n}、种子 {seed} "
+        "再运行一次，结果与第一次逐位相同。",
+    " Different bits: {steps}.": "结果不同的程序：{steps}。",
+    "Order decides the bits: on fill {fill}, n = {n}, seed {seed} the programs returned"
+    " {count} different floats; programs in one group returned the same float:":
+        "加法顺序决定每一位：在填充方式 {fill}、n = {n}、种子 {seed} 下，各程序共得到 {count} 个"
+        "不同的 float；同一组内的程序结果相同：",
+}
+
+# Line 1 of every program's source, without "// ": the "what changed"
+# column of the results tables.
+SUMMARIES = {
+    # part 1: stepN_*/reduce.cu and the baseline
+    "Interleaved addressing with %: the textbook first tree, correct and slow.":
+        "用 % 判断的交错寻址：教科书上的第一棵树，结果对，速度慢。",
+    "Strided index: the working threads are packed into the first warps.":
+        "跨步索引：干活的线程集中到前几个 warp。",
+    "Sequential addressing: a warp reads 32 consecutive words, one per bank.":
+        "顺序寻址：一个 warp 读 32 个连续的字，每个 bank 一个。",
+    "First add during load: each thread adds two elements as it loads them.":
+        "加载时先加一次：每个线程边加载边把两个元素相加。",
+    "Unrolled last warp: the final six levels run without __syncthreads().":
+        "展开最后一个 warp：最后六层不再调用 __syncthreads()。",
+    "Complete unroll: the block size is a template parameter, known at compile time.":
+        "完全展开：线程块大小是模板参数，编译期就已知。",
+    "Many elements per thread: a grid-stride loop sums in a register first.":
+        "每个线程处理多个元素：先用网格跨步循环在寄存器里累加。",
+    "Warp shuffles: the tree runs in registers; shared memory holds one sum per warp.":
+        "warp shuffle：树形归约在寄存器里完成；共享内存里每个 warp 只存一个和。",
+    "Vector loads: each load instruction fetches a float4, 16 bytes.":
+        "向量化加载：每条加载指令取回一个 float4，即 16 字节。",
+    "Single pass: the last block to finish adds the partial sums, in the same launch.":
+        "单趟归约：最后完成的线程块在同一次启动里把各个部分和加起来。",
+    "CUB DeviceReduce::Sum: NVIDIA's library reduction, the bar for step 8.":
+        "CUB DeviceReduce::Sum：NVIDIA 库里的归约，第 8 步要追的标杆。",
+    # part 2: rows/stepN_*/rows.cu and its baselines
+    "Copy: y = x, every float read once and written once.":
+        "复制：y = x，每个 float 读一次、写一次。",
+    "CUB DeviceSegmentedReduce::Sum: NVIDIA's library sum of many segments.":
+        "CUB DeviceSegmentedReduce::Sum：NVIDIA 库里对许多分段分别求和的实现。",
+    "One thread per row: thread r adds row r's floats from left to right.":
+        "每行一个线程：线程 r 从左到右累加第 r 行的 float。",
+    "One block per row: part 1's block reduction, once per row.":
+        "每行一个线程块：第 1 部分的线程块归约，每行做一次。",
+    "One warp per row: several rows per block, and no shared memory at all.":
+        "每行一个 warp：一个线程块处理好几行，完全不用共享内存。",
+    "Vector loads: each lane reads 16 bytes (a float4) per load, UNROLL at once.":
+        "向量化加载：每个 lane 每次加载读 16 字节（一个 float4），一次发射 UNROLL 条。",
+    "Threads per row from the shape: few, wide rows get several warps each.":
+        "每行的线程数由形状决定：行少而宽时，每行分到好几个 warp。",
+    "LayerNorm, the textbook way: three passes over each row in global memory.":
+        "教科书式的 LayerNorm：对全局内存中的每一行读三趟。",
+    "One read: each thread keeps its share of the row in registers.":
+        "只读一次：每个线程把自己负责的那段行数据留在寄存器里。",
+    "Wide rows: what the registers cannot hold waits in shared memory.":
+        "宽行：寄存器放不下的部分先放在共享内存里。",
+    # extras/
+    "Float atomics: step 9 with its ticket replaced by atomicAdd into the result.":
+        "float 原子加：把第 9 步的票号换成直接对结果做 atomicAdd。",
+    "Kahan-compensated accumulator: step 8 whose serial adds keep their lost low bits.":
+        "Kahan 补偿累加器：第 8 步的串行加法把丢掉的低位找回来。",
+}
+
+
+def apply(strings, accuracy_text):
+    """Make tools/docs.py speak these forms: its STRINGS table (English ->
+    Chinese) and accuracy_docs.TEXT (key -> {"en": ..., "zh-CN": ...})."""
+    strings.update(STRINGS)
+    for entry in accuracy_text.values():
+        entry["zh-CN"] = STRINGS.get(entry["en"], entry["zh-CN"])
+
+
+def summary(text, lang):
+    """Line 1 of a program's source in `lang`; a summary with no Chinese
+    form yet (a student's new step) stays English."""
+    if lang == "en" or not text:
+        return text
+    return SUMMARIES.get(text, text)
+
+
+# ----------------------------------------------------------------------------
+# The key under the pictures of a Chinese page
+# ----------------------------------------------------------------------------
+
+FIGURE_KEY_TITLE = "**图中英文对照。** 图是用英文标注画的，下面逐项给出中文说明。"
+
+FIGURE_KEYS = {
+    "all": [
+        "各图底部的小字：图由 tools/patterns.py 根据本步 reduce.cu 里的索引表达式算出，"
+        "不需要 GPU；每个 if 按 nvcc 13 为 sm_90 编译的方式发射（谓词化或分支）。",
+    ],
+    "lanes": [
+        "lane 图（…-lanes.png，“which lanes work at each level”）：每行是一层，每格是一个线程，"
+        "按 warp 分组；副标题给出线程块大小和模型对这一步的一句话概括。右侧 "
+        "“N warps issue (k with no lane on), m lanes run”：这一层有 N 个 warp 发射，"
+        "其中 k 个没有 lane 在干活，共有 m 个 lane 执行。",
+        "深蓝 “works: condition true, result used”：条件为真，结果有用。",
+        "浅蓝 “runs, but no later level reads its result”：执行了，但后面没有哪一层读它的结果。",
+        "灰色 “idle: its warp issues the instruction, its condition is false”："
+        "条件为假而空闲，但所在的 warp 仍发射了这条指令。",
+        "白色 “its warp does not issue the instruction at all”：所在的 warp 根本没有发射这条指令。",
+        "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)”："
+        "整个 warp 都空闲却仍在发射；编译成分支的话，它本可以跳过这一层。",
+        "分隔线下方 “the last block only, once per launch”（只在单趟归约的图里出现）："
+        "只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
+    ],
+    "banks": [
+        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）："
+        "每行是一层里最差的那次 warp 请求；横轴 “bank = word address mod 32 (4-byte words)” "
+        "指 bank 编号等于字地址对 32 取模，每个字 4 字节。",
+        "绿色：这个 bank 只服务一个字，一轮完成；格子里的数字 k：这个 bank 要服务 k 个不同的字，"
+        "请求分 k 轮完成（多出 k - 1 轮），颜色越暖轮数越多。",
+        "右侧 “every request: one word per bank, one pass”：每次请求都是一个 bank 一个字，一轮完成；"
+        "“k-way: warp w, …; +e extra passes per block”：最差的是 warp w 的这次访问，"
+        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮；"
+        "“no lane touches shared memory”：这一层不访问共享内存。",
+    ],
+    "shuffle": [
+        "shuffle 图（…-shuffle.png，标题就是那行代码）：每行是一次 __shfl_down_sync，"
+        "“start” 是初始值，“offset k” 是偏移为 k 的那一层；横轴 “lane” 是 lane 编号，"
+        "连线表示 lane i 读取 lane i + offset 的值。副标题：源 lane 超出 31 时读回自己的 v；"
+        "每个 warp 都这样做一遍，然后 warp 0 再对各 warp 的和做一遍。",
+        "深蓝：这个 lane 的和后面要用；浅蓝：照样计算，但结果没人用。",
+        "右侧 “lanes 0-k hold sums of m”：lane 0 到 k 各自持有 m 个值的和；"
+        "“lane 0 holds all 32”：lane 0 持有全部 32 个值的和；“each lane's own value”：每个 lane 自己的值。",
+    ],
+    "loads": [
+        "加载图（…-loads.png，“which thread loads which element”）：网格缩小到几个线程，"
+        "好让每个元素都有一个格子（副标题：真正启动时每个线程块的线程多得多，索引算式不变）。"
+        "每列是一个线程（“thread i = blockIdx.x * BLOCK + tid”，粗竖线分开线程块 0 和 1），"
+        "每行是一次加载，格子里是加载的 g_in 索引或索引范围。",
+        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n；第 8 步的图还写明 --offset 1 "
+        "让 g_in 从 16 字节边界之后 4 字节处开始，于是 “head”、“n4”（完整 float4 的个数）和 “tail” 各是多少。",
+        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部；“no load” 和格子里的 “-” 表示边界检查为假："
+        "加载指令照样发射，只是被谓词屏蔽。",
+    ],
+    "ticket": [
+        "票号图（…-ticket.png，“the ticket, and the last block's reads”）：第一行 "
+        "“fetch_add, in time order” 是各线程块按时间先后执行 fetch_add、领到的票号（“block b / ticket t”），"
+        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位；下面 “last block, trip t” 各行是"
+        "最后一个线程块的循环在第 t 次迭代中由哪个线程（“tid k”）读哪个槽位。",
+        "右侧：票号是计数器在这次 fetch_add(1) 之前的值；只有领到 gridDim.x - 1 的线程块 s_last 为真，"
+        "它继续往下做，其余的返回；完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序不变；"
+        "之后的 block_reduce 每次都是同一棵树，所以每次都得到相同的位。",
+        "图例 “the last block, and what it reads”：最后一个线程块及它读的槽位；"
+        "“returns after its ticket”：领完票号就返回；“one slot per block”：每个线程块一个槽位；"
+        "“-: b >= gridDim.x, the lane idles”：超出槽位范围的 lane 空闲。",
+    ],
+}
+
+FIGURE_KINDS = ("lanes", "banks", "shuffle", "loads", "ticket")
+
+
+def figure_key(kinds):
+    """The markdown key for a page whose pictures are of these kinds."""
+    lines = [FIGURE_KEY_TITLE, ""]
+    for kind in ("all",) + tuple(k for k in FIGURE_KINDS if k in kinds):
+        first, *details = FIGURE_KEYS[kind]
+        lines += [f"- {first}"] + [f"  - {item}" for item in details]
+    return "\n".join(lines)
