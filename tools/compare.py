@@ -1,11 +1,20 @@
 """What the charts (tools/plot.py) and the README tables (tools/docs.py) both
-derive from a results file and a profile file: the latest usable row per
-(step, n), the speed-ups between steps, and the counters per step.
+derive from a results file and a profile file: one row per (step, n), the
+speed-ups between steps, how far apart repeated rounds landed, and the
+counters per step.
+
+make bench runs every program in ROUNDS separate processes (tools/bench.py);
+a (step, n) measured in several rounds is represented by its median round
+(the row whose median_us is the median of the rounds'), and its spread is
+the fastest and slowest round. A ratio between two programs is a win or a
+loss only where their spreads do not overlap; otherwise it is a tie
+(verdict()). Files without rounds keep the latest row per (step, n).
 
 Rows come through tools/schema.py, so failed runs (pass != 1) and check-mode
 rows never get here.
 """
 import os
+import statistics
 from dataclasses import dataclass
 
 import schema
@@ -69,15 +78,49 @@ class Speedups:
     vs_cub: float | None
 
 
+def median_round(rows):
+    """(the row of the median round, (fastest, slowest) median_us, rounds).
+
+    An even number of rounds takes the faster of the two middle ones, so the
+    row shown is always one that was measured."""
+    ordered = sorted(rows, key=lambda r: r.median_us)
+    times = [r.median_us for r in ordered]
+    return ordered[(len(ordered) - 1) // 2], (times[0], times[-1]), len(ordered)
+
+
+WIN, TIE, LOSS = "win", "tie", "loss"
+
+
+def verdict(spread, other_spread):
+    """WIN if every round of the first ran faster than every round of the
+    second, LOSS if every one ran slower, else TIE (the spreads overlap)."""
+    (lo, hi), (other_lo, other_hi) = spread, other_spread
+    if hi < other_lo:
+        return WIN
+    if lo > other_hi:
+        return LOSS
+    return TIE
+
+
 class Measurements:
-    """The usable rows of one results file, the latest per (step, n)."""
+    """The usable rows of one results file: one per (step, n), the median
+    round where there are rounds, else the latest row."""
 
     def __init__(self, path, rows):
         self.path = path
-        self.rows = {}
+        self.rows, self.spreads, self.rounds = {}, {}, {}
+        grouped = {}
         for row in rows:
-            if schema.is_program(row.step):
-                self.rows[(row.step, row.n)] = row  # a later run replaces an earlier one
+            if schema.is_program(row.step) and not row.rows:
+                grouped.setdefault((row.step, row.n), []).append(row)
+        for key, group in grouped.items():
+            with_round = [r for r in group if r.round is not None]
+            if len(with_round) > 1:
+                self.rows[key], self.spreads[key], self.rounds[key] = median_round(with_round)
+            else:
+                row = group[-1]   # a later run replaces an earlier one
+                self.rows[key], self.spreads[key], self.rounds[key] = \
+                    row, (row.median_us, row.median_us), 1
         if not self.rows:
             raise schema.SchemaError(f"{path}: no usable rows of stepN_name or cub programs")
 
@@ -106,6 +149,20 @@ class Measurements:
 
     def get(self, step, n):
         return self.rows.get((step, n))
+
+    def spread(self, step, n):
+        """(fastest, slowest) of the rounds' median times, in us."""
+        return self.spreads.get((step, n))
+
+    @property
+    def round_count(self):
+        """The rounds behind most rows (1 for a file without rounds)."""
+        return max(self.rounds.values()) if self.rounds else 1
+
+    def verdict_vs(self, step, other, n):
+        """win, tie or loss of step against other at n (tie if either is missing)."""
+        a, b = self.spread(step, n), self.spread(other, n)
+        return verdict(a, b) if a and b else TIE
 
     def steps_at(self, n):
         return [step for step in self.steps if (step, n) in self.rows]
@@ -172,8 +229,9 @@ class Measurements:
 class Counters:
     """The values of one profile file: (step, metric) -> number, in base units."""
 
-    def __init__(self, path, rows):
+    def __init__(self, path, rows, metrics=None):
         self.path = path
+        self.shown = metrics or [metric for metric, _ in COUNTERS]
         self.values, self.units = {}, {}
         gpus, revs = [], []
         for row in rows:
@@ -187,7 +245,7 @@ class Counters:
         self.git_rev = distinct(filter(None, revs))
         if not self.metrics_present():
             raise schema.SchemaError(f"{path}: none of the counters the charts and tables "
-                                     f"show (e.g. {COUNTERS[0][0]}) are present")
+                                     f"show (e.g. {self.shown[0]}) are present")
 
     @classmethod
     def load(cls, path):
@@ -199,7 +257,12 @@ class Counters:
 
     def metrics_present(self):
         present = {metric for _, metric in self.values}
-        return [metric for metric, _ in COUNTERS if metric in present]
+        return [metric for metric in self.shown if metric in present]
+
+    def ratio(self, step, numerator, denominator):
+        """One counter over another for a step (e.g. sectors per request), or None."""
+        a, b = self.value(step, numerator), self.value(step, denominator)
+        return a / b if a is not None and b else None
 
     def value(self, step, metric):
         return self.values.get((step, metric))
@@ -211,7 +274,7 @@ class Counters:
 
     def previous(self, step):
         """The nearest lower-numbered profiled step; CUB and step 0 have none."""
-        earlier = [other for other in self.steps if other != schema.CUB and
+        earlier = [other for other in self.steps if schema.step_number(other) is not None and
                    schema.step_sort_key(other) < schema.step_sort_key(step)]
         return earlier[-1] if earlier else None
 
@@ -230,3 +293,106 @@ def chart_path(measurements, kind, out_dir=None):
     """<out_dir>/<slug>-<kind>.png; out_dir defaults to the results file's folder."""
     folder = out_dir or os.path.dirname(os.path.abspath(measurements.path))
     return os.path.join(folder, f"{measurements.slug}-{kind}.png")
+
+
+# ----------------------------------------------------------------- part 2
+
+ROW_SEED_SHAPE = (32768, 1024)   # the seed article's LayerNorm: batch 64 x sequence 512 rows
+ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing a shape's floats as one array
+COPY = "rows/copy"
+ROW_CUB = "rows/cub"
+TORCH = "torch/"
+
+
+def shape_label(shape):
+    return f"{shape[0]} x {shape[1]}"
+
+
+def shape_mib(shape):
+    return 4 * shape[0] * shape[1] / (1 << 20)
+
+
+class RowMeasurements:
+    """Part 2's results file (make bench's <gpu>-rows.csv): one row per
+    (program, shape), the median round, with its spread; part 1's step 9 on
+    the same floats as one array is filed under the shape of the same size."""
+
+    def __init__(self, path, rows):
+        self.path = path
+        grouped = {}
+        for row in rows:
+            if row.rows:
+                grouped.setdefault((row.step, (row.rows, row.cols)), []).append(row)
+            elif row.step == ONE_ARRAY:
+                grouped.setdefault((row.step, row.n), []).append(row)
+        self.rows, self.spreads, self.rounds = {}, {}, {}
+        for key, group in grouped.items():
+            with_round = [r for r in group if r.round is not None]
+            self.rows[key], self.spreads[key], self.rounds[key] = (
+                median_round(with_round) if with_round else
+                (group[-1], (group[-1].median_us, group[-1].median_us), 1))
+        self.shapes = sorted({shape for step, shape in self.rows if isinstance(shape, tuple)},
+                             key=lambda s: (s != ROW_SEED_SHAPE, s[1], s[0]))
+        if not self.shapes:
+            raise schema.SchemaError(f"{path}: no usable rows of part 2 programs")
+
+    @classmethod
+    def load(cls, path):
+        return cls(path, schema.load_results(path, need_speed=True, quiet=True))
+
+    @property
+    def programs(self):
+        """rows/stepN_* in step order, then the baselines, then torch/*."""
+        names = {step for step, shape in self.rows if isinstance(shape, tuple)}
+        steps = sorted((n for n in names if n.startswith(schema.ROWS)), key=schema.step_sort_key)
+        return steps + sorted(n for n in names if not n.startswith(schema.ROWS))
+
+    @property
+    def steps(self):
+        return [p for p in self.programs if schema.step_number(p) is not None]
+
+    def get(self, step, shape):
+        if step == ONE_ARRAY:
+            return self.rows.get((step, shape[0] * shape[1]))
+        return self.rows.get((step, shape))
+
+    def spread(self, step, shape):
+        key = (step, shape[0] * shape[1]) if step == ONE_ARRAY else (step, shape)
+        return self.spreads.get(key)
+
+    def verdict_vs(self, step, other, shape):
+        a, b = self.spread(step, shape), self.spread(other, shape)
+        return verdict(a, b) if a and b else TIE
+
+    def op(self, step):
+        for (name, _), row in self.rows.items():
+            if name == step:
+                return row.op
+        return ""
+
+    def last_step(self, op):
+        """The highest-numbered step computing op (sum, layernorm, ...)."""
+        found = [s for s in self.steps if self.op(s) == op]
+        return found[-1] if found else None
+
+    def previous(self, step):
+        """The nearest lower-numbered step (of any op)."""
+        earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
+        return earlier[-1] if earlier else None
+
+    def ceiling(self, step):
+        """What a program is measured against: the copy for ops that write a row
+        per row (layernorm, softmax, copy), step 9's one-array sum for sums."""
+        return ONE_ARRAY if self.op(step) == "sum" else COPY
+
+    def describe(self, field):
+        return distinct(str(getattr(row, field)) for (step, _), row in self.rows.items()
+                        if not step.startswith(TORCH) and getattr(row, field) not in (None, ""))
+
+    @property
+    def round_count(self):
+        return max(self.rounds.values()) if self.rounds else 1
+
+    def torch_version(self):
+        return distinct(row.toolchain for (step, _), row in self.rows.items()
+                        if step.startswith(TORCH))

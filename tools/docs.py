@@ -36,7 +36,9 @@ import argparse
 import difflib
 import math
 import os
+import re
 import sys
+import textwrap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -45,6 +47,7 @@ import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import diagrams  # noqa: E402  (which pictures a step has, their alt text)
 import patterns  # noqa: E402  (the access-pattern model behind the pictures)
+import rows_docs  # noqa: E402  (part 2's blocks)
 import schema  # noqa: E402  (the CSV files and step names)
 import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
 from compare import TABLE_SIZES  # noqa: E402
@@ -68,17 +71,21 @@ SEED_V100_US = (("v0", 788.29), ("v1", 502.43), ("v2", 375.90),
 # here fails tests/test_docs.py.
 STRINGS = {
     # README.md: results
-    "Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the device "
-    "attributes) at revision {rev}; {flush}; median of {reps} repetitions. Source: {source}.":
-        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，由设备属性算出的峰值带宽 {peak} GB/s），"
-        "版本 {rev}；{flush}；取 {reps} 次重复的中位数。数据来源：{source}。",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
+    "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}. Every program "
+    "ran in {rounds} rounds, each in its own process, in an order shuffled per round; a "
+    "round's time is the median of {reps} repetitions. A table gives the median round and, "
+    "in brackets, the fastest and slowest; a ratio is called a win or a loss only where the "
+    "rounds of the two programs do not overlap, otherwise a tie. Source: {source}.":
+        "",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "未清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
     "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
-    "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
-        "| 步骤 | 改动 | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | "
-        "相对 step 0 | 相对 CUB |",
+    "| step | what changed | median us | rounds us | GB/s | % of peak | vs previous | vs step 0 "
+    "| vs CUB |": "",
+    "{ratio} {verdict}": "",
+    "win": "", "tie": "", "loss": "",
     "The seed articles (Chinese, named under Sources below; V100, their own harness, "
     "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for their final "
     "version.":
@@ -89,8 +96,7 @@ STRINGS = {
     "| seed version | V100 us (quoted, not measured here) | speed-up over v0 |":
         "| 种子版本 | V100 us（引用，非本项目测量） | 相对 v0 的加速比 |",
     # stepN_*/README.md: measured
-    "| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |":
-        "| n | 中位数 us | GB/s | 峰值带宽 % | 相对上一步 | 相对 step 0 | 相对 CUB |",
+    "| n | median us | rounds us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |": "",
     "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.":
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}），版本 {rev}，数据来自 {source}。",
     "Not measured yet: {source} has no usable rows for {step} at n = 2^25 or 2^28. "
@@ -118,11 +124,11 @@ STRINGS = {
     "achieved occupancy, % of peak warps": "实际占用率，占最大 warp 数 %",
     "lanes with the predicate on per warp instruction": "每条 warp 指令中谓词为真的 lane 数",
     # stepN_*/README.md: vs-cub, determinism, tried (step 9's)
-    "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |":
-        "| n | {prev} us | {step} us | CUB us | {step} 相对 {prev} | {step} 相对 CUB |",
-    "Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 means {step} is "
-    "faster. Against CUB: {worst} at its slowest (n = {worst_n}); geometric mean {mean} over "
-    "the powers of two from n = 2^12 to 2^22. From {source}.":
+    "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |": "",
+    "Median round of {rounds} (each round the median of {reps} repetitions), L2 flushed, on "
+    "{gpu}; a ratio above 1 means {step} is faster. Against CUB: {wins} wins, {ties} ties and "
+    "{losses} losses over {sizes} sizes; {worst} at its slowest (n = {worst_n}); geometric "
+    "mean {mean} over the powers of two from n = 2^12 to 2^22. From {source}.":
         "{reps} 次重复的中位数，每次前清空 L2，GPU 为 {gpu}；比值大于 1 表示 {step} 更快。"
         "相对 CUB：最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
         "（取 n = 2^12 到 2^22 的各个二的幂）。数据来自 {source}。",
@@ -169,6 +175,7 @@ STRINGS = {
         "按 block 顺序读取所有部分和（grid 缩小）",
 }
 
+STRINGS.update(rows_docs.STRINGS)
 zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # tools/zh_strings.py has the last word
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
@@ -227,6 +234,12 @@ class Sources:
             "README" + suffix for suffix, _ in LANGS))
         self.models = {}
         self.linked = []    # every chart and picture a block links, for missing_charts()
+        rows_path = sibling(results_path, "-rows.csv")
+        self.rows = (rows_docs.RowSources(root, rows_path, sibling(results_path, "-rows-profile.csv"))
+                     if os.path.isfile(rows_path) else None)
+        rows_root = os.path.join(root, "rows")
+        self.row_steps = (["rows/" + d for d in schema.step_dirs(rows_root, has=("rows.cu",))]
+                          if os.path.isdir(rows_root) else [])
 
     def model(self, step):
         """The step's access-pattern model, or None when tools/patterns.py has none."""
@@ -255,15 +268,43 @@ class Sources:
 # README.md: results
 # ----------------------------------------------------------------------------
 
-def provenance(src, lang):
-    m = src.m
-    peaks = compare.distinct(f"{row.peak_gbps:.0f}" for row in m.rows.values())
-    return tr("Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the "
-              "device attributes) at revision {rev}; {flush}; median of {reps} repetitions. "
-              "Source: {source}.", lang, gpu=m.gpu, driver=m.describe("driver"),
-              cuda=m.describe("cuda"), peak=peaks, rev=m.describe("git_rev"),
-              flush=tr(FLUSH_TEXT[m.flush_state()], lang), reps=m.reps_text(),
-              source=src.path(m.path))
+def provenance(src, lang, m=None):
+    m = m or src.m
+    peaks = compare.distinct(f"{row.peak_gbps:.0f}" for row in m.rows.values()
+                             if row.peak_gbps > 0)
+    return tr("Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for "
+              "{arch}, peak {peak} GB/s from the device attributes) at revision {rev}; "
+              "{flush}. Every program ran in {rounds} rounds, each in its own process, in an "
+              "order shuffled per round; a round's time is the median of {reps} repetitions. "
+              "A table gives the median round and, in brackets, the fastest and slowest; a "
+              "ratio is called a win or a loss only where the rounds of the two programs do "
+              "not overlap, otherwise a tie. Source: {source}.", lang,
+              gpu=m.describe("gpu"), driver=m.describe("driver"), cuda=m.describe("cuda"),
+              toolchain=m.describe("toolchain"), arch=m.describe("arch"), peak=peaks,
+              rev=m.describe("git_rev"), flush=tr(FLUSH_TEXT[flush_state(m)], lang),
+              rounds=m.round_count, reps=reps_text(m), source=src.path(m.path))
+
+
+def flush_state(m):
+    flushes = {row.flush for row in m.rows.values()}
+    return "all" if flushes == {1} else "none" if flushes == {0} else "some"
+
+
+def reps_text(m):
+    reps = sorted({row.reps for row in m.rows.values()})
+    return str(reps[0]) if len(reps) == 1 else f"{reps[0]}–{reps[-1]}"
+
+
+def fmt_spread(spread, digits=1):
+    """'[35.1–35.4]': the fastest and slowest round."""
+    return NONE_MARK if not spread else f"[{spread[0]:.{digits}f}–{spread[1]:.{digits}f}]"
+
+
+def fmt_verdict(ratio, verdict, lang):
+    """'1.06x win': the ratio and what the rounds say of it."""
+    if ratio is None:
+        return NONE_MARK
+    return tr("{ratio} {verdict}", lang, ratio=fmt_ratio(ratio), verdict=tr(verdict, lang))
 
 
 def size_heading(n, lang):
@@ -273,16 +314,25 @@ def size_heading(n, lang):
               n=f"{n:,}", size=size)
 
 
+def step_cells(m, step, n, lang):
+    """median, rounds, GB/s, % of peak, vs previous, vs step 0, vs CUB."""
+    row, ratios = m.get(step, n), m.speedups(step, n)
+    prev = m.previous(step, n)
+    vs_prev = (fmt_verdict(ratios.vs_previous, m.verdict_vs(step, prev.step, n), lang)
+               if prev else NONE_MARK)
+    vs_cub = (fmt_verdict(ratios.vs_cub, m.verdict_vs(step, schema.CUB, n), lang)
+              if step != schema.CUB and ratios.vs_cub is not None else fmt_ratio(ratios.vs_cub))
+    return (f"{row.median_us:.1f} | {fmt_spread(m.spread(step, n))} | {row.gbps:.0f} | "
+            f"{100 * row.gbps / row.peak_gbps:.1f} | {vs_prev} | {fmt_ratio(ratios.vs_step0)} | "
+            f"{vs_cub}")
+
+
 def results_table(src, n, lang):
-    lines = [tr("| step | what changed | median us | GB/s | % of peak | vs previous | "
-                "vs step 0 | vs CUB |", lang), "|---|---|--:|--:|--:|--:|--:|--:|"]
+    lines = [tr("| step | what changed | median us | rounds us | GB/s | % of peak | vs previous "
+                "| vs step 0 | vs CUB |", lang), "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for step in src.m.steps_at(n):
-        row, ratios = src.m.get(step, n), src.m.speedups(step, n)
         lines.append(f"| {step} | {md_cell(zh_strings.summary(src.what_changed(step), lang))} | "
-                     f"{row.median_us:.1f} | "
-                     f"{row.gbps:.0f} | {100 * row.gbps / row.peak_gbps:.1f} | "
-                     f"{fmt_ratio(ratios.vs_previous)} | {fmt_ratio(ratios.vs_step0)} | "
-                     f"{fmt_ratio(ratios.vs_cub)} |")
+                     f"{step_cells(src.m, step, n, lang)} |")
     return lines
 
 
@@ -323,13 +373,10 @@ def measured_block(src, step, lang):
         return tr("Not measured yet: {source} has no usable rows for {step} at n = 2^25 or "
                   "2^28. `make bench` measures it beside the other steps and draws its charts "
                   "in plots/results/.", lang, source=src.path(m.path), step=step)
-    lines = [tr("| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |",
-                lang), "|---|--:|--:|--:|--:|--:|--:|"]
+    lines = [tr("| n | median us | rounds us | GB/s | % of peak | vs previous step | vs step 0 "
+                "| vs CUB |", lang), "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for n in sizes:
-        row, ratios = m.get(step, n), m.speedups(step, n)
-        lines.append(f"| {power_label(n)} | {row.median_us:.1f} | {row.gbps:.0f} | "
-                     f"{100 * row.gbps / row.peak_gbps:.1f} | {fmt_ratio(ratios.vs_previous)} | "
-                     f"{fmt_ratio(ratios.vs_step0)} | {fmt_ratio(ratios.vs_cub)} |")
+        lines.append(f"| {power_label(n)} | {step_cells(m, step, n, lang)} |")
     lines += ["", tr("Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, "
                      "from {source}.", lang, gpu=m.gpu, driver=m.describe("driver"),
                      cuda=m.describe("cuda"), rev=m.describe("git_rev"),
@@ -446,20 +493,26 @@ def vs_cub_block(src, step, lang):
     prev = m.previous(step, sizes[0]).step
     lines = [tr("| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |",
                 lang, prev=prev, step=step), "|---|--:|--:|--:|--:|--:|"]
-    vs_cub = {}
+    vs_cub, verdicts = {}, []
     for n in sizes:
         row, before, cub = m.get(step, n), m.previous(step, n), m.get(schema.CUB, n)
         vs_cub[n] = cub.median_us / row.median_us
+        verdicts.append(m.verdict_vs(step, schema.CUB, n))
         lines.append(f"| {power_label(n)} | {before.median_us:.2f} | {row.median_us:.2f} | "
-                     f"{cub.median_us:.2f} | {fmt_ratio(before.median_us / row.median_us)} | "
-                     f"{fmt_ratio(vs_cub[n])} |")
+                     f"{cub.median_us:.2f} | "
+                     f"{fmt_verdict(before.median_us / row.median_us, m.verdict_vs(step, before.step, n), lang)} | "
+                     f"{fmt_verdict(vs_cub[n], verdicts[-1], lang)} |")
     worst = min(vs_cub, key=vs_cub.get)
     middle = [vs_cub[n] for n in GEOMEAN_SIZES if n in vs_cub]
     mean = fmt_ratio(math.exp(sum(map(math.log, middle)) / len(middle))) if middle else NONE_MARK
-    lines += ["", tr("Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 "
-                     "means {step} is faster. Against CUB: {worst} at its slowest (n = "
-                     "{worst_n}); geometric mean {mean} over the powers of two from n = 2^12 "
-                     "to 2^22. From {source}.", lang, reps=m.reps_text(), gpu=m.gpu, step=step,
+    lines += ["", tr("Median round of {rounds} (each round the median of {reps} repetitions), "
+                     "L2 flushed, on {gpu}; a ratio above 1 means {step} is faster. Against "
+                     "CUB: {wins} wins, {ties} ties and {losses} losses over {sizes} sizes; "
+                     "{worst} at its slowest (n = {worst_n}); geometric mean {mean} over the "
+                     "powers of two from n = 2^12 to 2^22. From {source}.", lang,
+                     rounds=m.round_count, reps=m.reps_text(), gpu=m.gpu, step=step,
+                     wins=verdicts.count(compare.WIN), ties=verdicts.count(compare.TIE),
+                     losses=verdicts.count(compare.LOSS), sizes=len(sizes),
                      worst=fmt_ratio(vs_cub[worst]), worst_n=power_label(worst), mean=mean,
                      source=src.path(m.path))]
     return "\n".join(lines)
@@ -560,6 +613,84 @@ def regenerate(src):
             new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, step, lang))
                                     for name, f in STEP_BLOCKS.items()])
             changes.append((path, old, new))
+        changes += effect_change(src.source_file(step), part1_effect(src, step))
+    if src.rows is not None:
+        changes += rows_changes(src)
+    return changes
+
+
+# ----------------------------------------------------------------------------
+# The Effect line of each step's source (a comment: no code hash moves)
+# ----------------------------------------------------------------------------
+
+EFFECT_RE = re.compile(r"^// Effect:.*\n(?://         .*\n)*", re.M)
+
+
+def effect_lines(text, source):
+    """'// Effect: <text>' wrapped, and where it comes from."""
+    body = textwrap.wrap(f"{text} (make docs writes this from {source}).", width=82,
+                         break_on_hyphens=False)
+    return "".join(("// Effect: " if k == 0 else "//         ") + line + "\n"
+                   for k, line in enumerate(body))
+
+
+def effect_change(path, text):
+    """[(path, old, new)] for a source whose Effect comment says something else."""
+    if text is None or not os.path.isfile(path):
+        return []
+    old = read_text(path)
+    match = EFFECT_RE.search(old)
+    if match is None:
+        return []
+    return [(path, old, old[:match.start()] + text + old[match.end():])]
+
+
+def part1_effect(src, step):
+    """Step against the step before it at n = 2^25 and 2^28, with the rounds' verdict."""
+    m = src.m
+    source = src.path(m.path)
+    mid, big = TABLE_SIZES
+    row = m.get(step, mid)
+    if row is None:
+        return None
+    prev = m.previous(step, mid)
+    if prev is None:
+        return effect_lines(f"the starting point, {row.median_us:.1f} us for "
+                            f"{power_label(mid)} floats on an {row.gpu}", source)
+    parts = []
+    for n in (mid, big):
+        this, before = m.get(step, n), m.previous(step, n)
+        if this and before:
+            parts.append(f"{before.median_us / this.median_us:.2f}x at {power_label(n)} floats, "
+                         f"a {m.verdict_vs(step, before.step, n)}")
+    return effect_lines(f"against {prev.step} on an {row.gpu}: {'; '.join(parts)}", source)
+
+
+def rows_changes(src):
+    """Part 2: rows/README, each rows step's README blocks and Effect line."""
+    rsrc, changes = src.rows, []
+    for path, lang in pages(os.path.join(src.root, "rows")):
+        old = read_text(path)
+        tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
+        summary = (lambda text, lang=lang: zh_strings.summary(text, lang))
+        new = fill_blocks(old, [("rows-results",
+                                 lambda tr_lang=tr_lang, summary=summary:
+                                 rows_docs.results_block(rsrc, summary, tr_lang))])
+        changes.append((path, old, new))
+    for step in src.row_steps:
+        for path, lang in pages(os.path.join(src.root, step)):
+            old = read_text(path)
+            tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
+            blocks = [("measured", lambda t=tr_lang: rows_docs.measured_block(rsrc, step, t)),
+                      ("counters", lambda t=tr_lang: rows_docs.counters_block(
+                          rsrc, step, t, counter_row, fmt_count)),
+                      ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t,
+                                                                      src.row_steps))]
+            changes.append((path, old, fill_blocks(old, blocks)))
+        if rsrc.m.get(step, compare.ROW_SEED_SHAPE):
+            changes += effect_change(rsrc.source_file(step),
+                                     effect_lines(rows_docs.effect_text(rsrc, step),
+                                                  rsrc.path(rsrc.m.path)))
     return changes
 
 

@@ -27,31 +27,50 @@ SHIPPED = ("step0_naive", "step1_divergence", "step2_bankconflict", "step3_idle"
            "step9_singlepass", CUB)
 
 
+# Part 2's programs are named by their folder under rows/: rows/step3_vector,
+# and the baselines rows/copy and rows/cub (rows/baseline_copy, rows/baseline_cub).
+ROWS = "rows/"
+ROW_BASELINES = ("rows/copy", "rows/cub")
+SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "rows/step3_vector",
+                "rows/step4_group", "rows/step5_layernorm", "rows/step6_registers",
+                "rows/step7_wide") + ROW_BASELINES
+
+
 def step_number(name):
-    """3 for 'step3_idle'; None for 'cub' and anything that is not a step."""
-    match = STEP_DIR_RE.match(name)
+    """3 for 'step3_idle' and 'rows/step3_vector'; None for 'cub' and anything
+    that is not a step."""
+    match = STEP_DIR_RE.match(name.removeprefix(ROWS))
     return int(match.group(1)) if match else None
 
 
 def step_sort_key(name):
-    """Numeric, not lexical (step10 after step9); CUB after every step."""
+    """Numeric, not lexical (step10 after step9); CUB and the baselines after
+    every step."""
     number = step_number(name)
     return (1, 0, name) if number is None else (0, number, name)
 
 
 def is_program(name):
-    """True for a CSV `step` value that names a program: stepN_slug or cub."""
-    return name == CUB or step_number(name) is not None
+    """True for a CSV `step` value that names a program: stepN_slug or cub,
+    rows/stepN_slug, rows/copy or rows/cub."""
+    return name == CUB or name in ROW_BASELINES or step_number(name) is not None
 
 
 def step_label(directory):
-    """The CSV `step` value of a program directory: baseline_cub -> cub."""
-    name = os.path.basename(os.path.normpath(directory))
+    """The CSV `step` value of a program directory: baseline_cub -> cub,
+    rows/baseline_copy -> rows/copy."""
+    path = os.path.normpath(directory)
+    name = os.path.basename(path)
+    if os.path.basename(os.path.dirname(path)) == "rows":
+        return ROWS + name.removeprefix("baseline_")
     return CUB if name == CUB_DIR else name
 
 
 def program_dir(label):
-    """The directory of a CSV `step` value: cub -> baseline_cub."""
+    """The directory of a CSV `step` value: cub -> baseline_cub, rows/copy ->
+    rows/baseline_copy."""
+    if label in ROW_BASELINES:
+        return ROWS + "baseline_" + label.removeprefix(ROWS)
     return CUB_DIR if label == CUB else label
 
 
@@ -105,7 +124,7 @@ RESULT_SCHEMA = (
     ("pass", "int", "1 verified, 0 wrong"),
     ("gpu", "str", "device name, e.g. NVIDIA H200"),
     ("cc", "str", "compute capability, e.g. 9.0"),
-    ("driver", "str", "NVIDIA driver version"),
+    ("driver", "str?", "NVIDIA driver version (empty in torch rows: torch does not report it)"),
     ("cuda", "str", "CUDA runtime version"),
     ("peak_gbps", "float", "theoretical DRAM bandwidth from the device attributes"),
     ("l2_mb", "float", "L2 cache size, MB"),
@@ -308,7 +327,9 @@ def usable(rows, path, need_speed=True, quiet=False):
         elif need_speed and not row.timed:
             untimed += 1
         else:
-            if need_speed and (row.median_us <= 0 or row.peak_gbps <= 0 or row.gbps < 0
+            # torch rows (tools/torch_rows.py) carry no peak: torch does not report it.
+            no_peak = row.peak_gbps <= 0 and not row.step.startswith("torch/")
+            if need_speed and (row.median_us <= 0 or no_peak or row.gbps < 0
                                or not math.isfinite(row.median_us + row.gbps)):
                 raise SchemaError(f"{path} line {row.line}: median_us, gbps and peak_gbps "
                                   "must be positive numbers")

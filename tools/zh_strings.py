@@ -24,16 +24,27 @@ the repository, so any script may use it.
 
 STRINGS = {
     # ------------------------------------------------------------ README: results
-    "Measured on {gpu} (driver {driver}, CUDA {cuda}, peak {peak} GB/s from the device "
-    "attributes) at revision {rev}; {flush}; median of {reps} repetitions. Source: {source}.":
-        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，按设备属性算出的峰值带宽为 {peak} GB/s），"
-        "代码版本 {rev}；{flush}；取 {reps} 次重复的中位数。数据来源：{source}。",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
+    "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}. Every program "
+    "ran in {rounds} rounds, each in its own process, in an order shuffled per round; a "
+    "round's time is the median of {reps} repetitions. A table gives the median round and, "
+    "in brackets, the fastest and slowest; a ratio is called a win or a loss only where the "
+    "rounds of the two programs do not overlap, otherwise a tie. Source: {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译，按设备属性算出的"
+        "峰值带宽为 {peak} GB/s），代码版本 {rev}；{flush}。每个程序跑 {rounds} 轮，每轮在单独的进程里"
+        "运行，各轮的程序顺序随机打乱；一轮的时间是 {reps} 次重复的中位数。表中给出中位的那一轮，"
+        "方括号里是最快和最慢的一轮；只有两个程序的各轮结果互不重叠时，比值才算领先或落后，否则算持平。"
+        "数据来源：{source}。",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "没有清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
     "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
-    "| step | what changed | median us | GB/s | % of peak | vs previous | vs step 0 | vs CUB |":
-        "| 步骤 | 改动 | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 | 相对 CUB |",
+    "| step | what changed | median us | rounds us | GB/s | % of peak | vs previous | vs step 0 "
+    "| vs CUB |":
+        "| 步骤 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 "
+        "| 相对 CUB |",
+    "{ratio} {verdict}": "{ratio}（{verdict}）",
+    "win": "领先", "tie": "持平", "loss": "落后",
     "The seed articles (Chinese, named under Sources below; V100, their own harness, "
     "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for their final "
     "version.":
@@ -45,8 +56,8 @@ STRINGS = {
         "| 原文版本 | V100 上的耗时（微秒，引自原文，本项目未测） | 相对 v0 的加速比 |",
 
     # ------------------------------------------------------------ step pages: measured
-    "| n | median us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |":
-        "| n | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 | 相对 CUB |",
+    "| n | median us | rounds us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |":
+        "| n | 中位数（微秒） | 各轮（微秒） | GB/s | 占峰值 % | 相对上一步 | 相对第 0 步 | 相对 CUB |",
     "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.":
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}），代码版本 {rev}，数据来自 {source}。",
     "Not measured yet: {source} has no usable rows for {step} at n = 2^25 or 2^28. "
@@ -78,11 +89,13 @@ STRINGS = {
     # ------------------------------------------------------------ step 9: vs-cub, determinism, tried
     "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |":
         "| n | {prev}（微秒） | {step}（微秒） | CUB（微秒） | {step} 相对 {prev} | {step} 相对 CUB |",
-    "Median of {reps} repetitions, L2 flushed, on {gpu}; a ratio above 1 means {step} is "
-    "faster. Against CUB: {worst} at its slowest (n = {worst_n}); geometric mean {mean} over "
-    "the powers of two from n = 2^12 to 2^22. From {source}.":
-        "{reps} 次重复的中位数，每次前都清空 L2，GPU 为 {gpu}；比值大于 1 表示 {step} 更快。"
-        "与 CUB 相比：最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
+    "Median round of {rounds} (each round the median of {reps} repetitions), L2 flushed, on "
+    "{gpu}; a ratio above 1 means {step} is faster. Against CUB: {wins} wins, {ties} ties and "
+    "{losses} losses over {sizes} sizes; {worst} at its slowest (n = {worst_n}); geometric "
+    "mean {mean} over the powers of two from n = 2^12 to 2^22. From {source}.":
+        "{rounds} 轮中位的那一轮（每轮取 {reps} 次重复的中位数），每次前都清空 L2，GPU 为 {gpu}；"
+        "比值大于 1 表示 {step} 更快。与 CUB 相比：{wins} 个规模领先、{ties} 个持平、{losses} 个落后，"
+        "共 {sizes} 个规模；最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
         "（取 n = 2^12 到 2^22 之间的各个二的幂）。数据来自 {source}。",
     "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.":
         "尚未测量：{source} 里没有 {step} 和 CUB 在相同规模下的数据。",

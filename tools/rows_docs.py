@@ -1,0 +1,270 @@
+"""Part 2's generated blocks (rows/README.md and rows/stepN_*/README.md), for
+tools/docs.py, the one writer of README blocks: the same provenance, the
+same rounds and verdicts as part 1, with the copy kernel, part 1's step 9 and
+PyTorch as the bars.
+
+  rows/README.md          rows-results  every program at 32768 x 1024, then
+                                        LayerNorm and the row sum at every shape
+  rows/stepN_*/README.md  measured      this step at every shape
+                          counters      its Nsight Compute counters beside the previous step's
+                          diff          its rows.cu against the previous step's
+
+Every string goes through the translate function docs.py passes in (English
+-> Chinese in tools/zh_strings.py)."""
+import difflib
+import os
+
+import compare
+import schema
+from compare import COPY, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
+
+NONE_MARK = "—"
+
+# The counters a part 2 step's page shows, with a plain-words label.
+ROW_COUNTERS = (
+    ("gpu__time_duration.sum", "kernel duration"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "DRAM throughput, % of peak"),
+    ("dram__bytes_read.sum", "bytes read from DRAM"),
+    ("dram__bytes_write.sum", "bytes written to DRAM"),
+    ("lts__t_sector_hit_rate.pct", "L2 hit rate, %"),
+    ("smsp__inst_executed.sum", "warp instructions executed"),
+    ("smsp__inst_executed_op_global_ld.sum", "warp-level global load instructions"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy, % of peak warps"),
+    ("launch__registers_per_thread", "registers per thread"),
+)
+SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+SECTORS_LABEL = "32-byte sectors per global load request"
+
+STRINGS = {
+    "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
+        "", "| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
+        "previous | vs PyTorch |": "",
+    "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
+    "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
+    "PyTorch compares the same operation in the same run ({torch}).": "",
+    "LayerNorm, {step}, at every shape": "",
+    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |": "",
+    "Row sum, {step}, at every shape": "",
+    "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
+    "| PyTorch us | vs PyTorch |": "",
+    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
+        "",
+    "Not measured yet: {source} has no rows for {step}.": "",
+    "{this}/rows.cu is identical to {prev}/rows.cu.": "",
+    "{step} is the first step of part 2; there is no previous step.": "",
+    "bytes read from DRAM": "", "bytes written to DRAM": "", "L2 hit rate, %": "",
+    "warp-level global load instructions": "", "registers per thread": "",
+    "32-byte sectors per global load request": "",
+    "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.": "",
+}
+
+
+class RowSources:
+    """Part 2's inputs: the results file and, when it exists, its profile."""
+
+    def __init__(self, root, results_path, profile_path):
+        self.root = root
+        self.m = compare.RowMeasurements.load(results_path)
+        self.counters = None
+        if profile_path and os.path.isfile(profile_path):
+            self.counters = compare.Counters(profile_path, schema.load_profile(profile_path),
+                                             metrics=[m for m, _ in ROW_COUNTERS])
+
+    def path(self, path):
+        return compare.repo_path(path, self.root)
+
+    def source_file(self, step):
+        return os.path.join(self.root, step, "rows.cu")
+
+    def what_changed(self, step):
+        path = os.path.join(self.root, schema.program_dir(step), "rows.cu")
+        if not os.path.isfile(path):
+            return ""
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline().strip()
+        return first[2:].strip() if first.startswith("//") else ""
+
+
+def fmt_ratio(value):
+    return NONE_MARK if value is None else f"{value:.2f}x"
+
+
+def fmt_spread(spread):
+    return NONE_MARK if not spread else f"[{spread[0]:.1f}–{spread[1]:.1f}]"
+
+
+def verdict_cell(m, a, b, shape, tr):
+    """a's speed over b's at shape, and what the rounds say of it."""
+    ra, rb = m.get(a, shape), m.get(b, shape)
+    if ra is None or rb is None:
+        return NONE_MARK
+    return tr("{ratio} {verdict}", ratio=fmt_ratio(rb.median_us / ra.median_us),
+              verdict=tr(m.verdict_vs(a, b, shape)))
+
+
+def torch_of(m, step):
+    op = m.op(step)
+    return compare.TORCH + op if op else None
+
+
+def share(m, step, shape):
+    """This program's bandwidth as a share of its bar's (copy or step 9), or None."""
+    bar = m.ceiling(step)
+    row, ref = m.get(step, shape), m.get(bar, shape)
+    if row is None or ref is None:
+        return None
+    if bar == ONE_ARRAY:   # the same floats read: compare times
+        return ref.median_us / row.median_us
+    return row.gbps / ref.gbps
+
+
+def fmt_share(value):
+    return NONE_MARK if value is None else f"{100 * value:.0f}%"
+
+
+def step_row_cells(m, step, shape, tr):
+    row = m.get(step, shape)
+    prev = m.previous(step)
+    torch = torch_of(m, step)
+    vs_prev = verdict_cell(m, step, prev, shape, tr) if prev and m.op(prev) == m.op(step) \
+        else NONE_MARK
+    vs_torch = verdict_cell(m, step, torch, shape, tr) if torch else NONE_MARK
+    return (f"{row.median_us:.1f} | {fmt_spread(m.spread(step, shape))} | {row.gbps:.0f} | "
+            f"{fmt_share(share(m, step, shape))} | {vs_prev} | {vs_torch}")
+
+
+def results_block(rsrc, summary, tr):
+    """rows/README.md's block: the seed shape, then the two last steps at every shape."""
+    m = rsrc.m
+    shape = ROW_SEED_SHAPE
+    lines = [tr("Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)",
+                shape=shape_label(shape)), "",
+             tr("| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
+                "previous | vs PyTorch |"), "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for step in m.programs:
+        if step.startswith(compare.TORCH) or m.get(step, shape) is None:
+            continue
+        what = summary(rsrc.what_changed(step)).replace("|", "\\|")
+        lines.append(f"| {step} | {what} | {step_row_cells(m, step, shape, tr)} |")
+    lines += ["", tr("A row sum's bar is part 1's step 9 summing the same floats as one array; "
+                     "the bar of LayerNorm, softmax and the copy is the copy kernel, which moves "
+                     "the same bytes. vs PyTorch compares the same operation in the same run "
+                     "({torch}).", torch=m.torch_version() or NONE_MARK)]
+    ln = m.last_step("layernorm")
+    if ln:
+        lines += ["", tr("LayerNorm, {step}, at every shape", step=ln), "",
+                  tr("| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
+                     "PyTorch |", step=ln), "|---|--:|--:|--:|--:|--:|--:|"]
+        for s in m.shapes:
+            copy, row, torch = m.get(COPY, s), m.get(ln, s), m.get("torch/layernorm", s)
+            if row is None:
+                continue
+            lines.append(f"| {shape_label(s)} | {shape_mib(s):g} | "
+                         f"{copy.median_us if copy else 0:.1f} | {row.median_us:.1f} | "
+                         f"{fmt_share(share(m, ln, s))} | "
+                         f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
+                         f"{verdict_cell(m, ln, 'torch/layernorm', s, tr)} |")
+    total = m.last_step("sum")
+    if total:
+        lines += ["", tr("Row sum, {step}, at every shape", step=total), "",
+                  tr("| shape | {step} us | step 9, one array, us | share of step 9 | CUB "
+                     "segmented us | vs CUB | PyTorch us | vs PyTorch |", step=total),
+                  "|---|--:|--:|--:|--:|--:|--:|--:|"]
+        for s in m.shapes:
+            row, one, cub, torch = (m.get(total, s), m.get(ONE_ARRAY, s), m.get(ROW_CUB, s),
+                                    m.get("torch/sum", s))
+            if row is None:
+                continue
+            lines.append(f"| {shape_label(s)} | {row.median_us:.1f} | "
+                         f"{f'{one.median_us:.1f}' if one else NONE_MARK} | "
+                         f"{fmt_share(share(m, total, s))} | "
+                         f"{f'{cub.median_us:.1f}' if cub else NONE_MARK} | "
+                         f"{verdict_cell(m, total, ROW_CUB, s, tr)} | "
+                         f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
+                         f"{verdict_cell(m, total, 'torch/sum', s, tr)} |")
+    return "\n".join(lines)
+
+
+def measured_block(rsrc, step, tr):
+    m = rsrc.m
+    shapes = [s for s in m.shapes if m.get(step, s)]
+    if not shapes:
+        return tr("Not measured yet: {source} has no rows for {step}.",
+                  source=rsrc.path(m.path), step=step)
+    lines = [tr("| shape | median us | rounds us | GB/s | share of its bar | vs previous step | "
+                "vs PyTorch |"), "|---|--:|--:|--:|--:|--:|--:|"]
+    for s in shapes:
+        lines.append(f"| {shape_label(s)} | {step_row_cells(m, step, s, tr)} |")
+    return "\n".join(lines)
+
+
+def counters_block(rsrc, step, tr, counter_row, fmt_count):
+    counters = rsrc.counters
+    if counters is None:
+        return tr("No Nsight Compute counters yet: run `make profile-all`, then `make docs`.")
+    source = rsrc.path(counters.path)
+    if step not in counters.steps:
+        return tr("No counters for {step} in {source} yet.", step=step, source=source)
+    prev = counters.previous(step)
+    lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
+                prev=prev or NONE_MARK, step=step), "|---|--:|--:|--:|"]
+    for metric, label in ROW_COUNTERS:
+        now = counters.value(step, metric)
+        if now is not None:
+            before = counters.value(prev, metric) if prev else None
+            lines.append(counter_row(f"{tr(label)} `{metric}`", before, now, fmt_count))
+    per = counters.ratio(step, *SECTORS)
+    if per is not None:
+        formula = " / ".join(f"`{metric}`" for metric in SECTORS)
+        lines.append(counter_row(f"{tr(SECTORS_LABEL)} {formula}",
+                                 counters.ratio(prev, *SECTORS) if prev else None, per,
+                                 lambda v: f"{v:.3g}"))
+    lines += ["", tr("Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.",
+                     shape=shape_label(ROW_SEED_SHAPE), gpu=counters.gpu or NONE_MARK,
+                     rev=counters.git_rev or NONE_MARK, source=source)]
+    return "\n".join(lines)
+
+
+def diff_block(rsrc, step, tr, steps):
+    this_src = rsrc.source_file(step)
+    index = steps.index(step)
+    if index == 0:
+        return tr("{step} is the first step of part 2; there is no previous step.", step=step)
+    prev = steps[index - 1]
+    with open(rsrc.source_file(prev), encoding="utf-8") as a, \
+            open(this_src, encoding="utf-8") as b:
+        old, new = a.read().splitlines(), b.read().splitlines()
+    diff = "\n".join(difflib.unified_diff(old, new, f"{prev}/rows.cu", f"{step}/rows.cu",
+                                          n=3, lineterm=""))
+    if not diff:
+        return tr("{this}/rows.cu is identical to {prev}/rows.cu.", this=step, prev=prev)
+    fence = "```"
+    while fence in diff:
+        fence += "`"
+    return f"{fence}diff\n{diff}\n{fence}"
+
+
+def effect_text(rsrc, step):
+    """The Effect line of a part 2 step: against the previous step of the same
+    operation at the seed shape and where it gains most, else against its bar."""
+    m = rsrc.m
+    prev = m.previous(step)
+    seed = ROW_SEED_SHAPE
+    gpu = m.describe("gpu")
+    if prev is None or m.op(prev) != m.op(step):
+        s = share(m, step, seed)
+        bar = "the copy kernel" if m.ceiling(step) == COPY else "step 9 on one array"
+        what = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax"}.get(
+            m.op(step), m.op(step))
+        return (f"the first {what}: {m.get(step, seed).median_us:.1f} us at {shape_label(seed)}"
+                f" on an {gpu}, {fmt_share(s)} of {bar}'s bandwidth")
+    ratios = {s: m.get(prev, s).median_us / m.get(step, s).median_us
+              for s in m.shapes if m.get(step, s) and m.get(prev, s)}
+    best = max(ratios, key=ratios.get)
+    text = (f"against {prev.removeprefix('rows/')} on an {gpu}: {ratios[seed]:.2f}x at "
+            f"{shape_label(seed)}, a {m.verdict_vs(step, prev, seed)}")
+    if best != seed and ratios[best] > ratios[seed] * 1.05:
+        text += (f"; {ratios[best]:.2f}x at {shape_label(best)}, "
+                 f"a {m.verdict_vs(step, prev, best)}")
+    return text
