@@ -113,6 +113,8 @@ class Measurements:
         for row in rows:
             if schema.is_program(row.step) and not row.rows:
                 grouped.setdefault((row.step, row.n), []).append(row)
+        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
+                                     if r.round is not None})
         for key, group in grouped.items():
             with_round = [r for r in group if r.round is not None]
             if len(with_round) > 1:
@@ -156,8 +158,8 @@ class Measurements:
 
     @property
     def round_count(self):
-        """The rounds behind most rows (1 for a file without rounds)."""
-        return max(self.rounds.values()) if self.rounds else 1
+        """The rounds of the file (1 for a file without rounds)."""
+        return len(self.round_numbers) or 1
 
     def verdict_vs(self, step, other, n):
         """win, tie or loss of step against other at n (tie if either is missing)."""
@@ -326,6 +328,8 @@ class RowMeasurements:
             elif row.step == ONE_ARRAY:
                 grouped.setdefault((row.step, row.n), []).append(row)
         self.rows, self.spreads, self.rounds = {}, {}, {}
+        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
+                                     if r.round is not None})
         for key, group in grouped.items():
             with_round = [r for r in group if r.round is not None]
             self.rows[key], self.spreads[key], self.rounds[key] = (
@@ -391,7 +395,7 @@ class RowMeasurements:
 
     @property
     def round_count(self):
-        return max(self.rounds.values()) if self.rounds else 1
+        return len(self.round_numbers) or 1
 
     def torch_version(self):
         return distinct(row.toolchain for (step, _), row in self.rows.items()

@@ -10,6 +10,12 @@ results file name without ".csv":
   <slug>-sweep.png        GB/s against n for every step and CUB
   <slug>-vs-cub.png       steps 6 and later relative to CUB across n (launch-bound region shaded)
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
+A part 2 results file (<gpu>-rows.csv) gets its own three:
+  <slug>-progression.png  GB/s of every row program at 32768 x 1024, against the copy
+  <slug>-layernorm.png    each LayerNorm step's and PyTorch's share of the copy's bandwidth, per shape
+  <slug>-sum.png          each row sum's, CUB's and PyTorch's share of step 9 on one array, per shape
+Every point or bar is the median round; its whisker spans the fastest and
+slowest round (make bench runs every program in several rounds).
 Failed runs (pass != 1) and check-mode rows are never drawn (tools/schema.py).
 The READMEs' tables come from tools/docs.py, not from here.
 
@@ -163,6 +169,13 @@ def bar_annotation(m, step, n):
     return f"{fmt_ratio(ratios.vs_previous)}\n{fmt_ratio(ratios.vs_step0)}"
 
 
+def gbps_whisker(row, spread):
+    """[[below], [above]] the bar: GB/s of the slowest and fastest round."""
+    lo, hi = spread
+    return [[max(0.0, row.gbps - row.gbps * row.median_us / hi)],
+            [max(0.0, row.gbps * row.median_us / lo - row.gbps)]]
+
+
 def draw_progression_bars(ax, m, steps):
     width = 0.4
     for offset, n in zip((-width / 2, width / 2), TABLE_SIZES):
@@ -170,7 +183,9 @@ def draw_progression_bars(ax, m, steps):
             row = m.get(step, n)
             if row is None:
                 continue
-            ax.bar(x + offset, row.gbps, width, **bar_style(step, n))
+            ax.bar(x + offset, row.gbps, width, yerr=gbps_whisker(row, m.spread(step, n)),
+                   error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"),
+                   **bar_style(step, n))
             ax.annotate(bar_annotation(m, step, n), (x + offset, row.gbps), xytext=(0, 3),
                         textcoords="offset points", ha="center", va="bottom", fontsize=8.5,
                         linespacing=1.1,
@@ -306,15 +321,21 @@ def draw_vs_cub(mpl, m, path):
     for step in steps:
         sizes = [n for n in m.sizes_of(step) if m.get(CUB, n)]
         values = [m.get(step, n).gbps / m.get(CUB, n).gbps for n in sizes]
-        ratios += values
-        ax.plot(sizes, values, marker="o", color=colours[step], linewidth=1.8, label=step)
+        # The whisker: the ratio from the rounds least and most in this step's favour.
+        low = [m.spread(CUB, n)[0] / m.spread(step, n)[1] for n in sizes]
+        high = [m.spread(CUB, n)[1] / m.spread(step, n)[0] for n in sizes]
+        ratios += low + high
+        ax.errorbar(sizes, values, yerr=[[v - lo for v, lo in zip(values, low)],
+                                         [hi - v for v, hi in zip(values, high)]],
+                    marker="o", color=colours[step], linewidth=1.8, capsize=2.5, label=step)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=2.0,
                label="CUB DeviceReduce (= 1.0)")
     log2_size_axis(ax, m.sizes)
     ax.set_xlim(m.sizes[0] / 1.3, m.sizes[-1] * 1.3)
     span = max(ratios) - min(ratios)
     ax.set_ylim(min(ratios) - 0.08 * span - 0.02, max(ratios) + 0.08 * span + 0.02)
-    ax.set_ylabel("GB/s relative to CUB at the same n  (above 1: faster than CUB)")
+    ax.set_ylabel("GB/s relative to CUB at the same n  (above 1: faster than CUB)\n"
+                  "whiskers: the rounds least and most in the step's favour")
     ax.grid(alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=10)
     fig.suptitle(f"Sum reduction on {m.gpu}: {steps[0]} and later against CUB, across n",
@@ -393,6 +414,130 @@ def draw_profile(mpl, counters, m, path):
 
 
 # ----------------------------------------------------------------------------
+# Part 2: row programs
+# ----------------------------------------------------------------------------
+
+ROW_CHARTS = ("progression", "layernorm", "sum")
+COLOUR_COPY, COLOUR_TORCH = "#6e6e6e", "#e67e22"
+
+
+def row_caption(rm):
+    return (f"{rm.describe('gpu')}, {rm.describe('toolchain')}, revision {rm.describe('git_rev')}; "
+            f"median of {rm.round_count} rounds, whiskers the fastest and slowest; L2 flushed; "
+            f"PyTorch: {rm.torch_version() or 'not measured'}. Source: "
+            f"{compare.repo_path(rm.path, REPO)}")
+
+
+def row_chart_path(rm, kind, out_dir):
+    name = os.path.basename(rm.path)
+    return os.path.join(out_dir, f"{name[:-4] if name.endswith('.csv') else name}-{kind}.png")
+
+
+def draw_rows_progression(mpl, rm, path):
+    shape = compare.ROW_SEED_SHAPE
+    programs = [p for p in rm.programs if rm.get(p, shape)]
+    fig, ax = mpl.plt.subplots(figsize=(15, 7.5), layout="constrained")
+    for x, step in enumerate(programs):
+        row = rm.get(step, shape)
+        colour = (COLOUR_TORCH if step.startswith(compare.TORCH) else
+                  COLOUR_COPY if not step.startswith("rows/step") else
+                  COLOUR_MID if row.op == "sum" else COLOUR_BIG)
+        ax.bar(x, row.gbps, 0.7, color=colour, yerr=gbps_whisker(row, rm.spread(step, shape)),
+               error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"))
+        ax.annotate(f"{row.median_us:.1f} us", (x, row.gbps), xytext=(0, 4),
+                    textcoords="offset points", ha="center", fontsize=8.5)
+    copy, one = rm.get(compare.COPY, shape), rm.get(compare.ONE_ARRAY, shape)
+    if copy:
+        ax.axhline(copy.gbps, color=COLOUR_COPY, linestyle="--", linewidth=1.5,
+                   label=f"copy of the same bytes: {copy.gbps:.0f} GB/s")
+    if one:
+        ax.axhline(one.gbps, color=COLOUR_MID, linestyle=":", linewidth=1.8,
+                   label=f"part 1's step 9 on the same floats as one array: {one.gbps:.0f} GB/s")
+    peak = max(r.peak_gbps for r in rm.rows.values())
+    if peak > 0:
+        ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
+                   label=f"theoretical peak {peak:.0f} GB/s")
+    ax.set_xticks(range(len(programs)),
+                  [p.replace("rows/", "").replace("_", "\n", 1) for p in programs], fontsize=9)
+    ax.set_ylabel("GB/s  (bytes one run must move / median time)")
+    ax.set_ylim(0, 1.15 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(handles=ax.get_legend_handles_labels()[0] + [
+        mpl.Patch(color=COLOUR_MID, label="row sum steps"),
+        mpl.Patch(color=COLOUR_BIG, label="LayerNorm steps"),
+        mpl.Patch(color=COLOUR_COPY, label="copy and CUB segmented sum"),
+        mpl.Patch(color=COLOUR_TORCH, label="PyTorch")], loc="upper left", fontsize=9.5)
+    fig.suptitle(f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
+                 fontsize=15, fontweight="bold")
+    fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
+    save_figure(mpl, fig, path)
+
+
+def draw_rows_shares(mpl, rm, path, op, bar, title):
+    """Each program of op (and its PyTorch) as a share of bar's speed, per shape."""
+    shapes = rm.shapes
+    programs = [p for p in rm.programs if rm.op(p) == op and p.startswith("rows/step")]
+    programs += [p for p in (compare.ROW_CUB if op == "sum" else None, compare.TORCH + op)
+                 if p and any(rm.get(p, s) for s in shapes)]
+    fig, ax = mpl.plt.subplots(figsize=(15, 7.5), layout="constrained")
+    cmap = mpl.plt.get_cmap("viridis")
+    width = 0.8 / max(1, len(programs))
+    for k, step in enumerate(programs):
+        xs, ys, lo, hi = [], [], [], []
+        for x, s in enumerate(shapes):
+            row, ref = rm.get(step, s), rm.get(bar, s)
+            if row is None or ref is None:
+                continue
+            # A share of the bar's speed: its time over this one's for the same floats
+            # (a sum), or GB/s over GB/s for the same bytes moved (the copy).
+            a, b = rm.spread(bar, s), rm.spread(step, s)
+            if bar == compare.ONE_ARRAY:
+                value = ref.median_us / row.median_us
+            else:
+                value = row.gbps / ref.gbps
+            # The rounds least and most in this program's favour.
+            low = value * (a[0] / ref.median_us) * (row.median_us / b[1])
+            high = value * (a[1] / ref.median_us) * (row.median_us / b[0])
+            xs.append(x + (k - (len(programs) - 1) / 2) * width)
+            ys.append(value)
+            lo.append(max(0.0, value - low))
+            hi.append(max(0.0, high - value))
+        colour = COLOUR_TORCH if step.startswith(compare.TORCH) else \
+            COLOUR_COPY if step == compare.ROW_CUB else cmap(0.15 + 0.7 * k / max(1, len(programs)))
+        ax.bar(xs, ys, width, color=colour, yerr=[lo, hi], capsize=2,
+               error_kw=dict(elinewidth=1), label=step)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1.5,
+               label="copy of the same bytes (= 1)" if bar == compare.COPY else
+               "step 9 on the same floats as one array (= 1)")
+    ax.set_xticks(range(len(shapes)), [f"{compare.shape_label(s)}\n{compare.shape_mib(s):.0f} MiB"
+                                       for s in shapes], fontsize=9)
+    ax.set_ylabel("share of the bar's speed  (1 = as fast)")
+    ax.set_ylim(0, 1.25)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper right", fontsize=9.5, ncol=2)
+    fig.suptitle(title, fontsize=15, fontweight="bold")
+    fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
+    save_figure(mpl, fig, path)
+
+
+def draw_row_charts(mpl, rm, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    gpu = rm.describe("gpu")
+    draw_rows_progression(mpl, rm, row_chart_path(rm, "progression", out_dir))
+    draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), "layernorm", compare.COPY,
+                     f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
+    draw_rows_shares(mpl, rm, row_chart_path(rm, "sum", out_dir), "sum", compare.ONE_ARRAY,
+                     f"Row sums on {gpu}: share of part 1's step 9 on the same floats, per shape")
+
+
+def is_rows_file(path):
+    header = schema.header_of(path)
+    if "rows" not in header:
+        return False
+    return any(record.get("rows") for _, record in schema.read_records(path)[1])
+
+
+# ----------------------------------------------------------------------------
 # Command line
 # ----------------------------------------------------------------------------
 
@@ -424,6 +569,16 @@ def parse_args(argv):
 def run(args):
     # Check every input before drawing anything, so a bad input leaves no
     # half-drawn set of charts behind.
+    if os.path.isfile(args.results) and is_rows_file(args.results):
+        rm = compare.RowMeasurements.load(args.results)
+        mpl = load_matplotlib()
+        if mpl is None:
+            print("plot.py: error: matplotlib is not installed; run "
+                  "`pip install -r tools/requirements.txt` (or `make plot`, "
+                  "which creates a venv)", file=sys.stderr)
+            return 3
+        draw_row_charts(mpl, rm, args.out_dir or os.path.dirname(os.path.abspath(args.results)))
+        return 0
     m = compare.Measurements.load(args.results)
     m.require_table_sizes()
     counters = compare.Counters.load(args.profile) if args.profile else None
