@@ -353,13 +353,24 @@ class ModelTests(unittest.TestCase):
             with open(os.path.join(ROOT, step, "reduce.cu"), encoding="utf-8") as f:
                 lines = f.read().split("\n")
             src = next(s for s in Cache.models()[step].sources if "2 * s * tid" in s.text)
-            lines[src.line - 1] = lines[src.line - 1].replace("2 * s * tid", "s * tid")
+            line = pt.resolve_line(lines, src)
+            lines[line - 1] = lines[line - 1].replace("2 * s * tid", "s * tid")
             lines.insert(0, "// one more line")     # and everything moves down
             with open(os.path.join(tmp, step, "reduce.cu"), "w", encoding="utf-8") as f:
                 f.write("\n".join(lines))
             problems = pt.source_problems(tmp, [Cache.models()[step]])
         self.assertTrue(any("no longer in the file" in p for p in problems), problems)
-        self.assertTrue(any("now on line" in p for p in problems), problems)
+
+    def test_a_moved_source_line_is_found(self):
+        """A comment added above the code moves every line: the model follows its text."""
+        with tempfile.TemporaryDirectory() as tmp:
+            step = "step1_divergence"
+            os.makedirs(os.path.join(tmp, step))
+            with open(os.path.join(ROOT, step, "reduce.cu"), encoding="utf-8") as f:
+                lines = f.read().split("\n")
+            with open(os.path.join(tmp, step, "reduce.cu"), "w", encoding="utf-8") as f:
+                f.write("\n".join(["// one more line"] * 3 + lines))
+            self.assertEqual(pt.source_problems(tmp, [Cache.models()[step]]), [])
 
     def test_defines_come_from_the_source(self):
         defines = pt.read_defines(ROOT, "step6_multi")

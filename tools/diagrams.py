@@ -214,7 +214,8 @@ def palette_colours():
     Fixed rather than fitted to the image, so a colour that covers only a
     legend swatch keeps its exact value."""
     theme = (list(STATE_COLOURS.values()) + [c for _, c in DEGREE_COLOURS]
-             + list(PART_COLOURS.values()) + [SKIPPED_COLOUR, EDGE_COLOUR])
+             + list(PART_COLOURS.values()) + [SKIPPED_COLOUR, EDGE_COLOUR, "#d0d0d0"]
+             + list(ROW_WARP_COLOURS))
     colours = {(255, 255, 255)}
     for colour in theme:
         rgb = hex_rgb(colour)
@@ -597,6 +598,110 @@ DRAW = {"lanes": draw_lanes, "banks": draw_banks, "shuffle": draw_shuffle,
 # Command line
 # ----------------------------------------------------------------------------
 
+# ----------------------------------------------------------------------------
+# Part 2: which elements of a small matrix the first load instruction of each
+# warp reads, for the row sum steps (rows/step0..4). The mappings are the
+# kernels' index expressions with small sizes put in; a 32-byte sector holds
+# 8 floats, and a load request costs one transaction per sector it touches.
+# ----------------------------------------------------------------------------
+
+ROW_WARP_COLOURS = ("#1f4e8c", "#f0b44c", "#5aa05a", "#b07cc6")
+ROW_FIGURE = "loads"
+ROW_ALT = ("{step}: which elements of a {rows} x {cols} matrix the first load instruction of "
+           "warps 0 to 3 reads; warp 0 touches {sectors} sectors of 32 bytes")
+SECTOR_FLOATS = 8
+
+
+def row_first_loads(step, rows, cols):
+    """{(row, col): warp} for the first load instruction of warps 0..3."""
+    cells = {}
+    for warp in range(4):
+        for lane in range(32):
+            t = warp * 32 + lane
+            if step == "rows/step0_thread":          # thread t sums row t from column 0
+                hits = [(t, 0)]
+            elif step == "rows/step1_block":         # block r = row r; thread t reads column t
+                hits = [(0, t)]
+            elif step == "rows/step2_warp":          # warp w = row w; lane reads column lane
+                hits = [(warp, lane)]
+            elif step == "rows/step3_vector":        # warp w = row w; lane reads float4 lane
+                hits = [(warp, 4 * lane + j) for j in range(4)]
+            else:                                    # groups of G = 64: two warps per row
+                g = 64
+                row, i = t // g, t % g
+                hits = [(row, 4 * i + j) for j in range(4)]
+            for r, c in hits:
+                if r < rows and c < cols:
+                    cells[(r, c)] = warp
+    return cells
+
+
+ROW_PICTURES = {   # step -> (rows, cols, what the picture says)
+    "rows/step0_thread": (32, 64, "one thread per row: a warp's 32 lanes read 32 rows, "
+                                  "one sector each"),
+    "rows/step1_block": (4, 160, "one block per row: a warp reads 32 consecutive floats of "
+                                 "its row"),
+    "rows/step2_warp": (4, 160, "one warp per row: the same coalesced read, and 8 rows per block"),
+    "rows/step3_vector": (4, 160, "float4: each lane reads 16 bytes, a warp 512 contiguous "
+                                  "bytes in one instruction"),
+    "rows/step4_group": (2, 288, "few wide rows: a group of G = 64 threads (2 warps) per row"),
+}
+
+
+def row_sectors(cells, warp):
+    return len({(r, c // SECTOR_FLOATS) for (r, c), w in cells.items() if w == warp})
+
+
+def draw_row_loads(mpl, step, path):
+    rows, cols, note = ROW_PICTURES[step]
+    cells = row_first_loads(step, rows, cols)
+    cell = min(0.16, 10.0 / cols)
+    width = cols * cell + 1.4
+    fig, ax = new_figure(mpl, width, rows, max(cell, 0.12 if rows > 8 else 0.22), 0.75, 0.45,
+                         0.9, 0.5)
+    for r in range(rows):
+        for c in range(cols):
+            warp = cells.get((r, c))
+            ax.add_patch(mpl.Rectangle((c, rows - 1 - r), 1, 1,
+                                       facecolor=ROW_WARP_COLOURS[warp] if warp is not None
+                                       else "#ffffff", edgecolor="#d0d0d0", linewidth=0.3))
+    for c in range(0, cols + 1, SECTOR_FLOATS):   # sector boundaries
+        ax.axvline(c, color=EDGE_COLOUR, linewidth=0.5, alpha=0.5)
+    ax.set_xlim(0, cols)
+    ax.set_ylim(0, rows)
+    ax.set_yticks([rows - 0.5 - r for r in range(0, rows, max(1, rows // 4))],
+                  [f"row {r}" for r in range(0, rows, max(1, rows // 4))], fontsize=8)
+    ax.set_xticks([0, cols // 2, cols], ["col 0", f"{cols // 2}", f"{cols}"], fontsize=8)
+    bare(ax)
+    handles = [mpl.Patch(facecolor=ROW_WARP_COLOURS[w], label=f"warp {w}") for w in range(4)
+               if any(v == w for v in cells.values())]
+    ax.legend(handles=handles, loc="upper right", bbox_to_anchor=(1.0, 1.32), ncol=4,
+              fontsize=8, frameon=False)
+    fig.text(0.9 / width, 1 - 0.12 / fig.get_figheight(), f"{step}: the first load of warps 0-3",
+             fontsize=11.5, fontweight="bold", va="top")
+    fig.text(0.9 / width, 1 - 0.4 / fig.get_figheight(),
+             f"{note}; warp 0 touches {row_sectors(cells, 0)} sectors of 32 bytes "
+             "(vertical lines: sector boundaries)", fontsize=8.5, va="top", color="#333333")
+    save(mpl, fig, path)
+
+
+def row_figures_block(step, readme_dir, out_dir, translate=english):
+    """The figures block of a part 2 step's README: its picture, or a line saying it has none."""
+    if step not in ROW_PICTURES:
+        return translate("No access-pattern picture for {step}: the row sum steps (0 to 4) "
+                         "have one; this step reads its rows as step 4 does.", step=step)
+    rows, cols, _ = ROW_PICTURES[step]
+    cells = row_first_loads(step, rows, cols)
+    name = f"{step.replace('/', '-')}-{ROW_FIGURE}.png"
+    link = os.path.relpath(os.path.join(out_dir, name), readme_dir).replace(os.sep, "/")
+    alt = translate(ROW_ALT, step=step, rows=rows, cols=cols, sectors=row_sectors(cells, 0))
+    return f"![{alt}]({link})"
+
+
+def row_figure_path(step, out_dir):
+    return os.path.join(out_dir, f"{step.replace('/', '-')}-{ROW_FIGURE}.png")
+
+
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         print(f"diagrams.py: error: {message}", file=sys.stderr)
@@ -634,6 +739,10 @@ def run(args):
     for built in models:
         for kind in figure_kinds(built):
             DRAW[kind](mpl, built, os.path.join(out_dir, figure_name(built.step, kind)))
+    if not args.steps:
+        for step in ROW_PICTURES:
+            if os.path.isfile(os.path.join(root, step, "rows.cu")):
+                draw_row_loads(mpl, step, row_figure_path(step, out_dir))
     return 0
 
 

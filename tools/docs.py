@@ -176,6 +176,8 @@ STRINGS = {
 }
 
 STRINGS.update(rows_docs.STRINGS)
+STRINGS.update({diagrams.ROW_ALT: "", "No access-pattern picture for {step}: the row sum steps "
+                "(0 to 4) have one; this step reads its rows as step 4 does.": ""})
 zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # tools/zh_strings.py has the last word
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
@@ -666,6 +668,15 @@ def part1_effect(src, step):
     return effect_lines(f"against {prev.step} on an {row.gpu}: {'; '.join(parts)}", source)
 
 
+def row_figures(src, step, translate):
+    out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
+    if step in diagrams.ROW_PICTURES:
+        src.linked.append(diagrams.row_figure_path(step, out_dir))
+    return diagrams.row_figures_block(step, os.path.join(src.root, step), out_dir,
+                                      translate=lambda template, **values: translate(template,
+                                                                                     **values))
+
+
 def rows_changes(src):
     """Part 2: rows/README, each rows step's README blocks and Effect line."""
     rsrc, changes = src.rows, []
@@ -685,7 +696,8 @@ def rows_changes(src):
                       ("counters", lambda t=tr_lang: rows_docs.counters_block(
                           rsrc, step, t, counter_row, fmt_count)),
                       ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t,
-                                                                      src.row_steps))]
+                                                                      src.row_steps)),
+                      ("figures", lambda t=tr_lang, step=step: row_figures(src, step, t))]
             changes.append((path, old, fill_blocks(old, blocks)))
         if rsrc.m.get(step, compare.ROW_SEED_SHAPE):
             changes += effect_change(rsrc.source_file(step),
