@@ -200,6 +200,48 @@ STRINGS = {
     " {count} different floats; programs in one group returned the same float:":
         "加法顺序决定每一位：在填充方式 {fill}、n = {n}、种子 {seed} 下，各程序共得到 {count} 个"
         "不同的 float；同一组内的程序结果相同：",
+    # ------------------------------------------------------------ part 2 (tools/rows_docs.py)
+    "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
+        "第二部分在 {shape} 上的结果（原文中的 LayerNorm：64 x 512 行，每行 1024 个 float）",
+    "| program | what changed | median us | rounds us | GB/s | share of its bar | vs previous "
+    "| vs PyTorch |":
+        "| 程序 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch |",
+    "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
+    "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
+    "PyTorch compares the same operation in the same run ({torch}).":
+        "逐行求和的参照是第一部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
+        "和复制的参照是复制 kernel，它搬运的字节数相同。“相对 PyTorch”比较的是同一次运行中的同一种运算"
+        "（{torch}）。",
+    "LayerNorm, {step}, at every shape": "LayerNorm：{step} 在各个形状上的结果",
+    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |":
+        "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch |",
+    "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
+    "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
+    "| PyTorch us | vs PyTorch |":
+        "| 形状 | {step}（微秒） | 第 9 步整体求和（微秒） | 占第 9 步的比例 | CUB 分段归约（微秒） "
+        "| 相对 CUB | PyTorch（微秒） | 相对 PyTorch |",
+    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
+        "| 形状 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch |",
+    "Not measured yet: {source} has no rows for {step}.": "尚未测量：{source} 里没有 {step} 的数据。",
+    "{this}/rows.cu is identical to {prev}/rows.cu.": "{this}/rows.cu 与 {prev}/rows.cu 完全相同。",
+    "{step} is the first step of part 2; there is no previous step.":
+        "{step} 是第二部分的第一步，没有上一步。",
+    "bytes read from DRAM": "从 DRAM 读取的字节数",
+    "bytes written to DRAM": "写入 DRAM 的字节数",
+    "L2 hit rate, %": "L2 命中率 %",
+    "warp-level global load instructions": "warp 级全局内存读取指令数",
+    "registers per thread": "每个线程的寄存器数",
+    "32-byte sectors per global load request": "每次全局读取请求涉及的 32 字节 sector 数",
+    "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.":
+        "Nsight Compute，形状 {shape}，{gpu}，代码版本 {rev}，数据来自 {source}。",
+    "{step}: which elements of a {rows} x {cols} matrix the first load instruction of warps 0 "
+    "to 3 reads; warp 0 touches {sectors} sectors of 32 bytes":
+        "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条读取指令读的是哪些元素；"
+        "warp 0 涉及 {sectors} 个 32 字节的 sector",
+    "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
+    "its rows as step 4 does.":
+        "{step} 没有访问模式图：只有逐行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+
 }
 
 # Line 1 of every program's source, without "// ": the "what changed"
