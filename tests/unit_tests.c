@@ -2,6 +2,7 @@
  * Prints one line per failed check and ends with "unit: N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include "harness.h"
+#include "rows_ref.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -422,6 +423,184 @@ static void test_csv(void)
     EXPECT(csv_check_writable("/nonexistent-dir/x.csv") == -1);
 }
 
+
+/* A float LayerNorm of one row, the way a kernel computes it: the mean, then
+ * the variance around it (two passes) or E[x^2] - E[x]^2 (one pass), in the
+ * order given (forward, backward, or 32 interleaved lanes then a tree). */
+enum ln_bug { LN_OK, LN_ONE_PASS, LN_EPS_OUTSIDE, LN_N_MINUS_1 };
+
+static float ordered_sum(const float *v, size_t n, int order)
+{
+    if (order == 0) {
+        float s = 0.0f;
+        for (size_t i = 0; i < n; i++)
+            s += v[i];
+        return s;
+    }
+    if (order == 1) {
+        float s = 0.0f;
+        for (size_t i = n; i-- > 0;)
+            s += v[i];
+        return s;
+    }
+    float lane[32] = {0};
+    for (size_t i = 0; i < n; i++)
+        lane[i % 32] += v[i];
+    for (int w = 16; w > 0; w /= 2)
+        for (int l = 0; l < w; l++)
+            lane[l] += lane[l + w];
+    return lane[0];
+}
+
+static void float_layernorm(const float *x, size_t cols, const float *gamma, const float *beta,
+                            int order, enum ln_bug bug, float *y, float *mean_out,
+                            float *rstd_out)
+{
+    float *t = malloc(cols * sizeof *t);
+    float mean = ordered_sum(x, cols, order) / (float)cols;
+    float var;
+    if (bug == LN_ONE_PASS) {
+        for (size_t c = 0; c < cols; c++)
+            t[c] = x[c] * x[c];
+        var = ordered_sum(t, cols, order) / (float)cols - mean * mean;
+    } else {
+        for (size_t c = 0; c < cols; c++)
+            t[c] = (x[c] - mean) * (x[c] - mean);
+        var = ordered_sum(t, cols, order) / (float)(bug == LN_N_MINUS_1 ? cols - 1 : cols);
+    }
+    float rstd = bug == LN_EPS_OUTSIDE ? 1.0f / (sqrtf(var) + LN_EPS) : 1.0f / sqrtf(var + LN_EPS);
+    for (size_t c = 0; c < cols; c++)
+        y[c] = (x[c] - mean) * rstd * gamma[c] + beta[c];
+    *mean_out = mean;
+    *rstd_out = rstd;
+    free(t);
+}
+
+static int ln_passes(enum fill_kind fill, size_t rows, size_t cols, int order, enum ln_bug bug)
+{
+    size_t n = rows * cols;
+    float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+    float *g = malloc(cols * sizeof *g), *b = malloc(cols * sizeof *b);
+    float *mean = malloc(rows * sizeof *mean), *rstd = malloc(rows * sizeof *rstd);
+    fill_rows(x, rows, cols, fill, 5, 0);
+    fill_affine(g, b, cols, 5);
+    for (size_t r = 0; r < rows; r++)
+        float_layernorm(x + r * cols, cols, g, b, order, bug, y + r * cols, &mean[r], &rstd[r]);
+    struct row_verdict v;
+    check_rows(ROW_LAYERNORM, x, rows, cols, g, b, LN_EPS, y, mean, rstd, &v);
+    free(x); free(y); free(g); free(b); free(mean); free(rstd);
+    return v.bad == 0;
+}
+
+/* Part 2's references and bounds (common/rows_ref.c). */
+static void test_rows(void)
+{
+    /* LayerNorm: a correct float computation passes in every order and on
+     * every fill; the classic bugs fail on the inputs built to show them. */
+    enum fill_kind fills[] = {FILL_RANDOM, FILL_EXACT, FILL_SHIFTED, FILL_TINY, FILL_WIDE};
+    size_t widths[] = {1, 31, 33, 1024, 4097};
+    for (int f = 0; f < 5; f++)
+        for (int w = 0; w < 5; w++)
+            for (int order = 0; order < 3; order++)
+                EXPECT(ln_passes(fills[f], 5, widths[w], order, LN_OK));
+    EXPECT(!ln_passes(FILL_SHIFTED, 5, 1024, 0, LN_ONE_PASS));   /* PyTorch #51102 */
+    EXPECT(!ln_passes(FILL_SHIFTED, 5, 31, 2, LN_ONE_PASS));
+    EXPECT(!ln_passes(FILL_TINY, 5, 31, 0, LN_EPS_OUTSIDE));
+    EXPECT(!ln_passes(FILL_TINY, 5, 1024, 2, LN_EPS_OUTSIDE));
+    EXPECT(!ln_passes(FILL_RANDOM, 5, 31, 0, LN_N_MINUS_1));
+    EXPECT(!ln_passes(FILL_RANDOM, 5, 1024, 0, LN_N_MINUS_1));
+
+    /* Row sums: exact fills are exact in every row; one lost element fails. */
+    size_t rows = 7, cols = 4097;
+    float *x = malloc(rows * cols * sizeof *x), *y = malloc(rows * sizeof *y);
+    fill_rows(x, rows, cols, FILL_EXACT, 3, 0);
+    int nonzero = 1;
+    for (size_t i = 0; i < rows * cols; i++)
+        nonzero &= x[i] != 0.0f && fabsf(x[i]) <= EXACT_EDGE_MOD;
+    EXPECT(nonzero);
+    for (size_t r = 0; r < rows; r++)
+        y[r] = ordered_sum(x + r * cols, cols, 2);
+    struct row_verdict v;
+    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 0 && v.exact);
+    y[6] -= x[6 * cols + cols - 1];   /* the last row's last element dropped */
+    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && v.row == 6 && strcmp(v.what, "sum") == 0);
+    y[6] = NAN;
+    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && isinf(v.ratio));
+    /* A misread: row 3 reads its neighbour's element in one place. */
+    for (size_t r = 0; r < rows; r++)
+        y[r] = ordered_sum(x + r * cols, cols, 0);
+    y[3] += x[3 * cols + 11] - x[3 * cols + 10];
+    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && v.row == 3);
+    free(y);
+
+    /* Copy: bit for bit. */
+    float *c = malloc(rows * cols * sizeof *c);
+    memcpy(c, x, rows * cols * sizeof *c);
+    check_rows(ROW_COPY, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
+    EXPECT(v.bad == 0 && v.exact);
+    c[rows * cols - 1] = nextafterf(c[rows * cols - 1], 100.0f);
+    check_rows(ROW_COPY, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && v.row == rows - 1 && v.col == cols - 1);
+    free(c);
+
+    /* Softmax: the safe float computation passes; without the max a row of
+     * large values overflows expf to inf and fails. */
+    fill_rows(x, rows, cols, FILL_SHIFTED, 3, 0);
+    float *s = malloc(rows * cols * sizeof *s);
+    for (int safe = 1; safe >= 0; safe--) {
+        for (size_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols;
+            float m = -INFINITY, total = 0.0f;
+            for (size_t k = 0; k < cols; k++)
+                m = fmaxf(m, xr[k]);
+            for (size_t k = 0; k < cols; k++)
+                total += expf(xr[k] - (safe ? m : 0.0f));
+            for (size_t k = 0; k < cols; k++)
+                s[r * cols + k] = expf(xr[k] - (safe ? m : 0.0f)) / total;
+        }
+        check_rows(ROW_SOFTMAX, x, rows, cols, NULL, NULL, LN_EPS, s, NULL, NULL, &v);
+        EXPECT(safe ? v.bad == 0 : v.bad > 0);
+    }
+    free(s);
+    free(x);
+
+    /* Bytes a run moves; names. */
+    EXPECT(row_bytes(ROW_COPY, 2, 4) == 64.0);
+    EXPECT(row_bytes(ROW_SUM, 2, 4) == 40.0);
+    EXPECT(strcmp(row_op_name(ROW_LAYERNORM), "layernorm") == 0);
+}
+
+/* The checks a plain timed run makes before timing (verify_set). */
+static void test_verify_set(void)
+{
+    struct options o, out[VERIFY_MAX];
+    char err[256];
+    EXPECT(parse("-n 1000 --offset 3", &o, err) == PARSE_OK);
+    int k = verify_set(&o, 0, out);
+    EXPECT(k == 3 && out[0].n == 1000 && out[1].n == 999 && out[2].offset == 0);
+    EXPECT(out[0].check_only && out[0].fill == FILL_EXACT && out[0].csv_path == NULL);
+    EXPECT(parse("-n 1", &o, err) == PARSE_OK && verify_set(&o, 0, out) == 2);
+    char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
+    EXPECT(parse_options(5, argv, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_OK);
+    k = verify_set(&o, 1, out);
+    EXPECT(k == 5 && out[1].cols == 6 && out[1].n == 60 && out[3].fill == FILL_SHIFTED &&
+           out[4].fill == FILL_TINY);
+    /* Row options belong to row programs; -n to sums. */
+    char *bad[] = {"run", "-n", "5", NULL};
+    EXPECT(parse_options(3, bad, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_ERROR);
+    char *big[] = {"run", "--rows", "3000000", "--cols", "1000", NULL};
+    EXPECT(parse_options(5, big, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_ERROR &&
+           strstr(err, "too large"));
+    EXPECT(parse("--rows 5", &o, err) == PARSE_ERROR);
+    EXPECT(parse("--runs x --checks y", &o, err) == PARSE_ERROR);
+    EXPECT(parse("--gpu-info", &o, err) == PARSE_GPU_INFO);
+    EXPECT(parse("--no-verify", &o, err) == PARSE_OK && !o.verify);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -433,6 +612,8 @@ int main(void)
     test_distinct();
     test_stats();
     test_csv();
+    test_rows();
+    test_verify_set();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
