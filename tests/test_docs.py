@@ -156,9 +156,11 @@ class ResultsBlockTests(Repo):
         text = self.readme("README.md")
         self.assertNotIn("stale text", text)
         self.assertEqual(outside_blocks(text), outside_blocks(TOP))
-        self.assertIn("Measured on Test GPU (driver 1.2.3, CUDA 13.0, peak 4814 GB/s from the "
-                      "device attributes) at revision abc1234; L2 flushed before every "
-                      f"repetition; median of 20 repetitions. Source: {SOURCE}.", text)
+        self.assertIn("Measured on Test GPU (driver 1.2.3, CUDA 13.0, built with not recorded "
+                      "for not recorded, peak 4814 GB/s from the device attributes) at revision "
+                      "abc1234; L2 flushed before every repetition; one run of each program, "
+                      "the median of 20 repetitions;", text)
+        self.assertIn(f"Source: {SOURCE}.", text)
 
     def test_step3_row_matches_fixture(self):
         self.generate()
@@ -168,11 +170,15 @@ class ResultsBlockTests(Repo):
             row = next(r for r in table_after(text, label) if r[0] == "step3_idle")
             median, gbps = float(source["median_us"]), float(source["gbps"])
             pct = 100 * gbps / float(source["peak_gbps"])
-            self.assertEqual(row[2:5], [f"{median:.1f}", f"{gbps:.0f}", f"{pct:.1f}"])
+            # median, the rounds' range (one run: [median–median]), GB/s, % of peak
+            self.assertEqual(row[2:6], [f"{median:.1f}", f"[{median:.1f}–{median:.1f}]",
+                                        f"{gbps:.0f}", f"{pct:.1f}"])
             prev = float(fixture_row("step2_bankconflict", n)["median_us"])
             base = float(fixture_row("step0_naive", n)["median_us"])
             cub = float(fixture_row("cub", n)["gbps"])
-            self.assertEqual(row[5:8], [f"{prev / median:.2f}x", f"{base / median:.2f}x",
+            # One run each: a ratio above 1 is a win, below 1 a loss (ranges of one point).
+            row = [cell.split(" ")[0] for cell in row]
+            self.assertEqual(row[6:9], [f"{prev / median:.2f}x", f"{base / median:.2f}x",
                                         f"{gbps / cub:.2f}x"])
 
     def test_steps_in_step_order_not_speed_order(self):
@@ -222,7 +228,7 @@ class ResultsBlockTests(Repo):
         self.generate()
         row = next(r for r in table_after(self.readme("README.md"), "**n = 2^25**")
                    if r[0] == "step3_idle")
-        self.assertEqual(row[2:4], ["50.0", f"{4 * N_MID / 50.0 / 1e3:.0f}"])
+        self.assertEqual(row[2:5], ["50.0", "[50.0–50.0]", f"{4 * N_MID / 50.0 / 1e3:.0f}"])
 
     def test_failed_and_check_rows_never_tabulated(self):
         self.generate()
@@ -265,7 +271,8 @@ class StepBlockTests(Repo):
         rows = table_rows(measured)
         self.assertEqual([r[0] for r in rows], ["2^25", "2^28"])
         source = fixture_row("step1_divergence", N_MID)
-        self.assertEqual(rows[0][1:3], [f"{float(source['median_us']):.1f}",
+        median = float(source['median_us'])
+        self.assertEqual(rows[0][1:4], [f"{median:.1f}", f"[{median:.1f}–{median:.1f}]",
                                         f"{float(source['gbps']):.0f}"])
         self.assertIn(f"Measured on Test GPU (driver 1.2.3, CUDA 13.0) at revision abc1234, "
                       f"from {SOURCE}.", measured)
@@ -359,20 +366,27 @@ class StepBlockTests(Repo):
 # README.zh-CN.md
 # ----------------------------------------------------------------------------
 
+def numbers_only(rows):
+    """Table cells with the verdict words dropped: 1.58x win and 1.58x（领先） both read 1.58x."""
+    return [[cell.split(" ")[0].split("（")[0] for cell in row] for row in rows]
+
+
 class ChineseTests(Repo):
 
     def test_results_block_in_chinese_with_the_same_numbers(self):
         self.generate()
         en, zh = self.readme("README.md"), self.readme("README.zh-CN.md")
         self.assertEqual(outside_blocks(zh), outside_blocks(TOP_ZH))
-        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0，按设备属性算出的峰值带宽为 4814 GB/s），"
-                      "代码版本 abc1234；每次重复前都清空 L2；取 20 次重复的中位数。数据来源："
-                      f"{SOURCE}。", zh)
-        self.assertIn("| 步骤 | 改动 | 中位数（微秒） | GB/s | 占峰值 % | 相对上一步 "
+        self.assertIn("测量于 Test GPU（驱动 1.2.3，CUDA 13.0，用 未记录 为 未记录 编译，按设备属性算出的"
+                      "峰值带宽为 4814 GB/s），代码版本 abc1234；每次重复前都清空 L2；每个程序运行一次，"
+                      "取 20 次重复的中位数；", zh)
+        self.assertIn(f"数据来源：{SOURCE}。", zh)
+        self.assertIn("| 步骤 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占峰值 % | 相对上一步 "
                       "| 相对第 0 步 | 相对 CUB |", zh)
         for n, en_label, zh_label in ((N_MID, "**n = 2^25** (", "**n = 2^25**（"),
                                       (N_BIG, "**n = 2^28** (", "**n = 2^28**（")):
-            self.assertEqual(table_after(zh, zh_label), table_after(en, en_label))
+            self.assertEqual(numbers_only(table_after(zh, zh_label)),
+                             numbers_only(table_after(en, en_label)))
         self.assertIn("**n = 2^25**（33,554,432 个 float，128 MiB）", zh)
         self.assertIn("788.29 微秒（v0）、502.43（v1）、375.90（v2）", zh)
         for kind in ("progression", "sweep", "vs-cub", "profile"):
@@ -384,7 +398,8 @@ class ChineseTests(Repo):
         zh = self.readme("step1_divergence", "README.zh-CN.md")
         for name in ("measured", "counters"):
             en_rows, zh_rows = table_rows(block(en, name)), table_rows(block(zh, name))
-            self.assertEqual([r[1:] for r in zh_rows], [r[1:] for r in en_rows], name)
+            self.assertEqual(numbers_only([r[1:] for r in zh_rows]),
+                             numbers_only([r[1:] for r in en_rows]), name)
         self.assertEqual(block(zh, "diff"), block(en, "diff"))
         counters = block(zh, "counters")
         self.assertIn("| 计数器 | 上一步（step0_naive） | 本步（step1_divergence） | 变化 |", counters)

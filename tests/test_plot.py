@@ -230,7 +230,11 @@ class ChartContentTests(Workspace):
     def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
         fig = self.draw(RESULTS)["vs-cub"]
         ax = fig.axes[0]
+        # A step's line is drawn with whiskers (an errorbar container); the
+        # container carries the label, its first line the data.
         lines = {line.get_label(): line for line in ax.get_lines()}
+        lines.update({c.get_label(): c.lines[0] for c in ax.containers
+                      if hasattr(c, "lines") and c.lines[0] is not None})
         steps = ["step6_multi", "step7_shfl", "step8_vector", "step9_singlepass"]
         for step in steps:
             self.assertIn(step, lines)
@@ -274,7 +278,8 @@ class ChartContentTests(Workspace):
                  for t in figures["progression"].axes[0].get_xticklabels()]
         self.assertEqual(ticks[-4:], ["step9_singlepass", "step10_mine", "step11_more",
                                       "CUB_(library)"])
-        labels = [l.get_label() for l in figures["vs-cub"].axes[0].get_lines()]
+        labels = [c.get_label() for c in figures["vs-cub"].axes[0].containers
+                  if hasattr(c, "lines")]
         self.assertEqual(labels[:6], ["step6_multi", "step7_shfl", "step8_vector",
                                       "step9_singlepass", "step10_mine", "step11_more"])
 

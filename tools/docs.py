@@ -78,6 +78,10 @@ STRINGS = {
     "in brackets, the fastest and slowest; a ratio is called a win or a loss only where the "
     "rounds of the two programs do not overlap, otherwise a tie. Source: {source}.":
         "",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
+    "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}; one run of each "
+    "program, the median of {reps} repetitions; a ratio is called a win or a loss only where "
+    "the two runs' ranges do not overlap, otherwise a tie. Source: {source}.": "",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "未清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
@@ -274,17 +278,24 @@ def provenance(src, lang, m=None):
     m = m or src.m
     peaks = compare.distinct(f"{row.peak_gbps:.0f}" for row in m.rows.values()
                              if row.peak_gbps > 0)
+    values = dict(gpu=m.describe("gpu"), driver=m.describe("driver"), cuda=m.describe("cuda"),
+                  toolchain=m.describe("toolchain") or tr("not recorded", lang),
+                  arch=m.describe("arch") or tr("not recorded", lang), peak=peaks,
+                  rev=m.describe("git_rev"), flush=tr(FLUSH_TEXT[flush_state(m)], lang),
+                  rounds=m.round_count, reps=reps_text(m), source=src.path(m.path))
+    if m.round_count == 1:
+        return tr("Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for "
+                  "{arch}, peak {peak} GB/s from the device attributes) at revision {rev}; "
+                  "{flush}; one run of each program, the median of {reps} repetitions; a ratio "
+                  "is called a win or a loss only where the two runs' ranges do not overlap, "
+                  "otherwise a tie. Source: {source}.", lang, **values)
     return tr("Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for "
               "{arch}, peak {peak} GB/s from the device attributes) at revision {rev}; "
               "{flush}. Every program ran in {rounds} rounds, each in its own process, in an "
               "order shuffled per round; a round's time is the median of {reps} repetitions. "
               "A table gives the median round and, in brackets, the fastest and slowest; a "
               "ratio is called a win or a loss only where the rounds of the two programs do "
-              "not overlap, otherwise a tie. Source: {source}.", lang,
-              gpu=m.describe("gpu"), driver=m.describe("driver"), cuda=m.describe("cuda"),
-              toolchain=m.describe("toolchain"), arch=m.describe("arch"), peak=peaks,
-              rev=m.describe("git_rev"), flush=tr(FLUSH_TEXT[flush_state(m)], lang),
-              rounds=m.round_count, reps=reps_text(m), source=src.path(m.path))
+              "not overlap, otherwise a tie. Source: {source}.", lang, **values)
 
 
 def flush_state(m):

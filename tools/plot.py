@@ -325,8 +325,8 @@ def draw_vs_cub(mpl, m, path):
         low = [m.spread(CUB, n)[0] / m.spread(step, n)[1] for n in sizes]
         high = [m.spread(CUB, n)[1] / m.spread(step, n)[0] for n in sizes]
         ratios += low + high
-        ax.errorbar(sizes, values, yerr=[[v - lo for v, lo in zip(values, low)],
-                                         [hi - v for v, hi in zip(values, high)]],
+        ax.errorbar(sizes, values, yerr=[[max(0.0, v - lo) for v, lo in zip(values, low)],
+                                         [max(0.0, hi - v) for v, hi in zip(values, high)]],
                     marker="o", color=colours[step], linewidth=1.8, capsize=2.5, label=step)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=2.0,
                label="CUB DeviceReduce (= 1.0)")

@@ -35,6 +35,13 @@ STRINGS = {
         "运行，各轮的程序顺序随机打乱；一轮的时间是 {reps} 次重复的中位数。表中给出中位的那一轮，"
         "方括号里是最快和最慢的一轮；只有两个程序的各轮结果互不重叠时，比值才算领先或落后，否则算持平。"
         "数据来源：{source}。",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
+    "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}; one run of each "
+    "program, the median of {reps} repetitions; a ratio is called a win or a loss only where "
+    "the two runs' ranges do not overlap, otherwise a tie. Source: {source}.":
+        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译，按设备属性算出的"
+        "峰值带宽为 {peak} GB/s），代码版本 {rev}；{flush}；每个程序运行一次，取 {reps} 次重复的中位数；"
+        "只有两次运行的范围互不重叠时，比值才算领先或落后，否则算持平。数据来源：{source}。",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "没有清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
