@@ -397,6 +397,20 @@ plot: accuracy-chart
 accuracy-chart: $(NEED_VENV)
 	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) tools/accuracy_chart.py $(ACCURACY_CSV); fi
 
+# The variance lesson (ACCURACY.md): one-pass, two-pass and Welford variances
+# of 1024-float rows with their mean shifted far from 0, in float32 on the CPU
+# with the warp-per-row kernel's order and fused multiply-adds (tools/
+# variance.c says why those are the GPU's bits). No GPU needed; the output
+# is the same on every machine, and make test checks the committed one.
+.PHONY: variance
+test: build/variance
+build/variance: tools/variance.c | build
+	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -ffp-contract=off -o $@ $< -lm
+variance: build/variance $(NEED_VENV)
+	@mkdir -p $(OUT_DIR)
+	./build/variance > $(OUT_DIR)/variance.csv
+	$(PLOT_PYTHON) tools/variance_chart.py $(OUT_DIR)/variance.csv
+
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)
 # ============================================================ end accuracy

@@ -420,6 +420,46 @@ class SassTests(unittest.TestCase):
                 self.assertIn(text, f.read())
 
 
+# -------------------------------------------------------------------- variance
+
+class VarianceTests(unittest.TestCase):
+    """plots/reference/variance.csv is what tools/variance.c writes now (it is
+    float32 arithmetic on the CPU, the same on every machine), and ACCURACY.md's
+    words about it hold."""
+
+    CSV = os.path.join(REFERENCE, "variance.csv")
+
+    def rows(self):
+        import csv
+        with open(self.CSV, newline="") as f:
+            return {(r["method"], float(r["shift"])): r for r in csv.DictReader(f)}
+
+    def test_committed_csv_is_what_the_tool_writes(self):
+        program = os.path.join(ROOT, "build", "variance")
+        self.assertTrue(os.path.isfile(program), "build/variance is missing: make build/variance")
+        out = subprocess.run([program], capture_output=True, text=True, check=True).stdout
+        with open(self.CSV) as f:
+            self.assertEqual(out, f.read(), "make variance OUT_DIR=plots/reference && make docs")
+
+    def test_the_lessons_claims(self):
+        rows = self.rows()
+        err = {k: float(r["max_rel_err"]) for k, r in rows.items()}
+        bad = {k: int(r["nonpositive"]) for k, r in rows.items()}
+        u = 2.0 ** -24
+        # One pass: error grows with the square of the mean (x100 per x10).
+        for a, b in ((10, 100), (100, 1000)):
+            ratio = err[("one-pass", b)] / err[("one-pass", a)]
+            self.assertTrue(50 < ratio < 200, ratio)
+        self.assertGreater(err[("one-pass", 2000)], 0.9)        # "off by almost 100%"
+        self.assertEqual(bad[("one-pass", 2000)], 0)             # "from mean 3000 on"
+        self.assertGreater(bad[("one-pass", 3000)], 0)
+        for shift in (0, 10, 100, 1000, 2000, 3000):            # "about 3u up to mean 3000"
+            self.assertLess(err[("two-pass", shift)], 3.5 * u, shift)
+        for shift in (2000, 3000, 10000, 30000, 100000):        # "more than four orders"
+            self.assertGreater(err[("one-pass", shift)] / err[("welford", shift)], 1e4, shift)
+            self.assertEqual(bad[("two-pass", shift)] + bad[("welford", shift)], 0)
+
+
 # ---------------------------------------------------------------- generated docs
 
 def shipped_readmes():
@@ -460,8 +500,8 @@ class GeneratedDocsTests(unittest.TestCase):
             known = top.get(path, set(docs.STEP_BLOCKS))
             self.assertEqual(sorted(set(names) - known), [], rel(path))
             seen.update(names)
-        self.assertEqual(seen, {"results", "accuracy", "measured", "counters", "diff",
-                                "figures", "vs-cub", "determinism", "tried"})
+        self.assertEqual(seen, {"results", "accuracy", "variance", "measured", "counters",
+                                "diff", "figures", "vs-cub", "determinism", "tried"})
 
     def test_both_languages_covered(self):
         # A Chinese README, where there is one, is among those checked above.

@@ -36,6 +36,7 @@ import diagrams  # noqa: E402
 import docs  # noqa: E402
 import generated  # noqa: E402
 import patterns  # noqa: E402
+import variance_chart  # noqa: E402
 import schema  # noqa: E402
 
 N_MID, N_BIG = 1 << 25, 1 << 28
@@ -723,6 +724,62 @@ class GeneratedTests(unittest.TestCase):
     def test_power_label(self):
         self.assertEqual([schema.power_label(n) for n in (1 << 25, 1 << 28, 1, 1000, 0)],
                          ["2^25", "2^28", "2^0", "1000", "0"])
+
+
+# ----------------------------------------------------------------------------
+# ACCURACY.md's variance block (tools/variance.c's CSV)
+# ----------------------------------------------------------------------------
+
+VARIANCE_HEADER = "method,shift,rows,cols,max_rel_err,median_rel_err,nonpositive\n"
+
+
+class VarianceBlockTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="variance-block-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.src = docs.Sources.__new__(docs.Sources)
+        self.src.root = self.tmp
+        self.src.accuracy_path = os.path.join(self.tmp, "plots", "h200-accuracy.csv")
+        self.src.linked = []
+        os.makedirs(os.path.join(self.tmp, "plots"))
+        self.csv = os.path.join(self.tmp, "plots", "variance.csv")
+
+    def write(self, text):
+        with open(self.csv, "w") as f:
+            f.write(text)
+
+    def test_not_computed_yet_says_the_command(self):
+        for lang in ("en", "zh-CN"):
+            text = docs.variance_block(self.src, self.tmp, lang)
+            self.assertIn("make variance OUT_DIR=plots", text)
+
+    def test_table_rows_and_chart(self):
+        self.write(VARIANCE_HEADER + "one-pass,2000,4,8,9.453e-01,1e-01,0\n"
+                   "two-pass,2000,4,8,1.724e-07,1e-08,0\n"
+                   "welford,2000,4,8,3.677e-05,1e-06,0\n"
+                   "one-pass,10000,4,8,3.5e+01,1,3\n")
+        text = docs.variance_block(self.src, self.tmp, "en")
+        self.assertIn("| 2,000 | 9.5e-01 | 1.7e-07 | 3.7e-05 | 0 |", text)
+        # A method without a row at that mean is shown as missing, not as 0.
+        self.assertIn(f"| 10,000 | 3.5e+01 | {docs.NONE_MARK} | {docs.NONE_MARK} | 3 |", text)
+        self.assertIn("](plots/variance.png)", text)
+        self.assertEqual(self.src.linked, [os.path.join(self.tmp, "plots", "variance.png")])
+        zh = docs.variance_block(self.src, self.tmp, "zh-CN")
+        self.assertIn("| 2,000 | 9.5e-01 | 1.7e-07 | 3.7e-05 | 0 |", zh)
+        self.assertIn("数据来源：plots/variance.csv。", zh)
+
+    def test_bad_csv_is_one_error(self):
+        for text, words in (("a,b\n1,2\n", "not tools/variance.c's CSV"),
+                            (VARIANCE_HEADER + "kahan,1,1,1,1,1,0\n", "unknown method"),
+                            (VARIANCE_HEADER + "welford,x,1,1,1,1,0\n", "not a number"),
+                            (VARIANCE_HEADER, "no rows")):
+            self.write(text)
+            with self.assertRaises(docs.DocsError) as caught:
+                docs.variance_block(self.src, self.tmp, "en")
+            self.assertIn(words, str(caught.exception))
+        self.assertEqual(subprocess.run([sys.executable, os.path.join(ROOT, "tools",
+                                                                     "variance_chart.py"),
+                                         self.csv], capture_output=True).returncode, 2)
 
 
 if __name__ == "__main__":

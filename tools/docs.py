@@ -44,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
 import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
+import variance_chart  # noqa: E402  (ACCURACY.md's variance block reads its CSV)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import diagrams  # noqa: E402  (which pictures a step has, their alt text)
 import patterns  # noqa: E402  (the access-pattern model behind the pictures)
@@ -182,6 +183,16 @@ STRINGS = {
 STRINGS.update(rows_docs.STRINGS)
 STRINGS.update({diagrams.ROW_ALT: "", "No access-pattern picture for {step}: the row sum steps "
                 "(0 to 4) have one; this step reads its rows as step 4 does.": ""})
+STRINGS.update({
+    "Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).": "",
+    "| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
+    "one-pass variance is ≤ 0 |": "",
+    "The largest relative error of a row's variance, over 1024 rows of 1024 floats with "
+    "variance 1 at each mean, computed by `make variance` (tools/variance.c) in float32 "
+    "on the CPU, in the warp-per-row kernel's order and with its fused multiply-adds: "
+    "IEEE float32 rounds these operations the same on the GPU. Source: {source}.": "",
+    "The largest relative error of a row's variance against the rows' mean, three ways": "",
+})
 zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # tools/zh_strings.py has the last word
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
@@ -489,6 +500,43 @@ def accuracy_block(src, folder, lang):
     return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source)
 
 
+VARIANCE_SHIFTS = (0, 10, 100, 1000, 2000, 3000, 10000, 100000)   # the table's rows
+
+
+def variance_block(src, folder, lang):
+    """ACCURACY.md's variance table, from tools/variance.c's CSV (make variance)."""
+    path = os.path.join(os.path.dirname(src.accuracy_path), "variance.csv")
+    source = os.path.relpath(path, folder).replace(os.sep, "/")
+    if not os.path.isfile(path):
+        return tr("Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).", lang,
+                  out=os.path.relpath(os.path.dirname(path), src.root))
+    try:
+        rows = variance_chart.read_rows(path)
+    except variance_chart.ChartError as err:
+        raise DocsError(str(err))
+    found = {(method, shift): (err, bad) for method, points in rows.items()
+             for shift, err, bad in points}
+    lines = [tr("| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
+                "one-pass variance is ≤ 0 |", lang), "|--:|--:|--:|--:|--:|"]
+    for shift in VARIANCE_SHIFTS:
+        if ("one-pass", shift) not in found:
+            continue
+        cells = [f"{found[(m, shift)][0]:.1e}" if (m, shift) in found else NONE_MARK
+                 for m in ("one-pass", "two-pass", "welford")]
+        rows_count = found[("one-pass", shift)][1]
+        lines.append(f"| {shift:,} | " + " | ".join(cells) + f" | {rows_count} |")
+    chart = os.path.splitext(path)[0] + ".png"
+    src.linked.append(chart)
+    rel_chart = os.path.relpath(chart, folder).replace(os.sep, "/")
+    return "\n".join(lines + ["", tr(
+        "The largest relative error of a row's variance, over 1024 rows of 1024 floats with "
+        "variance 1 at each mean, computed by `make variance` (tools/variance.c) in float32 "
+        "on the CPU, in the warp-per-row kernel's order and with its fused multiply-adds: "
+        "IEEE float32 rounds these operations the same on the GPU. Source: {source}.", lang,
+        source=source), "", "![" + tr("The largest relative error of a row's variance against the rows' mean, "
+                   "three ways", lang) + f"]({rel_chart})"])
+
+
 # ----------------------------------------------------------------------------
 # step9_singlepass/README.md: vs-cub, determinism, tried
 # ----------------------------------------------------------------------------
@@ -588,7 +636,7 @@ def tried_block(src, step, lang):
 
 # block name -> (src, folder or step, lang) -> markdown
 TOP_BLOCKS = {"results": results_block}
-ACCURACY_BLOCKS = {"accuracy": accuracy_block}
+ACCURACY_BLOCKS = {"accuracy": accuracy_block, "variance": variance_block}
 STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block,
                "figures": figures_block, "vs-cub": vs_cub_block,
                "determinism": determinism_block, "tried": tried_block}

@@ -23,6 +23,21 @@ the repository, so any script may use it.
 """
 
 STRINGS = {
+    "Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).":
+        "尚未计算：运行 `make variance OUT_DIR={out}`（不需要 GPU）。",
+    "| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
+    "one-pass variance is ≤ 0 |":
+        "| 行均值（σ = 1） | 一趟：E[x²] − E[x]² | 两趟 | Welford | 一趟算出方差 ≤ 0 的行数 |",
+    "The largest relative error of a row's variance, over 1024 rows of 1024 floats with "
+    "variance 1 at each mean, computed by `make variance` (tools/variance.c) in float32 "
+    "on the CPU, in the warp-per-row kernel's order and with its fused multiply-adds: "
+    "IEEE float32 rounds these operations the same on the GPU. Source: {source}.":
+        "每个均值下取 1024 行、每行 1024 个方差为 1 的 float，表中是各行方差相对误差的最大值。"
+        "数据由 `make variance`（tools/variance.c）在 CPU 上用 float32 算出，加法顺序和融合乘加"
+        "都与每行一个 warp 的 kernel 相同：这些 IEEE float32 运算在 GPU 上的舍入完全一样。"
+        "数据来源：{source}。",
+    "The largest relative error of a row's variance against the rows' mean, three ways":
+        "三种算法下，行方差的最大相对误差随行均值的变化",
     # ------------------------------------------------------------ README: results
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
     "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}. Every program "
