@@ -224,14 +224,14 @@ STRINGS = {
         "不同的 float；同一组内的程序结果相同：",
     # ------------------------------------------------------------ part 2 (tools/rows_docs.py)
     "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
-        "第二部分在 {shape} 上的结果（原文中的 LayerNorm：64 x 512 行，每行 1024 个 float）",
+        "第 2 部分在 {shape} 上的结果（原文中的 LayerNorm：64 x 512 行，每行 1024 个 float）",
     "| program | what changed | median us | rounds us | GB/s | share of its bar | vs previous "
     "| vs PyTorch |":
         "| 程序 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch |",
     "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
     "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
     "PyTorch compares the same operation in the same run ({torch}).":
-        "逐行求和的参照是第一部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
+        "逐行求和的参照是第 1 部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
         "和复制的参照是复制 kernel，它搬运的字节数相同。“相对 PyTorch”比较的是同一次运行中的同一种运算"
         "（{torch}）。",
     "LayerNorm, {step}, at every shape": "LayerNorm：{step} 在各个形状上的结果",
@@ -247,7 +247,7 @@ STRINGS = {
     "Not measured yet: {source} has no rows for {step}.": "尚未测量：{source} 里没有 {step} 的数据。",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "{this}/rows.cu 与 {prev}/rows.cu 完全相同。",
     "{step} is the first step of part 2; there is no previous step.":
-        "{step} 是第二部分的第一步，没有上一步。",
+        "{step} 是第 2 部分的第一步，没有上一步。",
     "bytes read from DRAM": "从 DRAM 读取的字节数",
     "bytes written to DRAM": "写入 DRAM 的字节数",
     "L2 hit rate, %": "L2 命中率 %",
