@@ -170,6 +170,13 @@ def strip_error_prefix(line):
     return line[len("error:"):].strip() if line.startswith("error:") else line
 
 
+def no_device_message(stderr):
+    """'no CUDA device: <why>' from a program's error line, which the harness
+    already starts with those words (common/device.c): never twice."""
+    message = strip_error_prefix(error_line(stderr))
+    return message if message.startswith(NO_DEVICE_TEXT) else f"{NO_DEVICE_TEXT}: {message}"
+
+
 def size_label(run):
     """'n=33554432' or '32768x1024', as a progress line shows a run."""
     return f"{run.rows}x{run.cols}" if run.rows else f"n={run.n}"
@@ -245,7 +252,7 @@ class Sweep:
         code, stderr = run_program([path, "--runs", lines, "--csv", csv_path])
         got = read_rows(csv_path) if os.path.exists(csv_path) else []
         if code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr:
-            raise BenchError(EXIT_DEVICE, f"no CUDA device: {strip_error_prefix(error_line(stderr))}")
+            raise BenchError(EXIT_DEVICE, no_device_message(stderr))
         done = []
         for run in runs:
             row = next((x for x in got if run.matches(x)), None)
