@@ -145,16 +145,20 @@ def read_rows(path):
 
 
 def run_program(cmd, timeout=RUN_TIMEOUT_S):
-    """Run one command; returns (exit code or None, stderr text)."""
+    """Run one command; returns (exit code or None, stderr text).
+
+    stdout is the program's human summary (the numbers come from the CSV),
+    but a failed check says why only there: its first FAIL line is added
+    after stderr, so that error_line() finds it when stderr has no error."""
     try:
-        # stdout is the program's human summary; the numbers come from the CSV.
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     except OSError as e:
         return None, f"cannot execute: {e.strerror}"
-    return proc.returncode, proc.stderr
+    fails = [" ".join(line.split()) for line in proc.stdout.splitlines() if "FAIL" in line]
+    return proc.returncode, proc.stderr + (fails[0] + "\n" if fails else "")
 
 
 def error_line(stderr):
