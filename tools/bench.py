@@ -453,7 +453,10 @@ def plans(args):
         shapes = QUICK_ROW_SHAPES if args.quick else ROW_SHAPES
         plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
                 for n in names]
-        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=r * c) for r, c in shapes]))
+        # Shapes of one size are one array to step 9 (four shapes hold 2^25
+        # floats): one run per size, or each would be filed with the first's row.
+        sizes = dict.fromkeys(r * c for r, c in shapes)
+        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
         found.append(("-rows", plan))
     elif args.part == "rows":
         raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")
