@@ -116,8 +116,7 @@ def fake_gpu_tools(bindir, gpu=True):
     """nvidia-smi and ldconfig in bindir; returns bindir (put it first on PATH)."""
     if gpu:
         what = "one GPU"
-        smi = dict(list='echo "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000000)"',
-                   cap='echo "9.0"')
+        smi = dict(list='echo "GPU 0: NVIDIA H200 (UUID: GPU-0000-0000)"', cap='echo "9.0"')
         libcuda, count = ("printf '\\tlibcuda.so.1 (libc6,x86-64) => "
                           "/usr/lib/x86_64-linux-gnu/libcuda.so.1\\n'"), 2
     else:

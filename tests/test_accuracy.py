@@ -413,7 +413,8 @@ class ScriptTest(unittest.TestCase):
         self.assertNotIn("atomic_step9", {call[0] for call in self.calls()})
         self.assertNotIn("atomic_step9", proc.stdout + proc.stderr)
         rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
-        self.assertEqual({r["step"] for r in rows}, {"step0_a", "step8_vector", "cub", "kahan_step8"})
+        self.assertEqual({r["step"] for r in rows},
+                         {"step0_a", "step8_vector", "cub", "kahan_step8"})
         self.assertNotIn("Different bits", block(rows))
         # The atomic fake does what the real one does: a timed run fails.
         atomic = subprocess.run([os.path.join(self.root, "extras", "atomic_step9", "run"), "-n",
