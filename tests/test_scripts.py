@@ -552,7 +552,7 @@ class FakeProgramTest(ScriptTest):
 
     def call(self, name, *args):
         return subprocess.run([os.path.join(self.root, name, "run"), *args], capture_output=True,
-                              text=True, env=clean_env(), timeout=60)
+                              text=True, env=clean_env(), cwd=self.top, timeout=60)
 
     def test_options_are_the_harness_options(self):
         part_only = {"-n": "step0_a", "--cpu-sums": "step0_a", "--rows": "rows/step0_thread",
