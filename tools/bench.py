@@ -144,6 +144,17 @@ def read_rows(path):
     return [record for _, record in schema.read_records(path)[1]]
 
 
+def rows_written(path):
+    """(rows of a run's CSV, '' or why the file cannot be read): a file that is
+    not CSV text at all fails its run, not the sweep."""
+    if not os.path.exists(path):
+        return [], ""
+    try:
+        return read_rows(path), ""
+    except schema.SchemaError as err:
+        return [], f"its CSV cannot be read: {err}"
+
+
 def run_program(cmd, timeout=RUN_TIMEOUT_S):
     """Run one command; returns (exit code or None, stderr text).
 
@@ -254,7 +265,7 @@ class Sweep:
         if os.path.exists(csv_path):
             os.remove(csv_path)
         code, stderr = run_program([path, "--runs", lines, "--csv", csv_path])
-        got = read_rows(csv_path) if os.path.exists(csv_path) else []
+        got, _ = rows_written(csv_path)   # unreadable: each size again alone
         if code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr:
             raise BenchError(EXIT_DEVICE, no_device_message(stderr))
         done = []
@@ -268,7 +279,7 @@ class Sweep:
                     os.remove(alone)
                 cmd = [path, *run.args(), *self.flags(r), "--csv", alone]
                 code1, stderr1 = run_program(cmd)
-                rows1 = read_rows(alone) if os.path.exists(alone) else []
+                rows1, unreadable = rows_written(alone)
                 if code1 == PROG_DEVICE_ERROR and OOM_TEXT in stderr1:
                     self.output.out(f"skip: {name} {size_label(run)} does not fit in device memory")
                     self.skipped += 1
@@ -276,7 +287,7 @@ class Sweep:
                 if not rows1:
                     self.failed += 1
                     self.output.err(f"bench: {name} {size_label(run)} failed (exit {code1}): "
-                                    f"{error_line(stderr1)}")
+                                    f"{unreadable or error_line(stderr1)}")
                     self.output.err(f"bench:   command: {' '.join(cmd)}")
                     continue
                 row = rows1[-1]
@@ -300,13 +311,14 @@ class Sweep:
                "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", TORCH_OPS,
                "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
-        got = read_rows(csv_path) if os.path.exists(csv_path) else []
+        got, unreadable = rows_written(csv_path)
         for row in got:
             self.rows.append(dict(row, round=str(r)))
             self.runs += 1
             self.failed += row.get("pass") != "1"
         if code not in (0, 1) or not got:
-            self.output.err(f"bench: torch round {r}: exit {code}: {error_line(stderr)}")
+            self.output.err(f"bench: torch round {r}: exit {code}: "
+                            f"{unreadable or error_line(stderr)}")
             self.failed += 1
         self.output.out(self.progress_line(r, "torch", got))
 
