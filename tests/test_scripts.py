@@ -195,6 +195,9 @@ def run(o):
               rows, cols, OP, f"{nbytes:.0f}", "@ARCH@", "@TOOLCHAIN@"]
     if "--csv" in o:
         append(o["--csv"], dict(zip(COLUMNS, values)))
+        if os.environ.get("FAKE_BAD_CSV_STEP") == NAME:   # bytes that are not UTF-8 text
+            with open(o["--csv"], "ab") as f:
+                f.write(b"\xff\xfe\n")
     print(f"{NAME}: {size}, median {median:.2f} us")  # the human summary bench must not show
     if wrong:
         print(f"FAIL: timed run 1 gave {n + 7}, not the reference")
@@ -857,6 +860,20 @@ class BenchRunTest(ScriptTest):
         self.assertTrue(all(r["pass"] == "1" for r in rows))
         self.assertRegex(proc.stdout.splitlines()[-1],
                          rf"^bench: {4 * len(sizes) - 1} runs \(1 failed\) in 1 rounds")
+
+    def test_an_unreadable_csv_is_a_failure_of_that_program(self):
+        proc = self.bench("--quick", FAKE_BAD_CSV_STEP="step10_c")
+        self.assertEqual(proc.returncode, 1)
+        for n in QUICK:
+            self.assertEqual(proc.stderr.count(f"bench: step10_c n={n} failed (exit 0): its CSV "
+                                               "cannot be read: "), 3, proc.stderr)
+        self.assertIn("not UTF-8 text", proc.stderr)
+        # The sweep goes on: every other program's rows are filed.
+        rows = self.results()
+        self.assertEqual(sorted((r["step"], r["n"], r["round"]) for r in rows),
+                         sorted((s, str(n), k) for s in PART1_LABELS if s != "step10_c"
+                                for n in QUICK for k in "123"))
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 18 runs \(6 failed\) in 3 rounds")
 
     def test_wrong_result_is_a_failure_but_results_are_kept(self):
         proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
