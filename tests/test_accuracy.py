@@ -2,7 +2,9 @@
 """Tests of the accuracy lesson, no GPU needed. Run: python3 tests/test_accuracy.py
 
 - tools/accuracy.py against fake programs that take the harness's flags and
-  write rows in the results CSV layout (common/README.md), exit codes included;
+  write rows in the results CSV layout (common/README.md, the header of
+  common/harness.h), exit codes included; of the extras, only those in
+  ACCURACY_EXTRAS are measured (extras/atomic_step9 is the determinism demo);
 - the chart (tools/accuracy_chart.py) and the ACCURACY.md block
   (tools/accuracy_docs.py) from tests/accuracy/fixture-accuracy.csv, a file
   of INVENTED numbers that no page may show;
@@ -26,7 +28,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import fake_repo  # noqa: E402
+from fakes import (FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, fake_gpu_tools,  # noqa: E402
+                   fake_repo)
 from fractions import Fraction
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -42,22 +45,25 @@ PAGE = os.path.join(REPO, "ACCURACY.md")
 REFERENCE = os.path.join(REPO, "plots", "reference", "h200-accuracy.csv")
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 
-COLUMNS = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference,abs_err,"
-           "tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,seed,git_rev,mode,"
-           "distinct,code_hash,sum_abs,cpu_seq,cpu_kahan").split(",")
+# The header every program writes (common/harness.h), part 2's columns
+# included: empty in these part 1 rows.
+COLUMNS = list(HARNESS_COLUMNS)
 
-# A step program as common/README.md describes it, --checks FILE included
-# (one process, many checks); FAKE_* variables pick its faults. FAKE_LOG gets
-# a line per process ("pid step argv") and one per batched check ("pid step
-# == options").
+# A step program as common/README.md describes it, --checks FILE and --runs
+# FILE included (one process, many runs), --no-verify, --version and
+# --gpu-info; FAKE_* variables pick its faults. FAKE_LOG gets a line per
+# process ("pid step argv") and one per batched run ("pid step == options").
+# extras/atomic_step9 is the determinism demo: its sums move from process to
+# process and from repetition to repetition, so its timed runs fail.
 FAKE_PROGRAM = r'''#!{python}
 import csv, os, struct, sys, time
 
 COLUMNS = {columns!r}
 VALUED = ("-n", "--reps", "--warmup", "--seed", "--fill", "--offset", "--csv", "--device", "--at",
-          "--checks")
+          "--checks", "--runs")
 STEP = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
 STEP = "cub" if STEP == "baseline_cub" else STEP
+ATOMIC = STEP == "atomic_step9"
 
 
 def f32(x):
@@ -97,9 +103,11 @@ def run(opts, flags):
     sum_abs = 0.5 * n
     reference = 0.01 * n + seed
     result = f32(reference * (1 + 1e-7 * len(step)) + (1000 if wrong else 0))
-    if os.environ.get("FAKE_NOISY_STEP") == step:
+    if os.environ.get("FAKE_NOISY_STEP") == step or ATOMIC:
         result = f32(result * (1 + (os.getpid() % 100000) * 1e-7))  # a race: bits move
     check = "--check" in flags
+    # atomicAdd's order changes between repetitions: a timed run sees several sums.
+    moved = ATOMIC and not check
     gpu = os.environ.get("FAKE_GPU", "NVIDIA H200")
     if os.environ.get("FAKE_ALT_GPU_STEP") == step:
         gpu = "NVIDIA A100-SXM4-80GB"
@@ -110,12 +118,14 @@ def run(opts, flags):
                max_us="" if check else median, gbps="" if check else 4000.0,
                pct_peak="" if check else 83.0, result=f"{{result:.9g}}",
                reference=f"{{reference:.17g}}", abs_err=f"{{abs(result - reference):.3g}}",
-               tol=1.0, **{{"pass": 0 if wrong else 1}}, gpu=gpu, cc="9.0", driver="580.159.04",
-               cuda="13.0", peak_gbps=4814.0, l2_mb=62.9, sms=132, flush=0 if check else 1,
-               offset=0, fill=fill, seed=seed, git_rev="abc1234", mode="check" if check else "timed",
-               distinct=1, code_hash="0123456789ab", sum_abs=f"{{sum_abs:.17g}}",
+               tol=1.0, **{{"pass": 0 if wrong or moved else 1}}, gpu=gpu, cc="9.0",
+               driver="580.159.04", cuda="13.0", peak_gbps=4814.0, l2_mb=62.9, sms=132,
+               flush=0 if check or "--no-flush" in flags else 1, offset=0, fill=fill, seed=seed,
+               git_rev="abc1234", mode="check" if check else "timed", distinct=3 if moved else 1,
+               code_hash="0123456789ab", sum_abs=f"{{sum_abs:.17g}}",
                cpu_seq=f"{{f32(reference * 0.999):.9g}}" if "--cpu-sums" in flags else "",
-               cpu_kahan=f"{{f32(reference):.9g}}" if "--cpu-sums" in flags else "")
+               cpu_kahan=f"{{f32(reference):.9g}}" if "--cpu-sums" in flags else "",
+               rows="", cols="", op="", bytes=4 * n, arch={arch!r}, toolchain={toolchain!r})
     old = os.environ.get("FAKE_OLD_HARNESS") and check  # before --csv worked with --check
     if "--csv" in opts and not old:
         new = not os.path.exists(opts["--csv"]) or os.path.getsize(opts["--csv"]) == 0
@@ -129,45 +139,65 @@ def run(opts, flags):
         print("FAIL: the run gave a wrong sum", flush=True)
         print(f"error: wrong result: got {{result}}, expected {{reference}}", file=sys.stderr)
         return 1
+    if moved:
+        print(f"FAIL: timed run 2 gave {{result}} but run 1 gave {{reference}}: a race?",
+              flush=True)
+        return 1
     print("PASS", flush=True)
     return 0
 
 
-def run_checks(opts):
-    if os.environ.get("FAKE_NO_CHECKS"):  # a harness from before --checks
+def run_lines(opts, flags, check_only):
+    """--checks FILE (check mode forced) or --runs FILE: one line of options each."""
+    flag = "--checks" if check_only else "--runs"
+    if check_only and os.environ.get("FAKE_NO_CHECKS"):  # a harness from before --checks
         print("error: unknown option: --checks", file=sys.stderr)
         return 2
     worst = 0
-    with open(opts["--checks"]) as f:
-        lines = [line.strip() for line in f if line.strip()]
+    with open(opts[flag]) as f:
+        lines = [line.strip() for line in f if line.strip() and not line.startswith("#")]
     for k, line in enumerate(lines):
         log(["==", line])
         if os.environ.get("FAKE_CRASH_STEP") == STEP and k == 1:
             # A CUDA error poisons the context: the batch ends here.
             print("error: CUDA error: unspecified launch failure", file=sys.stderr)
             return 3
-        print(f"== check {{line}}", flush=True)
-        check_opts, flags = parse(line.split())
-        check_opts["--csv"] = opts.get("--csv")
-        worst = max(worst, run(check_opts, flags | {{"--check"}}))
+        print(f"== {{'check' if check_only else 'run'}} {{line}}", flush=True)
+        line_opts, line_flags = parse(line.split())
+        line_opts["--csv"] = opts.get("--csv")
+        line_flags |= flags & {{"--no-verify", "--no-flush", "--cpu-sums"}}
+        worst = max(worst, run(line_opts, line_flags | ({{"--check"}} if check_only else set())))
     return worst
 
 
 def main():
-    log(sys.argv[1:])
     opts, flags = parse(sys.argv[1:])
+    if "--version" in flags:
+        print(f"{{STEP}} code_hash=0123456789ab git_rev=abc1234 arch={arch} "
+              f"toolchain={toolchain}")
+        return 0
+    log(sys.argv[1:])
     if os.environ.get("FAKE_NO_DEVICE"):
         print("error: no CUDA device: no CUDA-capable device is detected", file=sys.stderr)
         return 3
-    return run_checks(opts) if "--checks" in opts else run(opts, flags)
+    if "--gpu-info" in flags:
+        print("gpu=" + os.environ.get("FAKE_GPU", "NVIDIA H200"))
+        print("cc=9.0\nsms=132\nsm_threads=2048\nl2_bytes=62914560\nfree_bytes=147000000000\n"
+              "total_bytes=150000000000\npeak_gbps=4814.0\ndriver=580.159.04\ncuda=13.0")
+        return 0
+    if "--checks" in opts or "--runs" in opts:
+        return run_lines(opts, flags, "--checks" in opts)
+    return run(opts, flags)
 
 
 sys.exit(main())
 '''
 
 
-def make_root(top, programs=("step0_a", "step8_vector", "baseline_cub", "extras/kahan_step8")):
-    return fake_repo(top, programs, FAKE_PROGRAM.format(python=sys.executable, columns=COLUMNS))
+def make_root(top, programs=("step0_a", "step8_vector", "baseline_cub", "extras/kahan_step8",
+                             "extras/atomic_step9")):
+    return fake_repo(top, programs, FAKE_PROGRAM.format(python=sys.executable, columns=COLUMNS,
+                                                        arch=FAKE_ARCH, toolchain=FAKE_TOOLCHAIN))
 
 
 def read_csv(path):
@@ -262,10 +292,13 @@ class PlanTest(unittest.TestCase):
     def test_extras_are_found_after_cub_and_named_by_their_directory(self):
         top = tempfile.mkdtemp(prefix="accuracy-")
         self.addCleanup(shutil.rmtree, top)
-        root = make_root(top, ("step1_b", "step0_a", "baseline_cub", "extras/kahan_step8"))
+        root = make_root(top, ("step1_b", "step0_a", "baseline_cub", "extras/kahan_step8",
+                               "extras/atomic_step9"))
         os.makedirs(os.path.join(root, "extras", "notes"))  # no program in it: ignored
         names = [name for name, _ in accuracy.find_programs(root)]
+        # extras/atomic_step9 is the determinism lesson's: not in ACCURACY_EXTRAS.
         self.assertEqual(names, ["step0_a", "step1_b", "baseline_cub", "extras/kahan_step8"])
+        self.assertEqual(accuracy.ACCURACY_EXTRAS, ("kahan_step8",))
         self.assertEqual(accuracy.program_label("extras/kahan_step8"), "kahan_step8")
         self.assertEqual(accuracy.program_label("baseline_cub"), "cub")
 
@@ -369,6 +402,39 @@ class ScriptTest(unittest.TestCase):
         self.assertRegex(proc.stdout, r"step0_a\s+check\s+wide\s+n=1024\s+seed 1  "
                                       r"rel err \d\.\de-\d\d  PASS")
         self.assertNotIn("human output", proc.stdout)
+
+    def test_only_the_listed_extras_are_measured(self):
+        # extras/atomic_step9 is built beside kahan_step8 (make builds every
+        # extras/*/reduce.cu) but its sums move from run to run on purpose:
+        # the accuracy lesson never starts it.
+        self.assertTrue(os.path.isfile(os.path.join(self.root, "extras", "atomic_step9", "run")))
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("atomic_step9", {call[0] for call in self.calls()})
+        self.assertNotIn("atomic_step9", proc.stdout + proc.stderr)
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        self.assertEqual({r["step"] for r in rows},
+                         {"step0_a", "step8_vector", "cub", "kahan_step8"})
+        self.assertNotIn("Different bits", block(rows))
+        # The atomic fake does what the real one does: a timed run fails.
+        atomic = subprocess.run([os.path.join(self.root, "extras", "atomic_step9", "run"), "-n",
+                                 "1024"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(atomic.returncode, 1)
+        self.assertIn("a race?", atomic.stdout)
+
+    def test_rows_carry_the_harness_columns(self):
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = read_csv(os.path.join(self.out, "h200-accuracy.csv"))
+        self.assertEqual(list(rows[0]), COLUMNS)
+        self.assertEqual({(r["rows"], r["cols"], r["op"]) for r in rows}, {("", "", "")})
+        self.assertEqual({(r["arch"], r["toolchain"]) for r in rows},
+                         {(FAKE_ARCH, FAKE_TOOLCHAIN)})
+        self.assertTrue(all(r["bytes"] == str(4 * int(r["n"])) for r in rows))
+        # The timed rows of the cost phase: L2 flushed, as make bench times.
+        timed = [r for r in rows if r["mode"] == "timed"]
+        self.assertEqual({(r["step"], r["flush"]) for r in timed},
+                         {("step8_vector", "1"), ("kahan_step8", "1")})
 
     def test_cost_runs_come_last_and_alone(self):
         proc = self.run_script("--quick")
@@ -487,25 +553,44 @@ class MakeAccuracyTest(unittest.TestCase):
         self.root = make_root(self.top)
         self.log = os.path.join(self.top, "calls.log")
 
-    def test_writes_rows_and_chart_and_never_a_page(self):
+    def make_accuracy(self, gpu=True):
         shutil.copy(os.path.join(REPO, "Makefile"), self.root)
         os.makedirs(os.path.join(self.root, "tools"), exist_ok=True)
         for name in os.listdir(os.path.join(REPO, "tools")):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".sh")):
                 shutil.copy(os.path.join(REPO, "tools", name), os.path.join(self.root, "tools"))
+        # The Makefile reads its list of mutants when it starts; no mutant here.
+        os.makedirs(os.path.join(self.root, "tests", "broken"))
+        open(os.path.join(self.root, "tests", "broken", "mutants.txt"), "w").close()
         for page in ("ACCURACY.md", "README.md"):
             with open(os.path.join(self.root, page), "w") as f:
                 f.write(self.PAGE)
-        proc = subprocess.run(["make", "--no-print-directory", "accuracy", "PROGRAMS=",
-                               "OUT_DIR=scratch", f"PLOT_PYTHON={sys.executable}"],
+        # tools/need_gpu.sh, the GPU check before the target, asks nvidia-smi
+        # and ldconfig: fakes of a machine with a GPU (or without one).
+        bindir = fake_gpu_tools(os.path.join(self.top, "gpu-bin"), gpu=gpu)
+        return subprocess.run(["make", "--no-print-directory", "accuracy", "PROGRAMS=",
+                               "OUT_DIR=scratch",
+                               f"PLOT_PYTHON={sys.executable}"],
                               cwd=self.root, capture_output=True, text=True, timeout=300,
-                              env=clean_env(FAKE_LOG=self.log))
+                              env=clean_env(FAKE_LOG=self.log, PATH=bindir + os.pathsep +
+                                            os.environ.get("PATH", "")))
+
+    def test_writes_rows_and_chart_and_never_a_page(self):
+        proc = self.make_accuracy()
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertEqual(sorted(os.listdir(os.path.join(self.root, "scratch"))),
                          ["h200-accuracy.csv", "h200-accuracy.png"])
         for page in ("ACCURACY.md", "README.md"):
             with open(os.path.join(self.root, page)) as f:
                 self.assertEqual(f.read(), self.PAGE, page)
+
+    def test_without_a_gpu_it_stops_with_one_line(self):
+        proc = self.make_accuracy(gpu=False)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertRegex(proc.stdout, r"^make accuracy: needs a CUDA GPU and this machine has "
+                                      r"none \([^)]*\)\. Without one: [^\n]*\n$")
+        self.assertFalse(os.path.exists(self.log))   # no program ran
+        self.assertFalse(os.path.exists(os.path.join(self.root, "scratch")))
 
 
 # ----------------------------------------------------------- chart and block

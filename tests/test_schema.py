@@ -7,6 +7,7 @@ Run: python3 tests/test_schema.py. The last line printed is
 import csv
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,10 +19,13 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
 
 # The header the harness writes (common.md, decision 2), spelled out once more
-# here so that a change to the schema module is a visible, deliberate change.
+# here so that a change to the schema module or to the harness is a visible,
+# deliberate change. bench.py adds `round` when it merges its rounds.
 HARNESS_HEADER = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,result,reference,"
                   "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"
-                  "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan")
+                  "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan,rows,cols,"
+                  "op,bytes,arch,toolchain")
+BENCH_COLUMNS = ("round",)
 FIXTURE = os.path.join(ROOT, "tests", "plots", "fixture.csv")
 
 
@@ -47,9 +51,31 @@ class Files(unittest.TestCase):
         return path
 
 
+def csv_header_macro():
+    """CSV_HEADER as common/harness.h defines it: its string literals, joined."""
+    with open(os.path.join(ROOT, "common", "harness.h")) as handle:
+        text = handle.read()
+    definition = re.search(r"#define CSV_HEADER\s*\\\n((?:.*\\\n)*.*\n)", text).group(1)
+    return "".join(re.findall(r'"([^"]*)"', definition))
+
+
 class ColumnTests(unittest.TestCase):
-    def test_result_columns_are_the_harness_header(self):
-        self.assertEqual(",".join(schema.RESULT_COLUMNS), HARNESS_HEADER)
+    def test_result_columns_are_the_harness_header_and_the_round(self):
+        self.assertEqual(",".join(schema.RESULT_COLUMNS),
+                         HARNESS_HEADER + "".join("," + c for c in BENCH_COLUMNS))
+
+    def test_harness_header_is_common_harness_h(self):
+        self.assertEqual(csv_header_macro(), HARNESS_HEADER)
+
+    def test_new_columns_are_the_last_ones(self):
+        # Files from before them still load (read_results), and each is optional.
+        new = schema.NEW_RESULT_COLUMNS
+        self.assertEqual(schema.RESULT_COLUMNS[-len(new):], new)
+        kinds = {name: kind for name, kind, _ in schema.RESULT_SCHEMA}
+        self.assertEqual([name for name in new if not kinds[name].endswith("?")], [])
+        self.assertEqual([kinds[c] for c in ("rows", "cols", "op", "bytes", "arch", "toolchain",
+                                              "round")],
+                         ["int?", "int?", "str?", "float?", "str?", "str?", "int?"])
 
     def test_profile_columns_end_with_code_hash(self):
         self.assertEqual(",".join(schema.PROFILE_COLUMNS),
@@ -119,6 +145,33 @@ class LoaderTests(Files):
         self.assertEqual((typed.mode, typed.code_hash, typed.distinct), ("", "", None))
         self.assertTrue(typed.timed)  # old rows are timed runs
         self.assertNotIn("code_hash", schema.header_of(os.path.join(self.tmp, "r.csv")))
+
+    def test_part_2_row_types(self):
+        row = dict(fixture_rows()[0], step="rows/step5_layernorm", n="33554432", rows="32768",
+                   cols="1024", op="layernorm", bytes="268697600", arch="sm_75 sm_80 sm_90",
+                   toolchain="nvcc 13.0.88 CCCL 3.0.1", round="2")
+        [typed] = schema.read_results(self.write([row]))
+        self.assertEqual((typed.rows, typed.cols, typed.op, typed.bytes, typed.round),
+                         (32768, 1024, "layernorm", 268697600.0, 2))
+        self.assertEqual((typed.arch, typed.toolchain), ("sm_75 sm_80 sm_90",
+                                                         "nvcc 13.0.88 CCCL 3.0.1"))
+        self.assertFalse(schema.is_program(typed.step))   # not a part 1 step
+
+    def test_part_1_row_leaves_the_row_columns_empty(self):
+        row = dict(fixture_rows()[0], rows="", cols="", op="", bytes="4096", arch="sm_90",
+                   toolchain="nvcc 13.0.88 CCCL 3.0.1", round="")
+        [typed] = schema.read_results(self.write([row]))
+        self.assertEqual((typed.rows, typed.cols, typed.op, typed.bytes, typed.round),
+                         (None, None, "", 4096.0, None))
+        self.assertTrue(typed.timed and typed.passed)
+
+    def test_new_columns_typed_like_the_others(self):
+        for column, text in (("rows", "many"), ("cols", "1.5"), ("bytes", "lots"),
+                             ("round", "first")):
+            row = dict(fixture_rows()[0], **{column: text})
+            with self.assertRaises(schema.SchemaError) as caught:
+                schema.read_results(self.write([row]))
+            self.assertIn(f"column '{column}'", str(caught.exception))
 
     def test_nan_result_still_loads(self):
         row = dict(fixture_rows()[0], result="nan", abs_err="nan", **{"pass": "0"})

@@ -3,16 +3,20 @@
 them (bench, profile-all: OUT_DIR, DEVICE). No GPU, no ncu needed.
 
 The step programs and ncu are replaced by small Python fakes that follow
-tools/schema.py and common/README.md: they take the same flags, append the
-same CSV row, answer --version and fail with the same exit codes and
-messages. Run: python3 tests/test_scripts.py (PLOT_PYTHON, a Python with
-matplotlib, for the make bench tests, which draw charts).
+tools/schema.py and common/README.md: they take the same flags (--runs,
+--checks, --no-verify, --gpu-info, --version included), write the same CSV
+rows with the header of common/harness.h, and fail with the same exit codes
+and messages, on stdout or stderr where the harness prints them. Part 2's
+programs are fakes under rows/. Run: python3 tests/test_scripts.py
+(PLOT_PYTHON, a Python with matplotlib, for the make bench tests, which draw
+charts).
 """
 import csv
 import hashlib
 import importlib.util
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +24,9 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import fake_repo, write_executable  # noqa: E402
+from fakes import (FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, fake_gpu_tools,  # noqa: E402
+                   fake_repo, gpu_info_keys, harness_options, python_without_torch, row_bytes,
+                   version_fields, write_executable)
 from unittest import mock
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,52 +47,102 @@ def load(path, name):
 bench = load(BENCH, "reduce_bench")
 profile = load(PROFILE, "reduce_profile")
 
-CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)
+CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)   # what bench files: the harness's + round
+PART1 = ("step0_a", "step1_b", "step10_c", "baseline_cub")
+PART1_LABELS = ("step0_a", "step1_b", "step10_c", "cub")
+# Part 2: two row steps and the copy and CUB baselines; with them, part 1
+# needs step9_singlepass, which sums each shape's floats as one array.
+ROW_PROGRAMS = ("rows/step0_thread", "rows/step5_layernorm", "rows/baseline_copy",
+                "rows/baseline_cub")
+ROW_LABELS = ("rows/step0_thread", "rows/step5_layernorm", "rows/copy", "rows/cub")
+ROW_OPS = {"rows/step0_thread": "sum", "rows/step5_layernorm": "layernorm", "rows/copy": "copy",
+           "rows/cub": "sum"}
+QUICK = (1 << 20, 1 << 25)
 
 
 def fake_hash(step):
-    """The code hash a fake program reports: 12 hex digits of its step name."""
+    """The code hash a fake program reports: 12 hex digits of its CSV step name."""
     return hashlib.sha256(step.encode()).hexdigest()[:12]
 
 
-# A step program: behaviour chosen by FAKE_* environment variables.
-FAKE_PROGRAM = r'''#!{python}
+# A step program, part 1 (common/driver.c) or part 2 (common/rows_driver.c,
+# when its directory is under rows/). Like the harness it takes only its own
+# part's options, reads --runs/--checks files (one CUDA context: one process),
+# makes a timed run's exact checks first unless --no-verify, prints verdicts
+# on stdout and errors on stderr, and exits 3 at once on a device error.
+# Faults come from FAKE_* variables, whose step names are CSV step names
+# (cub, rows/step0_thread). FAKE_LOG gets "pid step argv..." for every
+# process, "pid step << options" for every line of its --runs/--checks file
+# when it starts, and "pid step == options" as each line runs; FAKE_ENV_LOG
+# gets "step CUDA_VISIBLE_DEVICES=...".
+FAKE_PROGRAM = r'''#!@PYTHON@
 import csv, hashlib, os, sys
 
-COLUMNS = {columns!r}
+COLUMNS = @COLUMNS@
+HERE = os.path.dirname(os.path.abspath(__file__))
+DIR = os.path.basename(HERE)
+ROWS = os.path.basename(os.path.dirname(HERE)) == "rows"
+NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
+OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
+      else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
+SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
+SWITCHES |= set() if ROWS else {"--cpu-sums"}
+VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
+          "--runs", "--device"} | ({"--rows", "--cols"} if ROWS else {"-n"})
+NUMBERS = {"-n": 1, "--rows": 1, "--cols": 1, "--reps": 1, "--warmup": 0, "--seed": 0,
+           "--offset": 0, "--device": 0}
+GPU_INFO = dict(cc="9.0", sms=132, sm_threads=2048, l2_bytes=62914560, free_bytes=147000000000,
+                total_bytes=150000000000, peak_gbps=4800.0, driver="580.159.04", cuda="13.0")
+
+
+def code_hash():
+    return hashlib.sha256(NAME.encode()).hexdigest()[:12]
+
+
+def gpu():
+    if os.environ.get("FAKE_ALT_GPU_STEP") == NAME:
+        return "NVIDIA A100-SXM4-80GB"
+    return os.environ.get("FAKE_GPU", "NVIDIA H200")
+
+
+def log(words):
+    if os.environ.get("FAKE_LOG"):
+        with open(os.environ["FAKE_LOG"], "a") as f:
+            f.write(" ".join([str(os.getpid()), NAME] + words) + "\n")
 
 
 def parse(argv):
-    opts, flags, i = {{"-n": "33554432", "--reps": "20", "--warmup": "3"}}, set(), 0
+    """(options, None) or (None, the harness's one-line message)."""
+    opts, i = {"switches": set()}, 0
     while i < len(argv):
-        if argv[i] in ("--check", "--no-flush", "--version"):
-            flags.add(argv[i])
+        a = argv[i]
+        if a in SWITCHES:
+            opts["switches"].add(a)
             i += 1
-        else:
-            opts[argv[i]] = argv[i + 1]
+        elif a in VALUED:
+            if i + 1 >= len(argv):
+                return None, f"{a} needs a value"
+            if a in NUMBERS and not (argv[i + 1].isdigit() and int(argv[i + 1]) >= NUMBERS[a]):
+                return None, f"{a} needs a number of at least {NUMBERS[a]}, got '{argv[i + 1]}'"
+            opts[a] = argv[i + 1]
             i += 2
-    return opts, flags
+        else:
+            return None, f"unknown option '{a}' (try --help)"
+    if "--checks" in opts and "--runs" in opts:
+        return None, "--checks and --runs cannot be combined"
+    return opts, None
 
 
-def row(step, n, opts, flags, wrong):
-    gpu = os.environ.get("FAKE_GPU", "NVIDIA H200")
-    if os.environ.get("FAKE_ALT_GPU_STEP") == step:
-        gpu = "NVIDIA A100-SXM4-80GB"
-    check = "--check" in flags
-    gbps = 900.0 + len(step)
-    median = 4 * n / gbps / 1e3
-    timing = ["", "", "", "", ""] if check else \
-        [median, median * 0.98, median * 1.1, gbps, 100 * gbps / 4800]
-    values = [step, n, 1 if check else opts["--reps"], 0 if check else opts["--warmup"],
-              *timing, n + (7 if wrong else 0), n, 7 if wrong else 0, 0.5,
-              0 if wrong else 1, gpu, "9.0", "580.159.04", "13.0", 4800.0, 60, 132,
-              0 if check or "--no-flush" in flags else 1, 0, "random", 1, "abc1234-dirty",
-              "check" if check else "timed", "" if check else 1, code_hash(step), n / 2, "", ""]
-    return dict(zip(COLUMNS, values))
+def open_device():
+    if os.environ.get("FAKE_NO_DEVICE"):
+        print("error: no CUDA device: no CUDA-capable device is detected", file=sys.stderr)
+        sys.exit(3)
 
 
-def code_hash(step):
-    return hashlib.sha256(step.encode()).hexdigest()[:12]
+def device_error(message):
+    """CHECK_CUDA: one line and exit 3, a --runs batch included."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(3)
 
 
 def append(path, record):
@@ -98,39 +154,135 @@ def append(path, record):
         writer.writerow(record)
 
 
-def main():
-    opts, flags = parse(sys.argv[1:])
-    n = int(opts["-n"])
-    step = os.path.basename(os.path.dirname(os.path.abspath(__file__)))
-    step = "cub" if step == "baseline_cub" else step
-    if "--version" in flags:
-        if os.environ.get("FAKE_NO_VERSION"):  # a build from before --version existed
-            print("error: unknown option '--version'", file=sys.stderr)
+def run(o):
+    """One run as common/driver.c's run() makes it; returns the exit code."""
+    s = o["switches"]
+    check = "--check" in s
+    if ROWS:
+        rows, cols = int(o.get("--rows", 32768)), int(o.get("--cols", 1024))
+        n, size = rows * cols, f"--rows {rows} --cols {cols}"
+        nbytes = {"sum": 4.0 * n + 4.0 * rows, "layernorm": 8.0 * n + 8.0 * rows + 8.0 * cols,
+                  "softmax": 8.0 * n, "copy": 8.0 * n}[OP]
+    else:
+        rows = cols = ""
+        n = int(o.get("-n", 1 << 25))
+        size, nbytes = f"-n {n}", 4.0 * n
+    if n > int(os.environ.get("FAKE_OOM_ABOVE", str(1 << 40))):
+        device_error("out of device memory: cudaMalloc((void **)&b->base, total * sizeof(float)) "
+                     "(common/device.c:155)")
+    if os.environ.get("FAKE_CRASH_STEP") == NAME and os.environ.get("FAKE_CRASH_N") == str(n):
+        device_error("kernel launch: an illegal memory access was encountered (reduce.cu:42)")
+    wrong = os.environ.get("FAKE_WRONG_STEP") == NAME
+    if not check and "--no-verify" not in s:
+        if wrong:
+            print(f"check    {size} --offset 0 --fill exact: FAIL: the run gave {n + 7}, "
+                  "not the reference")
+            print("FAIL: a check before timing failed (make check STEP=... lists them all)")
+            return 1
+        print(f"check    PASS: exact fills (zero tolerance) at {size}")
+    reps = 1 if check else int(o.get("--reps", 20))
+    warmup = 0 if check else int(o.get("--warmup", 3))
+    gbps = 900.0 + len(NAME)
+    median = nbytes / gbps / 1e3
+    timing = ["", "", "", "", ""] if check else \
+        [f"{median:.3f}", f"{median * 0.98:.3f}", f"{median * 1.1:.3f}", f"{gbps:.2f}",
+         f"{100 * gbps / 4800:.2f}"]
+    values = [NAME, n, reps, warmup, *timing, n + (7 if wrong else 0), n, 7 if wrong else 0, 0.5,
+              0 if wrong else 1, gpu(), "9.0", "580.159.04", "13.0", 4800.0, 62.9, 132,
+              0 if check or "--no-flush" in s else 1, int(o.get("--offset", 0)),
+              o.get("--fill", "exact" if check else "random"), int(o.get("--seed", 1)),
+              "abc1234-dirty", "check" if check else "timed", 1, code_hash(), n / 2, "", "",
+              rows, cols, OP, f"{nbytes:.0f}", "@ARCH@", "@TOOLCHAIN@"]
+    if "--csv" in o:
+        append(o["--csv"], dict(zip(COLUMNS, values)))
+        if os.environ.get("FAKE_BAD_CSV_STEP") == NAME:   # bytes that are not UTF-8 text
+            with open(o["--csv"], "ab") as f:
+                f.write(b"\xff\xfe\n")
+    print(f"{NAME}: {size}, median {median:.2f} us")  # the human summary bench must not show
+    if wrong:
+        print(f"FAIL: timed run 1 gave {n + 7}, not the reference")
+        return 1
+    print("PASS")
+    return 0
+
+
+def run_lines(path, base, check_only):
+    """--checks/--runs FILE: run_lines() in common/harness.c."""
+    flag = "--checks" if check_only else "--runs"
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        print(f"error: {flag} {path}: cannot read this file", file=sys.stderr)
+        return 2
+    for line in lines:   # what the file holds, before any of it runs
+        if line.split() and not line.split()[0].startswith("#"):
+            log(["<<", line])
+    worst = 0
+    for number, line in enumerate(lines, 1):
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        o, err = parse((["--check"] if check_only else []) + words)
+        if err is None and o["switches"] & {"--version", "--gpu-info", "-h", "--help"}:
+            err = "not an option of a run"
+        if err is None and ("--checks" in o or "--runs" in o):
+            err = "--checks and --runs cannot nest"
+        if err is not None:
+            print(f"error: {flag} {path} line {number}: {err}", file=sys.stderr)
             return 2
-        print(f"{{step}} code_hash={{code_hash(step)}} git_rev=v{{step[:5]}}")
+        o.pop("--csv", None)
+        if "--csv" in base:
+            o["--csv"] = base["--csv"]
+        o["switches"] |= base["switches"] & {"--no-verify", "--no-flush", "--cpu-sums"}
+        log(["==", line])
+        print(f"== {'check' if check_only else 'run'} {line}", flush=True)
+        rc = run(o)
+        worst = max(worst, rc)
+        if rc == 2:
+            break
+    return worst
+
+
+def main():
+    o, err = parse(sys.argv[1:])
+    if err is not None:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    s = o["switches"]
+    if s & {"-h", "--help"}:
+        print(f"usage: {sys.argv[0]} [options]")
         return 0
-    if os.environ.get("FAKE_LOG"):
-        with open(os.environ["FAKE_LOG"], "a") as f:
-            f.write(step + " " + " ".join(sys.argv[1:]) + "\n")
+    if "--version" in s:
+        if os.environ.get("FAKE_NO_VERSION"):  # a build from before --version existed
+            print("error: unknown option '--version' (try --help)", file=sys.stderr)
+            return 2
+        print(f"{NAME} code_hash={code_hash()} git_rev=v{DIR[:5]} arch=@ARCH@ "
+              f"toolchain=@TOOLCHAIN@")
+        return 0
+    log(sys.argv[1:])
     if os.environ.get("FAKE_ENV_LOG"):
         with open(os.environ["FAKE_ENV_LOG"], "a") as f:
-            seen = os.environ.get("CUDA_VISIBLE_DEVICES", "-")
-            f.write(f"{{step}} CUDA_VISIBLE_DEVICES={{seen}}\n")
-    if os.environ.get("FAKE_NO_DEVICE"):
-        print("error: no CUDA device found (cudaGetDeviceCount: no CUDA-capable device "
-              "is detected)", file=sys.stderr)
-        return 3
-    if n > int(os.environ.get("FAKE_OOM_ABOVE", str(1 << 40))):
-        print(f"error: out of device memory allocating {{4 * n}} bytes", file=sys.stderr)
-        return 3
-    wrong = os.environ.get("FAKE_WRONG_STEP") == step
-    if "--csv" in opts:
-        append(opts["--csv"], row(step, n, opts, flags, wrong))
-    if wrong:
-        print(f"error: wrong result: got {{n + 7}}, expected {{n}}", file=sys.stderr)
-        return 1
-    print(f"{{step}}: n={{n}} ok")  # human output on stdout, which bench must ignore
-    return 0
+            f.write(f"{NAME} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '-')}\n")
+    if "--gpu-info" in s:
+        open_device()
+        print(f"gpu={gpu()}")
+        for key, value in GPU_INFO.items():
+            print(f"{key}={value}")
+        return 0
+    if "--csv" in o:
+        try:
+            open(o["--csv"], "a").close()
+        except OSError:
+            print(f"error: --csv {o['--csv']}: cannot write this file", file=sys.stderr)
+            return 2
+    open_device()
+    print(f"{NAME} on {gpu()} (cc 9.0, 132 SMs, 63 MB L2, peak 4800 GB/s)", flush=True)
+    if "--checks" in o:
+        return run_lines(o["--checks"], o, True)
+    if "--runs" in o:
+        return run_lines(o["--runs"], o, False)
+    return run(o)
 
 
 sys.exit(main())
@@ -156,24 +308,53 @@ NCU_SAMPLE = {
     "launch__grid_size": ("", "131,072"),
     "launch__block_size": ("", "256"),
     "smsp__inst_executed_op_global_ld.sum": ("inst", "1,048,576"),
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": ("sector", "4,194,304"),
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": ("request", "1,048,576"),
+    "lts__t_sector_hit_rate.pct": ("%", "12.50"),
+    "dram__bytes_write.sum": ("Kbyte", "524.29"),
 }
 
 STEP_KERNEL = "void reduce_kernel<256>(const float *, float *, unsigned int)"
 CUB_KERNEL = ("void cub::CUB_300000_SM_900::DeviceReduceKernel<cub::detail::reduce::Policy900, "
               "const float *, int, cuda::std::plus<void>, float>(const float *, float *, int)")
+# Part 2's kernels, as rows/*/rows.cu name them (and CUB's segmented sum).
+ROW_KERNELS = {
+    "sum": "void row_sum_kernel<256>(const float *, float *, unsigned int, unsigned int)",
+    "layernorm": "void layernorm_kernel<256>(const float *, float *, float *, float *, "
+                 "const float *, const float *, float, unsigned int)",
+    "copy": "copy_kernel(const float *, float *, unsigned int)",
+    "cub": "void cub::CUB_300000_SM_900::detail::reduce::DeviceSegmentedReduceKernel<"
+           "cub::detail::reduce::Policy900, const float *, float *, int, "
+           "cuda::std::plus<void>, float>(const float *, float *, int)",
+}
 
-# ncu: runs the program like the real one, then prints --csv --page raw output.
-FAKE_NCU = r'''#!{python}
-import csv, os, subprocess, sys
+# ncu: runs the program like the real one, then prints --csv --page raw output
+# for the first launch of a kernel that the --kernel-name regex matches; like
+# ncu, it profiles nothing when the regex matches none of the program's kernels.
+FAKE_NCU = r'''#!@PYTHON@
+import csv, os, re, subprocess, sys
 
-SAMPLE = {sample!r}
-KERNELS = {{"reduce_kernel": {step_kernel!r}, "DeviceReduceKernel": {cub_kernel!r}}}
+SAMPLE = @SAMPLE@
+STEP_KERNEL, CUB_KERNEL, ROW_KERNELS = @STEP_KERNEL@, @CUB_KERNEL@, @ROW_KERNELS@
 FIXED = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
          "Block Size", "Grid Size", "Device", "CC"]
 
 
 def say(line):
     print(line, flush=True)
+
+
+def kernel_of(program):
+    """The reduction kernel a program launches (besides the L2 flush)."""
+    here = os.path.dirname(os.path.abspath(program))
+    name = os.path.basename(here)
+    if os.path.basename(os.path.dirname(here)) == "rows":
+        if name == "baseline_cub":
+            return ROW_KERNELS["cub"]
+        if name == "baseline_copy":
+            return ROW_KERNELS["copy"]
+        return ROW_KERNELS["layernorm" if "layernorm" in name else "sum"]
+    return CUB_KERNEL if name == "baseline_cub" else STEP_KERNEL
 
 
 def main():
@@ -183,7 +364,8 @@ def main():
             f.write(" ".join(argv) + "\n")
     at = argv.index("--metrics")
     metrics, program = argv[at + 1].split(","), argv[at + 2:]
-    kernel = KERNELS[argv[argv.index("--kernel-name") + 1].split(":", 1)[1]]
+    regex = argv[argv.index("--kernel-name") + 1].split(":", 1)[1]
+    kernel = kernel_of(program[0])
     mode = os.environ.get("FAKE_NCU_MODE", "ok")
     say("==WARNING== Note: Running with unmodified GPU clocks. If not controlled otherwise, "
         "profiling results may be inconsistent.")
@@ -206,11 +388,12 @@ def main():
     say("==PROF== Disconnected from process 4242")
     if mode == "perm":
         return 1
-    if mode == "nokernel" or code != 0:
+    if mode == "nokernel" or code != 0 or not re.search(regex, kernel.split("(")[0]):
         say("==WARNING== No kernels were profiled.")
         if code == 0:
             say("Available Kernels:")
             say("1. l2_flush_kernel")
+            say("2. " + kernel.split("(")[0].split("<")[0].split("::")[-1].replace("void ", ""))
         return code
     names = sorted(metrics)
     writer = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL, lineterminator="\n")
@@ -224,18 +407,71 @@ def main():
 sys.exit(main())
 '''
 
+# A Python that runs torch on a GPU, as bench.py uses one: `-c <probe>` and
+# tools/torch_rows.py. It writes the rows torch_rows.py writes (step
+# torch/<op>, the schema's columns, the round it is given), without torch.
+FAKE_TORCH_PYTHON = r'''#!@PYTHON@
+import argparse, csv, os, sys
 
-def make_root(top, steps=("step0_a", "step1_b", "step10_c", "baseline_cub")):
-    """A fake repository: one fake `run` per step directory."""
-    return fake_repo(top, steps, FAKE_PROGRAM.format(python=sys.executable,
-                                                     columns=CONTRACT_COLUMNS))
+COLUMNS = @COLUMNS@
+if os.environ.get("FAKE_LOG"):
+    with open(os.environ["FAKE_LOG"], "a") as f:
+        f.write(" ".join([str(os.getpid()), "torch"] + sys.argv[1:]) + "\n")
+if sys.argv[1] == "-c":
+    sys.exit(0)
+parser = argparse.ArgumentParser()
+for flag in ("--csv", "--shapes", "--ops", "--reps", "--warmup", "--round"):
+    parser.add_argument(flag, required=True)
+args = parser.parse_args(sys.argv[2:])
+new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
+with open(args.csv, "a", newline="") as f:
+    writer = csv.DictWriter(f, COLUMNS, restval="")
+    if new:
+        writer.writeheader()
+    for shape in args.shapes.split(","):
+        rows, cols = (int(x) for x in shape.split("x"))
+        for op in args.ops.split(","):
+            writer.writerow({"step": "torch/" + op, "n": rows * cols, "reps": args.reps,
+                             "warmup": args.warmup, "median_us": "50.000", "min_us": "49.000",
+                             "max_us": "51.000", "gbps": "1000.00", "result": "0",
+                             "reference": "0", "abs_err": "0", "tol": "0", "pass": 1,
+                             "gpu": "NVIDIA H200 (torch)", "rows": rows, "cols": cols, "op": op,
+                             "mode": "timed", "round": args.round,
+                             "toolchain": "torch 2.9.0 CUDA 13.0"})
+'''
+
+
+def fill(template, **values):
+    """A fake's text: @NAME@ replaced by repr(value), or by the value for PYTHON."""
+    text = template.replace("@PYTHON@", sys.executable)
+    for name, value in values.items():
+        text = text.replace(f"@{name}@", value if isinstance(value, str) and
+                            name in ("ARCH", "TOOLCHAIN") else repr(value))
+    return text
+
+
+def program_text():
+    return fill(FAKE_PROGRAM, COLUMNS=list(HARNESS_COLUMNS), ARCH=FAKE_ARCH,
+                TOOLCHAIN=FAKE_TOOLCHAIN)
+
+
+def make_root(top, steps=PART1):
+    """A fake repository: one fake `run` per program directory."""
+    return fake_repo(top, steps, program_text())
 
 
 def make_ncu(top):
     bindir = os.path.join(top, "bin")
-    write_executable(os.path.join(bindir, "ncu"), FAKE_NCU.format(
-        python=sys.executable, sample=NCU_SAMPLE, step_kernel=STEP_KERNEL, cub_kernel=CUB_KERNEL))
+    write_executable(os.path.join(bindir, "ncu"), fill(
+        FAKE_NCU, SAMPLE=NCU_SAMPLE, STEP_KERNEL=STEP_KERNEL, CUB_KERNEL=CUB_KERNEL,
+        ROW_KERNELS=ROW_KERNELS))
     return bindir
+
+
+def make_torch_python(top):
+    path = os.path.join(top, "bin-torch", "python3")
+    write_executable(path, fill(FAKE_TORCH_PYTHON, COLUMNS=list(schema.RESULT_COLUMNS)))
+    return path
 
 
 def clean_env(**extra):
@@ -244,8 +480,34 @@ def clean_env(**extra):
     return env
 
 
+def read_log(path):
+    """The fake programs' FAKE_LOG as processes, in the order they started:
+    [(pid, step, argv, [options of each --runs/--checks line that ran],
+      [options of each line its file held])]."""
+    processes, by_pid = [], {}
+    if not os.path.exists(path):
+        return processes
+    with open(path) as f:
+        for line in f:
+            pid, step, *words = line.split()
+            if words[:1] in (["=="], ["<<"]):
+                by_pid[pid][3 if words[0] == "==" else 4].append(words[1:])
+            else:
+                by_pid[pid] = (pid, step, words, [], [])
+                processes.append(by_pid[pid])
+    return processes
+
+
+def size_of(words):
+    """'1048576' for [-n 1048576 ...], '4096x1024' for [--rows 4096 --cols 1024 ...]."""
+    if "-n" in words:
+        return words[words.index("-n") + 1]
+    return f"{words[words.index('--rows') + 1]}x{words[words.index('--cols') + 1]}"
+
+
 class ScriptTest(unittest.TestCase):
-    """Shared set-up: a temp directory with a fake repository in it."""
+    """Shared set-up: a temp directory with a fake repository in it (part 1
+    only; add_rows_programs() adds part 2 and the step 9 it needs)."""
 
     def setUp(self):
         self.top = tempfile.mkdtemp(prefix="reduce-scripts-")
@@ -253,6 +515,9 @@ class ScriptTest(unittest.TestCase):
         self.root = make_root(self.top)
         self.out = os.path.join(self.top, "results")
         self.log = os.path.join(self.top, "programs.log")
+
+    def add_rows_programs(self):
+        make_root(self.top, ("step9_singlepass",) + ROW_PROGRAMS)
 
     def run_script(self, script, args, **env):
         proc = subprocess.run([sys.executable, script] + list(args), capture_output=True,
@@ -264,11 +529,101 @@ class ScriptTest(unittest.TestCase):
         return self.run_script(BENCH, ["--root", self.root, "--out-dir", self.out] + list(args),
                                **env)
 
+    def processes(self):
+        return read_log(self.log)
+
+    def results(self, name="h200.csv"):
+        return bench.read_rows(os.path.join(self.out, name))
+
     def assert_one_line(self, text, prefix):
         lines = text.strip("\n").split("\n")
         self.assertEqual(len(lines), 1, text)
         self.assertTrue(lines[0].startswith(prefix), lines[0])
         return lines[0]
+
+
+# ------------------------------------------------------------- the fakes
+
+class FakeProgramTest(ScriptTest):
+    """The fakes answer as the harness does, as far as its sources say:
+    the options of print_usage, the --version and --gpu-info fields, the
+    CSV header, and a --runs file's lines each run and each written."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+
+    def call(self, name, *args):
+        return subprocess.run([os.path.join(self.root, name, "run"), *args], capture_output=True,
+                              text=True, env=clean_env(), cwd=self.top, timeout=60)
+
+    def test_options_are_the_harness_options(self):
+        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a", "--rows": "rows/step0_thread",
+                     "--cols": "rows/step0_thread"}
+        csv_path = os.path.join(self.top, "o.csv")
+        for option, valued in harness_options().items():
+            for name in ("step0_a", "rows/step0_thread"):
+                args = [option] + (["1"] if valued else [])
+                if option != "--csv":
+                    args += ["--csv", csv_path]
+                proc = self.call(name, *args)
+                unknown = f"error: unknown option '{option}'" in proc.stderr
+                self.assertEqual(unknown, part_only.get(option, name) != name,
+                                 (name, option, proc.stderr))
+        proc = self.call("step0_a", "--rows", "4")
+        self.assertEqual((proc.returncode, proc.stderr),
+                         (2, "error: unknown option '--rows' (try --help)\n"))
+
+    def test_version_and_gpu_info_fields(self):
+        for name, label in (("step0_a", "step0_a"), ("rows/baseline_copy", "rows/copy")):
+            line = self.call(name, "--version").stdout
+            self.assertEqual(line, f"{label} code_hash={fake_hash(label)} git_rev=v"
+                                   f"{os.path.basename(name)[:5]} arch={FAKE_ARCH} "
+                                   f"toolchain={FAKE_TOOLCHAIN}\n")
+            self.assertEqual(re.findall(r" ([a-z_]+)=", line), version_fields())
+            self.assertRegex(line.strip(), profile.VERSION_RE)
+            info = self.call(name, "--gpu-info")
+            self.assertEqual(info.returncode, 0, info.stderr)
+            self.assertEqual([l.split("=")[0] for l in info.stdout.splitlines()], gpu_info_keys())
+        self.assertEqual(self.call("step0_a", "--gpu-info").stdout.splitlines()[0],
+                         "gpu=NVIDIA H200")
+
+    def test_runs_file_one_row_per_line(self):
+        lines = os.path.join(self.top, "runs.txt")
+        with open(lines, "w") as f:
+            f.write("--rows 4 --cols 256 --reps 2\n\n# a comment\n--rows 8 --cols 1000 "
+                    "--no-verify\n")
+        csv_path = os.path.join(self.top, "r.csv")
+        proc = self.call("rows/step5_layernorm", "--runs", lines, "--csv", csv_path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stdout.splitlines() if l.startswith("==")],
+                         ["== run --rows 4 --cols 256 --reps 2",
+                          "== run --rows 8 --cols 1000 --no-verify"])
+        self.assertEqual(proc.stdout.count("check    PASS"), 1)   # --no-verify: no checks
+        with open(csv_path) as f:
+            self.assertEqual(tuple(f.readline().strip().split(",")), HARNESS_COLUMNS)
+        rows = bench.read_rows(csv_path)
+        self.assertEqual([(r["step"], r["rows"], r["cols"], r["n"], r["op"], r["reps"])
+                          for r in rows],
+                         [("rows/step5_layernorm", "4", "256", "1024", "layernorm", "2"),
+                          ("rows/step5_layernorm", "8", "1000", "8000", "layernorm", "20")])
+        self.assertEqual([float(r["bytes"]) for r in rows],
+                         [row_bytes("layernorm", 4, 256), row_bytes("layernorm", 8, 1000)])
+        self.assertEqual({(r["arch"], r["toolchain"]) for r in rows},
+                         {(FAKE_ARCH, FAKE_TOOLCHAIN)})
+        with open(lines, "a") as f:
+            f.write("--runs x\n")
+        proc = self.call("rows/step5_layernorm", "--runs", lines)
+        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.stderr, f"error: --runs {lines} line 5: --checks and --runs "
+                                      "cannot nest\n")
+
+    def test_part_1_rows_leave_the_row_columns_empty(self):
+        csv_path = os.path.join(self.top, "r.csv")
+        self.assertEqual(self.call("baseline_cub", "-n", "1000", "--csv", csv_path).returncode, 0)
+        [row] = bench.read_rows(csv_path)
+        self.assertEqual((row["step"], row["n"], row["rows"], row["cols"], row["op"],
+                          row["bytes"]), ("cub", "1000", "", "", "", "4000"))
 
 
 # ------------------------------------------------------------------ bench
@@ -279,6 +634,14 @@ class BenchUnitTest(ScriptTest):
         os.makedirs(os.path.join(self.root, "stepx_bad"))
         self.assertEqual(bench.program_dirs(self.root),
                          ["step0_a", "step1_b", "step10_c", "baseline_cub"])
+
+    def test_row_programs_in_step_order_then_baselines(self):
+        self.assertEqual(bench.row_program_dirs(self.root), [])   # no rows/: no part 2
+        make_root(self.top, ("rows/step10_late", "rows/baseline_copy") + ROW_PROGRAMS)
+        os.makedirs(os.path.join(self.root, "rows", "step3_notes"))
+        self.assertEqual(bench.row_program_dirs(self.root),
+                         ["rows/step0_thread", "rows/step5_layernorm", "rows/step10_late",
+                          "rows/baseline_copy", "rows/baseline_cub"])
 
     def test_find_programs_returns_run_paths(self):
         programs = bench.find_programs(self.root)
@@ -311,27 +674,117 @@ class BenchUnitTest(ScriptTest):
         for name, slug in cases.items():
             self.assertEqual(schema.gpu_slug(name), slug, name)
 
+    def test_plans_of_both_parts(self):
+        self.add_rows_programs()
+        args = bench.parse_args(["--root", self.root, "--quick"])
+        [(sum_suffix, sums), (rows_suffix, rows)] = bench.plans(args)
+        self.assertEqual((sum_suffix, rows_suffix), ("", "-rows"))
+        self.assertEqual([name for name, _, _ in sums], list(PART1[:2]) +
+                         ["step9_singlepass", "step10_c", "baseline_cub"])
+        self.assertEqual([name for name, _, _ in rows], list(ROW_PROGRAMS) + ["step9_singlepass"])
+        for name, path, runs in rows:
+            self.assertEqual(path, os.path.join(self.root, name, "run"))
+            args = [run.args() for run in runs]
+            if name.startswith("rows/"):
+                self.assertEqual(args, [["--rows", str(r), "--cols", str(c)]
+                                        for r, c in bench.QUICK_ROW_SHAPES])
+            else:
+                self.assertEqual(args, [["-n", str(r * c)] for r, c in bench.QUICK_ROW_SHAPES])
+        [(suffix, _)] = bench.plans(bench.parse_args(["--root", self.root, "--part", "sum"]))
+        self.assertEqual(suffix, "")
+
 
 class BenchRunTest(ScriptTest):
-    def test_quick_runs_every_program_at_two_sizes(self):
+    def rounds(self, processes, programs=len(PART1)):
+        """The processes of each round: every program once, rounds in turn."""
+        return [processes[k:k + programs] for k in range(0, len(processes), programs)]
+
+    def test_quick_runs_every_program_once_per_round(self):
         proc = self.bench("--quick", "--reps", "5", "--warmup", "1")
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        with open(self.log) as f:
-            calls = [line.split() for line in f]
-        self.assertEqual([(c[0], c[2]) for c in calls],
-                         [(s, n) for s in ("step0_a", "step1_b", "step10_c", "cub")
-                          for n in ("1048576", "33554432")])
-        for call in calls:
-            self.assertEqual(call[3:], ["--csv", call[4], "--reps", "5", "--warmup", "1"])
+        processes = self.processes()
+        self.assertEqual(len(processes), 3 * len(PART1))
+        for k, batch in enumerate(self.rounds(processes), 1):
+            self.assertEqual(sorted(step for _, step, _, _, _ in batch), sorted(PART1_LABELS), k)
+            for _, step, argv, lines, _ in batch:
+                # One process per program and round: every size through --runs.
+                self.assertEqual((argv[0], argv[2], len(argv)), ("--runs", "--csv", 4), argv)
+                self.assertEqual(sorted(size_of(line) for line in lines),
+                                 sorted(str(n) for n in QUICK))
+                for line in lines:
+                    self.assertEqual(line[2:], ["--reps", "5", "--warmup", "1"] +
+                                     (["--no-verify"] if k > 1 else []), (k, step, line))
+
+    def test_rounds_are_processes_in_a_shuffled_seeded_order(self):
+        def orders(*args):
+            if os.path.exists(self.log):
+                os.remove(self.log)
+            self.assertEqual(self.bench("--quick", "--rounds", "4", *args).returncode, 0)
+            processes = self.processes()
+            self.assertEqual(len({pid for pid, _, _, _, _ in processes}), 4 * len(PART1))
+            return [tuple(step for _, step, _, _, _ in batch) for batch in self.rounds(processes)]
+
+        first = orders()
+        self.assertEqual(len(first), 4)
+        for order in first:
+            self.assertEqual(sorted(order), sorted(PART1_LABELS))
+        self.assertGreater(len(set(first)), 1, first)   # the order changes from round to round
+        self.assertEqual(orders("--seed", "1"), first)  # the default seed, and repeatable
+        self.assertNotEqual(orders("--seed", "2"), first)
+
+    def test_round_column_in_the_merged_csv(self):
+        proc = self.bench("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(self.out, "h200.csv")) as f:
+            self.assertEqual(f.readline().strip().split(","), CONTRACT_COLUMNS)
+        self.assertEqual(CONTRACT_COLUMNS[-1], "round")
+        self.assertNotIn("round", HARNESS_COLUMNS)   # the programs do not write it: bench does
+        rows = self.results()
+        self.assertEqual([r["round"] for r in rows], ["1"] * 8 + ["2"] * 8 + ["3"] * 8)
+        for k, batch in enumerate(self.rounds(self.processes()), 1):
+            ran = [step for _, step, _, _, _ in batch]
+            filed = [r["step"] for r in rows if r["round"] == str(k)]
+            self.assertEqual(filed[::2], ran)   # in the order the programs ran
+            self.assertEqual(sorted((r["step"], int(r["n"])) for r in rows if r["round"] == str(k)),
+                             sorted((s, n) for s in PART1_LABELS for n in QUICK))
+        typed = schema.read_results(os.path.join(self.out, "h200.csv"))
+        self.assertEqual({r.round for r in typed}, {1, 2, 3})
+
+    def test_no_verify_on_the_rounds_after_the_first(self):
+        proc = self.bench("--quick", "--rounds", "3", FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        wrong = [p for p in self.processes() if p[1] == "step1_b"]
+        batches = [p for p in wrong if p[2][0] == "--runs"]
+        alone = [p for p in wrong if p[2][0] != "--runs"]
+        self.assertEqual([["--no-verify" in line for line in lines]
+                          for _, _, _, lines, _ in batches],
+                         [[False, False], [True, True], [True, True]])
+        # Round 1's checks fail before timing, so no row: each size again alone,
+        # with round 1's flags.
+        self.assertEqual(sorted(size_of(argv) for _, _, argv, _, _ in alone),
+                         sorted(str(n) for n in QUICK))
+        for _, _, argv, _, _ in alone:
+            self.assertNotIn("--no-verify", argv)
+        # Later rounds skip those checks: the timed run's own row, pass = 0.
+        rows = [r for r in self.results() if r["step"] == "step1_b"]
+        self.assertEqual(sorted((r["round"], r["n"], r["pass"]) for r in rows),
+                         sorted((k, str(n), "0") for k in ("2", "3") for n in QUICK))
 
     def test_progress_lines_come_from_the_csv(self):
         proc = self.bench("--quick")
         progress = [l for l in proc.stdout.splitlines() if l.startswith("[")]
-        self.assertEqual(len(progress), 8)
-        self.assertRegex(progress[0],
-                         r"^\[1/8\] step0_a\s+n=1048576\s+\d+\.\d us\s+\d+ GB/s  PASS$")
-        self.assertIn("step10_c", progress[5])
-        self.assertNotIn("ok", proc.stdout)  # the programs' own stdout is not shown
+        self.assertEqual(len(progress), 12)
+        rows = self.results()
+        for line, (_, step, _, _, _) in zip(progress, self.processes()):
+            match = re.fullmatch(r"\[round (\d)/3\] (\S+)\s+2 runs  2\^25 (\d+\.\d) us  PASS", line)
+            self.assertTrue(match, line)
+            self.assertEqual(match.group(2), schema.program_dir(step))
+            [row] = [r for r in rows if (r["round"], r["step"], r["n"]) ==
+                     (match.group(1), step, str(1 << 25))]
+            self.assertEqual(match.group(3), f"{float(row['median_us']):.1f}")
+        self.assertRegex(progress[0], r"^\[round 1/3\] \S+ +2 runs")
+        self.assertNotIn("== run", proc.stdout)  # the programs' own stdout is not shown
+        self.assertNotIn("PASS: exact fills", proc.stdout)
 
     def test_results_file_named_by_gpu_replaces_old_one(self):
         os.makedirs(self.out)
@@ -340,17 +793,17 @@ class BenchRunTest(ScriptTest):
                 f.write("old\n")
         proc = self.bench("--quick", FAKE_GPU="NVIDIA H200")
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
-        self.assertEqual(len(rows), 8)
+        rows = self.results()
+        self.assertEqual(len(rows), 24)
         self.assertEqual(list(rows[0]), CONTRACT_COLUMNS)
-        self.assertEqual([r["step"] for r in rows[-2:]], ["cub", "cub"])
+        self.assertEqual({r["gpu"] for r in rows}, {"NVIDIA H200"})
         with open(os.path.join(self.out, "a100.csv")) as f:
             self.assertEqual(f.read(), "old\n")
         self.assertEqual(sorted(os.listdir(self.out)),  # no temporary file left
                          ["a100.csv", "h200-bench.log", "h200.csv"])
         lines = proc.stdout.splitlines()
         self.assertTrue(lines[-2].startswith("results: ") and lines[-2].endswith("h200.csv"))
-        self.assertRegex(lines[-1], r"^bench: 8 runs in \d+\.\d s -> .*h200\.csv$")
+        self.assertRegex(lines[-1], r"^bench: 24 runs in 3 rounds, \d+\.\d s -> .*h200\.csv$")
 
     def test_slug_of_consumer_gpu(self):
         proc = self.bench("--quick", FAKE_GPU="NVIDIA GeForce RTX 4090")
@@ -361,30 +814,85 @@ class BenchRunTest(ScriptTest):
     def test_out_of_memory_is_skipped(self):
         proc = self.bench("--quick", FAKE_OOM_ABOVE=str(1 << 24))
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        for step in ("step0_a", "step1_b", "step10_c", "baseline_cub"):
-            self.assertIn(f"skip: {step} n=33554432 does not fit in device memory", proc.stdout)
-        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
-        self.assertEqual({r["n"] for r in rows}, {"1048576"})
-        self.assertIn("(4 skipped)", proc.stdout.splitlines()[-1])
+        for step in PART1:
+            self.assertEqual(proc.stdout.count(f"skip: {step} n=33554432 does not fit in device "
+                                               "memory\n"), 3, step)   # once per round
+        rows = self.results()
+        self.assertEqual(sorted((r["step"], r["n"], r["round"]) for r in rows),
+                         sorted((s, "1048576", k) for s in PART1_LABELS for k in "123"))
+        self.assertIn("(12 skipped)", proc.stdout.splitlines()[-1])
+        self.assertEqual(proc.stderr, "")
 
     def test_no_device_stops_with_one_line(self):
         proc = self.bench("--quick", FAKE_NO_DEVICE="1")
         self.assertEqual(proc.returncode, 3)
-        self.assert_one_line(proc.stderr, "bench: no CUDA device: no CUDA device found")
+        line = self.assert_one_line(proc.stderr, "bench: no CUDA device: ")
+        self.assertEqual(line, "bench: no CUDA device: no CUDA-capable device is detected")
         self.assertEqual(proc.stdout, "")
-        self.assertEqual(os.listdir(self.out), [])
-        with open(self.log) as f:
-            self.assertEqual(len(f.readlines()), 1)  # stopped after the first run
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
+        self.assertEqual(len(self.processes()), 1)  # stopped after the first process
+
+    def test_a_batch_that_dies_is_rerun_size_by_size(self):
+        crash = 1 << 20
+        proc = self.bench("--rounds", "1", FAKE_CRASH_STEP="step10_c", FAKE_CRASH_N=str(crash))
+        self.assertEqual(proc.returncode, 1)
+        runs = [p for p in self.processes() if p[1] == "step10_c"]
+        [(ran, held)] = [(ran, held) for _, _, argv, ran, held in runs if argv[0] == "--runs"]
+        order = [size_of(line) for line in held]
+        at = order.index(str(crash))
+        self.assertTrue(0 < at < len(order) - 1, order)   # it dies midway
+        self.assertEqual([size_of(line) for line in ran], order[:at + 1])
+        # The size that killed it and every size after it, each in a process of its own.
+        self.assertEqual([size_of(argv) for _, _, argv, _, _ in runs if argv[0] != "--runs"],
+                         order[at:])
+        failures = [l for l in proc.stderr.splitlines() if " failed" in l]
+        self.assertEqual(failures[0], f"bench: step10_c n={crash} failed (exit 3): error: kernel "
+                                      "launch: an illegal memory access was encountered "
+                                      "(reduce.cu:42)")
+        self.assertEqual(len(failures), 2, proc.stderr)   # that one, and the tally
+        self.assertIn(f"bench:   command: {os.path.join(self.root, 'step10_c', 'run')} "
+                      f"-n {crash} --reps 20 --warmup 3 --csv ", proc.stderr)
+        rows = self.results()
+        sizes = bench.sweep_sizes()
+        self.assertEqual(sorted(int(r["n"]) for r in rows if r["step"] == "step10_c"),
+                         [n for n in sizes if n != crash])
+        self.assertEqual(len(rows), 4 * len(sizes) - 1)
+        self.assertTrue(all(r["pass"] == "1" for r in rows))
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         rf"^bench: {4 * len(sizes) - 1} runs \(1 failed\) in 1 rounds")
+
+    def test_an_unreadable_csv_is_a_failure_of_that_program(self):
+        proc = self.bench("--quick", FAKE_BAD_CSV_STEP="step10_c")
+        self.assertEqual(proc.returncode, 1)
+        for n in QUICK:
+            self.assertEqual(proc.stderr.count(f"bench: step10_c n={n} failed (exit 0): its CSV "
+                                               "cannot be read: "), 3, proc.stderr)
+        self.assertIn("not UTF-8 text", proc.stderr)
+        # The sweep goes on: every other program's rows are filed.
+        rows = self.results()
+        self.assertEqual(sorted((r["step"], r["n"], r["round"]) for r in rows),
+                         sorted((s, str(n), k) for s in PART1_LABELS if s != "step10_c"
+                                for n in QUICK for k in "123"))
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 18 runs \(6 failed\) in 3 rounds")
 
     def test_wrong_result_is_a_failure_but_results_are_kept(self):
         proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
         self.assertEqual(proc.returncode, 1)
-        self.assertIn("bench: step1_b n=1048576 failed (exit 1): error: wrong result", proc.stderr)
-        self.assertIn("command: " + os.path.join(self.root, "step1_b", "run"), proc.stderr)
-        self.assertRegex(proc.stdout, r"step1_b\s+n=1048576 .*  FAIL\n")
-        rows = bench.read_rows(os.path.join(self.out, "h200.csv"))
-        self.assertEqual(len(rows), 8)
-        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 8 runs \(2 failed\) in ")
+        path = os.path.join(self.root, "step1_b", "run")
+        for n in QUICK:
+            # Round 1: the checks before timing fail (the harness says why on stdout).
+            self.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
+                          f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
+                          proc.stderr)
+            self.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
+                          proc.stderr)
+            for k in (2, 3):
+                self.assertIn(f"bench: step1_b n={n} failed its check (round {k}): its row is "
+                              "kept with pass = 0", proc.stderr)
+        self.assertRegex(proc.stdout, r"\[round 1/3\] step1_b\s+0 runs\s+FAIL\n")
+        self.assertRegex(proc.stdout, r"\[round 2/3\] step1_b\s+2 runs  2\^25 \d+\.\d us  FAIL\n")
+        self.assertEqual(len(self.results()), 22)
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 22 runs \(6 failed\) in 3 rounds")
 
     def test_log_holds_everything_printed(self):
         proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
@@ -393,16 +901,16 @@ class BenchRunTest(ScriptTest):
         self.assertEqual(log[0], f"$ bench.py --root {self.root} --out-dir {self.out} --quick")
         for line in proc.stdout.splitlines() + proc.stderr.splitlines():
             self.assertIn(line, log)
-        self.assertRegex(log[-1], r"^bench: 8 runs \(2 failed\) in ")
-        self.assertIn("bench: 2 of 8 runs failed (see above); rows of wrong sums are kept, "
+        self.assertRegex(log[-1], r"^bench: 22 runs \(6 failed\) in 3 rounds")
+        self.assertIn("bench: 6 runs failed (see above); rows of wrong results are kept, "
                       "with pass = 0", log)
 
     def test_failed_rows_stay_in_the_csv(self):
         self.bench("--quick", FAKE_WRONG_STEP="step1_b")
         rows = schema.read_results(os.path.join(self.out, "h200.csv"))
-        self.assertEqual([(r.step, r.pass_) for r in rows if not r.passed],
-                         [("step1_b", 0), ("step1_b", 0)])
-        self.assertEqual(len(rows), 8)
+        self.assertEqual([(r.step, r.pass_, r.round) for r in rows if not r.passed],
+                         [("step1_b", 0, 2)] * 2 + [("step1_b", 0, 3)] * 2)
+        self.assertEqual(len(rows), 22)
 
     def test_record_path_names_the_results_file(self):
         record = os.path.join(self.top, "where.txt")
@@ -415,7 +923,7 @@ class BenchRunTest(ScriptTest):
         self.assertEqual(proc.returncode, 1)
         line = self.assert_one_line(proc.stderr, "bench: rows from several GPUs")
         self.assertIn("NVIDIA A100-SXM4-80GB", line)
-        self.assertEqual(os.listdir(self.out), [])
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))   # nothing written
 
     def test_missing_binary_asks_for_make(self):
         os.remove(os.path.join(self.root, "step1_b", "run"))
@@ -425,6 +933,141 @@ class BenchRunTest(ScriptTest):
         line = self.assert_one_line(proc.stderr, "bench: not built: step1_b/run")
         self.assertIn("make", line)
         self.assertFalse(os.path.exists(self.log))
+
+
+class BenchRowsTest(ScriptTest):
+    """Part 2: rows/*/run over shapes, beside step 9 summing each shape as one array."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+
+    def test_both_parts_write_their_files(self):
+        record = os.path.join(self.top, "where.txt")
+        proc = self.bench("--quick", "--record-path", record)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-bench.log", "h200-rows.csv", "h200.csv"])
+        with open(record) as f:
+            self.assertEqual(f.read().splitlines(), [os.path.join(self.out, "h200.csv"),
+                                                     os.path.join(self.out, "h200-rows.csv")])
+        part1 = self.results()
+        self.assertEqual({r["step"] for r in part1}, set(PART1_LABELS) | {"step9_singlepass"})
+        self.assertEqual({(r["n"], r["rows"], r["cols"], r["op"]) for r in part1},
+                         {(str(n), "", "", "") for n in QUICK})
+        self.assertEqual(len(part1), 3 * 5 * 2)
+        rows = self.results("h200-rows.csv")
+        with open(os.path.join(self.out, "h200-rows.csv")) as f:
+            self.assertEqual(f.readline().strip().split(","), CONTRACT_COLUMNS)
+        shapes = sorted(bench.QUICK_ROW_SHAPES)
+        for label in ROW_LABELS:
+            mine = [r for r in rows if r["step"] == label]
+            for k in "123":
+                got = sorted((int(r["rows"]), int(r["cols"])) for r in mine if r["round"] == k)
+                self.assertEqual(got, shapes, (label, k))
+            for r in mine:
+                rr, cc = int(r["rows"]), int(r["cols"])
+                self.assertEqual((r["op"], int(r["n"]), float(r["bytes"]), r["pass"]),
+                                 (ROW_OPS[label], rr * cc, row_bytes(ROW_OPS[label], rr, cc), "1"))
+        ones = [r for r in rows if r["step"] == "step9_singlepass"]
+        self.assertEqual(sorted((r["round"], int(r["n"])) for r in ones),
+                         sorted((k, r * c) for k in "123" for r, c in shapes))
+        self.assertEqual({(r["rows"], r["cols"], r["op"]) for r in ones}, {("", "", "")})
+        self.assertEqual(len(rows), 3 * (len(ROW_LABELS) + 1) * len(shapes))
+        # Row programs get shapes, step 9 (in part 2's process) the same floats as -n.
+        for _, step, _, lines, _ in self.processes():
+            sizes = sorted(size_of(line) for line in lines)
+            if step.startswith("rows/"):
+                self.assertEqual(sizes, sorted(f"{r}x{c}" for r, c in shapes))
+                self.assertTrue(all("-n" not in line for line in lines))
+        one_array = [sorted(int(size_of(line)) for line in lines)
+                     for _, step, _, lines, _ in self.processes() if step == "step9_singlepass"]
+        self.assertEqual(one_array, [sorted(QUICK)] * 3 + [sorted(r * c for r, c in shapes)] * 3)
+        progress = [l for l in proc.stdout.splitlines() if l.startswith("[round 1/3] rows/")]
+        self.assertEqual(len(progress), len(ROW_LABELS))
+        self.assertRegex(proc.stdout, r"\[round 1/3\] rows/step0_thread\s+2 runs  "
+                                      r"32768x1024 \d+\.\d us  PASS\n")
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         rf"^bench: {len(part1) + len(rows)} runs in 3 rounds, \d+\.\d s -> "
+                         r"\S*h200\.csv, \S*h200-rows\.csv$")
+
+    def test_one_array_rows_once_per_size(self):
+        # Four of the shapes hold 2^25 floats: step 9 sums 2^25 once per round.
+        proc = self.bench("--part", "rows", "--rounds", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-rows-bench.log", "h200-rows.csv"])
+        sizes = sorted({r * c for r, c in bench.ROW_SHAPES})
+        self.assertLess(len(sizes), len(bench.ROW_SHAPES))
+        rows = self.results("h200-rows.csv")
+        for k in "12":
+            self.assertEqual(sorted(int(r["n"]) for r in rows
+                                    if r["step"] == "step9_singlepass" and r["round"] == k), sizes)
+            for label in ROW_LABELS:
+                self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in rows
+                                        if r["step"] == label and r["round"] == k),
+                                 sorted(bench.ROW_SHAPES))
+        for _, step, _, lines, _ in self.processes():
+            if step == "step9_singlepass":
+                self.assertEqual(sorted(int(size_of(line)) for line in lines), sizes)
+
+    def test_part_selection(self):
+        proc = self.bench("--quick", "--part", "sum")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-bench.log", "h200.csv"])
+        self.assertNotIn("PyTorch", proc.stdout)
+        self.assertFalse(any(step.startswith("rows/") for _, step, _, _, _ in self.processes()))
+        shutil.rmtree(os.path.join(self.root, "rows"))
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, f"bench: no part 2 programs under {self.root}/rows; "
+                                          "run `make` first")
+
+    def test_part_2_needs_step_9_built(self):
+        os.remove(os.path.join(self.root, "step9_singlepass", "run"))
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: not built: step9_singlepass/run")
+
+    def test_torch_is_left_out_with_one_line(self):
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stdout.splitlines() if "torch" in l.lower()],
+                         ["bench: no --torch-python: PyTorch is left out of part 2"])
+        python = python_without_torch(self.top)
+        os.remove(self.log)
+        proc = self.bench("--quick", "--part", "rows", "--torch-python", python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stdout.splitlines() if "torch" in l.lower()],
+                         [f"bench: {python} cannot run torch on a GPU (exit 1): PyTorch is left "
+                          "out of part 2"])
+        self.assertEqual(proc.stderr, "")
+        rows = self.results("h200-rows.csv")
+        self.assertFalse([r for r in rows if r["step"].startswith("torch/")])
+        self.assertEqual(len(rows), 3 * (len(ROW_LABELS) + 1) * len(bench.QUICK_ROW_SHAPES))
+        with open(os.path.join(self.out, "h200-rows-bench.log")) as f:
+            self.assertIn(f"bench: {python} cannot run torch on a GPU (exit 1): PyTorch is left "
+                          "out of part 2", f.read().splitlines())
+
+    def test_torch_rows_join_part_2_in_every_round(self):
+        python = make_torch_python(self.top)
+        proc = self.bench("--quick", "--part", "rows", "--torch-python", python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("PyTorch is left out", proc.stdout)
+        torch = [(pid, argv) for pid, step, argv, _, _ in self.processes() if step == "torch"]
+        self.assertEqual(torch[0][1][0], "-c")   # the probe first, then once per round
+        shapes = ",".join(f"{r}x{c}" for r, c in bench.QUICK_ROW_SHAPES)
+        for k, (_, argv) in enumerate(torch[1:], 1):
+            self.assertEqual(argv[0], os.path.join(REPO, "tools", "torch_rows.py"))
+            self.assertEqual(argv[3:], ["--shapes", shapes, "--ops", "sum,layernorm,softmax,copy",
+                                        "--reps", "20", "--warmup", "3", "--round", str(k)])
+        self.assertEqual(len(torch), 4)
+        rows = [r for r in self.results("h200-rows.csv") if r["step"].startswith("torch/")]
+        self.assertEqual(sorted((r["round"], r["step"], r["rows"], r["cols"]) for r in rows),
+                         sorted((k, "torch/" + op, str(r), str(c)) for k in "123"
+                                for op in ("sum", "layernorm", "softmax", "copy")
+                                for r, c in bench.QUICK_ROW_SHAPES))
+        self.assertEqual(len([l for l in proc.stdout.splitlines()
+                              if re.match(r"\[round \d/3\] torch +8 runs .* PASS$", l)]), 3)
 
 
 # ---------------------------------------------------------------- profile
@@ -482,6 +1125,34 @@ class ProfileUnitTest(ScriptTest):
         with self.assertRaises(profile.ProfileError) as caught:
             profile.select_programs(self.root, "7")
         self.assertEqual(caught.exception.code, 2)
+
+    def test_select_row_program(self):
+        self.add_rows_programs()
+        self.assertEqual(profile.select_programs(self.root, "0", rows=True), ["rows/step0_thread"])
+        self.assertEqual(profile.select_programs(self.root, "rows/5", rows=True),
+                         ["rows/step5_layernorm"])
+        self.assertEqual(profile.select_programs(self.root, "cub", rows=True),
+                         ["rows/baseline_cub"])
+        self.assertEqual(profile.select_programs(self.root, "rows/copy", rows=True),
+                         ["rows/baseline_copy"])
+        self.assertEqual(profile.select_programs(self.root, None, rows=True), list(ROW_PROGRAMS))
+        self.assertEqual([profile.profile_label(n) for n in ROW_PROGRAMS], list(ROW_LABELS))
+        self.assertEqual({profile.kernel_regex(n) for n in ROW_PROGRAMS}, {profile.ROW_KERNEL_RE})
+        for kernel in ROW_KERNELS.values():
+            self.assertRegex(kernel.split("(")[0], profile.ROW_KERNEL_RE)
+        self.assertNotRegex(STEP_KERNEL, profile.ROW_KERNEL_RE)
+
+    def test_version_line_with_and_without_the_build_tail(self):
+        for line in (f"step3_idle code_hash=0123456789ab git_rev=abc1234 arch=sm_75 sm_80 sm_90 "
+                     f"toolchain={FAKE_TOOLCHAIN}",
+                     "rows/cub code_hash=0123456789ab git_rev=abc1234-dirty arch=sm_90 "
+                     "toolchain=nvcc 12.4.131 CCCL 2.3.2",
+                     "step3_idle code_hash=0123456789ab git_rev=abc1234"):
+            match = profile.VERSION_RE.match(line)
+            self.assertTrue(match, line)
+            self.assertEqual(match.group(2), "0123456789ab")
+            self.assertIn(match.group(3), ("abc1234", "abc1234-dirty"))
+        self.assertIsNone(profile.VERSION_RE.match("step3_idle code_hash=0123 git_rev=abc"))
 
     def test_ncu_fallback_picks_newest(self):
         for version in ("2023.1.0", "2025.3.1", "2024.10.0"):
@@ -614,12 +1285,14 @@ class ProfileRunTest(ScriptTest):
     def test_no_device_under_ncu(self):
         proc = self.profile("--step", "10", FAKE_NO_DEVICE="1")
         self.assertEqual(proc.returncode, 3)
-        self.assert_one_line(proc.stderr, "profile: no CUDA device: no CUDA device found")
+        line = self.assert_one_line(proc.stderr, "profile: no CUDA device: ")
+        self.assertEqual(line, "profile: no CUDA device: no CUDA-capable device is detected")
 
     def test_no_device_in_gpu_probe(self):
         proc = self.profile("--all", "--csv", os.path.join(self.top, "p.csv"), FAKE_NO_DEVICE="1")
         self.assertEqual(proc.returncode, 3)
-        self.assert_one_line(proc.stderr, "profile: no CUDA device: ")
+        line = self.assert_one_line(proc.stderr, "profile: no CUDA device: ")
+        self.assertEqual(line, "profile: no CUDA device: no CUDA-capable device is detected")
         self.assertFalse(os.path.exists(self.ncu_log))  # stopped before running ncu
 
     def test_ncu_not_found(self):
@@ -630,6 +1303,50 @@ class ProfileRunTest(ScriptTest):
         line = self.assert_one_line(proc.stderr, "profile: ")
         self.assertEqual(line, "profile: ncu (Nsight Compute) not found; "
                                "install it or add it to PATH")
+
+    def test_rows_profile_of_every_part_2_program(self):
+        self.add_rows_programs()
+        out = os.path.join(self.top, "results")
+        proc = self.profile("--all", "--rows", "--out-dir", out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(os.listdir(out), ["h200-rows-profile.csv"])
+        rows = schema.load_profile(os.path.join(out, "h200-rows-profile.csv"))
+        self.assertEqual(len(rows), len(ROW_PROGRAMS) * len(profile.METRICS))
+        self.assertEqual([r.step for r in rows[::len(profile.METRICS)]], list(ROW_LABELS))
+        self.assertEqual({r.step: (r.code_hash, r.git_rev) for r in rows},
+                         {label: (fake_hash(label), "v" + os.path.basename(name)[:5])
+                          for name, label in zip(ROW_PROGRAMS, ROW_LABELS)})
+        self.assertEqual([r.kernel for r in rows[::len(profile.METRICS)]],
+                         ["row_sum_kernel<256>", "layernorm_kernel<256>", "copy_kernel",
+                          ROW_KERNELS["cub"].split("(")[0][len("void "):]])
+        self.assertEqual({r.gpu for r in rows}, {"NVIDIA H200"})
+        with open(self.ncu_log) as f:
+            calls = [line.split() for line in f]
+        self.assertEqual(len(calls), len(ROW_PROGRAMS))
+        for call in calls:
+            self.assertEqual(call[call.index("--kernel-name") + 1],
+                             "regex:" + profile.ROW_KERNEL_RE)
+            self.assertEqual(call[-5:], ["--check", "--rows", "32768", "--cols", "1024"])
+        table = proc.stdout.splitlines()
+        self.assertEqual([line.split()[0] for line in table[1:5]], list(ROW_LABELS))
+        # The probe for the GPU's name ran a tiny shape without checks.
+        [(_, step, argv, _, _)] = [p for p in self.processes() if "--no-verify" in p[2]]
+        self.assertEqual((step, size_of(argv)), ("rows/step0_thread", "4x256"))
+
+    def test_rows_step_and_shape(self):
+        self.add_rows_programs()
+        proc = self.profile("--step", "rows/cub", "--shape", "256x4096")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("rows/cub: cub::CUB_300000_SM_900::detail::reduce::"
+                      "DeviceSegmentedReduceKernel<", proc.stdout)
+        with open(self.ncu_log) as f:
+            argv = f.read().split()
+        self.assertEqual(argv[-5:], ["--check", "--rows", "256", "--cols", "4096"])
+        self.assertEqual(argv[-6], os.path.join(self.root, "rows", "baseline_cub", "run"))
+        # Part 1's step of the same number is another program.
+        self.assertEqual(self.profile("--step", "0").returncode, 0)
+        with open(self.ncu_log) as f:
+            self.assertEqual(f.read().splitlines()[-1].split()[-3:], ["--check", "-n", "33554432"])
 
     def test_unbuilt_step(self):
         os.remove(os.path.join(self.root, "step10_c", "run"))
@@ -657,27 +1374,44 @@ needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no Python with matplotlib (
 README = "# Demo\n\n<!-- BEGIN results -->\nkept as it is\n<!-- END results -->\n"
 
 
+def scratch_makefile(root):
+    """The Makefile and the scripts in root, as in the repository; no sources,
+    so make builds nothing (PROGRAMS= for the fake programs' directories)."""
+    shutil.copy(os.path.join(REPO, "Makefile"), root)
+    os.makedirs(os.path.join(root, "tools"), exist_ok=True)
+    for name in os.listdir(os.path.join(REPO, "tools")):
+        if name.endswith((".py", ".sh")) or name == "requirements.txt":
+            shutil.copy(os.path.join(REPO, "tools", name), os.path.join(root, "tools"))
+    # The Makefile reads its list of mutants when it starts; no mutant here.
+    os.makedirs(os.path.join(root, "tests", "broken"), exist_ok=True)
+    open(os.path.join(root, "tests", "broken", "mutants.txt"), "w").close()
+
+
 class MakeTargetTest(ScriptTest):
     """make bench and make profile-all in a scratch copy of the Makefile and the
-    scripts, with the fake programs as the step directories (PROGRAMS= keeps
-    make from building anything)."""
+    scripts, with the fake programs of both parts as the program directories
+    (PROGRAMS= keeps make from building anything). The GPU check that every
+    measuring target makes first (tools/need_gpu.sh) asks fake nvidia-smi and
+    ldconfig, first on PATH, and PyTorch is a Python without torch."""
 
     def setUp(self):
         super().setUp()
-        shutil.copy(os.path.join(REPO, "Makefile"), self.root)
-        os.makedirs(os.path.join(self.root, "tools"), exist_ok=True)
-        for name in os.listdir(os.path.join(REPO, "tools")):
-            if name.endswith(".py") or name == "requirements.txt":
-                shutil.copy(os.path.join(REPO, "tools", name), os.path.join(self.root, "tools"))
+        make_root(self.top, ("step9_singlepass",) + ROW_PROGRAMS)
+        scratch_makefile(self.root)
         self.readme = os.path.join(self.root, "README.md")
         with open(self.readme, "w") as f:
             f.write(README)
         self.env_log = os.path.join(self.top, "env.log")
+        self.gpu_bin = fake_gpu_tools(os.path.join(self.top, "gpu-bin"))
+        self.no_torch = python_without_torch(self.top)
 
-    def make(self, *args, plot_python=None, **env):
+    def make(self, *args, plot_python=None, gpu_bin=None, **env):
         cmd = ["make", "--no-print-directory", *args, "PROGRAMS=", "BENCH_FLAGS=--quick",
+               f"TORCH_PYTHON={self.no_torch}",
                f"PLOT_PYTHON={plot_python or PLOT_PYTHON or sys.executable}"]
-        environment = clean_env(FAKE_LOG=self.log, FAKE_ENV_LOG=self.env_log, **env)
+        path = env.pop("PATH", os.environ.get("PATH", ""))
+        environment = clean_env(FAKE_LOG=self.log, FAKE_ENV_LOG=self.env_log,
+                                PATH=(gpu_bin or self.gpu_bin) + os.pathsep + path, **env)
         environment.pop("CUDA_VISIBLE_DEVICES", None)
         environment.pop("OUT_DIR", None)
         return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True,
@@ -695,9 +1429,12 @@ class MakeTargetTest(ScriptTest):
         proc = self.make("bench", "OUT_DIR=scratch")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertEqual(sorted(os.listdir(self.file("scratch"))),
-                         ["h200-bench.log", "h200-progression.png", "h200-sweep.png",
+                         ["h200-bench.log", "h200-progression.png", "h200-rows-progression.png",
+                          "h200-rows-sweep.png", "h200-rows.csv", "h200-sweep.png",
                           "h200-vs-cub.png", "h200.csv"])
         self.assertIn("plot.py: wrote " + self.file("scratch", "h200-sweep.png"), proc.stdout)
+        self.assertIn(f"bench: {self.no_torch} cannot run torch on a GPU", proc.stdout)
+        self.assertEqual(len(read_log(self.log)), 3 * (5 + len(ROW_PROGRAMS) + 1))
         self.assertFalse(os.path.exists(self.file("plots", "results")))
         self.assert_readme_untouched()
 
@@ -705,22 +1442,25 @@ class MakeTargetTest(ScriptTest):
     def test_bench_default_out_dir_is_plots_results(self):
         proc = self.make("bench")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200.csv")))
-        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-sweep.png")))
+        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
+            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
         self.assert_readme_untouched()
 
     @needs_matplotlib
     def test_bench_failure_fails_make_but_keeps_log_rows_and_charts(self):
         proc = self.make("bench", "OUT_DIR=scratch", FAKE_WRONG_STEP="step1_b")
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
-        self.assertIn("bench: 2 of 8 runs failed", proc.stderr)
+        self.assertIn("bench: 6 runs failed (see above)", proc.stderr)
         with open(self.file("scratch", "h200-bench.log")) as f:
-            self.assertIn("bench: step1_b n=1048576 failed (exit 1)", f.read())
+            log = f.read()
+        self.assertIn("bench: step1_b n=1048576 failed (exit 1): check -n 1048576", log)
         rows = schema.read_results(self.file("scratch", "h200.csv"))
-        self.assertEqual(sum(1 for r in rows if not r.passed), 2)
+        self.assertEqual(len(rows), 3 * 5 * 2 - 2)
+        self.assertEqual(sum(1 for r in rows if not r.passed), 4)
         # Drawn all the same, and without the failed rows (the plot says so).
         self.assertTrue(os.path.isfile(self.file("scratch", "h200-sweep.png")))
-        self.assertIn("plot.py: h200.csv: left out 2 of 8 rows: 2 failed", proc.stderr)
+        self.assertIn("plot.py: h200.csv: left out 4 of 28 rows: 4 failed", proc.stderr)
+        self.assertTrue(os.path.isfile(self.file("scratch", "h200-rows-sweep.png")))
         self.assert_readme_untouched()
 
     def test_bench_fails_when_drawing_fails(self):
@@ -734,6 +1474,18 @@ class MakeTargetTest(ScriptTest):
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("matplotlib is not installed", proc.stderr)
         self.assertTrue(os.path.isfile(self.file("scratch", "h200.csv")))
+
+    def test_without_a_gpu_measuring_targets_stop_with_one_line(self):
+        no_gpu = fake_gpu_tools(os.path.join(self.top, "no-gpu-bin"), gpu=False)
+        for target in ("bench", "profile-all"):
+            proc = self.make(target, "OUT_DIR=scratch", gpu_bin=no_gpu)
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            self.assertRegex(proc.stdout, rf"^make {target}: needs a CUDA GPU and this machine "
+                                          r"has none \((nvidia-smi lists no GPU|no NVIDIA driver, "
+                                          r"libcuda\.so\.1 not found)\)\. Without one: make, ")
+            self.assertEqual(len(proc.stdout.splitlines()), 1, proc.stdout)
+            self.assertFalse(os.path.exists(self.log))   # nothing ran
+            self.assertFalse(os.path.exists(self.file("scratch")))
 
     @needs_matplotlib
     def test_plot_draws_charts_diagrams_and_accuracy_chart_but_no_readme(self):
@@ -767,20 +1519,26 @@ class MakeTargetTest(ScriptTest):
         return self.make("profile-all", *args,
                          PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
 
-    def test_profile_all_writes_out_dir(self):
+    def test_profile_all_writes_out_dir_for_both_parts(self):
         proc = self.profile_all("OUT_DIR=prof")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        self.assertEqual(os.listdir(self.file("prof")), ["h200-profile.csv"])
+        self.assertEqual(sorted(os.listdir(self.file("prof"))),
+                         ["h200-profile.csv", "h200-rows-profile.csv"])
         rows = schema.load_profile(self.file("prof", "h200-profile.csv"))
         self.assertEqual({r.code_hash for r in rows if r.step == "step10_c"},
                          {fake_hash("step10_c")})
+        self.assertEqual({r.step for r in rows}, set(PART1_LABELS) | {"step9_singlepass"})
+        rows = schema.load_profile(self.file("prof", "h200-rows-profile.csv"))
+        self.assertEqual({r.step for r in rows}, set(ROW_LABELS))
         self.assert_readme_untouched()
 
     def test_device_selects_cuda_visible_devices(self):
         self.assertEqual(self.profile_all("OUT_DIR=prof", "DEVICE=3").returncode, 0)
         with open(self.env_log) as f:
-            seen = {line.split()[1] for line in f}
-        self.assertEqual(seen, {"CUDA_VISIBLE_DEVICES=3"})
+            seen = [line.split() for line in f]
+        self.assertEqual({step for step, _ in seen}, set(PART1_LABELS) | {"step9_singlepass"} |
+                         set(ROW_LABELS))
+        self.assertEqual({env for _, env in seen}, {"CUDA_VISIBLE_DEVICES=3"})
         os.remove(self.env_log)
         self.assertEqual(self.profile_all("OUT_DIR=prof").returncode, 0)
         with open(self.env_log) as f:

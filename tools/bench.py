@@ -144,17 +144,32 @@ def read_rows(path):
     return [record for _, record in schema.read_records(path)[1]]
 
 
-def run_program(cmd, timeout=RUN_TIMEOUT_S):
-    """Run one command; returns (exit code or None, stderr text)."""
+def rows_written(path):
+    """(rows of a run's CSV, '' or why the file cannot be read): a file that is
+    not CSV text at all fails its run, not the sweep."""
+    if not os.path.exists(path):
+        return [], ""
     try:
-        # stdout is the program's human summary; the numbers come from the CSV.
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        return read_rows(path), ""
+    except schema.SchemaError as err:
+        return [], f"its CSV cannot be read: {err}"
+
+
+def run_program(cmd, timeout=RUN_TIMEOUT_S):
+    """Run one command; returns (exit code or None, stderr text).
+
+    stdout is the program's human summary (the numbers come from the CSV),
+    but a failed check says why only there: its first FAIL line is added
+    after stderr, so that error_line() finds it when stderr has no error."""
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, errors="replace", timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     except OSError as e:
         return None, f"cannot execute: {e.strerror}"
-    return proc.returncode, proc.stderr
+    fails = [" ".join(line.split()) for line in proc.stdout.splitlines() if "FAIL" in line]
+    return proc.returncode, proc.stderr + (fails[0] + "\n" if fails else "")
 
 
 def error_line(stderr):
@@ -168,6 +183,13 @@ def error_line(stderr):
 
 def strip_error_prefix(line):
     return line[len("error:"):].strip() if line.startswith("error:") else line
+
+
+def no_device_message(stderr):
+    """'no CUDA device: <why>' from a program's error line, which the harness
+    already starts with those words (common/device.c): never twice."""
+    message = strip_error_prefix(error_line(stderr))
+    return message if message.startswith(NO_DEVICE_TEXT) else f"{NO_DEVICE_TEXT}: {message}"
 
 
 def size_label(run):
@@ -243,9 +265,9 @@ class Sweep:
         if os.path.exists(csv_path):
             os.remove(csv_path)
         code, stderr = run_program([path, "--runs", lines, "--csv", csv_path])
-        got = read_rows(csv_path) if os.path.exists(csv_path) else []
+        got, _ = rows_written(csv_path)   # unreadable: each size again alone
         if code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr:
-            raise BenchError(EXIT_DEVICE, f"no CUDA device: {strip_error_prefix(error_line(stderr))}")
+            raise BenchError(EXIT_DEVICE, no_device_message(stderr))
         done = []
         for run in runs:
             row = next((x for x in got if run.matches(x)), None)
@@ -257,7 +279,7 @@ class Sweep:
                     os.remove(alone)
                 cmd = [path, *run.args(), *self.flags(r), "--csv", alone]
                 code1, stderr1 = run_program(cmd)
-                rows1 = read_rows(alone) if os.path.exists(alone) else []
+                rows1, unreadable = rows_written(alone)
                 if code1 == PROG_DEVICE_ERROR and OOM_TEXT in stderr1:
                     self.output.out(f"skip: {name} {size_label(run)} does not fit in device memory")
                     self.skipped += 1
@@ -265,7 +287,7 @@ class Sweep:
                 if not rows1:
                     self.failed += 1
                     self.output.err(f"bench: {name} {size_label(run)} failed (exit {code1}): "
-                                    f"{error_line(stderr1)}")
+                                    f"{unreadable or error_line(stderr1)}")
                     self.output.err(f"bench:   command: {' '.join(cmd)}")
                     continue
                 row = rows1[-1]
@@ -289,13 +311,14 @@ class Sweep:
                "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", TORCH_OPS,
                "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
-        got = read_rows(csv_path) if os.path.exists(csv_path) else []
+        got, unreadable = rows_written(csv_path)
         for row in got:
             self.rows.append(dict(row, round=str(r)))
             self.runs += 1
             self.failed += row.get("pass") != "1"
         if code not in (0, 1) or not got:
-            self.output.err(f"bench: torch round {r}: exit {code}: {error_line(stderr)}")
+            self.output.err(f"bench: torch round {r}: exit {code}: "
+                            f"{unreadable or error_line(stderr)}")
             self.failed += 1
         self.output.out(self.progress_line(r, "torch", got))
 
@@ -442,7 +465,10 @@ def plans(args):
         shapes = QUICK_ROW_SHAPES if args.quick else ROW_SHAPES
         plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
                 for n in names]
-        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=r * c) for r, c in shapes]))
+        # Shapes of one size are one array to step 9 (four shapes hold 2^25
+        # floats): one run per size, or each would be filed with the first's row.
+        sizes = dict.fromkeys(r * c for r, c in shapes)
+        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
         found.append(("-rows", plan))
     elif args.part == "rows":
         raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")

@@ -199,8 +199,7 @@ def check_ncu_output(text):
         raise ProfileError(EXIT_PERM, PERM_MESSAGE)
     for line in text.splitlines():
         if bench.NO_DEVICE_TEXT in line:
-            message = bench.strip_error_prefix(line.strip())
-            raise ProfileError(EXIT_MISSING, "no CUDA device: " + message)
+            raise ProfileError(EXIT_MISSING, bench.no_device_message(line.strip()))
     unknown = re.compile(r"failed to find metric|unknown metric|invalid metric|metric .*not found",
                          re.IGNORECASE)
     for line in text.splitlines():
@@ -331,7 +330,7 @@ def probe_gpu(program):
                               text=True, errors="replace", timeout=NCU_TIMEOUT_S)
         message = bench.error_line(proc.stderr)
         if bench.NO_DEVICE_TEXT in proc.stderr:
-            raise ProfileError(EXIT_MISSING, "no CUDA device: " + bench.strip_error_prefix(message))
+            raise ProfileError(EXIT_MISSING, bench.no_device_message(proc.stderr))
         rows = bench.read_rows(tmp)
         if proc.returncode != 0 or not rows:
             raise ProfileError(EXIT_NCU,
