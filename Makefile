@@ -288,11 +288,14 @@ bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
 tune: gpu-check $(HARNESS) | build
 	bash tools/tune.sh build/tune.csv
 
-# The charts of RESULTS (default: the committed reference), into its folder;
+# The charts of RESULTS (default: the committed reference) and of its part 2
+# sibling <name>-rows.csv, into its folder;
 # the accuracy and diagrams blocks below add their pictures. No README is
 # written: that is `make docs`.
+ROW_RESULTS = $(patsubst %.csv,%-rows.csv,$(RESULTS))
 plot: $(NEED_VENV)
 	$(PLOT_PYTHON) tools/plot.py --results $(RESULTS) $(PROFILE_ARG)
+	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --results $(ROW_RESULTS); fi
 
 # Every generated block of README.md, ACCURACY.md and the step READMEs, in
 # each language present, from RESULTS and its -profile.csv and -accuracy.csv

@@ -155,7 +155,10 @@ class LoaderTests(Files):
                          (32768, 1024, "layernorm", 268697600.0, 2))
         self.assertEqual((typed.arch, typed.toolchain), ("sm_75 sm_80 sm_90",
                                                          "nvcc 13.0.88 CCCL 3.0.1"))
-        self.assertFalse(schema.is_program(typed.step))   # not a part 1 step
+        # A program of part 2: its step number is read past the rows/ prefix.
+        self.assertTrue(schema.is_program(typed.step))
+        self.assertEqual(schema.step_number(typed.step), 5)
+        self.assertFalse(schema.is_program("rows/notes"))
 
     def test_part_1_row_leaves_the_row_columns_empty(self):
         row = dict(fixture_rows()[0], rows="", cols="", op="", bytes="4096", arch="sm_90",

@@ -1429,9 +1429,9 @@ class MakeTargetTest(ScriptTest):
         proc = self.make("bench", "OUT_DIR=scratch")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertEqual(sorted(os.listdir(self.file("scratch"))),
-                         ["h200-bench.log", "h200-progression.png", "h200-rows-progression.png",
-                          "h200-rows-sweep.png", "h200-rows.csv", "h200-sweep.png",
-                          "h200-vs-cub.png", "h200.csv"])
+                         ["h200-bench.log", "h200-progression.png", "h200-rows-layernorm.png",
+                          "h200-rows-progression.png", "h200-rows-sum.png", "h200-rows.csv",
+                          "h200-sweep.png", "h200-vs-cub.png", "h200.csv"])
         self.assertIn("plot.py: wrote " + self.file("scratch", "h200-sweep.png"), proc.stdout)
         self.assertIn(f"bench: {self.no_torch} cannot run torch on a GPU", proc.stdout)
         self.assertEqual(len(read_log(self.log)), 3 * (5 + len(ROW_PROGRAMS) + 1))
@@ -1460,7 +1460,9 @@ class MakeTargetTest(ScriptTest):
         # Drawn all the same, and without the failed rows (the plot says so).
         self.assertTrue(os.path.isfile(self.file("scratch", "h200-sweep.png")))
         self.assertIn("plot.py: h200.csv: left out 4 of 28 rows: 4 failed", proc.stderr)
-        self.assertTrue(os.path.isfile(self.file("scratch", "h200-rows-sweep.png")))
+        # Part 2's file gets part 2's three charts, never part 1's.
+        self.assertTrue(os.path.isfile(self.file("scratch", "h200-rows-progression.png")))
+        self.assertFalse(os.path.exists(self.file("scratch", "h200-rows-sweep.png")))
         self.assert_readme_untouched()
 
     def test_bench_fails_when_drawing_fails(self):
