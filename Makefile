@@ -334,10 +334,13 @@ determinism: gpu-check $(PROGRAMS) extras/atomic_step9/run
 gpu-check:
 	@bash tools/need_gpu.sh "$(firstword $(filter-out gpu-check,$(MAKECMDGOALS)))"
 
+# Registers, shared memory and spills of every kernel of both parts (no GPU;
+# ARCH=sm_90 for the figures part 2's READMEs quote: plots/reference/h200-ptxas.log).
 ptxas: | build
-	@for d in $(STEP_DIRS) baseline_cub; do \
+	@for d in $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_cub; do \
+	    src=$$d/reduce.cu; [ -f $$src ] || src=$$d/rows.cu; \
 	    echo "== $$d"; \
-	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$d/reduce.cu -o build/ptxas.o 2>&1 \
+	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$src -o build/ptxas.o 2>&1 \
 	        | grep -E 'Compiling entry|Used|spill' | grep -v -E 'l2_flush' ; \
 	done
 
