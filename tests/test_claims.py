@@ -460,6 +460,54 @@ class VarianceTests(unittest.TestCase):
             self.assertEqual(bad[("two-pass", shift)] + bad[("welford", shift)], 0)
 
 
+# ----------------------------------------------------------------------- ptxas
+
+class PtxasTests(unittest.TestCase):
+    """The register counts rows/README.md quotes, from plots/reference/h200-ptxas.log
+    (make ptxas ARCH=sm_90)."""
+
+    LOG = os.path.join(REFERENCE, "h200-ptxas.log")
+
+    def kernels(self):
+        """{(program, kernel name with its template arguments): (registers, spill bytes)}"""
+        found, program, kernel = {}, None, None
+        with open(self.LOG) as f:
+            for line in f:
+                if line.startswith("== "):
+                    program = line[3:].strip()
+                m = re.search(r"Compiling entry function '([^']+)'", line)
+                if m:
+                    kernel = m.group(1)
+                m = re.search(r"(\d+) bytes spill stores", line)
+                if m:
+                    spill = int(m.group(1))
+                m = re.search(r"Used (\d+) registers", line)
+                if m:
+                    found[(program, kernel)] = (int(m.group(1)), spill)
+        return found
+
+    def registers(self, program, g, pack):
+        name = f"26layernorm_registers_kernelILj{g}ELj{pack}E"
+        hits = [v for (p, k), v in self.kernels().items() if p == program and name in k]
+        self.assertEqual(len(hits), 1, (program, name))
+        return hits[0]
+
+    def test_register_counts_in_rows_readme(self):
+        with open(os.path.join(ROOT, "rows", "README.md"), encoding="utf-8") as f:
+            text = " ".join(f.read().split())
+        step6, step7 = "rows/step6_registers", "rows/step7_wide"
+        self.assertEqual(self.registers(step6, 1024, 4), (56, 0))
+        regs7, spill7 = self.registers(step7, 1024, 4)
+        self.assertEqual(regs7, 62)
+        self.assertGreater(spill7, 0)                       # "spills a few bytes"
+        self.assertIn("56 registers per thread (62 in step 7)", text)
+        plain = [self.registers(step6, g, 1)[0] for g in (32, 64, 128, 256, 512, 1024)]
+        self.assertEqual((min(plain), max(plain)), (64, 114))
+        self.assertEqual(self.registers(step6, 256, 1)[0], 80)
+        self.assertIn("needs 64 to 114 registers", text)
+        self.assertIn("G is 256 and the kernel needs 80", text)
+
+
 # ---------------------------------------------------------------- generated docs
 
 def shipped_readmes():
