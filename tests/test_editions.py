@@ -62,8 +62,9 @@ CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 def pages(root=ROOT):
     """[English page path] of every page that must have a Chinese twin."""
-    found = [os.path.join(root, "README.md"), os.path.join(root, "ACCURACY.md")]
-    for folder in ["common", "extras"] + list(schema.SHIPPED):
+    found = [os.path.join(root, "README.md"), os.path.join(root, "ACCURACY.md"),
+             os.path.join(root, "docs", "grading.md"), os.path.join(root, "rows", "README.md")]
+    for folder in ["common", "extras"] + list(schema.SHIPPED) + list(schema.SHIPPED_ROWS):
         found.append(os.path.join(root, schema.program_dir(folder), "README.md"))
     return [path for path in found if os.path.isfile(path)]
 
@@ -435,6 +436,9 @@ def heading_problems(en, zh, headings_map):
 FIGURES_END = "<!-- END figures -->"
 
 
+ROW_FIGURE_KEY = "**图中英文对照。**"
+
+
 def figure_key_problem(zh):
     """None, or what is wrong with the Chinese key after a page's pictures."""
     m = BLOCK.search(zh)
@@ -442,6 +446,14 @@ def figure_key_problem(zh):
     if not figures:
         return None
     m = figures[0]
+    if "/rows-step" in m.group(2):
+        # Part 2's pictures differ per step (their titles name the step's
+        # mapping), so each page keys its own picture in a paragraph of its own.
+        after = zh[m.end():].lstrip("\n")
+        if not after.startswith(ROW_FIGURE_KEY):
+            return f"after {FIGURES_END} the page should explain its picture's English in a " \
+                   f"paragraph starting {ROW_FIGURE_KEY}"
+        return None
     kinds = re.findall(r"-([a-z]+)\.png\)", m.group(2))
     if not kinds:
         return None
