@@ -348,13 +348,13 @@ cuda12:
 	bash tools/cuda12.sh $(or $(CUDA12_LOG),plots/reference/cuda12-build.log)
 
 # ---------------------------------------------------------------- teaching
+# STEP and NAME reach the script through the environment (make exports what
+# is given on its command line), so no quote or space in them can break a recipe.
 diff:
-	@test -n "$(STEP)" || { echo "usage: make diff STEP=K (K = a step number from 1 up, or rows/K)"; exit 2; }
-	@bash tools/step.sh diff $(STEP)
+	@bash tools/step.sh diff "$${STEP:-}"
 
 new:
-	@test -n "$(NAME)" || { bash tools/step.sh usage; exit 2; }
-	@bash tools/step.sh new "$(NAME)"
+	@bash tools/step.sh new "$${NAME:-}"
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)
