@@ -210,32 +210,53 @@ test: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_V
 #   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads
 #     its PASS lines, so it trusts the harness that program was built with.
 # JUNIT=file.xml and GRADESCOPE=results.json also write the checks in those formats.
-check:
-	@prog='$(PROGRAM)'; \
-	 if [ -n "$(SOURCE)" ]; then \
-	     src='$(SOURCE)'; \
-	     test -f "$$src" || { echo "make check: SOURCE=$$src: no such file"; exit 2; }; \
+# Any failure ends in one line of make's own, the last: check-run writes it to
+# CHECK_VERDICT (named for this make's process) and check stops make with it.
+# make exits 2 for every failure; that line gives the grader's own exit code
+# (1 wrong, 2 usage, 3 no device) and the command that exits with it.
+CHECK_VERDICT = build/.check-verdict-$(shell echo $$PPID)
+check: check-run
+	@$(eval CHECK_LINE := $(shell cat $(CHECK_VERDICT) 2>/dev/null; rm -f $(CHECK_VERDICT)))$(if $(CHECK_LINE),$(error $(CHECK_LINE)))
+
+.PHONY: check-run
+check-run:
+	@mkdir -p build; verdict=$(CHECK_VERDICT); rm -f "$$verdict"; \
+	 stop() { echo "$$*" > "$$verdict"; exit 0; }; \
+	 prog=$${PROGRAM:-}; \
+	 if [ -n "$${SOURCE:-}" ]; then \
+	     src=$$SOURCE; \
+	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
+	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
 	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
-	         *) echo "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)"; exit 2 ;; esac; \
+	         *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
 	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
 	     dir=build/graded/$$part$$name; mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; \
-	     $(MAKE) --no-print-directory "$$dir/run" || { echo "make check: $$src does not build"; exit 2; }; \
+	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $$src does not build (the compiler's errors are above)"; \
 	     prog=$$dir/run; \
-	 elif [ -z "$$prog" ]; then \
-	     test -n "$(STEP)" || { echo "usage: make check STEP=K (a step number, rows/K, cub, rows/cub) or SOURCE=path/reduce.cu"; exit 2; }; \
-	     case "$(STEP)" in \
+	 elif [ -n "$$prog" ]; then \
+	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
+	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
+	     test -x "$$prog" || stop "make check: PROGRAM=$$prog is not an executable (SOURCE=file.cu grades a source file)"; \
+	 else \
+	     step=$${STEP:-}; \
+	     test -n "$$step" || stop "usage: make check STEP=K (a step number, rows/K, cub, rows/cub or rows/copy), SOURCE=path/reduce.cu or PROGRAM=path/run"; \
+	     case "$$step" in \
 	         cub) dir=baseline_cub ;; \
-	         rows/cub|rows/copy) dir=rows/baseline_$${STEP#rows/} ;; \
-	         rows/*) dir=$$(ls -d rows/step$${STEP#rows/}_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
-	         *) dir=$$(ls -d step$(STEP)_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	         rows/cub|rows/copy) dir=rows/baseline_$${step#rows/} ;; \
+	         rows/*) dir=$$(ls -d "rows/step$${step#rows/}"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	         *) dir=$$(ls -d "step$$step"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
 	     esac; \
 	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
-	         { echo "make check: no step $(STEP) (no such stepK_*/ folder)"; exit 2; }; \
-	     $(MAKE) --no-print-directory "$$dir/run" || exit 2; prog=$$dir/run; \
+	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
+	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $$dir/run does not build (the compiler's errors are above)"; \
+	     prog=$$dir/run; \
 	 fi; \
-	 bash tools/need_gpu.sh check || exit 3; \
+	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
+	 nogpu=$$(bash tools/need_gpu.sh check) || stop "$$nogpu; the grader exits 3 for this: $$direct"; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
-	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"
+	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
+	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
+	 [ $$rc -eq 0 ] || stop "make check: the grader exited $$rc ($$why); make exits 2 for any failure, this keeps the grader's code: $$direct"
 
 # ---------------------------------------------------------------- results
 venv: $(NEED_VENV)
@@ -298,9 +319,8 @@ docs:
 
 # ncu runs with --clock-control none: the GPU may be shared, and locking its
 # clocks for a profile would change them for everyone else.
-profile: $(PROGRAMS) $(ROW_PROGRAMS)
-	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K or cub)"; exit 2; }
-	@bash tools/need_gpu.sh profile || exit 3
+profile: $(if $(STEP),gpu-check $(PROGRAMS) $(ROW_PROGRAMS))
+	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K, cub or rows/cub)"; exit 2; }
 	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
 profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
@@ -321,11 +341,12 @@ step4_warp/run-racy: step4_warp/reduce.cu build/hash/step4_warp.o $(HARNESS) $(H
 determinism: gpu-check $(PROGRAMS) extras/atomic_step9/run
 	@bash tools/determinism.sh $(OUT_DIR)
 
-# First prerequisite of every target that measures: one line and exit 3
-# where there is no GPU, before anything is built.
+# First prerequisite of every target that measures: where there is no GPU,
+# need_gpu.sh's line (its exit status is 3) stops make as make's one error
+# line, before anything is built. make itself exits 2, as for any failure.
 .PHONY: gpu-check
 gpu-check:
-	@bash tools/need_gpu.sh "$(firstword $(filter-out gpu-check,$(MAKECMDGOALS)))"
+	@$(eval NO_GPU := $(shell bash tools/need_gpu.sh "$(or $(firstword $(filter-out gpu-check,$(MAKECMDGOALS))),gpu-check)" 2>&1))$(if $(NO_GPU),$(error $(NO_GPU)))
 
 ptxas: | build
 	@for d in $(STEP_DIRS) baseline_cub; do \
