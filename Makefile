@@ -236,17 +236,14 @@ check: check-run
 check-run:
 	@mkdir -p build; verdict=$(CHECK_VERDICT); rm -f "$$verdict"; \
 	 stop() { echo "$$*" > "$$verdict"; exit 0; }; \
-	 prog=$${PROGRAM:-}; \
-	 if [ -n "$${SOURCE:-}" ]; then \
-	     src=$$SOURCE; \
+	 prog=$${PROGRAM:-}; src=$${SOURCE:-}; dir=; \
+	 if [ -n "$$src" ]; then \
 	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
 	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
 	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
 	         *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
 	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
-	     dir=build/graded/$$part$$name; mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; \
-	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $$src does not build (the compiler's errors are above)"; \
-	     prog=$$dir/run; \
+	     dir=build/graded/$$part$$name; \
 	 elif [ -n "$$prog" ]; then \
 	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
 	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
@@ -262,11 +259,14 @@ check-run:
 	     esac; \
 	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
 	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
-	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $$dir/run does not build (the compiler's errors are above)"; \
-	     prog=$$dir/run; \
 	 fi; \
+	 [ -z "$$dir" ] || prog=$$dir/run; \
 	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
 	 nogpu=$$(bash tools/need_gpu.sh check) || stop "$$nogpu; the grader exits 3 for this: $$direct"; \
+	 if [ -n "$$src" ]; then mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; fi; \
+	 if [ -n "$$dir" ]; then \
+	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $${src:-$$dir/run} does not build (the compiler's errors are above)"; \
+	 fi; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
 	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
 	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
