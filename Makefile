@@ -262,7 +262,7 @@ check-run:
 	 fi; \
 	 [ -z "$$dir" ] || prog=$$dir/run; \
 	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
-	 nogpu=$$(bash tools/need_gpu.sh check) || stop "$$nogpu; the grader exits 3 for this: $$direct"; \
+	 nogpu=$$(bash tools/need_gpu.sh check 2>&1) || stop "$${nogpu:-make check: tools/need_gpu.sh failed}; the grader exits 3 for this: $$direct"; \
 	 if [ -n "$$src" ]; then mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; fi; \
 	 if [ -n "$$dir" ]; then \
 	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $${src:-$$dir/run} does not build (the compiler's errors are above)"; \
@@ -358,9 +358,10 @@ determinism: gpu-check $(PROGRAMS) extras/atomic_step9/run
 # First prerequisite of every target that measures: where there is no GPU,
 # need_gpu.sh's line (its exit status is 3) stops make as make's one error
 # line, before anything is built. make itself exits 2, as for any failure.
+GPU_TARGET = $(or $(firstword $(filter-out gpu-check,$(MAKECMDGOALS))),gpu-check)
 .PHONY: gpu-check
 gpu-check:
-	@$(eval NO_GPU := $(shell bash tools/need_gpu.sh "$(or $(firstword $(filter-out gpu-check,$(MAKECMDGOALS))),gpu-check)" 2>&1))$(if $(NO_GPU),$(error $(NO_GPU)))
+	@$(eval NO_GPU := $(shell out=$$(bash tools/need_gpu.sh "$(GPU_TARGET)" 2>&1) || echo "$${out:-make $(GPU_TARGET): tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
 
 ptxas: | build
 	@for d in $(STEP_DIRS) baseline_cub; do \

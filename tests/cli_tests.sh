@@ -331,6 +331,9 @@ next=$((last + 1)) rnext=$((rlast + 1))
     out=$(make check PROGRAM="$prog" 2>&1); rc=$?
     [ $rc -eq 0 ] && [ "$out" = "grade: PASS fake" ] && ok || bad "make check with the grader's exit 0 -> exit $rc: $out"
     [ -z "$(ls -A build/.check-verdict-* 2>/dev/null)" ] && ok || bad "make check left $(ls build/.check-verdict-*)"
+    # Without tools/need_gpu.sh there is no telling: that is an error, not a GPU.
+    rm -f tools/need_gpu.sh
+    expect_only_line 2 "tools/need_gpu.sh: No such file" make determinism
     cp "$root/tools/grade.py" "$root/tools/need_gpu.sh" tools/
 
     section "mutants, ARCH, make clean in the scratch copy"
