@@ -78,42 +78,41 @@ TEST_MINUTES := 3
 all: $(PROGRAMS) $(ROW_PROGRAMS)
 
 help:
-	@one=$$(bash tools/step.sh next); two=$$(bash tools/step.sh next rows); \
-	 echo "Without a GPU (a laptop, a login node):"; \
-	 echo "  make                 build every step, the CUB baseline and part 2's row programs"; \
-	 echo "                       (about a minute with make -j2; make -j4 runs four compiles at once)"; \
-	 echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"; \
-	 echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"; \
-	 echo "  make test            build, then every suite: about $(TEST_MINUTES) min on two cores once built (make -j4 test"; \
-	 echo "                       builds faster); without a GPU no kernel runs, and the last line says so"; \
-	 echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"; \
-	 printf '  %-29s %s\n' "make new NAME=step$${one}_slug" "start your own step $$one (the next free number) from step $$((one - 1))" \
-	     "make new NAME=rows/step$${two}_slug" "the same in part 2 (from rows/step$$((two - 1)))"; \
-	 echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"; \
-	 echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"; \
-	 echo "  make diagrams        draw each step's access pattern into plots/diagrams (steps with a model)"; \
-	 echo "  make ptxas           registers, shared memory and spills of every kernel"; \
-	 echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"; \
-	 echo "  make mutants         build the broken programs the grader must fail"; \
-	 echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"; \
-	 echo "  make code-hash DIR=step3_idle   the code hash built into that program (its --version)"; \
-	 echo "  make clean           remove every build output"; \
-	 echo "With a CUDA GPU (without one, each stops at once with one line):"; \
-	 echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K, cub, rows/cub)"; \
-	 echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness"; \
-	 echo "  make check PROGRAM=path/run        grade a program built elsewhere"; \
-	 echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"; \
-	 echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub, rows/cub)"; \
-	 echo "  make profile-all     the same for every program, into plots/results/<gpu>-profile.csv"; \
-	 echo "  make accuracy        every part 1 program's rounding error: plots/results/<gpu>-accuracy.csv"; \
-	 echo "  make determinism     100 runs of every part 1 program: same bits each time? (and atomics)"; \
-	 echo "  make tune            time other block sizes / unroll factors of some steps"; \
-	 echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every part 1 program"; \
-	 echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"; \
-	 echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."; \
-	 echo "Exit status: make exits 2 whenever anything fails. The grader's own codes (1 wrong, 2 usage,"; \
-	 echo "  3 no device) come from python3 tools/grade.py stepK_name/run, which make check's last line"; \
-	 echo "  names; bash tools/need_gpu.sh exits 3 where there is no GPU."
+	@echo "Without a GPU (a laptop, a login node):"
+	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
+	@echo "                       (make -j4: four compiles at once; about a minute with -j2 on two cores)"
+	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
+	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
+	@echo "  make test            build, then every suite: about $(TEST_MINUTES) min on two cores once built"
+	@echo "                       (make -j4 test builds faster); without a GPU no kernel runs, and the last line says so"
+	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
+	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
+	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
+	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
+	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
+	@echo "  make diagrams        draw each step's access pattern into plots/diagrams (the steps with a model)"
+	@echo "  make ptxas           registers, shared memory and spills of every kernel"
+	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
+	@echo "  make mutants         build the broken programs the grader must fail"
+	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
+	@echo "  make code-hash DIR=step3_idle   the code hash make builds into that program (its --version)"
+	@echo "  make clean           remove every build output"
+	@echo "With a CUDA GPU (without one, each stops at once in one line):"
+	@echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K, cub or rows/cub)"
+	@echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness"
+	@echo "  make check PROGRAM=path/run        grade a program built elsewhere"
+	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
+	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"
+	@echo "  make profile-all     the same for every program, into plots/results/<gpu>-profile.csv"
+	@echo "  make accuracy        every part 1 program's rounding error: plots/results/<gpu>-accuracy.csv"
+	@echo "  make determinism     100 runs of every part 1 program: same bits each time? (and atomics)"
+	@echo "  make tune            time other block sizes / unroll factors of some steps"
+	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every part 1 program"
+	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"
+	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
+	@echo "make exits 2 whenever anything fails; the grader's own exit codes (1 wrong, 2 usage,"
+	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run (make check's last line names it);"
+	@echo "bash tools/need_gpu.sh exits 3 where there is no GPU"
 
 build:
 	mkdir -p build
