@@ -68,7 +68,9 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-# Measured: `make test` on two cores once everything is built (tests/run_tests.sh says it too).
+# Measured on two cores (nproc 2, no GPU): `make` 80 s with -j2; `make test`
+# from a fresh clone 6 min with or without -j2, half of it the build (which
+# `make test` runs first: the fixtures too), half the suites (run_tests.sh).
 TEST_MINUTES := 3
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
@@ -80,11 +82,12 @@ all: $(PROGRAMS) $(ROW_PROGRAMS)
 help:
 	@echo "Without a GPU (a laptop, a login node):"
 	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
-	@echo "                       (make -j4: four compiles at once; about a minute with -j2 on two cores)"
+	@echo "                       (about 80 s on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
-	@echo "  make test            build, then every suite: about $(TEST_MINUTES) min on two cores once built"
-	@echo "                       (make -j4 test builds faster); without a GPU no kernel runs, and the last line says so"
+	@echo "  make test            build, then every suite: about 6 min on two cores from a fresh clone, $(TEST_MINUTES) once"
+	@echo "                       built (make -j4 test builds in parallel); without a GPU no kernel runs, and the"
+	@echo "                       last line says so"
 	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
 	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
 	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
@@ -206,14 +209,14 @@ mutants: $(MUTANTS)
 # Generated sources (mutants, code hashes) are kept after a build, for reading.
 .SECONDARY:
 
-# test-banner comes first: on a fresh clone the build is the first minute or two.
+# test-banner comes first: on a fresh clone the build is the first three minutes.
 test: test-banner build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) TEST_MINUTES=$(TEST_MINUTES) bash tests/run_tests.sh
 
 .PHONY: test-banner
 test-banner:
-	@echo "make test: first builds what is not built yet (a minute or two on two cores; make -j4 test" \
-	      "compiles four at once), then runs every suite (about $(TEST_MINUTES) min on two cores)"
+	@echo "make test: first builds what is not built yet (about 3 min on two cores from a fresh clone;" \
+	      "make -j4 test compiles four at once), then runs every suite (about $(TEST_MINUTES) min on two cores)"
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
