@@ -68,8 +68,10 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-# Targets that need a GPU say so in one line first, before building anything.
-NEED_GPU = @bash tools/need_gpu.sh $@
+# Measured on two cores (nproc 2, no GPU): `make` 80 s with -j2; `make test`
+# from a fresh clone 6 min with or without -j2, half of it the build (which
+# `make test` runs first: the fixtures too), half the suites (run_tests.sh).
+TEST_MINUTES := 3
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
@@ -80,32 +82,40 @@ all: $(PROGRAMS) $(ROW_PROGRAMS)
 help:
 	@echo "Without a GPU (a laptop, a login node):"
 	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
+	@echo "                       (about 80 s on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
-	@echo "  make test            all tests; the GPU suite is skipped, and the last line says so"
-	@echo "  make diff STEP=K     what step K changed over the step before it (ROWS=1: part 2)"
-	@echo "  make new NAME=stepN_slug  start your own step N (the next free number) from step N-1"
+	@echo "  make test            build, then every suite: about 6 min on two cores from a fresh clone, $(TEST_MINUTES) once"
+	@echo "                       built (make -j4 test builds in parallel); without a GPU no kernel runs, and the"
+	@echo "                       last line says so"
+	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
+	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
+	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
 	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
 	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
-	@echo "  make diagrams        draw each step's access pattern into plots/diagrams"
+	@echo "  make diagrams        draw each step's access pattern into plots/diagrams (the steps with a model)"
 	@echo "  make ptxas           registers, shared memory and spills of every kernel"
 	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
 	@echo "  make mutants         build the broken programs the grader must fail"
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
-	@echo "With a CUDA GPU:"
-	@echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K or cub)"
-	@echo "  make check SOURCE=path/reduce.cu   grade a source file built with this harness"
+	@echo "  make code-hash DIR=step3_idle   the code hash make builds into that program (its --version)"
+	@echo "  make clean           remove every build output"
+	@echo "With a CUDA GPU (without one, each stops at once in one line):"
+	@echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K, cub or rows/cub)"
+	@echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness"
+	@echo "  make check PROGRAM=path/run        grade a program built elsewhere"
 	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
-	@echo "  make profile STEP=K  Nsight Compute counters of one step (K, rows/K or cub)"
-	@echo "  make profile-all     the same for every step, into plots/results/<gpu>-profile.csv"
-	@echo "  make accuracy        every program's rounding error: plots/results/<gpu>-accuracy.csv"
-	@echo "  make determinism     100 runs of every program: same bits each time? (and atomics)"
+	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"
+	@echo "  make profile-all     the same for every program, into plots/results/<gpu>-profile.csv"
+	@echo "  make accuracy        every part 1 program's rounding error: plots/results/<gpu>-accuracy.csv"
+	@echo "  make determinism     100 runs of every part 1 program: same bits each time? (and atomics)"
 	@echo "  make tune            time other block sizes / unroll factors of some steps"
-	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every program"
+	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every part 1 program"
 	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"
 	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
-	@echo "make exits 2 whenever a recipe fails; the grader's own exit codes (1 wrong, 2 usage,"
-	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run"
+	@echo "make exits 2 whenever anything fails; the grader's own exit codes (1 wrong, 2 usage,"
+	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run (make check's last line names it);"
+	@echo "bash tools/need_gpu.sh exits 3 where there is no GPU"
 
 build:
 	mkdir -p build
@@ -203,8 +213,14 @@ mutants: $(MUTANTS)
 # Generated sources (mutants, code hashes) are kept after a build, for reading.
 .SECONDARY:
 
-test: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
-	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) bash tests/run_tests.sh
+# test-banner comes first: on a fresh clone the build is the first three minutes.
+test: test-banner build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
+	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) TEST_MINUTES=$(TEST_MINUTES) bash tests/run_tests.sh
+
+.PHONY: test-banner
+test-banner:
+	@echo "make test: first builds what is not built yet (about 3 min on two cores from a fresh clone;" \
+	      "make -j4 test compiles four at once), then runs every suite (about $(TEST_MINUTES) min on two cores)"
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
@@ -214,32 +230,53 @@ test: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_V
 #   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads
 #     its PASS lines, so it trusts the harness that program was built with.
 # JUNIT=file.xml and GRADESCOPE=results.json also write the checks in those formats.
-check:
-	@prog='$(PROGRAM)'; \
-	 if [ -n "$(SOURCE)" ]; then \
-	     src='$(SOURCE)'; \
-	     test -f "$$src" || { echo "make check: SOURCE=$$src: no such file"; exit 2; }; \
+# Any failure ends in one line of make's own, the last: check-run writes it to
+# CHECK_VERDICT (named for this make's process) and check stops make with it.
+# make exits 2 for every failure; that line gives the grader's own exit code
+# (1 wrong, 2 usage, 3 no device) and the command that exits with it.
+CHECK_VERDICT = build/.check-verdict-$(shell echo $$PPID)
+check: check-run
+	@$(eval CHECK_LINE := $(shell cat $(CHECK_VERDICT) 2>/dev/null; rm -f $(CHECK_VERDICT)))$(if $(CHECK_LINE),$(error $(CHECK_LINE)))
+
+.PHONY: check-run
+check-run:
+	@mkdir -p build; verdict=$(CHECK_VERDICT); rm -f "$$verdict"; \
+	 stop() { echo "$$*" > "$$verdict"; exit 0; }; \
+	 prog=$${PROGRAM:-}; src=$${SOURCE:-}; dir=; \
+	 if [ -n "$$src" ]; then \
+	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
+	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
 	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
-	         *) echo "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)"; exit 2 ;; esac; \
+	         *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
 	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
-	     dir=build/graded/$$part$$name; mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; \
-	     $(MAKE) --no-print-directory "$$dir/run" || { echo "make check: $$src does not build"; exit 2; }; \
-	     prog=$$dir/run; \
-	 elif [ -z "$$prog" ]; then \
-	     test -n "$(STEP)" || { echo "usage: make check STEP=K (a step number, rows/K, cub, rows/cub) or SOURCE=path/reduce.cu"; exit 2; }; \
-	     case "$(STEP)" in \
+	     dir=build/graded/$$part$$name; \
+	 elif [ -n "$$prog" ]; then \
+	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
+	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
+	     test -x "$$prog" || stop "make check: PROGRAM=$$prog is not an executable (SOURCE=file.cu grades a source file)"; \
+	 else \
+	     step=$${STEP:-}; \
+	     test -n "$$step" || stop "usage: make check STEP=K (a step number, rows/K, cub, rows/cub or rows/copy), SOURCE=path/reduce.cu or PROGRAM=path/run"; \
+	     case "$$step" in \
 	         cub) dir=baseline_cub ;; \
-	         rows/cub|rows/copy) dir=rows/baseline_$${STEP#rows/} ;; \
-	         rows/*) dir=$$(ls -d rows/step$${STEP#rows/}_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
-	         *) dir=$$(ls -d step$(STEP)_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	         rows/cub|rows/copy) dir=rows/baseline_$${step#rows/} ;; \
+	         rows/*) dir=$$(ls -d "rows/step$${step#rows/}"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
+	         *) dir=$$(ls -d "step$$step"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
 	     esac; \
 	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
-	         { echo "make check: no step $(STEP) (no such stepK_*/ folder)"; exit 2; }; \
-	     $(MAKE) --no-print-directory "$$dir/run" || exit 2; prog=$$dir/run; \
+	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
 	 fi; \
-	 bash tools/need_gpu.sh check || exit 3; \
+	 [ -z "$$dir" ] || prog=$$dir/run; \
+	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
+	 nogpu=$$(bash tools/need_gpu.sh check 2>&1) || stop "$${nogpu:-make check: tools/need_gpu.sh failed}; the grader exits 3 for this: $$direct"; \
+	 if [ -n "$$src" ]; then mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; fi; \
+	 if [ -n "$$dir" ]; then \
+	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $${src:-$$dir/run} does not build (the compiler's errors are above)"; \
+	 fi; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
-	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"
+	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
+	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
+	 [ $$rc -eq 0 ] || stop "make check: the grader exited $$rc ($$why); make exits 2 for any failure, this keeps the grader's code: $$direct"
 
 # ---------------------------------------------------------------- results
 venv: $(NEED_VENV)
@@ -305,9 +342,8 @@ docs:
 
 # ncu runs with --clock-control none: the GPU may be shared, and locking its
 # clocks for a profile would change them for everyone else.
-profile: $(PROGRAMS) $(ROW_PROGRAMS)
-	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K or cub)"; exit 2; }
-	@bash tools/need_gpu.sh profile || exit 3
+profile: $(if $(STEP),gpu-check $(PROGRAMS) $(ROW_PROGRAMS))
+	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K, cub or rows/cub)"; exit 2; }
 	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
 profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
@@ -328,11 +364,13 @@ step4_warp/run-racy: step4_warp/reduce.cu build/hash/step4_warp.o $(HARNESS) $(H
 determinism: gpu-check $(PROGRAMS) extras/atomic_step9/run
 	@bash tools/determinism.sh $(OUT_DIR)
 
-# First prerequisite of every target that measures: one line and exit 3
-# where there is no GPU, before anything is built.
+# First prerequisite of every target that measures: where there is no GPU,
+# need_gpu.sh's line (its exit status is 3) stops make as make's one error
+# line, before anything is built. make itself exits 2, as for any failure.
+GPU_TARGET = $(or $(firstword $(filter-out gpu-check,$(MAKECMDGOALS))),gpu-check)
 .PHONY: gpu-check
 gpu-check:
-	@bash tools/need_gpu.sh "$(firstword $(filter-out gpu-check,$(MAKECMDGOALS)))"
+	@$(eval NO_GPU := $(shell out=$$(bash tools/need_gpu.sh "$(GPU_TARGET)" 2>&1) || echo "$${out:-make $(GPU_TARGET): tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
 
 # Registers, shared memory and spills of every kernel of both parts (no GPU;
 # ARCH=sm_90 for the figures part 2's READMEs quote: plots/reference/h200-ptxas.log).
@@ -358,13 +396,13 @@ cuda12:
 	bash tools/cuda12.sh $(or $(CUDA12_LOG),plots/reference/cuda12-build.log)
 
 # ---------------------------------------------------------------- teaching
+# STEP and NAME reach the script through the environment (make exports what
+# is given on its command line), so no quote or space in them can break a recipe.
 diff:
-	@test -n "$(STEP)" || { echo "usage: make diff STEP=K (K = a step number from 1 up, or rows/K)"; exit 2; }
-	@bash tools/step.sh diff $(STEP)
+	@bash tools/step.sh diff "$${STEP:-}"
 
 new:
-	@test -n "$(NAME)" || { bash tools/step.sh usage; exit 2; }
-	@bash tools/step.sh new "$(NAME)"
+	@bash tools/step.sh new "$${NAME:-}"
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)

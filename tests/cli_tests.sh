@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# cli_tests.sh: what works without a GPU: flags and exit codes of every built
-# program, the no-device error, `make stepK`, `make diff`, `make new`,
-# `make check`'s usage errors, the mutants, and rebuilds when ARCH changes.
+# cli_tests.sh: what works without a GPU: flags, exit codes and code hashes
+# of every built program of both parts, the no-device errors (programs, the
+# grader, and every GPU target of make: one line, nothing left behind),
+# `make stepK`, `make diff`, `make new` in both parts, `make check`'s errors
+# and its last line, `make help`, the mutants, and rebuilds when ARCH changes.
+# A "cli: <section> (at Ns)" line starts each part: the suite takes minutes.
 # Ends with "cli: N passed, N failed[, N skipped]".
 set -u
 cd "$(dirname "$0")/.."
+root=$PWD
+# Every make below is this suite's own: none inherits `make -j`'s jobserver
+# or `-s` from a `make test` that runs this file.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 passed=0 failed=0 skipped=0
 
 ok()   { passed=$((passed + 1)); }
 bad()  { failed=$((failed + 1)); echo "FAIL $*"; }
+# A progress line: this suite runs for minutes.
+section() { echo "cli: $* (at ${SECONDS}s)"; }
 
 # expect CODE TEXT CMD...: exit status CODE and TEXT somewhere in the output.
 expect() {
@@ -28,6 +37,28 @@ expect_one_line() {
     else bad "$* -> exit $rc, stderr: $err"; fi
 }
 
+# expect_only_line CODE TEXT CMD...: exit CODE, one line of output in all
+# (stdout and stderr), TEXT in it, no traceback.
+expect_only_line() {
+    local code=$1 text=$2; shift 2
+    local out rc
+    out=$("$@" 2>&1); rc=$?
+    if [ "$rc" = "$code" ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ $out == *"$text"* ]] \
+            && [[ $out != *Traceback* ]]; then ok
+    else bad "$* -> exit $rc (want $code and one line with '$text'): $(echo "$out" | head -n 4)"; fi
+}
+
+# code_hash_of PROGRAM: the hash its --version prints, and make's for its folder.
+check_code_hash() {
+    local p=$1 dir built made
+    dir=$(dirname "$p")
+    built=$("$p" --version | sed -n 's/.*code_hash=\([0-9a-f]*\) .*/\1/p')
+    made=$(make -s --no-print-directory code-hash DIR="$dir")
+    [ -n "$built" ] && [ "$built" = "$made" ] && ok \
+        || bad "$p --version: code_hash '$built' is not make code-hash DIR=$dir's '$made'"
+}
+
+section "part 1 programs: flags, exit codes, --version"
 programs=$(ls -d step[0-9]*_*/run baseline_cub/run 2>/dev/null)
 for p in $programs; do
     expect 0 "usage:" "$p" --help
@@ -41,49 +72,163 @@ for p in $programs; do
     # --version needs no GPU: the step, the hash of its GPU code, the revision.
     name=$(basename "$(dirname "$p")"); name=${name#baseline_}
     expect 0 "$name code_hash=" "$p" --version
-    [ "$("$p" --version | sed -n 's/.*code_hash=\([0-9a-f]*\) .*/\1/p')" = \
-      "$(python3 tools/code_hash.py "$(dirname "$p")/reduce.cu" common/flush.cu)" ] && ok \
-        || bad "$p --version: its code_hash is not tools/code_hash.py's"
+    check_code_hash "$p"
+done
+
+# Part 2's row programs: their own options (no -n), the same exit codes.
+section "part 2 programs: flags, exit codes, --version"
+row_programs=$(ls -d rows/step[0-9]*_*/run rows/baseline_*/run 2>/dev/null)
+[ -n "$row_programs" ] && ok || bad "no part 2 program is built (rows/*/run)"
+for p in $row_programs; do
+    expect 0 "usage:" "$p" --help
+    expect 0 "exit status" "$p" -h
+    for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2G" "--rows" "--cols" \
+                "-n 5" "--rows 3000000000 --cols 1000" "--rows 3000000 --cols 1000" \
+                "--cols 2000000" "--reps 0" "--warmup x" "--fill nope" "--offset 4" "--seed -1" \
+                "--bogus" "--csv" "--at 3" "--checks" "--csv /nonexistent-dir/x.csv"; do
+        # shellcheck disable=SC2086
+        expect_one_line 2 "$p" $args
+    done
+    name=$(dirname "$p"); name=${name/baseline_/}
+    expect 0 "$name code_hash=" "$p" --version
+    check_code_hash "$p"
 done
 
 # Without a GPU the programs must say so and exit 3; with one, this is skipped.
+section "no CUDA device: programs, the grader, every GPU target of make"
 probe=$(baseline_cub/run --check -n 1 2>&1 >/dev/null); rc=$?
+no_device=""
 if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
+    no_device=1
     for p in $programs; do
         expect_one_line 3 "$p" -n 1000
         expect 3 "no CUDA device" "$p" --check
     done
+    for p in $row_programs; do
+        expect_one_line 3 "$p" --rows 1000 --cols 1000
+        expect_one_line 3 "$p" --check
+    done
     # The grader says so too, with its own exit code for it.
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
-    expect 2 "no CUDA device" make -s check STEP=3   # make's own exit status for a failed recipe
+    expect 3 "no CUDA device" python3 tools/grade.py rows/step3_vector/run
+    # make's GPU targets: one line (make's own error line: make exits 2 for
+    # any failure), the reason, nothing built or measured, no traceback, and
+    # no file left behind (plots/results/.determinism.csv.tmp was one).
+    stamp=$(mktemp)
+    for target in bench tune "profile STEP=3" "profile STEP=rows/3" profile-all sanitize \
+                  determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub"; do
+        # shellcheck disable=SC2086
+        expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
+    done
+    # make check's one line also names the grader's own code for it and the command.
+    expect_only_line 2 "the grader exits 3 for this: python3 tools/grade.py step3_idle/run" \
+        make check STEP=3
+    left=$(find . -newer "$stamp" -type f ! -path './.git/*' 2>/dev/null)
+    [ -z "$left" ] && ok || bad "make's GPU targets left files behind: $left"
+    rm -f "$stamp"
+    [ ! -e plots/results/.determinism.csv.tmp ] && ok || bad "plots/results/.determinism.csv.tmp is left"
+    # Called directly, the scripts behind them say so in one line too.
+    expect_only_line 3 "no CUDA device" bash tools/determinism.sh build/determinism-scratch
+    [ -z "$(ls -A build/determinism-scratch 2>/dev/null)" ] && ok \
+        || bad "tools/determinism.sh left $(ls -A build/determinism-scratch)"
+    rm -rf build/determinism-scratch
 else
     skipped=$((skipped + 1))
     echo "cli: a CUDA device is present: the no-device checks are skipped (the GPU suite runs instead)"
 fi
 
+# tools/determinism.sh on programs that write no row (an empty CSV): one
+# line, no traceback, no scratch file; fake programs in a scratch folder.
+fake=$(mktemp -d)
+mkdir -p "$fake/tools" "$fake/step0_a" "$fake/baseline_cub" "$fake/extras/atomic_step9"
+cp tools/determinism.sh tools/schema.py "$fake/tools/"
+for p in step0_a baseline_cub extras/atomic_step9; do
+    printf '#!/bin/sh\nfor a; do csv=$a; done\n: > "$csv"\nexit 1\n' > "$fake/$p/run"
+    chmod +x "$fake/$p/run"
+done
+out=$(bash "$fake/tools/determinism.sh" out 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ $out == *"no run wrote a row"* ]] && [[ $out != *Traceback* ]] \
+    && [ -z "$(ls -A "$fake/out")" ] && ok \
+    || bad "determinism.sh with an empty CSV -> exit $rc, left '$(ls -A "$fake/out")': $(echo "$out" | tail -n 3)"
+rm -rf "$fake"
+
 # make stepK builds the program and the stepK link a newcomer types.
+section "make stepK, usage errors, make help"
 rm -f step3
 expect 0 "" make -s step3
 expect 0 "usage:" ./step3/run --help
 [ "$(readlink step3)" = "step3_idle" ] && ok || bad "step3 is not a link to step3_idle"
 
-# Tools that need a GPU or Nsight Compute fail with one clear line without them.
+# Tools that need Nsight Compute or compute-sanitizer fail with one clear line
+# without them (make stops earlier without a GPU: these are the scripts).
 if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/nvidia/nsight-compute/*/ncu >/dev/null 2>&1; then
-    expect 2 "ncu (Nsight Compute) not found" make -s profile STEP=3
-    expect 2 "ncu (Nsight Compute) not found" make -s profile-all
+    expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
+    expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
 else
     skipped=$((skipped + 1)); echo "cli: ncu is installed: the no-ncu checks are skipped"
 fi
-expect 2 "usage: make profile STEP=K" make -s profile
-expect 2 "usage: make check STEP=K" make -s check
-expect 2 "no step 99" make -s check STEP=99
-expect 2 "not an executable" python3 tools/grade.py no/such/run
 if ! command -v compute-sanitizer >/dev/null && [ ! -x /usr/local/cuda/bin/compute-sanitizer ]; then
-    expect 2 "compute-sanitizer not found" make -s sanitize
+    expect_only_line 3 "compute-sanitizer not found" bash tools/sanitize.sh 1000 step3_idle/run
 else
     skipped=$((skipped + 1)); echo "cli: compute-sanitizer is installed: its no-tool check is skipped"
 fi
-expect 0 "make diff STEP=K" make -s help
+# Usage errors: what is wrong, in make check's one last line; no K = 0..9 anywhere.
+expect 2 "usage: make profile STEP=K (K = a step number, rows/K" make -s profile
+expect_only_line 2 "usage: make check STEP=K (a step number, rows/K" make -s check
+expect_only_line 2 "no step 99 (no step99_*/ folder)" make -s check STEP=99
+expect_only_line 2 "no step rows/99 (no rows/step99_*/ folder)" make -s check STEP=rows/99
+expect_only_line 2 "PROGRAM=/nonexistent: no such file" make -s check PROGRAM=/nonexistent
+expect_only_line 2 "PROGRAM=step3_idle is a folder: give the program in it, e.g. PROGRAM=step3_idle/run" \
+    make -s check PROGRAM=step3_idle
+expect_only_line 2 "PROGRAM=step3_idle/reduce.cu is not an executable" make -s check PROGRAM=step3_idle/reduce.cu
+expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/such.cu
+expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
+expect_only_line 2 "no step 3 4" make -s check STEP="3 4"
+expect 2 "no such file" python3 tools/grade.py no/such/run
+expect 2 "not an executable" python3 tools/grade.py step3_idle/reduce.cu
+expect 2 "is a directory" python3 tools/grade.py step3_idle
+last=$(ls -d step[0-9]*_*/ | sed 's/^step\([0-9]*\)_.*/\1/' | sort -n | tail -n 1)
+rlast=$(ls -d rows/step[0-9]*_*/ | sed 's|^rows/step\([0-9]*\)_.*|\1|' | sort -n | tail -n 1)
+help=$(make -s help 2>&1)
+for text in "make diff STEP=K" "STEP=rows/K" "make -j" "make new NAME=step$((last + 1))_slug" \
+            "make new NAME=rows/step$((rlast + 1))_slug" "make check PROGRAM=path/run" \
+            "python3 tools/grade.py" "make code-hash DIR="; do
+    [[ $help == *"$text"* ]] && ok || bad "make help does not say '$text'"
+done
+usages="$help
+$(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new 2>&1)"
+[[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
+    || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
+expect 2 "make new NAME=step$((last + 1))_slug" make -s new
+# tests/run_tests.sh (make test's runner) with stand-in suites: a line with
+# each suite's time; the counts first on the last line, and where the GPU
+# suite skipped itself, the rest of that line says no kernel ran.
+runner=$(mktemp -d)
+mkdir -p "$runner/tests" "$runner/build"
+cp tests/run_tests.sh "$runner/tests/"
+printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_tests"
+chmod +x "$runner/build/unit_tests"
+printf 'echo "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
+for t in schema plot docs scripts accuracy patterns editions claims grade_report; do
+    printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
+done
+printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed")\nprint("gpu: 0 passed, 0 failed, 1 skipped")\n' \
+    > "$runner/tests/gpu_suite.py"
+out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+lastline=$(echo "$out" | tail -n 1)
+[ $rc -eq 0 ] && [[ $lastline =~ ^14\ passed,\ 0\ failed,\ 1\ skipped:\ no\ CUDA\ device\ here,\ so\ no\ kernel\ ran ]] \
+    && [[ $lastline == *"make test on a machine with one, or make check STEP=K"* ]] && ok \
+    || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
+[ "$(echo "$out" | grep -c '^-- [0-9]* s: ')" -eq 12 ] && [[ $(echo "$out" | head -n 1) == *"about "*" min on two cores"* ]] \
+    && ok || bad "run_tests.sh: no start line or not one time line per suite: $(echo "$out" | head -n 3)"
+printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
+printf 'print("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
+out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "19 passed, 2 failed, 0 skipped" ] && ok \
+    || bad "run_tests.sh with a device and a failure -> exit $rc, last line: $(echo "$out" | tail -n 1)"
+rm -rf "$runner"
+
+section "make ptxas and make sass: every step's kernel compiled again"
 # make ptxas needs only nvcc: every step's kernel reports its registers.
 ptx=$(make -s ptxas 2>&1)
 [ "$(echo "$ptx" | grep -c 'registers')" -ge 10 ] && [[ $ptx == *"== step8_vector"* ]] && ok \
@@ -98,52 +243,128 @@ else
 fi
 
 # The mutants: each sed script still changes its step (else the fixture would
-# be the step itself, and "the grader fails it" would prove nothing).
+# be the step itself, and "the grader fails it" would prove nothing). Part 2's
+# are built under build/mutants/rows/, from rows.cu.
+section "mutants, make diff"
 expect 0 "" make -s mutants
-for m in $(sed -n 's/^\([a-z0-9_]*\) *|.*/\1/p' tests/broken/mutants.txt); do
-    [ -x "build/mutants/$m/run" ] && head -n 1 "build/mutants/$m/reduce.cu" | grep -q "^// MUTANT $m" \
-        && ok || bad "mutant $m was not built"
-done
+while IFS='|' read -r m step _; do
+    m=$(echo "$m" | tr -d ' '); step=$(echo "$step" | tr -d ' ')
+    case "$step" in rows/*) path=build/mutants/rows/$m/rows.cu ;; *) path=build/mutants/$m/reduce.cu ;; esac
+    [ -x "$(dirname "$path")/run" ] && head -n 1 "$path" | grep -q "^// MUTANT $m" \
+        && ok || bad "mutant $m was not built ($(dirname "$path")/run)"
+done < <(grep -E '^[a-z0-9_]+ *\|' tests/broken/mutants.txt)
 
 # make diff: the lesson of a step, and clear errors.
 expect 0 "+    float sum = (i < n) ? g_in[i] : 0.0f;" make -s diff STEP=3
-expect 0 "+    // Release: this block's partial is visible" make -s diff STEP=9
+expect 0 "+        s_last = (ticket == gridDim.x - 1);" make -s diff STEP=9
 expect 0 "-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {" make -s diff STEP=2
 expect 0 "starting point" make -s diff STEP=0
-expect 2 "no step 99" bash tools/step.sh diff 99
-expect 2 "usage" make -s diff
+expect 0 "--- rows/step2_warp/rows.cu" make -s diff STEP=rows/3
+expect 0 "+++ rows/step3_vector/rows.cu" make -s diff STEP=rows/3
+expect 0 "starting point" make -s diff STEP=rows/0
+expect 2 "no step 99" make -s diff STEP=99
+expect 2 "no step rows/99" make -s diff STEP=rows/99
+expect 2 "usage: make diff STEP=K" make -s diff
+out=$(make -s diff STEP="3 4" 2>&1)
+[[ $out == *"STEP must be a step number or rows/K, got '3 4'"* && $out != *step.sh* ]] && ok \
+    || bad "make diff STEP='3 4': $out"
 
-# make new: scaffold a student's step in a scratch copy (with the next free
-# step number, and one more past a gap), build it, see make diff and the
-# grader pick it up; a stale mutant stops the build; ARCH changes rebuild.
+# make new: scaffold a student's step in a scratch copy, in both parts (only
+# the next free step number is taken), build it, see make diff, the grader
+# and make diagrams pick it up; make check's last line; a stale mutant stops
+# the build; ARCH changes rebuild.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-cp -r Makefile README.md common baseline_cub plots tools tests step[0-9]*_* "$scratch"/ 2>/dev/null
-rm -rf "$scratch"/step*/run "$scratch"/step*/run-* "$scratch"/tests/broken/*/run
-last=$(ls -d step[0-9]*_*/ | sed 's/^step\([0-9]*\)_.*/\1/' | sort -n | tail -n 1)
-next=$((last + 1)) gap=$((last + 3))
+cp -r Makefile README.md common baseline_cub plots tools tests rows step[0-9]*_* "$scratch"/ 2>/dev/null
+rm -rf "$scratch"/step*/run "$scratch"/step*/run-* "$scratch"/tests/broken/*/run "$scratch"/rows/*/run \
+       "$scratch"/rows/step[0-9] "$scratch"/rows/step[0-9][0-9]
+next=$((last + 1)) rnext=$((rlast + 1))
 (
     cd "$scratch" || exit 1
+    section "make new in a scratch copy: part 1"
     expect 0 "created step${next}_mine from step${last}_" make -s new NAME=step${next}_mine
     expect 2 "already exists" make -s new NAME=step${next}_mine
     expect 2 "must look like" make -s new NAME=Step9
     expect 2 "step 3 exists already" make -s new NAME=step3_again
+    # Only the next free number: no leading zeros, no gap, and the error names it.
+    n2=$((next + 1))
+    expect 2 "without leading zeros (step${n2}_" make -s new NAME=step0${n2}_x
+    expect 2 "the next free step number is $n2 (NAME=step${n2}_far)" make -s new NAME=step$((next + 3))_far
+    [ ! -e step0${n2}_x ] && [ ! -e step$((next + 3))_far ] && ok || bad "a refused NAME left a folder"
+    out=$(make -s new NAME="step$n2 x" 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $out == *"must look like step${n2}_myidea"*"no spaces"* ]] && [[ $out != *step.sh* ]] \
+        && ok || bad "make new NAME='step$n2 x' -> exit $rc: $out"
+    expect 2 "usage: make new NAME=step${n2}_slug" make -s new
     src=step${next}_mine/reduce.cu
     head -n 1 "$src" | grep -q "^// step${next}_mine: say your one change" && ok || bad "new step's first line"
     grep -q "^// Effect: not measured yet" "$src" && [ "$(grep -c '^// Effect:' "$src")" -eq 1 ] \
         && ok || bad "new step keeps the old step's Effect line"
+    # Its README teaches the main README's commands: make stepK, then ./stepK/run.
+    readme=step${next}_mine/README.md
+    grep -qF "make step${next} && ./step${next}/run --check" "$readme" && grep -qF "make check STEP=${next}" "$readme" \
+        && ! grep -qF "step${next}_mine/run" "$readme" && ok || bad "new step README: $(grep make "$readme")"
+    grep -q "BEGIN measured" "$readme" && ok || bad "new step README has no markers"
     expect 0 "" make -s step${next}
     expect 0 "usage:" ./step${next}/run --help
-    expect 0 "step${next}_mine/reduce.cu" make -s diff STEP=${next}
-    grep -q "BEGIN measured" step${next}_mine/README.md && ok || bad "new step README has no markers"
-    # A step number past a gap: diff against the nearest step below it.
-    expect 0 "created step${gap}_far from step${next}_mine" make -s new NAME=step${gap}_far
-    expect 0 "--- step${next}_mine/reduce.cu" make -s diff STEP=${gap}
-    expect 0 "" make -s step${gap}_far/run
-    # The suite's program list picks the new steps up.
-    python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; \
-                sys.exit(0 if 'step${gap}_far/run' in g.step_programs() else 1)" && ok \
-        || bad "the GPU suite does not grade step${gap}_far"
+    expect 0 "+++ step${next}_mine/reduce.cu" make -s diff STEP=${next}
+    expect 0 "--- step${last}_" make -s diff STEP=${next}
+    # make diagrams says which steps it cannot draw (before it needs matplotlib).
+    out=$(python3 tools/diagrams.py --root . --out-dir build/diagrams 2>&1)
+    [[ $out == *"diagrams.py: not drawn: step${next}_mine (no access-pattern model"* ]] && ok \
+        || bad "make diagrams does not say it skips step${next}_mine: $(echo "$out" | head -n 2)"
+
+    section "make new in a scratch copy: part 2"
+    expect 0 "created rows/step${rnext}_mine from rows/step${rlast}_" make -s new NAME=rows/step${rnext}_mine
+    expect 2 "step rows/3 exists already" make -s new NAME=rows/step3_again
+    expect 2 "the next free step number is $((rnext + 1))" make -s new NAME=rows/step$((rnext + 4))_x
+    rsrc=rows/step${rnext}_mine/rows.cu
+    [ ! -e rows/step${rnext}_mine/reduce.cu ] && head -n 1 "$rsrc" | grep -q "^// rows/step${rnext}_mine: say" \
+        && ok || bad "new part 2 step's source: $(head -n 1 "$rsrc")"
+    readme=rows/step${rnext}_mine/README.md
+    grep -qF "make rows/step${rnext} && ./rows/step${rnext}/run --check" "$readme" \
+        && grep -qF "make diff STEP=rows/${rnext}" "$readme" && ok || bad "new part 2 README: $(grep make "$readme")"
+    expect 0 "" make -s rows/step${rnext}
+    expect 0 "usage:" ./rows/step${rnext}/run --help
+    [ "$(readlink rows/step${rnext})" = "step${rnext}_mine" ] && ok || bad "rows/step${rnext} is not a link"
+    expect 0 "--- rows/step${rlast}_" make -s diff STEP=rows/${rnext}
+    # The GPU suite's program list picks both new steps up.
+    python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; p = g.step_programs(); \
+                sys.exit(0 if {'step${next}_mine/run', 'rows/step${rnext}_mine/run'} <= set(p) else 1)" \
+        && ok || bad "the GPU suite does not grade step${next}_mine and rows/step${rnext}_mine"
+
+    # make check's last line: the grader's own exit code and the command that
+    # keeps it (make exits 2 whatever the grader said). need_gpu.sh is told a
+    # GPU is here; first the real grader (exit 3 where there is none), then a
+    # stand-in that fails a check (exit 1) and one that passes.
+    section "make check's last line: the grader's code and command"
+    printf '#!/usr/bin/env bash\nexit 0\n' > tools/need_gpu.sh
+    prog=$root/step3_idle/run
+    if [ -n "$no_device" ]; then
+        out=$(make check PROGRAM="$prog" 2>&1); rc=$?
+        [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: the grader exited 3 (no CUDA device)"*"python3 tools/grade.py $prog"* ]] \
+            && [[ $(echo "$out" | tail -n 2 | head -n 1) == *"grade: no CUDA device"* ]] && ok \
+            || bad "make check with the grader's exit 3 -> exit $rc: $(echo "$out" | tail -n 2)"
+    fi
+    printf 'import sys\nprint("grade: FAIL fake: 1 of 2 checks failed")\nsys.exit(1)\n' > tools/grade.py
+    out=$(make check PROGRAM="$prog" GRADE_FLAGS=--quick 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: the grader exited 1 (a check failed)"*"python3 tools/grade.py --quick $prog"* ]] \
+        && [ "$(echo "$out" | head -n 1)" = "grade: FAIL fake: 1 of 2 checks failed" ] && ok \
+        || bad "make check with the grader's exit 1 -> exit $rc: $(echo "$out" | tail -n 2)"
+    # A source that does not compile: the compiler's errors, then that line.
+    mkdir -p broken_src && printf 'this is not C++\n' > broken_src/reduce.cu
+    out=$(make check SOURCE=broken_src/reduce.cu 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: broken_src/reduce.cu does not build (the compiler's errors are above)"* ]] \
+        && ok || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
+    printf 'import sys\nprint("grade: PASS fake")\n' > tools/grade.py
+    out=$(make check PROGRAM="$prog" 2>&1); rc=$?
+    [ $rc -eq 0 ] && [ "$out" = "grade: PASS fake" ] && ok || bad "make check with the grader's exit 0 -> exit $rc: $out"
+    [ -z "$(ls -A build/.check-verdict-* 2>/dev/null)" ] && ok || bad "make check left $(ls build/.check-verdict-*)"
+    # Without tools/need_gpu.sh there is no telling: that is an error, not a GPU.
+    rm -f tools/need_gpu.sh
+    expect_only_line 2 "tools/need_gpu.sh: No such file" make determinism
+    cp "$root/tools/grade.py" "$root/tools/need_gpu.sh" tools/
+
+    section "mutants, ARCH, make clean in the scratch copy"
     # A mutant whose sed script no longer applies is an error, not a silent copy.
     echo "stale_one | step3_idle | exact | s|no such line|x|" >> tests/broken/mutants.txt
     expect 2 "no longer changes" bash tools/mutate.sh stale_one build/stale.cu
@@ -153,11 +374,10 @@ next=$((last + 1)) gap=$((last + 3))
     out=$(make ARCH=sm_80 step0_naive/run 2>&1)
     [[ $out != *nvcc* ]] && ok || bad "make ARCH=sm_80 rebuilt twice: $out"
     expect 0 "" make -s clean
-    [ ! -e build ] && [ ! -e step${next}_mine/run ] && [ ! -e step${next} ] && ok \
-        || bad "make clean left build outputs"
+    [ ! -e build ] && [ ! -e step${next}_mine/run ] && [ ! -e step${next} ] && [ ! -e rows/step${rnext} ] \
+        && [ ! -e rows/step${rnext}_mine/run ] && ok || bad "make clean left build outputs"
     echo "cli-sub: $passed passed, $failed failed"
-) > "$scratch/log" 2>&1
-cat "$scratch/log" | grep -v '^cli-sub:'
+) 2>&1 | tee "$scratch/log" | grep --line-buffered -v '^cli-sub:'
 sub=$(grep '^cli-sub:' "$scratch/log")
 [[ $sub =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]] || { bad "scaffold test did not finish"; }
 passed=$(( ${BASH_REMATCH[1]:-$passed} ))

@@ -6,7 +6,10 @@
 # The atomic build is expected to give several, and its runs exit 1 (the
 # harness fails a sum that moves): that is the point, so it is not an error
 # here. Any other program giving more than one sum is. The rows go to
-# OUT_DIR/<gpu>-determinism.csv.
+# OUT_DIR/<gpu>-determinism.csv; the scratch file beside it never outlives
+# the script. Exit status: 0 done, 1 a program failed or gave different sums,
+# 2 a program not built or no row written, 3 no CUDA device (one line, at the
+# first program).
 set -u
 dir=${1:?usage: determinism.sh OUT_DIR}
 cd "$(dirname "$0")/.."
@@ -16,21 +19,48 @@ reps=${DETERMINISM_REPS:-100}
 programs=$(ls -d step[0-9]*_*/ 2>/dev/null | sort -V | sed 's|/$|/run|')
 programs="$programs baseline_cub/run extras/atomic_step9/run"
 rm -f "$out"
+# Whatever happens below, the scratch CSV does not outlive this script.
+trap 'rm -f "$out" "$out.err"' EXIT
 status=0
 for p in $programs; do
     [ -x "$p" ] || { echo "determinism: $p is not built (make $p)" >&2; exit 2; }
     for n in 1048576 33554432; do
-        "$p" -n "$n" --reps "$reps" --warmup 2 --csv "$out" > /dev/null 2>&1
+        rows_before=$(cat "$out" 2>/dev/null | wc -l)
+        "$p" -n "$n" --reps "$reps" --warmup 2 --csv "$out" > /dev/null 2> "$out.err"
         rc=$?
-        distinct=$(tail -n 1 "$out" | awk -F, 'NR == 1 { print $28 }')
-        printf 'determinism: %-32s n=%-9s %s distinct sum(s) in %s runs\n' "$p" "$n" "$distinct" "$reps"
+        # No device (or a device that failed): no program will do better,
+        # so one line and stop, with the program's own exit code.
+        if [ $rc -eq 3 ]; then
+            echo "determinism: $p: $(sed 's/^error: //' "$out.err" | head -n 1)" >&2
+            exit 3
+        fi
+        # The `distinct` column of the row this run wrote (found by its name), if it wrote one.
+        distinct=
+        if [ "$(cat "$out" 2>/dev/null | wc -l)" -gt "$rows_before" ]; then
+            distinct=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "distinct") c = i }
+                                END { if (c) print $c }' "$out")
+        fi
+        if [ -n "$distinct" ]; then
+            printf 'determinism: %-32s n=%-9s %s distinct sum(s) in %s runs\n' "$p" "$n" "$distinct" "$reps"
+        else
+            printf 'determinism: %-32s n=%-9s no row written (exit %s)\n' "$p" "$n" "$rc"
+        fi
         if [ "$p" != extras/atomic_step9/run ] && [ $rc -ne 0 ]; then
             echo "determinism: $p -n $n exited $rc" >&2; status=1
         fi
     done
 done
-slug=$(python3 -c 'import csv, sys; sys.path.insert(0, "tools"); import schema
-print(schema.gpu_slug(next(csv.DictReader(open(sys.argv[1])))["gpu"]))' "$out") || exit 2
+# The file is named for the GPU of its rows; with no row, there is nothing to
+# file (every run failed before writing one), and that is said in one line.
+nothing="determinism: no run wrote a row: nothing to file in $dir"
+[ -s "$out" ] || { echo "$nothing" >&2; exit 2; }
+slug=$(python3 -c 'import csv, sys
+try:
+    sys.path.insert(0, "tools"); import schema
+    rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+    print(schema.gpu_slug(rows[0]["gpu"]))
+except Exception:
+    sys.exit(1)' "$out" 2>/dev/null) || { echo "$nothing" >&2; exit 2; }
 mv -f "$out" "$dir/$slug-determinism.csv"
 echo "determinism: -> $dir/$slug-determinism.csv"
 exit $status

@@ -20,6 +20,7 @@ Exit codes: 0 done, 2 bad input (one line on stderr), 3 matplotlib missing.
 
 import argparse
 import io
+import glob
 import os
 import sys
 from types import SimpleNamespace
@@ -725,6 +726,16 @@ def run(args):
     root = args.root
     out_dir = args.out_dir or os.path.join(root, FIGURES_DIR)
     steps = args.steps or pt.modelled_steps(root)
+    if not args.steps:
+        # A step without a model (a student's own, for one) is not drawn: say so.
+        unmodelled = sorted((os.path.basename(os.path.dirname(src))
+                             for src in glob.glob(os.path.join(root, "step*_*", "reduce.cu"))
+                             if pt.STEP_RE.match(os.path.basename(os.path.dirname(src)))
+                             and os.path.basename(os.path.dirname(src)) not in pt.MODELS),
+                            key=pt.step_key)
+        if unmodelled:
+            print(f"diagrams.py: not drawn: {', '.join(unmodelled)} (no access-pattern model "
+                  f"in tools/patterns.py)")
     models = [pt.build(root, step) for step in steps]
     problems = pt.source_problems(root, models)
     if problems:

@@ -1,65 +1,109 @@
 #!/usr/bin/env bash
 # step.sh: the teaching helpers behind `make diff STEP=K` and `make new NAME=...`.
-#   step.sh diff K           unified diff of the step before K (the nearest lower
-#                            number) against step K's reduce.cu
-#   step.sh new stepN_slug   a new step directory, started from the nearest
-#                            step below N, with a header for you to fill in
+#   step.sh diff K | rows/K    unified diff of the step before K (the nearest
+#                              lower number) against step K's source
+#   step.sh new stepN_slug     a new step directory, started from the step
+#   step.sh new rows/stepN_slug  below it, with a header for you to fill in;
+#                              N must be the next free number of that part
+#   step.sh next [rows]        the next free step number of part 1 (or 2)
+#   step.sh usage              make new's usage, with the next free numbers
+# Errors are one line on stderr and exit 2; they name make's commands, never
+# this script, since `make diff` and `make new` are what a student types.
 set -u
+cd "$(dirname "$0")/.."
 
-die() { echo "error: $*" >&2; exit 2; }
+die() { echo "$*" >&2; exit 2; }
 
-# The directory of step K (stepK_*), or nothing.
+# Each part: its folder prefix ("" or "rows/") and the file that makes a step.
+part_file() { [ "$1" = rows/ ] && echo rows.cu || echo reduce.cu; }
+
+# The directory of step K of part $1 (stepK_*), or nothing.
 step_dir() {
-    local d
-    for d in step"$1"_*/; do
-        [ -f "$d/reduce.cu" ] && { echo "${d%/}"; return; }
+    local part=$1 k=$2 d
+    for d in "$part"step"$k"_*/; do
+        [ -f "$d$(part_file "$part")" ] && { echo "${d%/}"; return; }
     done
 }
 
-# The nearest step number below $1, or nothing.
-step_below() {
-    local k
-    for k in $(step_numbers); do
-        [ "$k" -lt "$1" ] && echo "$k"
-    done | tail -n 1
-}
-
-# Step numbers present, in numeric order.
+# Step numbers present in part $1, in numeric order.
 step_numbers() {
-    local d
-    for d in step[0-9]*_*/; do
-        [ -f "$d/reduce.cu" ] || continue
-        d=${d#step}; echo "${d%%_*}"
+    local part=$1 d n
+    for d in "$part"step[0-9]*_*/; do
+        [ -f "$d$(part_file "$part")" ] || continue
+        n=${d#"$part"step}; echo "${n%%_*}"
     done | sort -n
 }
 
+# The nearest step number below $2 in part $1, or nothing.
+step_below() {
+    local k
+    for k in $(step_numbers "$1"); do
+        [ "$((10#$k))" -lt "$2" ] && echo "$k"
+    done | tail -n 1
+}
+
+# The next free step number of part $1: one past the highest.
+next_free() {
+    local last
+    last=$(step_numbers "$1" | tail -n 1)
+    if [ -n "$last" ]; then echo $((10#$last + 1)); else echo 0; fi
+}
+
+cmd_usage() {
+    local one two
+    one=$(next_free "") two=$(next_free rows/)
+    echo "usage: make new NAME=step${one}_slug (your step $one, from step $((one - 1))) or" \
+         "NAME=rows/step${two}_slug (part 2); slug: lowercase letters, digits, _." \
+         "Only the next free number: steps are a sequence, each diffed against and" \
+         "charted after the one before it" >&2
+    exit 2
+}
+
+# "rows/" for a part 2 argument (rows/K, rows/stepN_slug), else "".
+part_of() { [[ $1 == rows/* ]] && echo rows/ || true; }
+
 cmd_diff() {
-    local k=$1
-    [[ $k =~ ^[0-9]+$ ]] || die "STEP must be a step number, got '$k'"
-    local this prev
-    this=$(step_dir "$k")
-    [ -n "$this" ] || die "no step $k (no step${k}_*/reduce.cu)"
-    [ "$k" -gt 0 ] || { echo "step 0 ($this) is the starting point: there is no previous step"; exit 0; }
-    local below
-    below=$(step_below "$k")
-    [ -n "$below" ] || { echo "$this is the first step: there is no previous step"; exit 0; }
-    prev=$(step_dir "$below")
-    diff -u "$prev/reduce.cu" "$this/reduce.cu"
+    local arg=$1 part k
+    part=$(part_of "$arg"); k=${arg#"$part"}
+    [[ $k =~ ^[0-9]+$ ]] || die "make diff: STEP must be a step number or rows/K, got '$arg'"
+    k=$((10#$k))
+    local file this prev below
+    file=$(part_file "$part")
+    this=$(step_dir "$part" "$k")
+    [ -n "$this" ] || die "make diff: no step $part$k (no ${part}step${k}_*/$file)"
+    below=$(step_below "$part" "$k")
+    if [ -z "$below" ]; then
+        echo "$this is the first step${part:+ of part 2}: the starting point, with no previous step"
+        exit 0
+    fi
+    prev=$(step_dir "$part" "$below")
+    diff -u "$prev/$file" "$this/$file"
     [ $? -le 1 ] || exit 2   # diff: 1 means "they differ", which is the point
     exit 0
 }
 
 cmd_new() {
-    local name=$1
-    [[ $name =~ ^step([0-9]+)_[a-z0-9_]+$ ]] || die "NAME must look like step9_myidea (lowercase), got '$name'"
-    local k=${BASH_REMATCH[1]}
-    [ ! -e "$name" ] || die "$name already exists"
-    [ -z "$(step_dir "$k")" ] || die "step $k exists already: $(step_dir "$k")"
+    local name=$1 part base
+    part=$(part_of "$name"); base=${name#"$part"}
+    local next
+    next=$(next_free "$part")
+    [[ $base =~ ^step([0-9]+)_[a-z0-9_]+$ ]] || die "make new: NAME must look like" \
+        "${part}step${next}_myidea (stepN_, then lowercase letters, digits and _; no spaces), got '$name'"
+    local digits=${BASH_REMATCH[1]}
+    [[ $digits == 0 || $digits != 0* ]] || die "make new: NAME=$name: write the number" \
+        "without leading zeros (${part}step$((10#$digits))_...)"
+    local k=$digits file
+    file=$(part_file "$part")
+    [ ! -e "$name" ] || die "make new: $name already exists"
+    [ -z "$(step_dir "$part" "$k")" ] || die "make new: step $part$k exists already:" \
+        "$(step_dir "$part" "$k") (the next free number is $next: NAME=${part}step${next}_slug)"
+    [ "$k" = "$next" ] || die "make new: NAME=$name: the next free step number is $next" \
+        "(NAME=${part}step${next}_${base#step*_}): steps are a sequence, each diffed against the one before it"
     local below from
-    below=$(step_below "$k")
-    [ -n "$below" ] || die "no step below $k to start from"
-    from=$(step_dir "$below")
-    mkdir "$name"
+    below=$(step_below "$part" "$k")
+    [ -n "$below" ] || die "make new: no step below $part$k to start from"
+    from=$(step_dir "$part" "$below")
+    mkdir "$name" || exit 2
     # A header of your own in place of the step's: its claims (the Effect
     # line above all) were measured on that step, not on yours.
     {
@@ -68,18 +112,22 @@ cmd_new() {
         echo "// Change: what you changed, in a line or two."
         echo "// Why it helps: the hardware reason you expect it to be faster."
         echo "// Effect: not measured yet (make bench; compare with $from)."
-        awk 'started || !/^\/\// { started = 1; print }' "$from/reduce.cu"
-    } > "$name/reduce.cu"
-    cat > "$name/README.md" <<MD
-# $name
-
-Started from \`$from\` by \`make new\`. Change one thing in \`reduce.cu\`, then:
-
-    make $name/run && ./$name/run --check    # still correct? (one exact check)
-    make check STEP=$k                       # the grader: sizes, fills, offsets, races
-    make diff STEP=$k                        # your change, as a diff
-    make bench                               # measured beside every step: plots/results/
-
+        awk 'started || !/^\/\// { started = 1; print }' "$from/$file"
+    } > "$name/$file"
+    # The commands of the main README: `make stepK` builds and links stepK.
+    local alias=${part}step$k
+    {
+        echo "# $name"
+        echo
+        echo "Started from \`$from\` by \`make new\`. Change one thing in \`$file\`, then:"
+        echo
+        printf '    %-44s # %s\n' \
+            "make $alias && ./$alias/run --check" "builds, links $alias -> $name, one exact check" \
+            "make check STEP=$part$k" "the grader: sizes, fills, offsets, races (needs a GPU)" \
+            "make diff STEP=$part$k" "your change, as a diff against $from" \
+            "make bench" "measured beside every step: plots/results/ (needs a GPU)"
+        echo
+        cat <<MD
 ## Measured
 <!-- BEGIN measured -->
 <!-- END measured -->
@@ -88,11 +136,16 @@ Started from \`$from\` by \`make new\`. Change one thing in \`reduce.cu\`, then:
 <!-- BEGIN diff -->
 <!-- END diff -->
 MD
-    echo "created $name from $from: edit $name/reduce.cu, then make check STEP=$k && make bench"
+    } > "$name/README.md"
+    echo "created $name from $from: edit $name/$file, then make $alias && ./$alias/run --check"
 }
 
 case "${1:-}" in
-diff) [ $# -eq 2 ] || die "usage: step.sh diff K"; cmd_diff "$2" ;;
-new)  [ $# -eq 2 ] || die "usage: step.sh new stepN_slug"; cmd_new "$2" ;;
-*)    die "usage: step.sh diff K | new stepN_slug" ;;
+diff)  [ $# -eq 2 ] && [ -n "$2" ] || die "usage: make diff STEP=K (a step number, or rows/K for part 2)"
+       cmd_diff "$2" ;;
+new)   [ $# -eq 2 ] && [ -n "$2" ] || cmd_usage
+       cmd_new "$2" ;;
+next)  next_free "$([ "${2:-}" = rows ] && echo rows/)" ;;
+usage) cmd_usage ;;
+*)     die "usage: make diff STEP=K | make new NAME=stepN_slug" ;;
 esac
