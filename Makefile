@@ -97,6 +97,8 @@ help:
 	@echo "  make ptxas           registers, shared memory and spills of every kernel"
 	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
 	@echo "  make mutants         build the broken programs the grader must fail"
+	@echo "  make variance        a row's variance three ways in float32: plots/results/variance.csv + chart"
+	@echo "  make cuda12          build every program with a CUDA 12 toolkit too (log: plots/reference/)"
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
 	@echo "  make code-hash DIR=step3_idle   the code hash make builds into that program (its --version)"
 	@echo "  make clean           remove every build output"

@@ -1482,10 +1482,12 @@ class MakeTargetTest(ScriptTest):
         for target in ("bench", "profile-all"):
             proc = self.make(target, "OUT_DIR=scratch", gpu_bin=no_gpu)
             self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
-            self.assertRegex(proc.stdout, rf"^make {target}: needs a CUDA GPU and this machine "
-                                          r"has none \((nvidia-smi lists no GPU|no NVIDIA driver, "
-                                          r"libcuda\.so\.1 not found)\)\. Without one: make, ")
-            self.assertEqual(len(proc.stdout.splitlines()), 1, proc.stdout)
+            # make's own error line (the gpu-check prerequisite's $(error)), and nothing else.
+            out = proc.stdout + proc.stderr
+            self.assertRegex(out, rf"^Makefile:\d+: \*\*\* make {target}: needs a CUDA GPU and "
+                                  r"this machine has none \((nvidia-smi lists no GPU|no NVIDIA "
+                                  r"driver, libcuda\.so\.1 not found)\)\. Without one: make, ")
+            self.assertEqual(len(out.splitlines()), 1, out)
             self.assertFalse(os.path.exists(self.log))   # nothing ran
             self.assertFalse(os.path.exists(self.file("scratch")))
 
