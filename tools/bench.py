@@ -46,8 +46,11 @@ QUICK_SIZES = (1 << 20, 1 << 25)
 # Part 2: the seed article's LayerNorm (32768 x 1024), BERT-base (65536 x
 # 768), wider rows down to 256 of 65536, two small shapes, and widths that
 # are not a multiple of 4 (1000 is; 4097 is not, so its rows are misaligned).
+# Then logits: GPT-2's vocabulary (50257, odd) and Llama 3's (128256), rows
+# wider than registers and shared memory hold, where online softmax pays.
 ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32768),
-              (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097))
+              (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097),
+              (4096, 50257), (512, 128256))
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 TORCH_OPS = "sum,layernorm,softmax,copy"

@@ -1,0 +1,293 @@
+// Softmax: two reductions per row, a max and a sum of exponentials.
+//
+// Change: step 7's kernel, registers and shared memory and all, computes
+//         softmax instead of LayerNorm: y = exp(x - max) / sum exp(x - max).
+//         The row's max is a reduction like the sum, with fmaxf in place of
+//         +; then the exponentials are summed from the registers, and y is
+//         written. Rows too wide for registers and shared memory take three
+//         passes over global memory (max, sum, write), as step 5 did.
+// Why it helps: subtracting the max keeps every exponent at or below 0, so
+//         expf never overflows (expf(89) is already inf in float); the row
+//         is still read once and written once, so it runs at copy speed.
+// Effect: against step7_wide on an NVIDIA H200 (make docs writes this from
+//         plots/reference/h200-rows.csv).
+#include "check.h"
+#include "rows.h"
+
+#define BLOCK_SIZE 256   // threads per block when G <= 256 (then 256 / G rows per block)
+#define UNROLL 4         // independent loads in flight per thread
+#define WARPS_PER_SM 32  // enough rows' loads in flight (half the 64 warps an SM holds)
+#define MAX_GROUP 1024   // the most threads a block can have
+#define MAX_PER_THREAD 32 // floats of its row a thread keeps in registers
+#define REST_UNROLL 2    // packs in flight per thread while filling shared memory
+#define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
+
+// The two ways softmax combines a row's values: the max and the sum.
+struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
+
+// One warp, 32 values -> their max (or sum) in every lane: at each level lane
+// i combines lane i ^ offset's value, so both halves end with the same result.
+template <typename Op>
+__device__ float warp_allreduce(float v, Op op)
+{
+#pragma unroll
+    for (unsigned int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
+        v = op(v, __shfl_xor_sync(FULL_MASK, v, offset));
+    return v;
+}
+
+// A group of G threads, G values -> their max (or sum) in every thread of the
+// group, combined in the same order in each. With G > 32 the warps' results
+// go through shared memory; the first barrier keeps a previous call's reads apart.
+template <unsigned int G, typename Op>
+__device__ float group_allreduce(float v, float *s_warp, Op op)
+{
+    v = warp_allreduce(v, op);
+    if constexpr (G > WARP_SIZE) {
+        unsigned int first = threadIdx.x / G * (G / WARP_SIZE);   // the group's first warp
+        __syncthreads();
+        if (threadIdx.x % WARP_SIZE == 0)
+            s_warp[threadIdx.x / WARP_SIZE] = v;
+        __syncthreads();
+        v = s_warp[first];
+        for (unsigned int w = 1; w < G / WARP_SIZE; w++)
+            v = op(v, s_warp[first + w]);
+    }
+    return v;
+}
+
+// PACK consecutive floats from pack i, in one load instruction.
+template <unsigned int PACK>
+__device__ void load_pack(const float *p, unsigned int i, float (&v)[PACK])
+{
+    if constexpr (PACK == 4) {
+        float4 f = reinterpret_cast<const float4 *>(p)[i];
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
+    } else {
+        v[0] = p[i];
+    }
+}
+
+template <unsigned int PACK>
+__device__ void store_pack(float *p, unsigned int i, const float (&v)[PACK])
+{
+    if constexpr (PACK == 4)
+        reinterpret_cast<float4 *>(p)[i] = make_float4(v[0], v[1], v[2], v[3]);
+    else
+        p[i] = v[0];
+}
+
+template <unsigned int G, unsigned int PACK>
+__global__ void softmax_kernel(const float *g_x, float *g_y, unsigned int rows, unsigned int cols)
+{
+    __shared__ float s_warp[MAX_GROUP / WARP_SIZE];   // one value per warp of the block
+    constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
+    unsigned int t = threadIdx.x % G;   // this thread's place in its row's group
+    unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
+    // A group past the last row reads nothing but stays: the barriers in
+    // group_allreduce need every thread of the block.
+    unsigned int packs = (row < rows) ? cols / PACK : 0;   // PACK divides cols
+    const float *x = g_x + (size_t)row * cols;
+    float *y = g_y + (size_t)row * cols;
+    float v[PACK];
+
+    // Pass 1: the max.
+    float max = -INFINITY;
+    for (unsigned int i = t; i < packs; i += UNROLL * G) {
+#pragma unroll
+        for (unsigned int k = 0; k < UNROLL; k++)
+            if (i + k * G < packs) {
+                load_pack<PACK>(x, i + k * G, v);
+                for (unsigned int j = 0; j < PACK; j++)
+                    max = fmaxf(max, v[j]);
+            }
+    }
+    max = group_allreduce<G>(max, s_warp, Max());
+
+    // Pass 2: the sum of exponentials, each at most expf(0) = 1: no overflow.
+    float sum = 0.0f;
+    for (unsigned int i = t; i < packs; i += UNROLL * G) {
+#pragma unroll
+        for (unsigned int k = 0; k < UNROLL; k++)
+            if (i + k * G < packs) {
+                load_pack<PACK>(x, i + k * G, v);
+                for (unsigned int j = 0; j < PACK; j++)
+                    sum += expf(v[j] - max);
+            }
+    }
+    float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
+
+    // Pass 3: the exponentials again, scaled, written.
+    for (unsigned int i = t; i < packs; i += G) {
+        load_pack<PACK>(x, i, v);
+        for (unsigned int j = 0; j < PACK; j++)
+            v[j] = expf(v[j] - max) * inv;
+        store_pack<PACK>(y, i, v);
+    }
+}
+
+// Every block has max(G, BLOCK_SIZE) threads: telling the compiler lets it
+// budget registers so that such a block always fits an SM.
+template <unsigned int G, unsigned int PACK>
+__global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G)
+softmax_registers_kernel(const float *g_x, float *g_y, unsigned int rows, unsigned int cols)
+{
+    __shared__ float s_warp[MAX_GROUP / WARP_SIZE];   // one value per warp of the block
+    constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
+    constexpr unsigned int SLOTS = MAX_PER_THREAD / PACK;   // packs per thread
+    unsigned int t = threadIdx.x % G;   // this thread's place in its row's group
+    unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
+    // A group past the last row reads nothing but stays: the barriers in
+    // group_allreduce need every thread of the block.
+    unsigned int packs = (row < rows) ? cols / PACK : 0;   // PACK divides cols
+    // This thread's first pack; slot k is k G packs further, a constant
+    // offset once the loops are unrolled (no address arithmetic per slot).
+    const float *x = g_x + (size_t)row * cols + t * PACK;
+    float *y = g_y + (size_t)row * cols + t * PACK;
+    float v[SLOTS][PACK];   // constant indices only, after unrolling: registers
+    // Packs past the registers' SLOTS x G: this thread's are i = t, t + G, ...
+    // Only the widest group has any (a narrower one would have grown).
+    extern __shared__ float s_rest[];
+    unsigned int rest = (G == MAX_GROUP && packs > SLOTS * G) ? packs - SLOTS * G : 0;
+    const float *x_rest = g_x + (size_t)row * cols + SLOTS * G * PACK;
+
+    // The one read: pack t + k G of the row into slot k; slots past the
+    // row's end hold -inf, which no max picks.
+    float max = -INFINITY;
+#pragma unroll
+    for (unsigned int k = 0; k < SLOTS; k++) {
+        if (t + k * G < packs)
+            load_pack<PACK>(x, k * G, v[k]);
+        else
+            for (unsigned int j = 0; j < PACK; j++)
+                v[k][j] = -INFINITY;
+    }
+    for (unsigned int i = t; i < rest; i += REST_UNROLL * G) {
+        float r[REST_UNROLL][PACK];
+#pragma unroll
+        for (unsigned int k = 0; k < REST_UNROLL; k++)
+            if (i + k * G < rest)
+                load_pack<PACK>(x_rest, i + k * G, r[k]);
+#pragma unroll
+        for (unsigned int k = 0; k < REST_UNROLL; k++)
+            if (i + k * G < rest) {
+                store_pack<PACK>(s_rest, i + k * G, r[k]);
+                for (unsigned int j = 0; j < PACK; j++)
+                    max = fmaxf(max, r[k][j]);
+            }
+    }
+#pragma unroll
+    for (unsigned int k = 0; k < SLOTS; k++)
+        for (unsigned int j = 0; j < PACK; j++)
+            max = fmaxf(max, v[k][j]);
+    max = group_allreduce<G>(max, s_warp, Max());
+
+    // The exponentials, each at most expf(0) = 1: no overflow. They replace
+    // x where it was kept (empty slots left out), ready to be scaled.
+    float sum = 0.0f;
+#pragma unroll
+    for (unsigned int k = 0; k < SLOTS; k++)
+        if (t + k * G < packs)
+            for (unsigned int j = 0; j < PACK; j++) {
+                v[k][j] = expf(v[k][j] - max);
+                sum += v[k][j];
+            }
+    for (unsigned int i = t; i < rest; i += G) {
+        float r[PACK];
+        load_pack<PACK>(s_rest, i, r);
+        for (unsigned int j = 0; j < PACK; j++) {
+            r[j] = expf(r[j] - max);
+            sum += r[j];
+        }
+        store_pack<PACK>(s_rest, i, r);
+    }
+    float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
+
+    for (unsigned int i = t; i < rest; i += G) {
+        float r[PACK];
+        load_pack<PACK>(s_rest, i, r);
+        for (unsigned int j = 0; j < PACK; j++)
+            r[j] *= inv;
+        store_pack<PACK>(g_y + (size_t)row * cols, SLOTS * G + i, r);
+    }
+#pragma unroll
+    for (unsigned int k = 0; k < SLOTS; k++)
+        if (t + k * G < packs) {
+            for (unsigned int j = 0; j < PACK; j++)
+                v[k][j] *= inv;
+            store_pack<PACK>(y, k * G, v[k]);
+        }
+}
+
+// 16-byte loads and stores need every row on a 16-byte boundary.
+static bool rows_aligned(const struct row_problem *p)
+{
+    return (size_t)p->x % 16 == 0 && (size_t)p->y % 16 == 0 && p->cols % 4 == 0;
+}
+
+// The smallest G that gives every SM WARPS_PER_SM warps, but no more
+// threads than a row has float4s; and at least cols / MAX_PER_THREAD, so
+// that the row fits the group's registers.
+static unsigned int group_size(size_t rows, size_t cols)
+{
+    static int sms = 0;
+    if (sms == 0) {
+        int device;
+        CHECK_CUDA(cudaGetDevice(&device));
+        CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    }
+    unsigned int g = WARP_SIZE;
+    while (g < MAX_GROUP && rows * (g / WARP_SIZE) < (size_t)sms * WARPS_PER_SM &&
+           2 * g * 4 <= cols)
+        g *= 2;
+    while (g < MAX_GROUP && g * MAX_PER_THREAD < cols)
+        g *= 2;
+    return g;
+}
+
+// The shared memory a block may ask for, beyond the 48 KB every block gets.
+static size_t shared_limit(void)
+{
+    static int bytes = 0;
+    if (bytes == 0) {
+        int device;
+        CHECK_CUDA(cudaGetDevice(&device));
+        CHECK_CUDA(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    }
+    return (size_t)bytes - MAX_GROUP / WARP_SIZE * sizeof(float);   // s_warp takes the rest
+}
+
+template <unsigned int G>
+static void launch(const struct row_problem *p)
+{
+    unsigned int threads = G < BLOCK_SIZE ? BLOCK_SIZE : G;
+    unsigned int rows_per_block = threads / G;
+    unsigned int blocks = (unsigned int)((p->rows + rows_per_block - 1) / rows_per_block);
+    size_t in_registers = (size_t)G * MAX_PER_THREAD;
+    size_t rest_bytes = p->cols > in_registers ? (p->cols - in_registers) * sizeof(float) : 0;
+    bool fits = rest_bytes <= shared_limit();   // else three passes, as in step 5
+    auto kernel = rows_aligned(p) ? (fits ? softmax_registers_kernel<G, 4> : softmax_kernel<G, 4>)
+                                  : (fits ? softmax_registers_kernel<G, 1> : softmax_kernel<G, 1>);
+    size_t shared = fits ? rest_bytes : 0;
+    if (shared > 0)
+        CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)shared));
+    kernel<<<blocks, threads, shared>>>(p->x, p->y, (unsigned int)p->rows, (unsigned int)p->cols);
+    CHECK_LAUNCH();
+}
+
+void row_forward(const struct row_problem *p)
+{
+    switch (group_size(p->rows, p->cols)) {
+    case 32: launch<32>(p); break;
+    case 64: launch<64>(p); break;
+    case 128: launch<128>(p); break;
+    case 256: launch<256>(p); break;
+    case 512: launch<512>(p); break;
+    default: launch<1024>(p); break;
+    }
+}
+
+const enum row_op step_op = ROW_SOFTMAX;
