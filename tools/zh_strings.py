@@ -313,6 +313,10 @@ SUMMARIES = {
         "只读一次：每个线程把自己负责的那段行数据留在寄存器里。",
     "Wide rows: what the registers cannot hold waits in shared memory.":
         "宽行：寄存器放不下的部分先放在共享内存里。",
+    "Softmax: two reductions per row, a max and a sum of exponentials.":
+        "softmax：每行两次归约，先求最大值，再求指数之和。",
+    "Online softmax: the max and the sum of exponentials in one pass.":
+        "在线 softmax：最大值和指数之和在同一趟里求出。",
     # extras/
     "Float atomics: step 9 with its ticket replaced by atomicAdd into the result.":
         "float 原子加：把第 9 步的票号换成直接对结果做 atomicAdd。",
