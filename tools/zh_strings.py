@@ -238,6 +238,8 @@ STRINGS = {
     "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |":
         "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch |",
     "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
+    "Softmax, {step}, at every shape": "softmax：{step} 在各个形状上的结果",
+    "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
     "| PyTorch us | vs PyTorch |":
         "| 形状 | {step}（微秒） | 第 9 步整体求和（微秒） | 占第 9 步的比例 | CUB 分段归约（微秒） "
