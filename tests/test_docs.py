@@ -782,6 +782,65 @@ class VarianceBlockTests(unittest.TestCase):
                                          self.csv], capture_output=True).returncode, 2)
 
 
+class RowOpsTests(unittest.TestCase):
+    """Part 2's blocks group the steps by operation: softmax, the newest, gets
+    its table and its chart only once a softmax step is measured (the
+    committed reference may predate it, as a student's step predates its rows)."""
+
+    REFERENCE = os.path.join(ROOT, "plots", "reference", "h200-rows.csv")
+
+    def rsrc(self, extra_steps=()):
+        """The committed part 2 results without their softmax steps (if any),
+        plus made-up rows (copies of step 7's) for extra_steps, as softmax steps."""
+        import csv
+        import rows_docs
+        with open(self.REFERENCE, newline="") as f:
+            rows = [r for r in csv.DictReader(f)
+                    if not (r["op"] == "softmax" and r["step"].startswith("rows/step"))]
+        rows += [dict(r, step=step, op="softmax") for step in extra_steps for r in rows
+                 if r["step"] == "rows/step7_wide"]
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "h200-rows.csv")
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        return rows_docs.RowSources(ROOT, path, None), rows_docs
+
+    def block(self, rsrc, rows_docs, lang):
+        tr = (lambda text, **values: docs.tr(text, lang, **values))
+        return rows_docs.results_block(rsrc, lambda text: docs.zh_strings.summary(text, lang), tr)
+
+    def test_no_softmax_table_or_chart_before_a_softmax_step(self):
+        rsrc, rows_docs = self.rsrc()
+        self.assertIsNone(rows_docs.softmax_chart(rsrc))
+        text = self.block(rsrc, rows_docs, "en")
+        self.assertIn("LayerNorm, rows/step7_wide, at every shape", text)
+        self.assertNotIn("Softmax,", text)
+        self.assertNotIn("-softmax.png", text)
+
+    def test_softmax_table_and_chart_once_measured(self):
+        rsrc, rows_docs = self.rsrc(("rows/step8_softmax", "rows/step9_online"))
+        for lang, title in (("en", "Softmax, rows/step9_online, at every shape"),
+                            ("zh-CN", "softmax：rows/step9_online 在各个形状上的结果")):
+            text = self.block(rsrc, rows_docs, lang)
+            self.assertIn(title, text)
+            self.assertTrue(text.endswith("/h200-rows-softmax.png)"), text[-200:])
+            # Its last step, against the copy and PyTorch's softmax, at every shape.
+            table = text.split(title)[1]
+            self.assertEqual(len(table_rows(table)), len(rsrc.m.shapes))
+        self.assertTrue(rows_docs.softmax_chart(rsrc).endswith("h200-rows-softmax.png"))
+        # Step 8 follows a LayerNorm: no "vs previous", and its Effect line
+        # measures it against the copy.
+        m = rsrc.m
+        self.assertEqual(m.previous("rows/step8_softmax"), "rows/step7_wide")
+        self.assertTrue(rows_docs.effect_text(rsrc, "rows/step8_softmax").startswith(
+            "the first softmax: "))
+        self.assertTrue(rows_docs.effect_text(rsrc, "rows/step9_online").startswith(
+            "against step8_softmax on an "))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module

@@ -739,6 +739,9 @@ def row_figures(src, step, translate):
 def rows_changes(src):
     """Part 2: rows/README, each rows step's README blocks and Effect line."""
     rsrc, changes = src.rows, []
+    chart = rows_docs.softmax_chart(rsrc)
+    if chart:
+        src.linked.append(chart)
     for path, lang in pages(os.path.join(src.root, "rows")):
         old = read_text(path)
         tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
@@ -834,9 +837,16 @@ def run(args):
         for path, _ in changes:
             print(f"docs: {src.path(path)} is out of date: run `make docs`", file=sys.stderr)
         return EXIT_STALE if changes else 0
-    for path, new in changes:
-        if write_if_changed(path, new):
-            print(f"docs: wrote {src.path(path)}")
+    # A rewritten Effect comment changes the diff blocks that quote that
+    # source, so a second round writes those (a third would change nothing).
+    for _ in range(3):
+        for path, new in changes:
+            if write_if_changed(path, new):
+                print(f"docs: wrote {src.path(path)}")
+        if not changes:
+            break
+        src = Sources(args.root, args.results, args.profile, args.accuracy)
+        changes = [(path, new) for path, old, new in regenerate(src) if new != old]
     return 0
 
 

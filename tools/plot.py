@@ -10,10 +10,12 @@ results file name without ".csv":
   <slug>-sweep.png        GB/s against n for every step and CUB
   <slug>-vs-cub.png       steps 6 and later relative to CUB across n (launch-bound region shaded)
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
-A part 2 results file (<gpu>-rows.csv) gets its own three:
+A part 2 results file (<gpu>-rows.csv) gets its own three, and a fourth once
+a softmax step is measured:
   <slug>-progression.png  GB/s of every row program at 32768 x 1024, against the copy
   <slug>-layernorm.png    each LayerNorm step's and PyTorch's share of the copy's bandwidth, per shape
   <slug>-sum.png          each row sum's, CUB's and PyTorch's share of step 9 on one array, per shape
+  <slug>-softmax.png      each softmax step's and PyTorch's share of the copy's bandwidth, per shape
 Every point or bar is the median round; its whisker spans the fastest and
 slowest round (make bench runs every program in several rounds).
 Failed runs (pass != 1) and check-mode rows are never drawn (tools/schema.py).
@@ -417,8 +419,12 @@ def draw_profile(mpl, counters, m, path):
 # Part 2: row programs
 # ----------------------------------------------------------------------------
 
-ROW_CHARTS = ("progression", "layernorm", "sum")
+ROW_CHARTS = ("progression", "layernorm", "sum", "softmax")
 COLOUR_COPY, COLOUR_TORCH = "#6e6e6e", "#e67e22"
+COLOUR_SOFTMAX = "#2e8b57"
+# The bar colour and legend label of each operation's steps in the progression.
+ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG, "LayerNorm steps"),
+                  ("softmax", COLOUR_SOFTMAX, "softmax steps"))
 
 
 def row_caption(rm):
@@ -441,7 +447,7 @@ def draw_rows_progression(mpl, rm, path):
         row = rm.get(step, shape)
         colour = (COLOUR_TORCH if step.startswith(compare.TORCH) else
                   COLOUR_COPY if not step.startswith("rows/step") else
-                  COLOUR_MID if row.op == "sum" else COLOUR_BIG)
+                  dict((op, c) for op, c, _ in ROW_OP_COLOURS).get(row.op, COLOUR_BIG))
         ax.bar(x, row.gbps, 0.7, color=colour, yerr=gbps_whisker(row, rm.spread(step, shape)),
                error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"))
         ax.annotate(f"{row.median_us:.1f} us", (x, row.gbps), xytext=(0, 4),
@@ -458,15 +464,17 @@ def draw_rows_progression(mpl, rm, path):
         ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
                    label=f"theoretical peak {peak:.0f} GB/s")
     ax.set_xticks(range(len(programs)),
-                  [p.replace("rows/", "").replace("_", "\n", 1) for p in programs], fontsize=9)
+                  [p.replace("rows/", "").replace("_", "\n", 1).replace("/", "\n")
+                   for p in programs], fontsize=9)
     ax.set_ylabel("GB/s  (bytes one run must move / median time)")
-    ax.set_ylim(0, 1.15 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
+    ax.set_ylim(0, 1.3 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
     ax.grid(axis="y", alpha=0.3)
+    ops = {rm.op(p) for p in programs if p.startswith("rows/step")}
     ax.legend(handles=ax.get_legend_handles_labels()[0] + [
-        mpl.Patch(color=COLOUR_MID, label="row sum steps"),
-        mpl.Patch(color=COLOUR_BIG, label="LayerNorm steps"),
+        mpl.Patch(color=colour, label=label) for op, colour, label in ROW_OP_COLOURS
+        if op in ops] + [
         mpl.Patch(color=COLOUR_COPY, label="copy and CUB segmented sum"),
-        mpl.Patch(color=COLOUR_TORCH, label="PyTorch")], loc="upper left", fontsize=9.5)
+        mpl.Patch(color=COLOUR_TORCH, label="PyTorch")], loc="upper left", fontsize=9.5, ncol=2)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
                  fontsize=15, fontweight="bold")
     fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
@@ -528,6 +536,10 @@ def draw_row_charts(mpl, rm, out_dir):
                      f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
     draw_rows_shares(mpl, rm, row_chart_path(rm, "sum", out_dir), "sum", compare.ONE_ARRAY,
                      f"Row sums on {gpu}: share of part 1's step 9 on the same floats, per shape")
+    if rm.last_step("softmax"):   # the newest operation: no chart before its first step
+        draw_rows_shares(mpl, rm, row_chart_path(rm, "softmax", out_dir), "softmax",
+                         compare.COPY,
+                         f"Softmax on {gpu}: share of the copy kernel's speed, per shape")
 
 
 def is_rows_file(path):

@@ -4,7 +4,8 @@ same rounds and verdicts as part 1, with the copy kernel, part 1's step 9 and
 PyTorch as the bars.
 
   rows/README.md          rows-results  every program at 32768 x 1024, then
-                                        LayerNorm and the row sum at every shape
+                                        LayerNorm, the row sum and softmax at
+                                        every shape (and softmax's chart)
   rows/stepN_*/README.md  measured      this step at every shape
                           counters      its Nsight Compute counters beside the previous step's
                           diff          its rows.cu against the previous step's
@@ -36,6 +37,8 @@ SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
            "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
 SECTORS_LABEL = "32-byte sectors per global load request"
 
+SOFTMAX_CHART_ALT = "softmax against the copy and PyTorch, per shape"
+
 STRINGS = {
     "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
         "", "| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
@@ -46,6 +49,8 @@ STRINGS = {
     "LayerNorm, {step}, at every shape": "",
     "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |": "",
     "Row sum, {step}, at every shape": "",
+    "Softmax, {step}, at every shape": "",
+    SOFTMAX_CHART_ALT: "",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
     "| PyTorch us | vs PyTorch |": "",
     "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
@@ -135,7 +140,9 @@ def step_row_cells(m, step, shape, tr):
 
 
 def results_block(rsrc, summary, tr):
-    """rows/README.md's block: the seed shape, then the two last steps at every shape."""
+    """rows/README.md's block: the seed shape, then the last step of each
+    operation at every shape; softmax's table, the newest, ends with its chart
+    (tools/plot.py draws it beside the others once a softmax step is measured)."""
     m = rsrc.m
     shape = ROW_SEED_SHAPE
     lines = [tr("Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)",
@@ -151,20 +158,7 @@ def results_block(rsrc, summary, tr):
                      "the bar of LayerNorm, softmax and the copy is the copy kernel, which moves "
                      "the same bytes. vs PyTorch compares the same operation in the same run "
                      "({torch}).", torch=m.torch_version() or NONE_MARK)]
-    ln = m.last_step("layernorm")
-    if ln:
-        lines += ["", tr("LayerNorm, {step}, at every shape", step=ln), "",
-                  tr("| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
-                     "PyTorch |", step=ln), "|---|--:|--:|--:|--:|--:|--:|"]
-        for s in m.shapes:
-            copy, row, torch = m.get(COPY, s), m.get(ln, s), m.get("torch/layernorm", s)
-            if row is None:
-                continue
-            lines.append(f"| {shape_label(s)} | {shape_mib(s):g} | "
-                         f"{copy.median_us if copy else 0:.1f} | {row.median_us:.1f} | "
-                         f"{fmt_share(share(m, ln, s))} | "
-                         f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
-                         f"{verdict_cell(m, ln, 'torch/layernorm', s, tr)} |")
+    lines += copy_bar_table(m, "layernorm", "LayerNorm, {step}, at every shape", tr)
     total = m.last_step("sum")
     if total:
         lines += ["", tr("Row sum, {step}, at every shape", step=total), "",
@@ -183,7 +177,41 @@ def results_block(rsrc, summary, tr):
                          f"{verdict_cell(m, total, ROW_CUB, s, tr)} | "
                          f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
                          f"{verdict_cell(m, total, 'torch/sum', s, tr)} |")
+    softmax = copy_bar_table(m, "softmax", "Softmax, {step}, at every shape", tr)
+    if softmax:
+        link = os.path.relpath(softmax_chart(rsrc), os.path.join(rsrc.root, "rows"))
+        lines += softmax + ["", f"![{tr(SOFTMAX_CHART_ALT)}]({link.replace(os.sep, '/')})"]
     return "\n".join(lines)
+
+
+def softmax_chart(rsrc):
+    """The path of the softmax chart (tools/plot.py's <slug>-softmax.png beside
+    the results file), or None while no softmax step is measured."""
+    if not rsrc.m.last_step("softmax"):
+        return None
+    path = rsrc.m.path
+    return (path[:-len(".csv")] if path.endswith(".csv") else path) + "-softmax.png"
+
+
+def copy_bar_table(m, op, title, tr):
+    """[lines]: op's last step at every shape against the copy and PyTorch's op;
+    none while no step computing op is measured."""
+    step, torch = m.last_step(op), compare.TORCH + op
+    if not step:
+        return []
+    lines = ["", tr(title, step=step), "",
+             tr("| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
+                "PyTorch |", step=step), "|---|--:|--:|--:|--:|--:|--:|"]
+    for s in m.shapes:
+        copy, row, theirs = m.get(COPY, s), m.get(step, s), m.get(torch, s)
+        if row is None:
+            continue
+        lines.append(f"| {shape_label(s)} | {shape_mib(s):g} | "
+                     f"{copy.median_us if copy else 0:.1f} | {row.median_us:.1f} | "
+                     f"{fmt_share(share(m, step, s))} | "
+                     f"{f'{theirs.median_us:.1f}' if theirs else NONE_MARK} | "
+                     f"{verdict_cell(m, step, torch, s, tr)} |")
+    return lines
 
 
 def measured_block(rsrc, step, tr):

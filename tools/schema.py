@@ -33,7 +33,7 @@ ROWS = "rows/"
 ROW_BASELINES = ("rows/copy", "rows/cub")
 SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "rows/step3_vector",
                 "rows/step4_group", "rows/step5_layernorm", "rows/step6_registers",
-                "rows/step7_wide") + ROW_BASELINES
+                "rows/step7_wide", "rows/step8_softmax", "rows/step9_online") + ROW_BASELINES
 
 
 def step_number(name):

@@ -238,6 +238,8 @@ STRINGS = {
     "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |":
         "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch |",
     "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
+    "Softmax, {step}, at every shape": "softmax：{step} 在各个形状上的结果",
+    "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
     "| PyTorch us | vs PyTorch |":
         "| 形状 | {step}（微秒） | 第 9 步整体求和（微秒） | 占第 9 步的比例 | CUB 分段归约（微秒） "
@@ -313,6 +315,10 @@ SUMMARIES = {
         "只读一次：每个线程把自己负责的那段行数据留在寄存器里。",
     "Wide rows: what the registers cannot hold waits in shared memory.":
         "宽行：寄存器放不下的部分先放在共享内存里。",
+    "Softmax: two reductions per row, a max and a sum of exponentials.":
+        "softmax：每行两次归约，先求最大值，再求指数之和。",
+    "Online softmax: the max and the sum of exponentials in one pass.":
+        "在线 softmax：最大值和指数之和在同一趟里求出。",
     # extras/
     "Float atomics: step 9 with its ticket replaced by atomicAdd into the result.":
         "float 原子加：把第 9 步的票号换成直接对结果做 atomicAdd。",
