@@ -522,7 +522,7 @@ build/mg/plan.o: multigpu/plan.c multigpu/plan.h $(HEADERS)
 
 build/mg/multigpu.o: multigpu/multigpu.c multigpu/plan.h $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Imultigpu -I$(NCCL_INC) -c $< -o $@
+	$(CC) $(CFLAGS) -Imultigpu $(filter-out -I/usr/include,-I$(NCCL_INC)) -c $< -o $@
 
 build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
 	@mkdir -p $(@D)

@@ -29,13 +29,21 @@ VEC_FIXTURE = os.path.join(FIXTURES, "h200x2-allreduce.csv")
 PROGRAM = os.path.join(ROOT, "multigpu", "run")
 
 
+# MULTIGPU_TEST_NO_NCCL=1 plays a machine without NCCL here (the Makefile's
+# NCCL_INC emptied), so the refusal's test runs on a machine that has NCCL too.
+NO_NCCL = os.environ.get("MULTIGPU_TEST_NO_NCCL") == "1"
+
+
 def make(*targets):
-    return subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, *targets],
+    extra = ["NCCL_INC="] if NO_NCCL else []
+    return subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, *extra, *targets],
                           capture_output=True, text=True, timeout=600)
 
 
 def nccl_header():
     """The include folder make found nccl.h in, or '' (the Makefile decides)."""
+    if NO_NCCL:
+        return ""
     out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "-p", "-n",
                           "hash-flags"], capture_output=True, text=True, timeout=120).stdout
     match = re.search(r"^NCCL_INC := (.*)$", out, re.M)
