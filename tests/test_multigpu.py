@@ -199,6 +199,13 @@ class FixtureTests(unittest.TestCase):
         self.assertEqual(len(lines), 5)
         self.assertTrue(all(l.endswith("no data") for l in lines), lines)
 
+    def test_an_empty_file_is_no_data(self):
+        # multigpu/run creates its --csv before a run that may then fail.
+        empty = os.path.join(self.tmp, "empty.csv")
+        open(empty, "w").close()
+        self.assertEqual(multigpu_chart.load(empty, schema.read_multigpu_sum), [])
+        self.assertEqual(multigpu_chart.main(["--summary", "--sum", empty, "--allreduce", empty]), 0)
+
     def test_crossover(self):
         c = multigpu_chart.crossover
         self.assertEqual(c({1: 0.5, 2: 1.2, 4: 0.9, 8: 1.5, 16: 1.9}), 8)

@@ -87,7 +87,8 @@ def summary(sum_rows, vec_rows):
 
 
 def load(path, reader):
-    if path is None or not os.path.isfile(path):
+    # A run that failed before its first row leaves no file or an empty one.
+    if path is None or not os.path.isfile(path) or os.path.getsize(path) == 0:
         return []
     return reader(path)
 

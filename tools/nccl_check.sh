@@ -18,7 +18,7 @@ LOGS=$(mktemp -d /tmp/nccl-check.XXXXXX)
 SUMMARY=$DEST/nccl-check-summary.txt
 : > "$SUMMARY"
 T0=$SECONDS
-BUDGET=${BUDGET:-400}   # seconds: optional steps are skipped past this
+BUDGET=${BUDGET:-390}   # seconds: later steps shrink their timeouts to fit, or are skipped
 FAILED=0
 RUN=./multigpu/run
 if [ -z "${TORCH_PYTHON:-}" ]; then
@@ -63,7 +63,13 @@ two_ranks() {
     fi
 }
 
-in_budget() { [ $((SECONDS - T0)) -lt "$BUDGET" ] || { say "SKIP $1: past the ${BUDGET} s budget"; return 1; }; }
+# in_budget NAME [SECONDS]: 0 if NAME may still start (SECONDS of the budget
+# must be left, 30 by default), else one SKIP line. left CAP: a step's
+# timeout, CAP or what is left of the budget, whichever is less.
+in_budget() {
+    [ $((BUDGET - (SECONDS - T0))) -ge "${2:-30}" ] || { say "SKIP $1: too little of the ${BUDGET} s budget left"; return 1; }
+}
+left() { local l=$((BUDGET - (SECONDS - T0))); [ "$l" -lt "$1" ] || l=$1; [ "$l" -gt 10 ] || l=10; echo "$l"; }
 
 # ------------------------------------------------------------ the machine
 {
@@ -117,15 +123,14 @@ done
 
 # ------------------------------------------------------------ benchmark
 POWERS=$(python3 -c 'print(",".join(str(1 << k) for k in range(20, 31)) + ",2147483647")')
-in_budget bench-sum && step bench-sum 0 240 "$RUN" --combine all --n "$POWERS" --csv "$SUM_CSV"
-in_budget bench-sum-per-process && two_ranks bench-sum-per-process 0 0 --combine allreduce --n 33554432,1073741824 --csv "$SUM_CSV"
-in_budget bench-allreduce && step bench-allreduce 0 180 "$RUN" --vector --csv "$VEC_CSV"
+in_budget bench-sum && step bench-sum 0 "$(left 240)" "$RUN" --combine all --n "$POWERS" --csv "$SUM_CSV"
+in_budget bench-allreduce && step bench-allreduce 0 "$(left 180)" "$RUN" --vector --csv "$VEC_CSV"
 
 # ------------------------------------------------------------ torch.distributed
 if timeout 60 "$TORCH_PYTHON" -c 'import torch, torch.distributed' > /dev/null 2>&1; then
     TORCHRUN=$(dirname "$TORCH_PYTHON")/torchrun
     [ -x "$TORCHRUN" ] || TORCHRUN="$TORCH_PYTHON -m torch.distributed.run"
-    in_budget torch && step torch 0 240 env GIT_REV="${GIT_REV:-unknown}" $TORCHRUN --standalone \
+    in_budget torch 60 && step torch 0 "$(left 240)" env GIT_REV="${GIT_REV:-unknown}" $TORCHRUN --standalone \
         --nproc_per_node="$GPUS" tools/torch_dist.py --allreduce-csv "$LOGS/torch-allreduce.csv" \
         --sum-csv "$LOGS/torch-sum.csv" --n "$POWERS"
     # Same columns: the torch rows join the nccl rows.
@@ -135,15 +140,21 @@ else
     say "SKIP torch: $TORCH_PYTHON cannot import torch"
 fi
 
+# ------------------------------------------------------------ one process per GPU, timed
+in_budget bench-sum-per-process 60 && two_ranks bench-sum-per-process 0 0 --combine allreduce \
+    --n 33554432,1073741824 --csv "$SUM_CSV"
+
 # ------------------------------------------------------------ compute-sanitizer (last: optional)
-if command -v compute-sanitizer > /dev/null && in_budget sanitize; then
-    step sanitize-memcheck 0 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$RUN" \
+if command -v compute-sanitizer > /dev/null && in_budget sanitize 70; then
+    step sanitize-memcheck 0 "$(left 60)" compute-sanitizer --tool memcheck --error-exitcode 9 "$RUN" \
         --check --combine all --n 4097
 fi
 
 # ------------------------------------------------------------ summary
 timeout 60 python3 tools/multigpu_chart.py --summary --sum "$SUM_CSV" --allreduce "$VEC_CSV" \
     2>&1 | tee -a "$SUMMARY"
+# The two charts beside the CSVs (python3 with matplotlib), as make plot draws them.
+timeout 60 python3 tools/multigpu_chart.py --sum "$SUM_CSV" --allreduce "$VEC_CSV" 2>&1 | tee -a "$SUMMARY"
 say "nccl_check: $FAILED failed, $((SECONDS - T0)) s"
 tar -czf "$DEST/nccl-check-logs.tgz" -C "$LOGS" .
 [ "$FAILED" -eq 0 ]
