@@ -258,7 +258,7 @@ class DeviceScriptTests(unittest.TestCase):
         for line in text.splitlines():
             stripped = line.strip()
             if stripped.startswith(('step ', 'in_budget ')) and ' step ' in f" {stripped} ":
-                self.assertRegex(stripped, r"step [\w-]+ \d+ \d+ ", stripped)
+                self.assertRegex(stripped, r'step [\w-]+ \d+ (\d+|"\$\(left \d+\)") ', stripped)
         self.assertIn('timeout "$limit"', text)
         self.assertIn("timeout 120 \"$RUN\" --rank 1", text)
 
