@@ -99,6 +99,7 @@ help:
 	@echo "  make mutants         build the broken programs the grader must fail"
 	@echo "  make variance        a row's variance three ways in float32: plots/results/variance.csv + chart"
 	@echo "  make cuda12          build every program with a CUDA 12 toolkit too (log: plots/reference/)"
+	@echo "  make multigpu        build multigpu/run, the sum over several GPUs with NCCL (where nccl.h is found)"
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
 	@echo "  make code-hash DIR=step3_idle   the code hash make builds into that program (its --version)"
 	@echo "  make clean           remove every build output"
@@ -113,6 +114,7 @@ help:
 	@echo "  make determinism     100 runs of every part 1 program: same bits each time? (and atomics)"
 	@echo "  make tune            time other block sizes / unroll factors of some steps"
 	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every part 1 program"
+	@echo "  make nccl-check      every multigpu check and measurement on this machine's GPUs: plots/results/nccl/"
 	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"
 	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
 	@echo "make exits 2 whenever anything fails; the grader's own exit codes (1 wrong, 2 usage,"
@@ -472,3 +474,84 @@ diagrams: $(NEED_VENV)
 
 plot: diagrams
 # ------------------------------------------------------------ end diagrams
+
+# ================================================================ multigpu
+# Beyond one GPU (multigpu/README.md): the sum over every visible GPU with
+# NCCL, and NCCL's all-reduce of vectors. Built only where nccl.h is found:
+# in NCCL_HOME (a pip wheel's nvidia/nccl, or NVIDIA's tarball), else in the
+# CUDA toolkit, /usr/include or /usr/local/include. Without it `make` skips
+# it and `make multigpu` says how to get NCCL, in one line.
+NCCL_HOME ?=
+NCCL_INC := $(firstword $(foreach d,$(if $(NCCL_HOME),$(NCCL_HOME)/include) $(CUDA_HOME)/include \
+              /usr/include /usr/local/include,$(if $(wildcard $(d)/nccl.h),$(d))))
+# The library beside the header, if there is one there (a pip wheel ships
+# libnccl.so.2 only, hence -l: with the full name); else the linker's own path.
+NCCL_LIBDIR := $(firstword $(foreach d,$(if $(NCCL_INC),$(patsubst %/include,%,$(NCCL_INC))/lib64 \
+                 $(patsubst %/include,%,$(NCCL_INC))/lib),$(if $(wildcard $(d)/libnccl.so.2),$(d))))
+NCCL_LDFLAGS := $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Xlinker -rpath -Xlinker $(NCCL_LIBDIR)) \
+                -l:libnccl.so.2
+MG_PROGRAM := multigpu/run
+MG_SOURCES := multigpu/multigpu.c multigpu/plan.c multigpu/plan.h step9_singlepass/reduce.cu
+NO_NCCL_LINE := make multigpu: NCCL not found (no nccl.h in NCCL_HOME, $(CUDA_HOME)/include, \
+  /usr/include or /usr/local/include): pip install nvidia-nccl-cu13 and set \
+  NCCL_HOME=<site-packages>/nvidia/nccl, or install NVIDIA's libnccl-dev, then make multigpu again
+# The summary charts' inputs: committed by tools/nccl_check.sh's run.
+MG_SUM_CSV ?= plots/reference/h200x2-multigpu.csv
+MG_ALLREDUCE_CSV ?= plots/reference/h200x2-allreduce.csv
+
+.PHONY: multigpu nccl-check multigpu-chart
+ifneq ($(NCCL_INC),)
+all: $(MG_PROGRAM)
+test: $(MG_PROGRAM)
+multigpu: $(MG_PROGRAM)
+else
+multigpu:
+	$(error $(NO_NCCL_LINE))
+endif
+test: build/multigpu_tests
+clean: clean-multigpu
+
+# Step 9's kernel once more, as an object of its own: reused, not copied.
+build/mg/step9.o: step9_singlepass/reduce.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+build/mg/plan.o: multigpu/plan.c multigpu/plan.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Imultigpu -c $< -o $@
+
+build/mg/multigpu.o: multigpu/multigpu.c multigpu/plan.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Imultigpu $(filter-out -I/usr/include,-I$(NCCL_INC)) -c $< -o $@
+
+build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
+	@mkdir -p $(@D)
+	@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program multigpu) || exit 1; \
+	 printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+
+$(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o build/mg/step9.o build/hash/multigpu.o \
+               $(COMMON_OBJ) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ build/mg/multigpu.o build/mg/plan.o build/mg/step9.o \
+	    build/hash/multigpu.o $(COMMON_OBJ) $(NCCL_LDFLAGS) $(LDLIBS)
+
+# Shards and options, tested without a GPU or NCCL.
+build/multigpu_tests: tests/multigpu_tests.c multigpu/plan.c multigpu/plan.h common/harness.c \
+                      $(HEADERS) | build
+	$(CC) $(CFLAGS) -Imultigpu -o $@ tests/multigpu_tests.c multigpu/plan.c common/harness.c \
+	    -lm $(LDLIBS)
+
+# Every check and measurement of the multigpu part on this machine's GPUs,
+# into OUT_DIR/nccl (tools/nccl_check.sh; about 5 minutes on two H200s).
+nccl-check: gpu-check
+	GIT_REV=$(GIT_REV) bash tools/nccl_check.sh $(OUT_DIR)/nccl
+
+# `make plot` draws the multigpu charts once their CSVs exist.
+plot: multigpu-chart
+multigpu-chart: $(NEED_VENV)
+	@if [ -f $(MG_SUM_CSV) ] || [ -f $(MG_ALLREDUCE_CSV) ]; then \
+	    $(PLOT_PYTHON) tools/multigpu_chart.py --sum $(MG_SUM_CSV) --allreduce $(MG_ALLREDUCE_CSV); fi
+
+.PHONY: clean-multigpu
+clean-multigpu:
+	rm -f $(MG_PROGRAM)
+# ============================================================ end multigpu

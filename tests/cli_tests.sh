@@ -207,24 +207,25 @@ runner=$(mktemp -d)
 mkdir -p "$runner/tests" "$runner/build"
 cp tests/run_tests.sh "$runner/tests/"
 printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_tests"
-chmod +x "$runner/build/unit_tests"
+printf '#!/bin/sh\necho "multigpu unit: 1 passed, 0 failed"\n' > "$runner/build/multigpu_tests"
+chmod +x "$runner/build/unit_tests" "$runner/build/multigpu_tests"
 printf 'echo "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
-for t in schema plot docs scripts accuracy patterns editions claims grade_report; do
+for t in multigpu schema plot docs scripts accuracy patterns editions claims grade_report; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
 printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed")\nprint("gpu: 0 passed, 0 failed, 1 skipped")\n' \
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline =~ ^14\ passed,\ 0\ failed,\ 1\ skipped:\ no\ CUDA\ device\ here,\ so\ no\ kernel\ ran ]] \
+[ $rc -eq 0 ] && [[ $lastline =~ ^16\ passed,\ 0\ failed,\ 1\ skipped:\ no\ CUDA\ device\ here,\ so\ no\ kernel\ ran ]] \
     && [[ $lastline == *"make test on a machine with one, or make check STEP=K"* ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -c '^-- [0-9]* s: ')" -eq 12 ] && [[ $(echo "$out" | head -n 1) == *"about "*" min on two cores"* ]] \
+[ "$(echo "$out" | grep -c '^-- [0-9]* s: ')" -eq 14 ] && [[ $(echo "$out" | head -n 1) == *"about "*" min on two cores"* ]] \
     && ok || bad "run_tests.sh: no start line or not one time line per suite: $(echo "$out" | head -n 3)"
 printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
 printf 'print("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "19 passed, 2 failed, 0 skipped" ] && ok \
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "21 passed, 2 failed, 0 skipped" ] && ok \
     || bad "run_tests.sh with a device and a failure -> exit $rc, last line: $(echo "$out" | tail -n 1)"
 rm -rf "$runner"
 

@@ -48,6 +48,8 @@ run_part() {   # label, command...
 }
 
 run_part "unit tests of the harness (C)" build/unit_tests
+run_part "multigpu: shards and options (C)" build/multigpu_tests
+run_part "multigpu: program, CSV schema, charts, device script" "$PLOT_PYTHON" tests/test_multigpu.py
 run_part "command line, make stepK, make diff, make new" bash tests/cli_tests.sh
 run_part "CSV schema and step names (tools/schema.py)" "$PYTHON" tests/test_schema.py
 run_part "charts (tools/plot.py, matplotlib)" "$PLOT_PYTHON" tests/test_plot.py

@@ -82,7 +82,8 @@ def program_directory(label):
     where the tree holds no program of that name (a tuning variant, a protocol A/B)."""
     for candidate in (schema.program_dir(label), os.path.join("extras", label)):
         folder = os.path.join(ROOT, candidate)
-        if any(os.path.isfile(os.path.join(folder, f)) for f in ("reduce.cu", "rows.cu")):
+        if any(os.path.isfile(os.path.join(folder, f))
+               for f in ("reduce.cu", "rows.cu", "multigpu.c")):
             return candidate
     return None
 

@@ -3,7 +3,8 @@
 program's code, comments and layout ignored, printed on one line.
 
 Every program embeds the hash of everything that decides what it runs and
-how it is timed: its own source (DIR/reduce.cu, or DIR/rows.cu for part 2),
+how it is timed: its own source (DIR/reduce.cu, DIR/rows.cu for part 2, or
+DIR/multigpu.c for multigpu/run),
 every harness file it is built from (the timing loop, the flush, the
 verification, the headers: HARNESS below) and the compiler flags (--flags,
 from the Makefile, without the target architecture). Every results row
@@ -29,6 +30,10 @@ HARNESS = {
     "sum": ["common/driver.c", "common/reduce.h"] + COMMON,
     "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows.h",
              "common/rows_ref.h"] + COMMON,
+    # multigpu/run: its driver and shard plan, step 9's kernel (linked, not
+    # copied) and the part 1 contract it calls that kernel through.
+    "multigpu": ["multigpu/plan.c", "multigpu/plan.h", "step9_singlepass/reduce.cu",
+                 "common/reduce.h"] + COMMON,
 }
 
 # A string or character literal (kept as is), or a comment (dropped).
@@ -67,7 +72,9 @@ def program_files(directory, root="."):
     """The files a program's hash covers: its source, then its part's harness."""
     source = os.path.join(root, directory, "rows.cu")
     part = "rows"
-    if not os.path.isfile(source):
+    if os.path.isfile(os.path.join(root, directory, "multigpu.c")):
+        source, part = os.path.join(root, directory, "multigpu.c"), "multigpu"
+    elif not os.path.isfile(source):
         source = os.path.join(root, directory, "reduce.cu")
         part = "sum"
     return [source] + [os.path.join(root, f) for f in HARNESS[part]]

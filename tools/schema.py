@@ -167,6 +167,69 @@ PROFILE_SCHEMA = (
 PROFILE_COLUMNS = tuple(name for name, _, _ in PROFILE_SCHEMA)
 NEW_PROFILE_COLUMNS = ("code_hash",)
 
+# multigpu/run's two files (multigpu/plan.h's MG_SUM_HEADER and
+# MG_VECTOR_HEADER); tools/torch_dist.py writes the same columns, source torch.
+MULTIGPU_SUM_SCHEMA = (
+    ("step", "str", "multigpu, or torch for tools/torch_dist.py's rows"),
+    ("source", "str", "nccl (multigpu/run) or torch (torch.distributed)"),
+    ("n", "int", "floats summed, over all GPUs"),
+    ("gpus", "int", "GPUs the n floats were split across"),
+    ("launch", "str", "single (one process drives every GPU) or per-process"),
+    ("combine", "str", "allreduce, reduce or host: how the per-GPU sums were added"),
+    ("reps", "int", "timed repetitions (1 in check mode)"),
+    ("warmup", "int", "untimed repetitions before them"),
+    ("median_us", "float?", "median of the slowest GPU's time, start to combined sum"),
+    ("min_us", "float?", "fastest repetition"),
+    ("max_us", "float?", "slowest repetition"),
+    ("one_gpu_us", "float?", "median time of one GPU summing all n in the same process"),
+    ("speedup", "float?", "one_gpu_us / median_us"),
+    ("gbps", "float?", "4n bytes / median time, decimal GB/s, all GPUs together"),
+    ("result", "float", "the combined sum"),
+    ("reference", "float", "the CPU reference sum, in double"),
+    ("abs_err", "float", "|result - reference|"),
+    ("tol", "float", "the tolerance; 0 on the exact fill"),
+    ("pass", "int", "1 verified (every partial and the total), 0 wrong"),
+    ("fill", "str", "input pattern"),
+    ("seed", "int", "input seed"),
+    ("flush", "int", "1 when every GPU's L2 was flushed before every repetition"),
+    ("gpu", "str", "device name"),
+    ("cc", "str", "compute capability"),
+    ("driver", "str?", "NVIDIA driver version"),
+    ("cuda", "str", "CUDA runtime version"),
+    ("nccl", "str", "NCCL version (ncclGetVersion, or torch.cuda.nccl.version)"),
+    ("git_rev", "str", "revision built from"),
+    ("code_hash", "str?", "tools/code_hash.py of the program (of torch_dist.py for torch rows)"),
+    ("arch", "str?", "the machine code the program carries"),
+    ("toolchain", "str?", "nvcc and CCCL versions, or torch's"),
+)
+ALLREDUCE_SCHEMA = (
+    ("step", "str", "multigpu, or torch"),
+    ("source", "str", "nccl (multigpu/run --vector) or torch (torch.distributed)"),
+    ("bytes", "int", "bytes of the vector each GPU holds"),
+    ("count", "int", "floats of it"),
+    ("gpus", "int", "GPUs in the all-reduce"),
+    ("launch", "str", "single or per-process"),
+    ("reps", "int", "timed repetitions"),
+    ("warmup", "int", "untimed repetitions before them"),
+    ("median_us", "float?", "median of the slowest GPU's time"),
+    ("min_us", "float?", "fastest repetition"),
+    ("max_us", "float?", "slowest repetition"),
+    ("algbw_gbps", "float?", "bytes / median time, decimal GB/s (nccl-tests' algbw)"),
+    ("busbw_gbps", "float?", "algbw x 2 (gpus - 1) / gpus (nccl-tests' busbw)"),
+    ("pass", "int", "1: every element of the result is the exact sum"),
+    ("gpu", "str", "device name"),
+    ("cc", "str", "compute capability"),
+    ("driver", "str?", "NVIDIA driver version"),
+    ("cuda", "str", "CUDA runtime version"),
+    ("nccl", "str", "NCCL version"),
+    ("git_rev", "str", "revision built from"),
+    ("code_hash", "str?", "the program's code hash"),
+    ("arch", "str?", "the machine code the program carries"),
+    ("toolchain", "str?", "nvcc and CCCL versions, or torch's"),
+)
+MULTIGPU_SUM_COLUMNS = tuple(name for name, _, _ in MULTIGPU_SUM_SCHEMA)
+ALLREDUCE_COLUMNS = tuple(name for name, _, _ in ALLREDUCE_SCHEMA)
+
 TIMED, CHECK = "timed", "check"
 
 
@@ -353,6 +416,29 @@ def load_profile(path):
     _, records = read_records(path, ("step", "metric", "value"))
     return [ProfileRow(line=line, **_typed(path, line, record, PROFILE_SCHEMA))
             for line, record in records]
+
+
+def _read_plain(path, schema_):
+    """Every row of a multigpu file as a dict (attribute names: pass_ for
+    pass) with its line number under 'line', typed by schema_."""
+    columns = [name for name, _, _ in schema_]
+    _, records = read_records(path, columns)
+    rows = []
+    for line, record in records:
+        row = _typed(path, line, record, schema_)
+        row["line"] = line
+        rows.append(row)
+    return rows
+
+
+def read_multigpu_sum(path):
+    """The rows of a <gpu>x<k>-multigpu.csv file (multigpu/run, torch_dist.py)."""
+    return _read_plain(path, MULTIGPU_SUM_SCHEMA)
+
+
+def read_allreduce(path):
+    """The rows of a <gpu>x<k>-allreduce.csv file."""
+    return _read_plain(path, ALLREDUCE_SCHEMA)
 
 
 def _program():

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""Tests of the multigpu part that need no GPU: the program's command line
+(built where nccl.h is found, else the one line `make multigpu` gives), its
+CSV columns against tools/schema.py, the fixture files' loading, the targets
+summary, the charts, and the device script's syntax.
+
+Run: python3 tests/test_multigpu.py (with matplotlib for the chart tests).
+The last line printed is `multigpu: N passed, N failed[, N skipped]`.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import counting  # noqa: E402
+import multigpu_chart  # noqa: E402
+import schema  # noqa: E402
+import torch_dist  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "tests", "multigpu")
+SUM_FIXTURE = os.path.join(FIXTURES, "h200x2-multigpu.csv")
+VEC_FIXTURE = os.path.join(FIXTURES, "h200x2-allreduce.csv")
+PROGRAM = os.path.join(ROOT, "multigpu", "run")
+
+
+# MULTIGPU_TEST_NO_NCCL=1 plays a machine without NCCL here (the Makefile's
+# NCCL_INC emptied), so the refusal's test runs on a machine that has NCCL too.
+NO_NCCL = os.environ.get("MULTIGPU_TEST_NO_NCCL") == "1"
+
+
+def make(*targets):
+    extra = ["NCCL_INC="] if NO_NCCL else []
+    return subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, *extra, *targets],
+                          capture_output=True, text=True, timeout=600)
+
+
+def nccl_header():
+    """The include folder make found nccl.h in, or '' (the Makefile decides)."""
+    if NO_NCCL:
+        return ""
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "-p", "-n",
+                          "hash-flags"], capture_output=True, text=True, timeout=120).stdout
+    match = re.search(r"^NCCL_INC := (.*)$", out, re.M)
+    return match.group(1).strip() if match else ""
+
+
+def header_macro(name):
+    """A CSV header macro of multigpu/plan.h: its string literals, joined."""
+    with open(os.path.join(ROOT, "multigpu", "plan.h")) as handle:
+        text = handle.read()
+    definition = re.search(r"#define " + name + r"\s*\\\n((?:.*\\\n)*.*\n)", text).group(1)
+    return "".join(re.findall(r'"([^"]*)"', definition))
+
+
+def has_gpu():
+    return shutil.which("nvidia-smi") is not None and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True, timeout=60).returncode == 0
+
+
+class ProgramTests(unittest.TestCase):
+    """The built program where NCCL is here; the one-line refusal where not."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.inc = nccl_header()
+        cls.build = make("multigpu") if cls.inc else None
+
+    def run_program(self, *args):
+        return subprocess.run([PROGRAM, *args], capture_output=True, text=True, timeout=60)
+
+    def need_program(self):
+        if not self.inc:
+            self.skipTest("no nccl.h here (make multigpu says how to get NCCL)")
+        self.assertEqual(self.build.returncode, 0, self.build.stderr[-2000:])
+
+    def test_without_nccl_make_multigpu_says_how_in_one_line(self):
+        if self.inc:
+            self.skipTest(f"nccl.h is here ({self.inc}): the program is built instead")
+        proc = make("multigpu")
+        self.assertNotEqual(proc.returncode, 0)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("NCCL not found", lines[0])
+        self.assertIn("NCCL_HOME", lines[0])
+
+    def test_compiles_where_nccl_h_is(self):
+        self.need_program()
+        self.assertTrue(os.access(PROGRAM, os.X_OK))
+
+    def test_help(self):
+        self.need_program()
+        proc = self.run_program("--help")
+        self.assertEqual(proc.returncode, 0)
+        for word in ("--combine", "--rank", "--id-file", "--vector", "exit status"):
+            self.assertIn(word, proc.stdout)
+
+    def test_version_names_the_code_hash_make_computes(self):
+        self.need_program()
+        proc = self.run_program("--version")
+        wanted = make("code-hash", "DIR=multigpu").stdout.strip()
+        self.assertEqual(proc.returncode, 0)
+        self.assertIn(f"code_hash={wanted}", proc.stdout)
+
+    def test_usage_errors_exit_2_in_one_line(self):
+        self.need_program()
+        for args in (["--n", "abc"], ["--n", "0"], ["--combine", "sum"], ["--reps", "0"],
+                     ["--rank", "2", "--world", "2", "--id-file", "/tmp/x"],
+                     ["--rank", "0", "--world", "2"],
+                     ["--rank", "0", "--world", "2", "--id-file", "f", "--combine", "host"],
+                     ["--bogus"], ["--csv", "/no/such/dir/x.csv", "--check"]):
+            with self.subTest(args=args):
+                proc = self.run_program(*args)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertEqual(proc.stdout, "")
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+                self.assertTrue(proc.stderr.startswith("error: "), proc.stderr)
+
+    def test_no_gpu_exits_3_in_one_line(self):
+        self.need_program()
+        if has_gpu():
+            self.skipTest("a GPU is here: tools/nccl_check.sh runs the program")
+        for args in (["--check", "--n", "10"], ["--vector", "--check"],
+                     ["--rank", "1", "--world", "2", "--id-file", "/tmp/none", "--wait", "1"]):
+            with self.subTest(args=args):
+                proc = self.run_program(*args)
+                self.assertEqual(proc.returncode, 3, proc.stderr)
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+                self.assertIn("no CUDA device", proc.stderr)
+
+
+class ColumnTests(unittest.TestCase):
+    """One list of columns: the C program's, the schema's and torch_dist.py's."""
+
+    def test_sum_columns(self):
+        columns = tuple(header_macro("MG_SUM_HEADER").split(","))
+        self.assertEqual(columns, schema.MULTIGPU_SUM_COLUMNS)
+        self.assertEqual(tuple(torch_dist.SUM_COLUMNS), schema.MULTIGPU_SUM_COLUMNS)
+
+    def test_vector_columns(self):
+        columns = tuple(header_macro("MG_VECTOR_HEADER").split(","))
+        self.assertEqual(columns, schema.ALLREDUCE_COLUMNS)
+        self.assertEqual(tuple(torch_dist.VECTOR_COLUMNS), schema.ALLREDUCE_COLUMNS)
+
+    def test_torch_shards_are_the_programs(self):
+        # torch_dist.shard() must split as plan.c's shard_of() (tested in C).
+        self.assertEqual([torch_dist.shard(7, 3, r) for r in range(3)], [(0, 3), (3, 2), (5, 2)])
+        self.assertEqual(torch_dist.shard(1, 2, 1), (1, 0))
+        self.assertEqual([torch_dist.pattern_sum(n) for n in (3, 4, 5, 6)], [0, -1, -1, 0])
+
+
+class FixtureTests(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="multigpu-test-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_fixtures_load_typed(self):
+        rows = schema.read_multigpu_sum(SUM_FIXTURE)
+        self.assertEqual({r["source"] for r in rows}, {"nccl", "torch"})
+        self.assertTrue(all(isinstance(r["n"], int) for r in rows))
+        vec = schema.read_allreduce(VEC_FIXTURE)
+        self.assertEqual(vec[0]["bytes"], 4)
+        self.assertIn(1 << 30, {r["bytes"] for r in vec})
+
+    def test_a_missing_column_is_one_error(self):
+        path = os.path.join(self.tmp, "bad.csv")
+        with open(VEC_FIXTURE) as src, open(path, "w") as out:
+            lines = src.read().splitlines()
+            out.write(lines[0].replace("busbw_gbps", "bus") + "\n" + lines[1] + "\n")
+        with self.assertRaises(schema.SchemaError) as caught:
+            schema.read_allreduce(path)
+        self.assertIn("busbw_gbps", str(caught.exception))
+
+    def test_a_non_number_is_one_error(self):
+        path = os.path.join(self.tmp, "bad.csv")
+        with open(SUM_FIXTURE) as src, open(path, "w") as out:
+            lines = src.read().splitlines()
+            out.write(lines[0] + "\n" + lines[1].replace(",single,", ",single,", 1)
+                      .replace("multigpu,nccl,1048576,", "multigpu,nccl,lots,") + "\n")
+        with self.assertRaises(schema.SchemaError):
+            schema.read_multigpu_sum(path)
+
+    def test_summary_of_the_fixtures(self):
+        lines = multigpu_chart.summary(schema.read_multigpu_sum(SUM_FIXTURE),
+                                       schema.read_allreduce(VEC_FIXTURE))
+        text = "\n".join(lines)
+        self.assertIn("speed-up at n = 2^30 >= 1.9x: MET (1.92x)", text)
+        self.assertIn("crossover <= 2^25: MET (from n = 2^24)", text)
+        self.assertIn("latency <= 1/3 of torch's: MET (4 B: 18.0 us against 85.0 us)", text)
+        self.assertIn("busbw >= torch's: MET", text)
+
+    def test_summary_without_data_says_so(self):
+        lines = multigpu_chart.summary([], [])
+        self.assertEqual(len(lines), 5)
+        self.assertTrue(all(l.endswith("no data") for l in lines), lines)
+
+    def test_an_empty_file_is_no_data(self):
+        # multigpu/run creates its --csv before a run that may then fail.
+        empty = os.path.join(self.tmp, "empty.csv")
+        open(empty, "w").close()
+        self.assertEqual(multigpu_chart.load(empty, schema.read_multigpu_sum), [])
+        self.assertEqual(multigpu_chart.main(["--summary", "--sum", empty, "--allreduce", empty]), 0)
+
+    def test_crossover(self):
+        c = multigpu_chart.crossover
+        self.assertEqual(c({1: 0.5, 2: 1.2, 4: 0.9, 8: 1.5, 16: 1.9}), 8)
+        self.assertEqual(c({1: 1.1, 2: 1.2}), 1)
+        self.assertIsNone(c({1: 0.5, 2: 0.9}))
+        self.assertIsNone(c({}))
+
+    def test_failed_rows_never_count(self):
+        rows = schema.read_multigpu_sum(SUM_FIXTURE)
+        self.assertTrue(any(r["pass_"] == 0 for r in rows))
+        self.assertTrue(all(r["pass_"] == 1 for r in multigpu_chart.timed(rows)))
+
+
+class ChartTests(unittest.TestCase):
+    def setUp(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("matplotlib is not importable here (make test installs it)")
+        self.tmp = tempfile.mkdtemp(prefix="multigpu-chart-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def assert_png(self, path):
+        with open(path, "rb") as handle:
+            self.assertEqual(handle.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_both_charts_from_the_fixtures(self):
+        self.assertEqual(multigpu_chart.main(["--sum", SUM_FIXTURE, "--allreduce", VEC_FIXTURE,
+                                              "--out-dir", self.tmp]), 0)
+        self.assert_png(os.path.join(self.tmp, "h200x2-scaling.png"))
+        self.assert_png(os.path.join(self.tmp, "h200x2-allreduce.png"))
+
+    def test_missing_files_draw_nothing(self):
+        self.assertEqual(multigpu_chart.main(["--sum", os.path.join(self.tmp, "no.csv"),
+                                              "--allreduce", os.path.join(self.tmp, "no2.csv"),
+                                              "--out-dir", self.tmp]), 0)
+        self.assertEqual(os.listdir(self.tmp), [])
+
+
+class DeviceScriptTests(unittest.TestCase):
+    def test_syntax(self):
+        proc = subprocess.run(["bash", "-n", os.path.join(ROOT, "tools", "nccl_check.sh")],
+                              capture_output=True, text=True)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+
+    def test_every_command_has_a_timeout(self):
+        # The script runs once on a borrowed machine: nothing may hang it.
+        with open(os.path.join(ROOT, "tools", "nccl_check.sh")) as handle:
+            text = handle.read()
+        for line in text.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(('step ', 'in_budget ')) and ' step ' in f" {stripped} ":
+                self.assertRegex(stripped, r'step [\w-]+ \d+ (\d+|"\$\(left \d+\)") ', stripped)
+        self.assertIn('timeout "$limit"', text)
+        self.assertIn("timeout 120 \"$RUN\" --rank 1", text)
+
+
+if __name__ == "__main__":
+    sys.exit(counting.run_module("multigpu"))
