@@ -132,7 +132,7 @@ if timeout 60 "$TORCH_PYTHON" -c 'import torch, torch.distributed' > /dev/null 2
     [ -x "$TORCHRUN" ] || TORCHRUN="$TORCH_PYTHON -m torch.distributed.run"
     in_budget torch 60 && step torch 0 "$(left 240)" env GIT_REV="${GIT_REV:-unknown}" $TORCHRUN --standalone \
         --nproc_per_node="$GPUS" tools/torch_dist.py --allreduce-csv "$LOGS/torch-allreduce.csv" \
-        --sum-csv "$LOGS/torch-sum.csv" --n "$POWERS"
+        --sum-csv "$LOGS/torch-sum.csv" --sizes "$POWERS"
     # Same columns: the torch rows join the nccl rows.
     [ -s "$LOGS/torch-allreduce.csv" ] && tail -n +2 "$LOGS/torch-allreduce.csv" >> "$VEC_CSV"
     [ -s "$LOGS/torch-sum.csv" ] && tail -n +2 "$LOGS/torch-sum.csv" >> "$SUM_CSV"
@@ -146,7 +146,7 @@ in_budget bench-sum-per-process 60 && two_ranks bench-sum-per-process 0 0 --comb
 
 # ------------------------------------------------------------ compute-sanitizer (last: optional)
 if command -v compute-sanitizer > /dev/null && in_budget sanitize 70; then
-    step sanitize-memcheck 0 "$(left 60)" compute-sanitizer --tool memcheck --error-exitcode 9 "$RUN" \
+    step sanitize-memcheck 0 "$(left 60)" compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$RUN" \
         --check --combine all --n 4097
 fi
 

@@ -65,7 +65,9 @@ def main():
     parser.add_argument("--allreduce-csv")
     parser.add_argument("--sum-csv")
     parser.add_argument("--max-bytes", type=int, default=1 << 30)
-    parser.add_argument("--n", default="")
+    # Not --n: torchrun takes an abbreviation of its own options (--nnodes, ...)
+    # even after the script, and --n would be ambiguous there.
+    parser.add_argument("--sizes", default="")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     args = parser.parse_args()
@@ -151,9 +153,9 @@ def main():
         if rank == 0:
             write_rows(args.allreduce_csv, VECTOR_COLUMNS, rows)
 
-    if args.sum_csv and args.n:
+    if args.sum_csv and args.sizes:
         rows = []
-        for n in sizes(args.n):
+        for n in sizes(args.sizes):
             first, count = shard(n, world, rank)
             x = (torch.arange(first, first + count, device=dev, dtype=torch.int64) % 3 - 1).float()
             total = torch.zeros((), device=dev)
