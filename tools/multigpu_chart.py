@@ -110,7 +110,7 @@ def draw_scaling(rows, path):
         c = crossover(points)
         if c is not None:
             ax.axvline(c, color=line.get_color(), linestyle=":", linewidth=1)
-            ax.annotate(f"wins from {label(c)}", (c, points[c]), textcoords="offset points",
+            ax.annotate(f"above 1 from {label(c)}", (c, points[c]), textcoords="offset points",
                         xytext=(6, -14), color=line.get_color(), fontsize=8)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.text(0.01, 1.02, "one GPU", fontsize=8, va="bottom", transform=ax.get_yaxis_transform())
