@@ -192,7 +192,7 @@ endef
 $(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
 
 # ---------------------------------------------------------------- tests
-build/unit_tests: tests/unit_tests.c common/harness.c common/rows_ref.c $(HEADERS) | build
+build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c $(HEADERS) | build
 	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c -lm $(LDLIBS)
 
 # Deliberately broken programs: the grader must FAIL every one of them.
@@ -535,7 +535,7 @@ $(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o build/mg/step9.o build/hash/m
 	    build/hash/multigpu.o $(COMMON_OBJ) $(NCCL_LDFLAGS) $(LDLIBS)
 
 # Shards and options, tested without a GPU or NCCL.
-build/multigpu_tests: tests/multigpu_tests.c multigpu/plan.c multigpu/plan.h common/harness.c \
+build/multigpu_tests: tests/multigpu_tests.c tests/expect.h multigpu/plan.c multigpu/plan.h common/harness.c \
                       $(HEADERS) | build
 	$(CC) $(CFLAGS) -Imultigpu -o $@ tests/multigpu_tests.c multigpu/plan.c common/harness.c \
 	    -lm $(LDLIBS)

@@ -5,17 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int passed, failed;
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (cond) {                                                         \
-            passed++;                                                       \
-        } else {                                                            \
-            failed++;                                                       \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                   \
-    } while (0)
+#include "expect.h"
 
 /* The shards of n over world: in order, touching, covering [0, n), sizes
  * within one of each other, the larger ones first. */

@@ -10,17 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int passed, failed;
-
-#define EXPECT(cond)                                                        \
-    do {                                                                    \
-        if (cond) {                                                         \
-            passed++;                                                       \
-        } else {                                                            \
-            failed++;                                                       \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);          \
-        }                                                                   \
-    } while (0)
+#include "expect.h"
 
 static void test_parse_size(void)
 {
