@@ -4,7 +4,8 @@
  * `rows` rows of x (row r starts at x + r * cols, at any alignment) is summed
  * to one float, normalized (LayerNorm, softmax) or copied. The harness times
  * one call, start to end, and checks every output. step_op says which of
- * these the program computes. */
+ * these the program computes, step_dtype in which element type x and y are
+ * stored (the arithmetic is float either way). */
 #ifndef REDUCE_ROWS_H
 #define REDUCE_ROWS_H
 
@@ -18,11 +19,22 @@ extern "C" {
 
 enum row_op { ROW_SUM, ROW_LAYERNORM, ROW_SOFTMAX, ROW_COPY };
 
+/* How x, y, gamma and beta are stored: float, or bfloat16 (1 sign, 8
+ * exponent and 7 stored mantissa bits: a float with its low 16 bits cut). */
+enum row_dtype { ROW_F32, ROW_BF16 };
+
 struct row_problem {
     const float *x;              /* rows x cols */
     float *y;                    /* ROW_SUM: one float per row; otherwise rows x cols */
     float *mean, *rstd;          /* ROW_LAYERNORM: one per row, as PyTorch saves them */
     const float *gamma, *beta;   /* ROW_LAYERNORM: cols each */
+    /* ROW_BF16 programs: the same arrays as bfloat16, and x, y, gamma and
+     * beta above are NULL. void, because C has no bfloat16 type: a kernel
+     * reads them as __nv_bfloat16. mean and rstd stay float, as PyTorch
+     * saves them for bfloat16 input. */
+    const void *x_bf16;
+    void *y_bf16;
+    const void *gamma_bf16, *beta_bf16;
     float eps;                   /* ROW_LAYERNORM: y = (x - mean) / sqrt(var + eps) * gamma + beta */
     size_t rows, cols;
     struct workspace work;       /* see row_workspace() */
@@ -30,6 +42,11 @@ struct row_problem {
 
 /* Which operation this program computes: its rows.cu defines it. */
 extern const enum row_op step_op;
+
+/* Optional: ROW_BF16 in a program that stores its rows in bfloat16. Without
+ * it the harness's weak default says ROW_F32, so the float programs do not
+ * name it. */
+extern const enum row_dtype step_dtype;
 
 void row_forward(const struct row_problem *p);
 

@@ -40,6 +40,8 @@ static void *host_alloc(size_t count, size_t size)
 struct buffers {
     struct guarded x, y, mean, rstd, gamma, beta, zeroed, scratch;
     int affine;   /* LayerNorm: mean, rstd, gamma and beta exist */
+    int bf16;     /* x, y, gamma and beta hold bfloat16, two to a guarded float */
+    size_t x_skip;   /* bfloat16: 1 when --offset is odd, the half-float before x */
 };
 
 static size_t floats_for(size_t bytes)
@@ -47,14 +49,60 @@ static size_t floats_for(size_t bytes)
     return (bytes + sizeof(float) - 1) / sizeof(float);
 }
 
+/* A buffer of count elements, lead elements past an aligned address: floats,
+ * or bfloat16s packed two to a float of the guarded buffer. An odd lead or
+ * an odd end leaves one half-float pad beside the data, inside the guards:
+ * poisoned like them (0xFFFF is a bfloat16 NaN), and checked by pads_intact(). */
+static void elems_alloc(struct guarded *g, int bf16, size_t lead, size_t count)
+{
+    if (bf16)
+        guarded_alloc(g, lead / 2, (lead % 2 + count + 1) / 2);
+    else
+        guarded_alloc(g, lead, count);
+}
+
+static void *elems_of(const struct guarded *g, int bf16, size_t skip)
+{
+    return bf16 ? (void *)((uint16_t *)g->data + skip) : (void *)g->data;
+}
+
+/* The bfloat16 pads before and after count elements still read 0xFFFF. */
+static int pads_intact(const struct guarded *g, size_t skip, size_t count)
+{
+    uint16_t pad;
+    if (skip == 1) {
+        CHECK_CUDA(cudaMemcpy(&pad, g->data, sizeof pad, cudaMemcpyDeviceToHost));
+        if (pad != 0xFFFFu)
+            return 0;
+    }
+    if (skip + count < 2 * g->count) {
+        CHECK_CUDA(cudaMemcpy(&pad, (uint16_t *)g->data + skip + count, sizeof pad,
+                              cudaMemcpyDeviceToHost));
+        if (pad != 0xFFFFu)
+            return 0;
+    }
+    return 1;
+}
+
 static struct row_problem problem_of(const struct buffers *b, size_t rows, size_t cols)
 {
     struct row_problem p = {
-        .x = b->x.data, .y = b->y.data,
         .mean = b->affine ? b->mean.data : NULL, .rstd = b->affine ? b->rstd.data : NULL,
-        .gamma = b->affine ? b->gamma.data : NULL, .beta = b->affine ? b->beta.data : NULL,
         .eps = LN_EPS, .rows = rows, .cols = cols,
     };
+    /* Each program gets its own element type's pointers; the others stay
+     * NULL, so a float kernel in a bfloat16 program fails at once. */
+    if (b->bf16) {
+        p.x_bf16 = elems_of(&b->x, 1, b->x_skip);
+        p.y_bf16 = elems_of(&b->y, 1, 0);
+        p.gamma_bf16 = b->affine ? elems_of(&b->gamma, 1, 0) : NULL;
+        p.beta_bf16 = b->affine ? elems_of(&b->beta, 1, 0) : NULL;
+    } else {
+        p.x = b->x.data;
+        p.y = b->y.data;
+        p.gamma = b->affine ? b->gamma.data : NULL;
+        p.beta = b->affine ? b->beta.data : NULL;
+    }
     p.work.zeroed = b->zeroed.count ? b->zeroed.data : NULL;
     p.work.scratch = b->scratch.count ? b->scratch.data : NULL;
     return p;
@@ -63,13 +111,15 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
 static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
 {
     b->affine = step_op == ROW_LAYERNORM;
+    b->bf16 = step_dtype == ROW_BF16;
+    b->x_skip = b->bf16 ? (size_t)o->offset % 2 : 0;
     size_t with_affine = b->affine ? 1 : 0;
-    guarded_alloc(&b->x, (size_t)o->offset, o->n);
-    guarded_alloc(&b->y, 0, out_count);
+    elems_alloc(&b->x, b->bf16, (size_t)o->offset, o->n);
+    elems_alloc(&b->y, b->bf16, 0, out_count);
     guarded_alloc(&b->mean, 0, o->rows * with_affine);
     guarded_alloc(&b->rstd, 0, o->rows * with_affine);
-    guarded_alloc(&b->gamma, 0, o->cols * with_affine);
-    guarded_alloc(&b->beta, 0, o->cols * with_affine);
+    elems_alloc(&b->gamma, b->bf16, 0, o->cols * with_affine);
+    elems_alloc(&b->beta, b->bf16, 0, o->cols * with_affine);
     struct row_problem p = problem_of(b, o->rows, o->cols);
     struct workspace_size size = row_workspace(&p);
     guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
@@ -91,13 +141,19 @@ static void buffers_poison_outputs(const struct buffers *b)
     guarded_poison(&b->scratch);
 }
 
-static int buffers_guards_intact(const struct buffers *b)
+static int buffers_guards_intact(const struct buffers *b, size_t n, size_t out_count,
+                                 size_t cols)
 {
     const struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
                                    &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!guards_intact(all[k]))
             return 0;
+    if (b->bf16) {
+        size_t affine = b->affine ? cols : 0;
+        return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->y, 0, out_count) &&
+               pads_intact(&b->gamma, 0, affine) && pads_intact(&b->beta, 0, affine);
+    }
     return 1;
 }
 
@@ -128,13 +184,39 @@ struct outputs {
     float *y, *mean, *rstd;
 };
 
-static void outputs_fetch(struct outputs *h, const struct buffers *b)
+/* bfloat16 outputs come back widened to float: exact, so the checks and the
+ * bit-for-bit comparison of two runs see what the kernel wrote. */
+static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t y_count)
 {
-    CHECK_CUDA(cudaMemcpy(h->y, b->y.data, b->y.count * sizeof(float), cudaMemcpyDeviceToHost));
+    if (b->bf16) {
+        uint16_t *y16 = host_alloc(y_count, sizeof *y16);
+        CHECK_CUDA(cudaMemcpy(y16, elems_of(&b->y, 1, 0), y_count * sizeof *y16,
+                              cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < y_count; k++)
+            h->y[k] = bf16_to_float(y16[k]);
+        free(y16);
+    } else {
+        CHECK_CUDA(cudaMemcpy(h->y, b->y.data, y_count * sizeof(float), cudaMemcpyDeviceToHost));
+    }
     CHECK_CUDA(cudaMemcpy(h->mean, b->mean.data, b->mean.count * sizeof(float),
                           cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(h->rstd, b->rstd.data, b->rstd.count * sizeof(float),
                           cudaMemcpyDeviceToHost));
+}
+
+/* count floats rounded to bfloat16 and copied to d; the floats are
+ * replaced by what they became, for the reference. */
+static void upload_bf16(void *d, float *h, size_t count)
+{
+    if (count == 0)
+        return;
+    uint16_t *h16 = host_alloc(count, sizeof *h16);
+    for (size_t k = 0; k < count; k++) {
+        h16[k] = bf16_from_float(h[k]);
+        h[k] = bf16_to_float(h16[k]);
+    }
+    CHECK_CUDA(cudaMemcpy(d, h16, count * sizeof *h16, cudaMemcpyHostToDevice));
+    free(h16);
 }
 
 /* Where two runs' outputs differ first, or -1. */
@@ -158,6 +240,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     struct options o = *opt;
     const struct gpu_info *g = &c->gpu;
     enum row_op op = step_op;
+    enum row_dtype dtype = step_dtype;
+    size_t elem = dtype == ROW_BF16 ? 2 : sizeof(float);
     size_t rows = o.rows, cols = o.cols, n = o.n;
     size_t out_count = (op == ROW_SUM) ? rows : n;
     size_t per_row = (op == ROW_LAYERNORM) ? rows : 0;
@@ -178,11 +262,21 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
 
     struct buffers b;
     buffers_alloc(&b, &o, out_count);
-    CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
-                          cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(b.beta.data, h_beta, b.beta.count * sizeof(float),
-                          cudaMemcpyHostToDevice));
+    size_t affine_cols = b.affine ? cols : 0;
+    if (b.bf16) {
+        /* The same fills, rounded to bfloat16 once here; the reference then
+         * starts from the rounded values (h_x, h_gamma and h_beta widened
+         * back), so the input's rounding is no error of the program's. */
+        upload_bf16(elems_of(&b.x, 1, b.x_skip), h_x, n);
+        upload_bf16(elems_of(&b.gamma, 1, 0), h_gamma, affine_cols);
+        upload_bf16(elems_of(&b.beta, 1, 0), h_beta, affine_cols);
+    } else {
+        CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
+                              cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(b.beta.data, h_beta, b.beta.count * sizeof(float),
+                              cudaMemcpyHostToDevice));
+    }
     struct row_problem p = problem_of(&b, rows, cols);
 
     struct flusher flush;
@@ -197,7 +291,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         timer_start(&timer);
         row_forward(&p);
         double us = timer_stop_us(&timer);
-        guards_ok = guards_ok && buffers_guards_intact(&b);
+        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, affine_cols);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         int k = r - (runs - reps);   /* index among the timed runs */
         if (k < 0)
@@ -206,13 +300,13 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         /* The first timed run is checked against the reference, the last
          * against the first: bit for bit, as a race would show. */
         if (k == 0)
-            outputs_fetch(&first, &b);
+            outputs_fetch(&first, &b, out_count);
         else if (k == reps - 1)
-            outputs_fetch(&last, &b);
+            outputs_fetch(&last, &b, out_count);
     }
 
     struct row_verdict v;
-    check_rows(op, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean, first.rstd, &v);
+    check_rows(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean, first.rstd, &v);
     long long moved = reps > 1 ? outputs_differ(&first, &last, out_count, per_row) : -1;
     int pass = v.bad == 0 && moved < 0 && guards_ok && zeroed_ok;
 
@@ -240,14 +334,14 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = row_bytes(op, rows, cols), gbps = 0.0;
+    double bytes = row_bytes(op, dtype, rows, cols), gbps = 0.0;
     if (!o.check_only) {
         s = compute_stats(times, reps);
         gbps = bytes / (s.median * 1e3);
     }
     if (!quiet) {
         printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d\n", rows,
-               cols, n * sizeof(float) / 1048576.0, row_op_name(op), fill_name(o.fill),
+               cols, n * elem / 1048576.0, row_kind_name(op, dtype), fill_name(o.fill),
                (unsigned long long)o.seed, o.offset);
         if (!o.check_only) {
             printf("time     median %.2f us   min %.2f   max %.2f   (%d warm-up, %d timed, L2 %s)\n",
@@ -273,7 +367,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             .reference = v.want, .abs_err = fabs(v.got - v.want), .tol = v.tol, .pass = pass,
             .flush = flush.buf != NULL, .offset = o.offset, .fill = fill_name(o.fill),
             .seed = o.seed, .distinct = moved < 0 ? 1 : 2, .rows = rows, .cols = cols,
-            .op = row_op_name(op), .bytes = bytes,
+            .op = row_kind_name(op, dtype), .bytes = bytes,
         };
         row_set_build(&row, g);
         if (csv_append_row(o.csv_path, &row) != 0) {

@@ -7,11 +7,44 @@
 #include <stdint.h>
 #include <string.h>
 
+/* A float program does not define step_dtype: this weak definition stands
+ * in, and a program's own (strong) one replaces it at link time, as
+ * row_workspace()'s does in rows_driver.c. It lives here, not in the driver
+ * that reads it: gcc 12 folds a weak const's value into code in its own file. */
+__attribute__((weak)) const enum row_dtype step_dtype = ROW_F32;
+
 /* g(k) = k u / (1 - k u): the relative error bound of k roundings. */
 static double gamma_k(double k)
 {
     double ku = k * UNIT_ROUNDOFF;
     return ku / (1.0 - ku);
+}
+
+uint16_t bf16_from_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x0040u);   /* a NaN: keep it one, quiet */
+    /* Add just under half of the low 16 bits' range, plus 1 when the kept
+     * part is odd: a tie then carries into the kept bits only from an odd
+     * value, to the even neighbour. A carry out of the mantissa bumps the
+     * exponent, as rounding up should (up to Inf). */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+double bf16_output_tol(double tol, double y)
+{
+    return tol * (1.0 + BF16_ROUNDOFF) + BF16_ROUNDOFF * fabs(y);
 }
 
 void fill_affine(float *gamma, float *beta, size_t cols, unsigned long long seed)
@@ -123,7 +156,7 @@ static void merge(struct row_verdict *into, const struct row_verdict *part)
     }
 }
 
-static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, const float *gamma,
+static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, size_t r, size_t cols, const float *gamma,
                       const float *beta, double eps, const float *y, const float *mean,
                       const float *rstd, struct row_verdict *v)
 {
@@ -131,6 +164,7 @@ static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, co
     if (op != ROW_COPY)
         row_stats(xr, cols, &s);
     const float *yr = y + r * cols;
+    int bf16 = dtype == ROW_BF16;
     switch (op) {
     case ROW_SUM: {
         struct reference ref = {s.sum, s.sum_abs, s.exact};
@@ -144,8 +178,8 @@ static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, co
         consider(v, "rstd", r, 0, rstd[r], b.rstd, b.rstd_tol);
         for (size_t c = 0; c < cols; c++) {
             double want = (xr[c] - b.mean) * b.rstd * gamma[c] + beta[c];
-            consider(v, "y", r, c, yr[c], want,
-                     layernorm_y_tol(&b, xr[c], gamma[c], beta[c], want));
+            double tol = layernorm_y_tol(&b, xr[c], gamma[c], beta[c], want);
+            consider(v, "y", r, c, yr[c], want, bf16 ? bf16_output_tol(tol, want) : tol);
         }
         break;
     }
@@ -158,7 +192,7 @@ static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, co
         for (size_t c = 0; c < cols; c++) {
             double want = exp(xr[c] - s.max) / total;
             double tol = softmax_rel_tol(xr[c], s.max, spread, cols) * want + SOFTMAX_FLOOR;
-            consider(v, "y", r, c, yr[c], want, tol);
+            consider(v, "y", r, c, yr[c], want, bf16 ? bf16_output_tol(tol, want) : tol);
         }
         break;
     }
@@ -169,9 +203,9 @@ static void check_row(enum row_op op, const float *xr, size_t r, size_t cols, co
     }
 }
 
-void check_rows(enum row_op op, const float *x, size_t rows, size_t cols, const float *gamma,
-                const float *beta, double eps, const float *y, const float *mean,
-                const float *rstd, struct row_verdict *v)
+void check_rows(enum row_op op, enum row_dtype dtype, const float *x, size_t rows, size_t cols,
+                const float *gamma, const float *beta, double eps, const float *y,
+                const float *mean, const float *rstd, struct row_verdict *v)
 {
     memset(v, 0, sizeof *v);
     v->exact = 1;
@@ -182,18 +216,19 @@ void check_rows(enum row_op op, const float *x, size_t rows, size_t cols, const 
         part.exact = 1;
         #pragma omp for schedule(static)
         for (size_t r = 0; r < rows; r++)
-            check_row(op, x + r * cols, r, cols, gamma, beta, eps, y, mean, rstd, &part);
+            check_row(op, dtype, x + r * cols, r, cols, gamma, beta, eps, y, mean, rstd, &part);
         #pragma omp critical
         merge(v, &part);
     }
 }
 
-double row_bytes(enum row_op op, size_t rows, size_t cols)
+double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols)
 {
-    double matrix = 4.0 * (double)rows * (double)cols;
+    double elem = dtype == ROW_BF16 ? 2.0 : 4.0;   /* x, y, gamma, beta */
+    double matrix = elem * (double)rows * (double)cols;
     switch (op) {
-    case ROW_SUM: return matrix + 4.0 * (double)rows;
-    case ROW_LAYERNORM: return 2.0 * matrix + 8.0 * (double)rows + 8.0 * (double)cols;
+    case ROW_SUM: return matrix + elem * (double)rows;
+    case ROW_LAYERNORM: return 2.0 * matrix + 8.0 * (double)rows + 2.0 * elem * (double)cols;
     case ROW_SOFTMAX: return 2.0 * matrix;
     case ROW_COPY: return 2.0 * matrix;
     }
@@ -207,6 +242,19 @@ const char *row_op_name(enum row_op op)
     case ROW_LAYERNORM: return "layernorm";
     case ROW_SOFTMAX: return "softmax";
     case ROW_COPY: return "copy";
+    }
+    return "?";
+}
+
+const char *row_kind_name(enum row_op op, enum row_dtype dtype)
+{
+    if (dtype != ROW_BF16)
+        return row_op_name(op);
+    switch (op) {
+    case ROW_SUM: return "sum_bf16";
+    case ROW_LAYERNORM: return "layernorm_bf16";
+    case ROW_SOFTMAX: return "softmax_bf16";
+    case ROW_COPY: return "copy_bf16";
     }
     return "?";
 }

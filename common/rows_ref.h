@@ -4,6 +4,7 @@
 #define REDUCE_ROWS_REF_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "rows.h"
 
@@ -12,6 +13,22 @@
 /* CUDA's rsqrtf and expf are within 2 ulp (CUDA C++ Programming Guide,
  * "Mathematical Functions"); sqrtf and / round correctly without fast-math. */
 #define MATH_ULPS 2.0
+/* u for bfloat16: 8 significant bits (7 stored and the implicit 1), so
+ * round to nearest is off by at most half an ulp, 2^-8 of the value (not
+ * 2^-9: that would be 8 stored bits). Its exponent is float's, so it has
+ * float's range and underflows where float does. */
+#define BF16_ROUNDOFF 0x1p-8
+
+/* float <-> bfloat16 bits on the host: round to nearest, ties to even, as
+ * __float2bfloat16_rn does on the GPU; a NaN stays a NaN. bfloat16 -> float
+ * is exact. */
+uint16_t bf16_from_float(float f);
+float bf16_to_float(uint16_t h);
+
+/* A float output y' within tol of y, then rounded once to bfloat16:
+ * |bf16(y') - y| <= |bf16(y') - y'| + |y' - y| <= u16 |y'| + tol
+ *                <= u16 (|y| + tol) + tol = tol (1 + u16) + u16 |y|. */
+double bf16_output_tol(double tol, double y);
 
 /* gamma and beta for LayerNorm: 1 + [-0.5, 0.5) and [-0.5, 0.5), from the seed. */
 void fill_affine(float *gamma, float *beta, size_t cols, unsigned long long seed);
@@ -60,16 +77,24 @@ struct row_verdict {
 
 /* Checks every output of op on x against the reference. y, mean and rstd
  * are the program's outputs (mean and rstd only for LayerNorm; gamma and
- * beta too). Rows are checked in parallel; the verdict does not depend on
- * the number of threads. */
-void check_rows(enum row_op op, const float *x, size_t rows, size_t cols, const float *gamma,
-                const float *beta, double eps, const float *y, const float *mean,
-                const float *rstd, struct row_verdict *v);
+ * beta too). For ROW_BF16, x, gamma and beta are the bfloat16 inputs and y
+ * the bfloat16 outputs, widened to float (exactly): the reference starts
+ * from the rounded input, and y's tolerance adds its one rounding to
+ * bfloat16 (bf16_output_tol); mean and rstd stay float. Rows are checked
+ * in parallel; the verdict does not depend on the number of threads. */
+void check_rows(enum row_op op, enum row_dtype dtype, const float *x, size_t rows, size_t cols,
+                const float *gamma, const float *beta, double eps, const float *y,
+                const float *mean, const float *rstd, struct row_verdict *v);
 
 /* Bytes one run must move through DRAM: every input read once, every output
- * written once (GB/s = bytes / time). */
-double row_bytes(enum row_op op, size_t rows, size_t cols);
+ * written once (GB/s = bytes / time); x, y, gamma and beta at 2 bytes an
+ * element for ROW_BF16, mean and rstd at 4. */
+double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols);
 
 const char *row_op_name(enum row_op op);
+
+/* The op as the results' op column names it: "softmax", or "softmax_bf16"
+ * for a bfloat16 program (and "torch/softmax_bf16" is PyTorch's). */
+const char *row_kind_name(enum row_op op, enum row_dtype dtype);
 
 #endif

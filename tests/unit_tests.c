@@ -4,6 +4,7 @@
 #include "harness.h"
 #include "rows_ref.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -477,7 +478,7 @@ static int ln_passes(enum fill_kind fill, size_t rows, size_t cols, int order, e
     for (size_t r = 0; r < rows; r++)
         float_layernorm(x + r * cols, cols, g, b, order, bug, y + r * cols, &mean[r], &rstd[r]);
     struct row_verdict v;
-    check_rows(ROW_LAYERNORM, x, rows, cols, g, b, LN_EPS, y, mean, rstd, &v);
+    check_rows(ROW_LAYERNORM, ROW_F32, x, rows, cols, g, b, LN_EPS, y, mean, rstd, &v);
     free(x); free(y); free(g); free(b); free(mean); free(rstd);
     return v.bad == 0;
 }
@@ -511,29 +512,29 @@ static void test_rows(void)
     for (size_t r = 0; r < rows; r++)
         y[r] = ordered_sum(x + r * cols, cols, 2);
     struct row_verdict v;
-    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    check_rows(ROW_SUM, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
     EXPECT(v.bad == 0 && v.exact);
     y[6] -= x[6 * cols + cols - 1];   /* the last row's last element dropped */
-    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    check_rows(ROW_SUM, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
     EXPECT(v.bad == 1 && v.row == 6 && strcmp(v.what, "sum") == 0);
     y[6] = NAN;
-    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    check_rows(ROW_SUM, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
     EXPECT(v.bad == 1 && isinf(v.ratio));
     /* A misread: row 3 reads its neighbour's element in one place. */
     for (size_t r = 0; r < rows; r++)
         y[r] = ordered_sum(x + r * cols, cols, 0);
     y[3] += x[3 * cols + 11] - x[3 * cols + 10];
-    check_rows(ROW_SUM, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    check_rows(ROW_SUM, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
     EXPECT(v.bad == 1 && v.row == 3);
     free(y);
 
     /* Copy: bit for bit. */
     float *c = malloc(rows * cols * sizeof *c);
     memcpy(c, x, rows * cols * sizeof *c);
-    check_rows(ROW_COPY, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
+    check_rows(ROW_COPY, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
     EXPECT(v.bad == 0 && v.exact);
     c[rows * cols - 1] = nextafterf(c[rows * cols - 1], 100.0f);
-    check_rows(ROW_COPY, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
+    check_rows(ROW_COPY, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, c, NULL, NULL, &v);
     EXPECT(v.bad == 1 && v.row == rows - 1 && v.col == cols - 1);
     free(c);
 
@@ -552,16 +553,132 @@ static void test_rows(void)
             for (size_t k = 0; k < cols; k++)
                 s[r * cols + k] = expf(xr[k] - (safe ? m : 0.0f)) / total;
         }
-        check_rows(ROW_SOFTMAX, x, rows, cols, NULL, NULL, LN_EPS, s, NULL, NULL, &v);
+        check_rows(ROW_SOFTMAX, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, s, NULL, NULL, &v);
         EXPECT(safe ? v.bad == 0 : v.bad > 0);
     }
     free(s);
     free(x);
 
     /* Bytes a run moves; names. */
-    EXPECT(row_bytes(ROW_COPY, 2, 4) == 64.0);
-    EXPECT(row_bytes(ROW_SUM, 2, 4) == 40.0);
+    EXPECT(row_bytes(ROW_COPY, ROW_F32, 2, 4) == 64.0);
+    EXPECT(row_bytes(ROW_SUM, ROW_F32, 2, 4) == 40.0);
     EXPECT(strcmp(row_op_name(ROW_LAYERNORM), "layernorm") == 0);
+}
+
+/* bfloat16: the host's rounding, and the bound of a bfloat16 output. */
+static float bf16_round(float f)
+{
+    return bf16_to_float(bf16_from_float(f));
+}
+
+static void test_bf16(void)
+{
+    /* Round to nearest, ties to even: 1 + 2^-8 is halfway between 1 and
+     * 1 + 2^-7 and goes to 1 (even); 1 + 3 x 2^-8 goes up to 1 + 2^-6. */
+    EXPECT(bf16_round(1.0f) == 1.0f && bf16_round(-2.5f) == -2.5f);
+    EXPECT(bf16_round(1.0f + 0x1p-8f) == 1.0f);
+    EXPECT(bf16_round(1.0f + 0x1p-8f + 0x1p-20f) == 1.0f + 0x1p-7f);
+    EXPECT(bf16_round(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);
+    EXPECT(bf16_from_float(1.0f) == 0x3f80 && bf16_from_float(-0.0f) == 0x8000);
+    EXPECT(isinf(bf16_round(FLT_MAX)) && isnan(bf16_round(NAN)));
+    EXPECT(bf16_round(0x1p-133f) == 0x1p-133f);   /* the smallest subnormal stays */
+    /* Integers are exact up to 256; 257 is a tie and goes to 256 (even). */
+    EXPECT(bf16_round(256.0f) == 256.0f && bf16_round(257.0f) == 256.0f &&
+           bf16_round(259.0f) == 260.0f);
+
+    /* The rounding is within u16 = 2^-8 of the value, and 2^-9 is not
+     * enough: 1 + 2^-8 rounds to 1, off by 2^-8 / (1 + 2^-8) > 2^-9. */
+    uint64_t h = 7;
+    double worst = 0.0;
+    for (int k = 0; k < 100000; k++) {
+        h = splitmix64(h);
+        float f = ldexpf(1.0f + (float)(h >> 40) * 0x1p-24f, (int)(h % 64) - 32);
+        worst = fmax(worst, fabs(bf16_round(f) - (double)f) / f);
+    }
+    EXPECT(worst <= BF16_ROUNDOFF && worst > 0.9 * BF16_ROUNDOFF);
+    double tie = 1.0 + 0x1p-8;
+    EXPECT(fabs(bf16_round((float)tie) - tie) / tie > 0x1p-9);
+    EXPECT(bf16_output_tol(0.0, 1.0) == BF16_ROUNDOFF);
+
+    /* Softmax in bfloat16: the rounded input, float arithmetic, one
+     * rounding of each output passes; the same with the sum of the
+     * exponentials kept in bfloat16 fails (a row of 1024 equal values:
+     * the sum stalls at 256, every output is 4x too large). */
+    size_t rows = 9, cols = 1024;
+    float *x = malloc(rows * cols * sizeof *x), *y = malloc(rows * cols * sizeof *y);
+    for (int fill = 0; fill < 2; fill++) {
+        fill_rows(x, rows, cols, fill ? FILL_ONES : FILL_RANDOM, 5, 0);
+        for (size_t k = 0; k < rows * cols; k++)
+            x[k] = bf16_round(x[k]);
+        for (int acc16 = 0; acc16 < 2; acc16++) {
+            for (size_t r = 0; r < rows; r++) {
+                const float *xr = x + r * cols;
+                float m = -INFINITY, total = 0.0f;
+                for (size_t c = 0; c < cols; c++)
+                    m = fmaxf(m, xr[c]);
+                for (size_t c = 0; c < cols; c++) {
+                    total += expf(xr[c] - m);
+                    if (acc16)
+                        total = bf16_round(total);
+                }
+                for (size_t c = 0; c < cols; c++)
+                    y[r * cols + c] = bf16_round(expf(xr[c] - m) / total);
+            }
+            struct row_verdict v;
+            check_rows(ROW_SOFTMAX, ROW_BF16, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL,
+                       &v);
+            EXPECT(acc16 ? v.bad > 0 : v.bad == 0);
+            /* The float bound alone rejects the correctly rounded outputs. */
+            if (!acc16 && fill == 0) {   /* 1/1024 rounds to itself */
+                check_rows(ROW_SOFTMAX, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL,
+                           NULL, &v);
+                EXPECT(v.bad > 0);
+            }
+        }
+    }
+
+    /* LayerNorm in bfloat16: float statistics, y rounded once, pass; a
+     * mean summed in bfloat16 fails on the shifted fill (mean 2000). */
+    float g[64], b[64], mean[9], rstd[9];
+    cols = 64;
+    fill_affine(g, b, cols, 3);
+    for (size_t c = 0; c < cols; c++) {
+        g[c] = bf16_round(g[c]);
+        b[c] = bf16_round(b[c]);
+    }
+    fill_rows(x, rows, cols, FILL_RANDOM, 3, 0);
+    for (size_t k = 0; k < rows * cols; k++)
+        x[k] = bf16_round(x[k] * 3.0f + 2000.0f);
+    for (int acc16 = 0; acc16 < 2; acc16++) {
+        for (size_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols;
+            float sum = 0.0f, var = 0.0f;
+            for (size_t c = 0; c < cols; c++) {
+                sum += xr[c];
+                if (acc16)
+                    sum = bf16_round(sum);
+            }
+            float mu = sum / cols;
+            for (size_t c = 0; c < cols; c++)
+                var += (xr[c] - mu) * (xr[c] - mu);
+            float rs = 1.0f / sqrtf(var / cols + LN_EPS);
+            mean[r] = mu;
+            rstd[r] = rs;
+            for (size_t c = 0; c < cols; c++)
+                y[r * cols + c] = bf16_round((xr[c] - mu) * rs * g[c] + b[c]);
+        }
+        struct row_verdict v;
+        check_rows(ROW_LAYERNORM, ROW_BF16, x, rows, cols, g, b, LN_EPS, y, mean, rstd, &v);
+        EXPECT(acc16 ? v.bad > 0 : v.bad == 0);
+    }
+    free(x);
+    free(y);
+
+    /* Bytes: 2 per element of x, y, gamma and beta; mean and rstd stay 4. */
+    EXPECT(row_bytes(ROW_COPY, ROW_BF16, 2, 4) == 32.0);
+    EXPECT(row_bytes(ROW_LAYERNORM, ROW_BF16, 2, 4) == 32.0 + 16.0 + 16.0);
+    EXPECT(strcmp(row_kind_name(ROW_SOFTMAX, ROW_BF16), "softmax_bf16") == 0 &&
+           strcmp(row_kind_name(ROW_SOFTMAX, ROW_F32), "softmax") == 0);
 }
 
 /* The checks a plain timed run makes before timing (verify_set). */
@@ -603,6 +720,7 @@ int main(void)
     test_stats();
     test_csv();
     test_rows();
+    test_bf16();
     test_verify_set();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
