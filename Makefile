@@ -379,7 +379,7 @@ gpu-check:
 # Registers, shared memory and spills of every kernel of both parts (no GPU;
 # ARCH=sm_90 for the figures part 2's READMEs quote: plots/reference/h200-ptxas.log).
 ptxas: | build
-	@for d in $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_cub; do \
+	@for d in $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_copy16 rows/baseline_cub; do \
 	    src=$$d/reduce.cu; [ -f $$src ] || src=$$d/rows.cu; \
 	    echo "== $$d"; \
 	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$src -o build/ptxas.o 2>&1 \
