@@ -54,6 +54,9 @@ ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 TORCH_OPS = "sum,layernorm,softmax,copy"
+# PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
+# (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
+TORCH_BF16_OPS = "layernorm_bf16,softmax_bf16,copy_bf16"
 DEFAULT_ROUNDS = 3
 # A single run does at most ~25 launches over 1 GiB; minutes means a hang.
 RUN_TIMEOUT_S = 600
@@ -304,6 +307,12 @@ class Sweep:
                                 f"(round {r}): its row is kept with pass = 0")
         self.output.out(self.progress_line(r, name, done))
 
+    def torch_ops(self):
+        """PyTorch's float ops, and its bfloat16 ones once a program of ours
+        wrote a bfloat16 row (op softmax_bf16, ...): the programs run first."""
+        bf16 = any(row.get("op", "").endswith("_bf16") for row in self.rows)
+        return TORCH_OPS + ("," + TORCH_BF16_OPS if bf16 else "")
+
     def run_torch(self, r):
         """PyTorch's kernels on the same shapes, timed the same way (tools/torch_rows.py)."""
         python, shapes = self.torch
@@ -311,7 +320,7 @@ class Sweep:
         if os.path.exists(csv_path):
             os.remove(csv_path)
         cmd = [python, os.path.join(REPO, "tools", "torch_rows.py"), "--csv", csv_path,
-               "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", TORCH_OPS,
+               "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", self.torch_ops(),
                "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
         got, unreadable = rows_written(csv_path)

@@ -15,6 +15,10 @@ LayerNorm). The ops:
                and rstd, as our LayerNorm writes them
     softmax    torch.softmax(x, dim=-1)
     copy       y.copy_(x)
+and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
+the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
+model holds them (torch.native_layer_norm wants them in the input's type)
+and the bytes at 2 per element (mean and rstd as torch returns them).
 Each output is compared with a float64 computation of the same op: a sanity
 check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums),
 not the harness's derived tolerance. Rows go to FILE in the results schema
@@ -35,7 +39,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import schema  # noqa: E402
 
 EPS = 1e-5
-OPS = ("sum", "layernorm", "softmax", "copy")
+OPS = ("sum", "layernorm", "softmax", "copy", "layernorm_bf16", "softmax_bf16", "copy_bf16")
+BF16 = "_bf16"
 FLUSH_L2_MULTIPLE = 4
 
 
@@ -50,10 +55,14 @@ def parse_shapes(text):
 
 
 def row_bytes(op, rows, cols):
-    """common/rows_ref.c's row_bytes()."""
-    matrix = 4.0 * rows * cols
-    return {"sum": matrix + 4.0 * rows, "layernorm": 2 * matrix + 8.0 * rows + 8.0 * cols,
-            "softmax": 2 * matrix, "copy": 2 * matrix}[op]
+    """common/rows_ref.c's row_bytes(): 2 bytes an element of x, y, gamma and
+    beta for the _bf16 ops; mean and rstd are float either way."""
+    base = op.removesuffix(BF16)
+    elem = 2.0 if op.endswith(BF16) else 4.0
+    matrix = elem * rows * cols
+    return {"sum": matrix + elem * rows,
+            "layernorm": 2 * matrix + 8.0 * rows + 2 * elem * cols,
+            "softmax": 2 * matrix, "copy": 2 * matrix}[base]
 
 
 def git_rev():
@@ -97,6 +106,13 @@ class Runner:
         torch = self.torch
         gen = torch.Generator(device="cuda").manual_seed(seed)
         x = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
+        bf16 = op.endswith(BF16)
+        if bf16:
+            # The reference below starts from the rounded input, as the harness's does.
+            x = x.to(torch.bfloat16)
+            op = op.removesuffix(BF16)
+        # The output's own rounding: bfloat16 keeps 8 significant bits.
+        rel = 2.0 ** -8 + 1e-3 if bf16 else 1e-3
         if op == "sum":
             times, out = self.time(lambda: x.sum(dim=-1))
             ref = x.double().sum(dim=-1)
@@ -106,24 +122,28 @@ class Runner:
         elif op == "layernorm":
             gamma = 1 + (torch.rand(cols, generator=gen, device="cuda") - 0.5)
             beta = torch.rand(cols, generator=gen, device="cuda") - 0.5
+            gamma, beta = gamma.to(x.dtype), beta.to(x.dtype)
             times, out = self.time(lambda: torch.native_layer_norm(x, [cols], gamma, beta, EPS))
             y, mean, rstd = out
+            if mean.element_size() != 4:   # row_bytes() counts float mean and rstd
+                print(f"torch_rows: layernorm's mean is {mean.dtype}, not float32: its bytes "
+                      "are counted as float", file=sys.stderr)
             xd = x.double()
             m = xd.mean(dim=-1, keepdim=True)
             v = ((xd - m) ** 2).mean(dim=-1, keepdim=True)
             r = 1 / torch.sqrt(v + EPS)
             want = (xd - m) * r * gamma.double() + beta.double()
             err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
-            ok = err <= 1e-3 and (mean.double().view(-1) - m.view(-1)).abs().max().item() <= 1e-3
+            ok = err <= rel and (mean.double().view(-1) - m.view(-1)).abs().max().item() <= 1e-3
         elif op == "softmax":
             times, out = self.time(lambda: torch.softmax(x, dim=-1))
             want = torch.softmax(x.double(), dim=-1)
             err = ((out.double() - want).abs() / (want + 1e-30)).max().item()
-            ok = err <= 1e-3
+            ok = err <= rel
         else:
             y = torch.empty_like(x)
             times, out = self.time(lambda: y.copy_(x))
-            err = (out - x).abs().max().item()
+            err = (out.float() - x.float()).abs().max().item()
             ok = err == 0
         return times, err, ok
 
