@@ -459,6 +459,19 @@ variance: build/variance $(NEED_VENV)
 	./build/variance > $(OUT_DIR)/variance.csv
 	$(PLOT_PYTHON) tools/variance_chart.py $(OUT_DIR)/variance.csv
 
+# The bfloat16 lesson (ACCURACY.md): n ones and n uniform values summed with
+# a bfloat16 accumulator, in float and exactly, on the CPU (bfloat16 emulated
+# by rounding a float, common/rows_ref.c). No GPU needed; make test checks
+# that the ones stall at 256 and that ACCURACY.md quotes its output.
+.PHONY: bf16-sum
+test: build/bf16_sum
+build/bf16_sum: tools/bf16_sum.c common/rows_ref.c common/harness.c $(HEADERS) | build
+	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Wno-unknown-pragmas -ffp-contract=off -Icommon \
+	    -o $@ tools/bf16_sum.c \
+	    common/rows_ref.c common/harness.c -lm
+bf16-sum: build/bf16_sum
+	./build/bf16_sum
+
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)
 # ============================================================ end accuracy

@@ -505,6 +505,24 @@ def size_of(words):
     return f"{words[words.index('--rows') + 1]}x{words[words.index('--cols') + 1]}"
 
 
+class Bf16SumTest(unittest.TestCase):
+    """tools/bf16_sum.c (make bf16-sum): the stall it shows, and that both
+    ACCURACY pages quote its output as it is."""
+
+    def test_stall_and_quote(self):
+        program = os.path.join(REPO, "build", "bf16_sum")
+        if not os.access(program, os.X_OK):
+            self.skipTest("build/bf16_sum not built (make build/bf16_sum)")
+        out = subprocess.run([program], capture_output=True, text=True, check=True).stdout
+        rows = {tuple(line.split()[:2]): line.split() for line in out.splitlines()[1:]}
+        self.assertEqual(rows[("ones", "256")][2], "256")
+        self.assertEqual(rows[("ones", "1000")][2], "256")   # 256 + 1 rounds back to 256
+        self.assertEqual(rows[("ones", "1000")][3], "1000")  # float: exact
+        for page in ("ACCURACY.md", "ACCURACY.zh-CN.md"):
+            with open(os.path.join(REPO, page), encoding="utf-8") as handle:
+                self.assertIn(out, handle.read(), page)
+
+
 class ScriptTest(unittest.TestCase):
     """Shared set-up: a temp directory with a fake repository in it (part 1
     only; add_rows_programs() adds part 2 and the step 9 it needs)."""
