@@ -319,6 +319,12 @@ SUMMARIES = {
         "softmax：每行两次归约，先求最大值，再求指数之和。",
     "Online softmax: the max and the sum of exponentials in one pass.":
         "在线 softmax：最大值和指数之和在同一趟里求出。",
+    "bfloat16 in and out: half the bytes, every sum still in float.":
+        "bfloat16 输入与输出：字节数减半，所有求和仍用 float。",
+    "LayerNorm in bfloat16: step 10's bfloat16 loads and stores, on step 7.":
+        "bfloat16 的 LayerNorm：把第 10 步的 bfloat16 加载与存储用在第 7 步上。",
+    "Copy in bfloat16: y = x, every element read once and written once.":
+        "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
     "Float atomics: step 9 with its ticket replaced by atomicAdd into the result.":
         "float 原子加：把第 9 步的票号换成直接对结果做 atomicAdd。",
