@@ -321,8 +321,10 @@ SUMMARIES = {
         "在线 softmax：最大值和指数之和在同一趟里求出。",
     "bfloat16 in and out: half the bytes, every sum still in float.":
         "bfloat16 输入与输出：字节数减半，所有求和仍用 float。",
-    "LayerNorm in bfloat16: step 10's bfloat16 loads and stores, on step 7.":
-        "bfloat16 的 LayerNorm：把第 10 步的 bfloat16 加载与存储用在第 7 步上。",
+    "Aligned rows: the odd floats at both ends one by one, the rest as float4s.":
+        "对齐各行：两端多出来的 float 逐个处理，其余用 float4。",
+    "LayerNorm in bfloat16: step 11's bfloat16 loads and stores, on step 7.":
+        "bfloat16 的 LayerNorm：把第 11 步的 bfloat16 加载与存储用在第 7 步上。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/

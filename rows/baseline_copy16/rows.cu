@@ -1,7 +1,7 @@
 // Copy in bfloat16: y = x, every element read once and written once.
 //
 // rows/baseline_copy with 2-byte elements: the ceiling for the bfloat16
-// steps (rows/step10_bf16 on), which move half the bytes of their float
+// steps (rows/step11_bf16 on), which move half the bytes of their float
 // ones. Not a step: the ceiling for part 2. A row kernel that reads its input once
 // and writes an output of the same size (LayerNorm, softmax) moves the same
 // bytes as this copy, and can at best match its time; the row sums write

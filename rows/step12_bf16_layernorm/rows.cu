@@ -1,12 +1,12 @@
-// LayerNorm in bfloat16: step 10's bfloat16 loads and stores, on step 7.
+// LayerNorm in bfloat16: step 11's bfloat16 loads and stores, on step 7.
 //
 // Change: x, y, gamma and beta are bfloat16 (common/rows.h's step_dtype),
 //         read 8 to a 16-byte load and widened to float; the mean, the
 //         variance and rstd stay float (and mean and rstd are written as
 //         float, as PyTorch saves them for bfloat16 input); each output is
-//         rounded once to bfloat16. Not a one-idea diff from step 10, which
-//         is softmax: its one idea is step 10's, applied to step 7
-//         (diff -u rows/step7_wide/rows.cu rows/step11_bf16_layernorm/rows.cu).
+//         rounded once to bfloat16. Not a one-idea diff from step 11, which
+//         is softmax: its one idea is step 11's, applied to step 7
+//         (diff -u rows/step7_wide/rows.cu rows/step12_bf16_layernorm/rows.cu).
 // Why it helps: LayerNorm is limited by memory, and it now moves about 4
 //         bytes per element instead of 8. A mean summed in bfloat16 would
 //         be off by far more than eps (ACCURACY.md).

@@ -1,17 +1,18 @@
-// bfloat16 in and out: half the bytes, every sum still in float.
+// Aligned rows: the odd floats at both ends one by one, the rest as float4s.
 //
-// Change: x and y are bfloat16 (common/rows.h's step_dtype): a 16-byte load
-//         brings 8 of them, widened to float in registers (exact), and each
-//         output is rounded once to bfloat16 as it is stored. The max, the
-//         exponentials, the sums and the division stay float: with 8
-//         significant bits a bfloat16 sum of ones stops at 256, since
-//         256 + 1 rounds back to 256 (ACCURACY.md).
-// Why it helps: softmax is limited by memory, and it now moves 4 bytes per
-//         element instead of 8. A float kernel that read bfloat16 would not
-//         know it; one that summed in bfloat16 would be wrong.
+// Change: a row of odd width starts anywhere relative to a 16-byte boundary,
+//         and such rows took the plain-float path from end to end. Now the
+//         up to 3 floats before the row's first 16-byte boundary (the head)
+//         and the up to 3 after its last whole float4 (the tail) are loaded
+//         one by one, by threads 0 to 2 of the row's group, and the body
+//         between them goes as float4s, as aligned rows always did. This
+//         needs x and y equally far from a boundary: true of every row when
+//         they are a multiple of 16 bytes apart, else the plain path stays.
+// Why it helps: at widths like 4097 or 50257 three rows in four were read and
+//         written 4 bytes at a time: four times the memory instructions, and
+//         more registers (at 1024 threads a row, spills). Part 1's step 8
+//         peels the head and tail of its one array the same way.
 // Effect: not measured yet (make bench; compare with rows/step9_online).
-#include <cuda_bf16.h>
-
 #include "check.h"
 #include "rows.h"
 
@@ -82,48 +83,28 @@ __device__ MaxSum group_allreduce_pair(MaxSum v, float *s_warp)
     return {m, s};
 }
 
-// PACK consecutive bfloat16s from pack i, in one load instruction (16
-// bytes for PACK = 8), widened to float: exact, bfloat16 is a cut float.
+// A row, split where PACK-float loads can start: head floats before the
+// first 16-byte boundary, packs whole packs, tail floats after them. With
+// PACK = 1 every float is a pack.
+struct RowSplit {
+    unsigned int head, packs, tail;
+};
+
 template <unsigned int PACK>
-__device__ void load_pack(const __nv_bfloat16 *p, unsigned int i, float (&v)[PACK])
+__device__ RowSplit split_row(const float *x, unsigned int cols)
 {
-    if constexpr (PACK == 8) {
-        uint4 u = reinterpret_cast<const uint4 *>(p)[i];
-        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-        for (unsigned int j = 0; j < 4; j++) {
-            float2 f = __bfloat1622float2(h[j]);
-            v[2 * j] = f.x; v[2 * j + 1] = f.y;
-        }
-    } else {
-        v[0] = __bfloat162float(p[i]);
-    }
+    unsigned int head = (unsigned int)((PACK - (size_t)x / sizeof(float) % PACK) % PACK);
+    head = min(head, cols);
+    return {head, (cols - head) / PACK, (cols - head) % PACK};
 }
 
-// The one rounding of each output: to nearest, ties to even.
-template <unsigned int PACK>
-__device__ void store_pack(__nv_bfloat16 *p, unsigned int i, const float (&v)[PACK])
-{
-    if constexpr (PACK == 8) {
-        uint4 u;
-        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&u);
-        for (unsigned int j = 0; j < 4; j++)
-            h[j] = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-        reinterpret_cast<uint4 *>(p)[i] = u;
-    } else {
-        p[i] = __float2bfloat16_rn(v[0]);
-    }
-}
-
-// Shared memory keeps floats (the exponentials, unrounded): PACK floats
-// from pack i, as float4s.
+// PACK consecutive floats from pack i, in one load instruction.
 template <unsigned int PACK>
 __device__ void load_pack(const float *p, unsigned int i, float (&v)[PACK])
 {
-    if constexpr (PACK % 4 == 0) {
-        for (unsigned int j = 0; j < PACK; j += 4) {
-            float4 f = reinterpret_cast<const float4 *>(p + i * PACK)[j / 4];
-            v[j] = f.x; v[j + 1] = f.y; v[j + 2] = f.z; v[j + 3] = f.w;
-        }
+    if constexpr (PACK == 4) {
+        float4 f = reinterpret_cast<const float4 *>(p)[i];
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
     } else {
         v[0] = p[i];
     }
@@ -132,18 +113,14 @@ __device__ void load_pack(const float *p, unsigned int i, float (&v)[PACK])
 template <unsigned int PACK>
 __device__ void store_pack(float *p, unsigned int i, const float (&v)[PACK])
 {
-    if constexpr (PACK % 4 == 0) {
-        for (unsigned int j = 0; j < PACK; j += 4)
-            reinterpret_cast<float4 *>(p + i * PACK)[j / 4] =
-                make_float4(v[j], v[j + 1], v[j + 2], v[j + 3]);
-    } else {
+    if constexpr (PACK == 4)
+        reinterpret_cast<float4 *>(p)[i] = make_float4(v[0], v[1], v[2], v[3]);
+    else
         p[i] = v[0];
-    }
 }
 
 template <unsigned int G, unsigned int PACK>
-__global__ void softmax_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int rows,
-                               unsigned int cols)
+__global__ void softmax_kernel(const float *g_x, float *g_y, unsigned int rows, unsigned int cols)
 {
     __shared__ float s_warp[MAX_GROUP / WARP_SIZE];   // one value per warp of the block
     constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
@@ -151,14 +128,25 @@ __global__ void softmax_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, uns
     unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
     // A group past the last row reads nothing but stays: the barriers in
     // group_allreduce need every thread of the block.
-    unsigned int packs = (row < rows) ? cols / PACK : 0;   // PACK divides cols
-    const __nv_bfloat16 *x = g_x + (size_t)row * cols;
-    __nv_bfloat16 *y = g_y + (size_t)row * cols;
+    const float *x_row = g_x + (size_t)row * cols;
+    float *y_row = g_y + (size_t)row * cols;
+    RowSplit split = (row < rows) ? split_row<PACK>(x_row, cols) : RowSplit{0, 0, 0};
+    unsigned int packs = split.packs;
+    const float *x = x_row + split.head;   // on a 16-byte boundary when PACK = 4
+    float *y = y_row + split.head;
     float v[PACK];
+    // Head float t and tail float t, if this thread has them (t < PACK - 1).
+    float e_head = (t < split.head) ? x_row[t] : -INFINITY;
+    float e_tail = (t < split.tail) ? x_row[cols - split.tail + t] : -INFINITY;
 
     // Pass 1, online: the max and the sum of exponentials together. A pack
-    // with a larger max first rescales the sum so far to it.
-    float max = -INFINITY, sum = 0.0f;
+    // with a larger max first rescales the sum so far to it. The head and
+    // tail floats start the pair.
+    float max = fmaxf(e_head, e_tail), sum = 0.0f;
+    if (t < split.head)
+        sum += expf(e_head - max);
+    if (t < split.tail)
+        sum += expf(e_tail - max);
     for (unsigned int i = t; i < packs; i += UNROLL * G) {
 #pragma unroll
         for (unsigned int k = 0; k < UNROLL; k++)
@@ -184,14 +172,17 @@ __global__ void softmax_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, uns
             v[j] = expf(v[j] - max) * inv;
         store_pack<PACK>(y, i, v);
     }
+    if (t < split.head)
+        y_row[t] = expf(e_head - max) * inv;
+    if (t < split.tail)
+        y_row[cols - split.tail + t] = expf(e_tail - max) * inv;
 }
 
 // Every block has max(G, BLOCK_SIZE) threads: telling the compiler lets it
 // budget registers so that such a block always fits an SM.
 template <unsigned int G, unsigned int PACK>
 __global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G)
-softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int rows,
-                         unsigned int cols)
+softmax_registers_kernel(const float *g_x, float *g_y, unsigned int rows, unsigned int cols)
 {
     __shared__ float s_warp[MAX_GROUP / WARP_SIZE];   // one value per warp of the block
     constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
@@ -200,21 +191,27 @@ softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned 
     unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
     // A group past the last row reads nothing but stays: the barriers in
     // group_allreduce need every thread of the block.
-    unsigned int packs = (row < rows) ? cols / PACK : 0;   // PACK divides cols
+    const float *x_row = g_x + (size_t)row * cols;
+    float *y_row = g_y + (size_t)row * cols;
+    RowSplit split = (row < rows) ? split_row<PACK>(x_row, cols) : RowSplit{0, 0, 0};
+    unsigned int packs = split.packs;
     // This thread's first pack; slot k is k G packs further, a constant
     // offset once the loops are unrolled (no address arithmetic per slot).
-    const __nv_bfloat16 *x = g_x + (size_t)row * cols + t * PACK;
-    __nv_bfloat16 *y = g_y + (size_t)row * cols + t * PACK;
+    const float *x = x_row + split.head + t * PACK;
+    float *y = y_row + split.head + t * PACK;
+    // Head float t and tail float t, if this thread has them (t < PACK - 1).
+    float e_head = (t < split.head) ? x_row[t] : -INFINITY;
+    float e_tail = (t < split.tail) ? x_row[cols - split.tail + t] : -INFINITY;
     float v[SLOTS][PACK];   // constant indices only, after unrolling: registers
     // Packs past the registers' SLOTS x G: this thread's are i = t, t + G, ...
     // Only the widest group has any (a narrower one would have grown).
     extern __shared__ float s_rest[];
     unsigned int rest = (G == MAX_GROUP && packs > SLOTS * G) ? packs - SLOTS * G : 0;
-    const __nv_bfloat16 *x_rest = g_x + (size_t)row * cols + SLOTS * G * PACK;
+    const float *x_rest = x_row + split.head + SLOTS * G * PACK;
 
     // The one read: pack t + k G of the row into slot k; slots past the
     // row's end hold -inf, which no max picks.
-    float max = -INFINITY;
+    float max = fmaxf(e_head, e_tail);
 #pragma unroll
     for (unsigned int k = 0; k < SLOTS; k++) {
         if (t + k * G < packs)
@@ -262,6 +259,14 @@ softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned 
         }
         store_pack<PACK>(s_rest, i, r);
     }
+    if (t < split.head) {
+        e_head = expf(e_head - max);
+        sum += e_head;
+    }
+    if (t < split.tail) {
+        e_tail = expf(e_tail - max);
+        sum += e_tail;
+    }
     float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
 
     for (unsigned int i = t; i < rest; i += G) {
@@ -269,7 +274,7 @@ softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned 
         load_pack<PACK>(s_rest, i, r);
         for (unsigned int j = 0; j < PACK; j++)
             r[j] *= inv;
-        store_pack<PACK>(g_y + (size_t)row * cols, SLOTS * G + i, r);
+        store_pack<PACK>(y_row + split.head, SLOTS * G + i, r);
     }
 #pragma unroll
     for (unsigned int k = 0; k < SLOTS; k++)
@@ -278,16 +283,22 @@ softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned 
                 v[k][j] *= inv;
             store_pack<PACK>(y, k * G, v[k]);
         }
+    if (t < split.head)
+        y_row[t] = e_head * inv;
+    if (t < split.tail)
+        y_row[cols - split.tail + t] = e_tail * inv;
 }
 
-// 16-byte loads and stores need every row on a 16-byte boundary.
+// 16-byte loads and stores need each row's body on a 16-byte boundary in x
+// and in y: when x and y are a multiple of 16 bytes apart, every row starts
+// as far from a boundary in one as in the other, whatever its width.
 static bool rows_aligned(const struct row_problem *p)
 {
-    return (size_t)p->x_bf16 % 16 == 0 && (size_t)p->y_bf16 % 16 == 0 && p->cols % 8 == 0;
+    return ((size_t)p->x - (size_t)p->y) % 16 == 0;
 }
 
 // The smallest G that gives every SM WARPS_PER_SM warps, but no more
-// threads than a row has packs of 8; and at least cols / MAX_PER_THREAD, so
+// threads than a row has float4s; and at least cols / MAX_PER_THREAD, so
 // that the row fits the group's registers.
 static unsigned int group_size(size_t rows, size_t cols)
 {
@@ -299,7 +310,7 @@ static unsigned int group_size(size_t rows, size_t cols)
     }
     unsigned int g = WARP_SIZE;
     while (g < MAX_GROUP && rows * (g / WARP_SIZE) < (size_t)sms * WARPS_PER_SM &&
-           2 * g * 8 <= cols)
+           2 * g * 4 <= cols)
         g *= 2;
     while (g < MAX_GROUP && g * MAX_PER_THREAD < cols)
         g *= 2;
@@ -327,15 +338,13 @@ static void launch(const struct row_problem *p)
     size_t in_registers = (size_t)G * MAX_PER_THREAD;
     size_t rest_bytes = p->cols > in_registers ? (p->cols - in_registers) * sizeof(float) : 0;
     bool fits = rest_bytes <= shared_limit();   // else two passes, online
-    auto kernel = rows_aligned(p) ? (fits ? softmax_registers_kernel<G, 8> : softmax_kernel<G, 8>)
+    auto kernel = rows_aligned(p) ? (fits ? softmax_registers_kernel<G, 4> : softmax_kernel<G, 4>)
                                   : (fits ? softmax_registers_kernel<G, 1> : softmax_kernel<G, 1>);
     size_t shared = fits ? rest_bytes : 0;
     if (shared > 0)
         CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         (int)shared));
-    kernel<<<blocks, threads, shared>>>(static_cast<const __nv_bfloat16 *>(p->x_bf16),
-                                        static_cast<__nv_bfloat16 *>(p->y_bf16),
-                                        (unsigned int)p->rows, (unsigned int)p->cols);
+    kernel<<<blocks, threads, shared>>>(p->x, p->y, (unsigned int)p->rows, (unsigned int)p->cols);
     CHECK_LAUNCH();
 }
 
@@ -352,4 +361,3 @@ void row_forward(const struct row_problem *p)
 }
 
 const enum row_op step_op = ROW_SOFTMAX;
-const enum row_dtype step_dtype = ROW_BF16;
