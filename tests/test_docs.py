@@ -789,14 +789,16 @@ class RowOpsTests(unittest.TestCase):
 
     REFERENCE = os.path.join(ROOT, "plots", "reference", "h200-rows.csv")
 
-    def rsrc(self, extra_steps=()):
-        """The committed part 2 results without their softmax steps (if any),
-        plus made-up rows (copies of step 7's) for extra_steps, as softmax steps."""
+    def rsrc(self, extra_steps=(), bf16=False):
+        """The committed part 2 results without their softmax and bfloat16 steps
+        (if any; all of them with bf16), plus made-up rows (copies of step 7's)
+        for extra_steps, as softmax steps."""
         import csv
         import rows_docs
         with open(self.REFERENCE, newline="") as f:
             rows = [r for r in csv.DictReader(f)
-                    if not (r["op"] == "softmax" and r["step"].startswith("rows/step"))]
+                    if bf16 or not ((r["op"] == "softmax" and r["step"].startswith("rows/step"))
+                                    or r["op"].endswith("_bf16"))]
         rows += [dict(r, step=step, op="softmax") for step in extra_steps for r in rows
                  if r["step"] == "rows/step7_wide"]
         tmp = tempfile.mkdtemp()
@@ -839,6 +841,35 @@ class RowOpsTests(unittest.TestCase):
             "the first softmax: "))
         self.assertTrue(rows_docs.effect_text(rsrc, "rows/step9_online").startswith(
             "against step8_softmax on an "))
+
+    def test_bf16_tables_against_the_bf16_copy(self):
+        """bfloat16 steps get their own tables and chart, with the bfloat16 copy
+        as their bar, and none of it while no bfloat16 step is measured."""
+        rsrc, rows_docs = self.rsrc()
+        self.assertIsNone(rows_docs.bf16_chart(rsrc))
+        self.assertNotIn("bfloat16", self.block(rsrc, rows_docs, "en"))
+        rsrc, rows_docs = self.rsrc(bf16=True)
+        m = rsrc.m
+        if not m.last_step("softmax_bf16"):
+            self.skipTest("the committed results have no bfloat16 step")
+        text = self.block(rsrc, rows_docs, "en")
+        self.assertTrue(text.endswith("/h200-rows-bf16.png)"), text[-200:])
+        for op in ("softmax_bf16", "layernorm_bf16"):
+            step = m.last_step(op)
+            self.assertEqual(m.ceiling(step), "rows/copy16")
+            shape = rows_docs.ROW_SEED_SHAPE
+            self.assertAlmostEqual(rows_docs.share(m, step, shape),
+                                   m.get(step, shape).gbps / m.get("rows/copy16", shape).gbps)
+            title = ("Softmax" if op.startswith("softmax") else "LayerNorm") + \
+                f" in bfloat16, {step}, at every shape"
+            table = table_rows(text.split(title)[1].split("\n\n![")[0].split("bfloat16, rows/")[0])
+            self.assertEqual(len(table), len(m.shapes))
+            # MiB of 2-byte elements: 32768 x 1024 is 64 MiB.
+            self.assertIn("| 32768 x 1024 | 64 |", text.split(title)[1])
+            self.assertEqual(m.float_twin(step),
+                             "rows/step10_aligned" if op.startswith("softmax") else
+                             "rows/step7_wide")
+        self.assertIn("x step10_aligned in float", rows_docs.effect_text(rsrc, "rows/step11_bf16"))
 
 
 if __name__ == "__main__":

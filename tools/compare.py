@@ -302,6 +302,8 @@ def chart_path(measurements, kind, out_dir=None):
 ROW_SEED_SHAPE = (32768, 1024)   # the seed article's LayerNorm: batch 64 x sequence 512 rows
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing a shape's floats as one array
 COPY = "rows/copy"
+COPY16 = "rows/copy16"   # the copy in bfloat16: the bar of the bfloat16 steps
+BF16 = "_bf16"           # an op's suffix when its data are bfloat16 (softmax_bf16)
 ROW_CUB = "rows/cub"
 TORCH = "torch/"
 
@@ -310,8 +312,8 @@ def shape_label(shape):
     return f"{shape[0]} x {shape[1]}"
 
 
-def shape_mib(shape):
-    return 4 * shape[0] * shape[1] / (1 << 20)
+def shape_mib(shape, elem=4):
+    return elem * shape[0] * shape[1] / (1 << 20)
 
 
 class RowMeasurements:
@@ -386,8 +388,20 @@ class RowMeasurements:
 
     def ceiling(self, step):
         """What a program is measured against: the copy for ops that write a row
-        per row (layernorm, softmax, copy), step 9's one-array sum for sums."""
-        return ONE_ARRAY if self.op(step) == "sum" else COPY
+        per row (layernorm, softmax, copy), the bfloat16 copy for their bfloat16
+        forms, step 9's one-array sum for sums."""
+        op = self.op(step)
+        return ONE_ARRAY if op == "sum" else COPY16 if op.endswith(BF16) else COPY
+
+    def float_twin(self, step):
+        """For a bfloat16 step, the highest-numbered earlier step computing the
+        same op in float (softmax_bf16 -> softmax); else None."""
+        op = self.op(step)
+        if not op.endswith(BF16):
+            return None
+        found = [s for s in self.steps if self.op(s) == op[:-len(BF16)]
+                 and schema.step_sort_key(s) < schema.step_sort_key(step)]
+        return found[-1] if found else None
 
     def describe(self, field):
         return distinct(str(getattr(row, field)) for (step, _), row in self.rows.items()

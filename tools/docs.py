@@ -739,9 +739,9 @@ def row_figures(src, step, translate):
 def rows_changes(src):
     """Part 2: rows/README, each rows step's README blocks and Effect line."""
     rsrc, changes = src.rows, []
-    chart = rows_docs.softmax_chart(rsrc)
-    if chart:
-        src.linked.append(chart)
+    for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc)):
+        if chart:
+            src.linked.append(chart)
     for path, lang in pages(os.path.join(src.root, "rows")):
         old = read_text(path)
         tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))

@@ -10,12 +10,13 @@ results file name without ".csv":
   <slug>-sweep.png        GB/s against n for every step and CUB
   <slug>-vs-cub.png       steps 6 and later relative to CUB across n (launch-bound region shaded)
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
-A part 2 results file (<gpu>-rows.csv) gets its own three, and a fourth once
-a softmax step is measured:
+A part 2 results file (<gpu>-rows.csv) gets its own three, a fourth once a
+softmax step is measured and a fifth once a bfloat16 step is:
   <slug>-progression.png  GB/s of every row program at 32768 x 1024, against the copy
   <slug>-layernorm.png    each LayerNorm step's and PyTorch's share of the copy's bandwidth, per shape
   <slug>-sum.png          each row sum's, CUB's and PyTorch's share of step 9 on one array, per shape
   <slug>-softmax.png      each softmax step's and PyTorch's share of the copy's bandwidth, per shape
+  <slug>-bf16.png         each bfloat16 step's and PyTorch's share of the bfloat16 copy's, per shape
 Every point or bar is the median round; its whisker spans the fastest and
 slowest round (make bench runs every program in several rounds).
 Failed runs (pass != 1) and check-mode rows are never drawn (tools/schema.py).
@@ -419,12 +420,14 @@ def draw_profile(mpl, counters, m, path):
 # Part 2: row programs
 # ----------------------------------------------------------------------------
 
-ROW_CHARTS = ("progression", "layernorm", "sum", "softmax")
-COLOUR_COPY, COLOUR_TORCH = "#6e6e6e", "#e67e22"
-COLOUR_SOFTMAX = "#2e8b57"
+ROW_CHARTS = ("progression", "layernorm", "sum", "softmax", "bf16")
+COLOUR_COPY, COLOUR_TORCH, COLOUR_TORCH_LIGHT = "#6e6e6e", "#e67e22", "#f5c28b"
+COLOUR_SOFTMAX, COLOUR_BF16 = "#2e8b57", "#8e44ad"
 # The bar colour and legend label of each operation's steps in the progression.
 ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG, "LayerNorm steps"),
-                  ("softmax", COLOUR_SOFTMAX, "softmax steps"))
+                  ("softmax", COLOUR_SOFTMAX, "softmax steps"),
+                  ("softmax" + compare.BF16, COLOUR_BF16, "bfloat16 steps (2 bytes an element)"),
+                  ("layernorm" + compare.BF16, COLOUR_BF16, None))
 
 
 def row_caption(rm):
@@ -442,7 +445,7 @@ def row_chart_path(rm, kind, out_dir):
 def draw_rows_progression(mpl, rm, path):
     shape = compare.ROW_SEED_SHAPE
     programs = [p for p in rm.programs if rm.get(p, shape)]
-    fig, ax = mpl.plt.subplots(figsize=(15, 7.5), layout="constrained")
+    fig, ax = mpl.plt.subplots(figsize=(max(15, 0.72 * len(programs)), 7.5), layout="constrained")
     for x, step in enumerate(programs):
         row = rm.get(step, shape)
         colour = (COLOUR_TORCH if step.startswith(compare.TORCH) else
@@ -464,15 +467,16 @@ def draw_rows_progression(mpl, rm, path):
         ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
                    label=f"theoretical peak {peak:.0f} GB/s")
     ax.set_xticks(range(len(programs)),
-                  [p.replace("rows/", "").replace("_", "\n", 1).replace("/", "\n")
-                   for p in programs], fontsize=9)
+                  [p.replace("rows/", "").replace("_", "\n").replace("/", "\n")
+                   for p in programs], fontsize=8.5)
     ax.set_ylabel("GB/s  (bytes one run must move / median time)")
     ax.set_ylim(0, 1.3 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
     ax.grid(axis="y", alpha=0.3)
     ops = {rm.op(p) for p in programs if p.startswith("rows/step")}
     ax.legend(handles=ax.get_legend_handles_labels()[0] + [
         mpl.Patch(color=colour, label=label) for op, colour, label in ROW_OP_COLOURS
-        if op in ops] + [
+        if label and (op in ops or op.endswith(compare.BF16) and
+                      any(o.endswith(compare.BF16) for o in ops))] + [
         mpl.Patch(color=COLOUR_COPY, label="copy and CUB segmented sum"),
         mpl.Patch(color=COLOUR_TORCH, label="PyTorch")], loc="upper left", fontsize=9.5, ncol=2)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
@@ -481,11 +485,12 @@ def draw_rows_progression(mpl, rm, path):
     save_figure(mpl, fig, path)
 
 
-def draw_rows_shares(mpl, rm, path, op, bar, title):
-    """Each program of op (and its PyTorch) as a share of bar's speed, per shape."""
+def draw_rows_shares(mpl, rm, path, ops, bar, title):
+    """Each program of ops (and PyTorch's) as a share of bar's speed, per shape."""
     shapes = rm.shapes
-    programs = [p for p in rm.programs if rm.op(p) == op and p.startswith("rows/step")]
-    programs += [p for p in (compare.ROW_CUB if op == "sum" else None, compare.TORCH + op)
+    programs = [p for p in rm.programs if rm.op(p) in ops and p.startswith("rows/step")]
+    programs += [p for p in [compare.ROW_CUB if "sum" in ops else None] +
+                 [compare.TORCH + op for op in ops]
                  if p and any(rm.get(p, s) for s in shapes)]
     fig, ax = mpl.plt.subplots(figsize=(15, 7.5), layout="constrained")
     cmap = mpl.plt.get_cmap("viridis")
@@ -510,15 +515,23 @@ def draw_rows_shares(mpl, rm, path, op, bar, title):
             ys.append(value)
             lo.append(max(0.0, value - low))
             hi.append(max(0.0, high - value))
-        colour = COLOUR_TORCH if step.startswith(compare.TORCH) else \
-            COLOUR_COPY if step == compare.ROW_CUB else cmap(0.15 + 0.7 * k / max(1, len(programs)))
+        torch_k = [p for p in programs if p.startswith(compare.TORCH)].index(step) \
+            if step.startswith(compare.TORCH) else 0
+        colour = COLOUR_TORCH_LIGHT if torch_k else COLOUR_TORCH if step.startswith(compare.TORCH) \
+            else COLOUR_COPY if step == compare.ROW_CUB else \
+            cmap(0.15 + 0.7 * k / max(1, len(programs)))
         ax.bar(xs, ys, width, color=colour, yerr=[lo, hi], capsize=2,
                error_kw=dict(elinewidth=1), label=step)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.5,
-               label="copy of the same bytes (= 1)" if bar == compare.COPY else
-               "step 9 on the same floats as one array (= 1)")
-    ax.set_xticks(range(len(shapes)), [f"{compare.shape_label(s)}\n{compare.shape_mib(s):.0f} MiB"
-                                       for s in shapes], fontsize=9)
+               label={compare.COPY: "copy of the same bytes (= 1)",
+                      compare.COPY16: "bfloat16 copy of the same bytes (= 1)"}.get(
+                   bar, "step 9 on the same floats as one array (= 1)"))
+    elem = 2 if bar == compare.COPY16 else 4
+    mib = [compare.shape_mib(s, elem) for s in shapes]
+    ax.set_xticks(range(len(shapes)), [f"{compare.shape_label(s)}\n{m:.0f} MiB" if m >= 1 else
+                                       f"{compare.shape_label(s)}\n{m:g} MiB"
+                                       for s, m in zip(shapes, mib)],
+                  fontsize=9)
     ax.set_ylabel("share of the bar's speed  (1 = as fast)")
     ax.set_ylim(0, 1.25)
     ax.grid(axis="y", alpha=0.3)
@@ -532,14 +545,19 @@ def draw_row_charts(mpl, rm, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     gpu = rm.describe("gpu")
     draw_rows_progression(mpl, rm, row_chart_path(rm, "progression", out_dir))
-    draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), "layernorm", compare.COPY,
-                     f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
-    draw_rows_shares(mpl, rm, row_chart_path(rm, "sum", out_dir), "sum", compare.ONE_ARRAY,
+    draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), ("layernorm",),
+                     compare.COPY, f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
+    draw_rows_shares(mpl, rm, row_chart_path(rm, "sum", out_dir), ("sum",), compare.ONE_ARRAY,
                      f"Row sums on {gpu}: share of part 1's step 9 on the same floats, per shape")
-    if rm.last_step("softmax"):   # the newest operation: no chart before its first step
-        draw_rows_shares(mpl, rm, row_chart_path(rm, "softmax", out_dir), "softmax",
+    if rm.last_step("softmax"):   # a newer operation: no chart before its first step
+        draw_rows_shares(mpl, rm, row_chart_path(rm, "softmax", out_dir), ("softmax",),
                          compare.COPY,
                          f"Softmax on {gpu}: share of the copy kernel's speed, per shape")
+    bf16 = ("softmax" + compare.BF16, "layernorm" + compare.BF16)
+    if any(rm.last_step(op) for op in bf16):
+        draw_rows_shares(mpl, rm, row_chart_path(rm, "bf16", out_dir), bf16, compare.COPY16,
+                         f"bfloat16 softmax and LayerNorm on {gpu}: share of the bfloat16 "
+                         f"copy's speed, per shape")
 
 
 def is_rows_file(path):

@@ -17,7 +17,7 @@ import os
 
 import compare
 import schema
-from compare import COPY, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
+from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
 
 NONE_MARK = "—"
 
@@ -38,6 +38,7 @@ SECTORS = ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
 SECTORS_LABEL = "32-byte sectors per global load request"
 
 SOFTMAX_CHART_ALT = "softmax against the copy and PyTorch, per shape"
+BF16_CHART_ALT = "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape"
 
 STRINGS = {
     "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
@@ -51,6 +52,13 @@ STRINGS = {
     "Row sum, {step}, at every shape": "",
     "Softmax, {step}, at every shape": "",
     SOFTMAX_CHART_ALT: "",
+    "Softmax in bfloat16, {step}, at every shape": "",
+    "LayerNorm in bfloat16, {step}, at every shape": "",
+    BF16_CHART_ALT: "",
+    "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
+    "(rows/copy16), and PyTorch runs the same operation on bfloat16 tensors.": "",
+    "| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us | vs "
+    "PyTorch |": "",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
     "| PyTorch us | vs PyTorch |": "",
     "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
@@ -181,6 +189,15 @@ def results_block(rsrc, summary, tr):
     if softmax:
         link = os.path.relpath(softmax_chart(rsrc), os.path.join(rsrc.root, "rows"))
         lines += softmax + ["", f"![{tr(SOFTMAX_CHART_ALT)}]({link.replace(os.sep, '/')})"]
+    bf16 = (copy_bar_table(m, "softmax" + BF16, "Softmax in bfloat16, {step}, at every shape", tr)
+            + copy_bar_table(m, "layernorm" + BF16, "LayerNorm in bfloat16, {step}, at every shape",
+                             tr))
+    if bf16:
+        link = os.path.relpath(bf16_chart(rsrc), os.path.join(rsrc.root, "rows"))
+        lines += (["", tr("The bfloat16 steps move 2 bytes an element: their bar is the copy in "
+                          "bfloat16 (rows/copy16), and PyTorch runs the same operation on "
+                          "bfloat16 tensors.")] + bf16 +
+                  ["", f"![{tr(BF16_CHART_ALT)}]({link.replace(os.sep, '/')})"])
     return "\n".join(lines)
 
 
@@ -193,20 +210,32 @@ def softmax_chart(rsrc):
     return (path[:-len(".csv")] if path.endswith(".csv") else path) + "-softmax.png"
 
 
+def bf16_chart(rsrc):
+    """The path of the bfloat16 chart (tools/plot.py's <slug>-bf16.png), or None
+    while no bfloat16 step is measured."""
+    if not any(rsrc.m.op(s).endswith(BF16) for s in rsrc.m.steps):
+        return None
+    path = rsrc.m.path
+    return (path[:-len(".csv")] if path.endswith(".csv") else path) + "-bf16.png"
+
+
 def copy_bar_table(m, op, title, tr):
-    """[lines]: op's last step at every shape against the copy and PyTorch's op;
-    none while no step computing op is measured."""
+    """[lines]: op's last step at every shape against its copy (float or
+    bfloat16) and PyTorch's op; none while no step computing op is measured."""
     step, torch = m.last_step(op), compare.TORCH + op
     if not step:
         return []
-    lines = ["", tr(title, step=step), "",
-             tr("| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
-                "PyTorch |", step=step), "|---|--:|--:|--:|--:|--:|--:|"]
+    bf16 = op.endswith(BF16)
+    header = ("| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us "
+              "| vs PyTorch |" if bf16 else
+              "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
+              "PyTorch |")
+    lines = ["", tr(title, step=step), "", tr(header, step=step), "|---|--:|--:|--:|--:|--:|--:|"]
     for s in m.shapes:
-        copy, row, theirs = m.get(COPY, s), m.get(step, s), m.get(torch, s)
+        copy, row, theirs = m.get(COPY16 if bf16 else COPY, s), m.get(step, s), m.get(torch, s)
         if row is None:
             continue
-        lines.append(f"| {shape_label(s)} | {shape_mib(s):g} | "
+        lines.append(f"| {shape_label(s)} | {shape_mib(s, 2 if bf16 else 4):g} | "
                      f"{copy.median_us if copy else 0:.1f} | {row.median_us:.1f} | "
                      f"{fmt_share(share(m, step, s))} | "
                      f"{f'{theirs.median_us:.1f}' if theirs else NONE_MARK} | "
@@ -282,11 +311,18 @@ def effect_text(rsrc, step):
     gpu = m.describe("gpu")
     if prev is None or m.op(prev) != m.op(step):
         s = share(m, step, seed)
-        bar = "the copy kernel" if m.ceiling(step) == COPY else "step 9 on one array"
-        what = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax"}.get(
+        bar = {COPY: "the copy kernel", COPY16: "the bfloat16 copy"}.get(m.ceiling(step),
+                                                                         "step 9 on one array")
+        what = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax",
+                "softmax" + BF16: "bfloat16 softmax", "layernorm" + BF16: "bfloat16 LayerNorm"}.get(
             m.op(step), m.op(step))
-        return (f"the first {what}: {m.get(step, seed).median_us:.1f} us at {shape_label(seed)}"
+        text = (f"the first {what}: {m.get(step, seed).median_us:.1f} us at {shape_label(seed)}"
                 f" on an {gpu}, {fmt_share(s)} of {bar}'s bandwidth")
+        twin = m.float_twin(step)
+        if twin and m.get(twin, seed):
+            text += (f"; {m.get(twin, seed).median_us / m.get(step, seed).median_us:.2f}x "
+                     f"{twin.removeprefix('rows/')} in float")
+        return text
     ratios = {s: m.get(prev, s).median_us / m.get(step, s).median_us
               for s in m.shapes if m.get(step, s) and m.get(prev, s)}
     best = max(ratios, key=ratios.get)

@@ -28,12 +28,13 @@ SHIPPED = ("step0_naive", "step1_divergence", "step2_bankconflict", "step3_idle"
 
 
 # Part 2's programs are named by their folder under rows/: rows/step3_vector,
-# and the baselines rows/copy and rows/cub (rows/baseline_copy, rows/baseline_cub).
+# and the baselines rows/copy, rows/copy16 and rows/cub (rows/baseline_copy, ...).
 ROWS = "rows/"
-ROW_BASELINES = ("rows/copy", "rows/cub")
+ROW_BASELINES = ("rows/copy", "rows/copy16", "rows/cub")
 SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "rows/step3_vector",
                 "rows/step4_group", "rows/step5_layernorm", "rows/step6_registers",
-                "rows/step7_wide", "rows/step8_softmax", "rows/step9_online") + ROW_BASELINES
+                "rows/step7_wide", "rows/step8_softmax", "rows/step9_online",
+                "rows/step10_aligned", "rows/step11_bf16", "rows/step12_bf16_layernorm") + ROW_BASELINES
 
 
 def step_number(name):

@@ -240,6 +240,18 @@ STRINGS = {
     "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
     "Softmax, {step}, at every shape": "softmax：{step} 在各个形状上的结果",
     "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
+    "Softmax in bfloat16, {step}, at every shape": "bfloat16 的 softmax：{step} 在各个形状上的结果",
+    "LayerNorm in bfloat16, {step}, at every shape": "bfloat16 的 LayerNorm：{step} 在各个形状上的结果",
+    "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
+        "各个形状上 bfloat16 各步与 bfloat16 复制、PyTorch 的对比",
+    "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
+    "(rows/copy16), and PyTorch runs the same operation on bfloat16 tensors.":
+        "bfloat16 各步每个元素只搬 2 字节，所以它们的参照是 bfloat16 复制（rows/copy16），"
+        "PyTorch 也在 bfloat16 张量上做同样的运算。",
+    "| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us | vs "
+    "PyTorch |":
+        "| 形状 | MiB | bf16 复制（微秒） | {step}（微秒） | 占 bf16 复制的比例 | PyTorch bf16（微秒） "
+        "| 相对 PyTorch |",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
     "| PyTorch us | vs PyTorch |":
         "| 形状 | {step}（微秒） | 第 9 步整体求和（微秒） | 占第 9 步的比例 | CUB 分段归约（微秒） "
