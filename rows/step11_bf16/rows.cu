@@ -9,7 +9,9 @@
 // Why it helps: softmax is limited by memory, and it now moves 4 bytes per
 //         element instead of 8. A float kernel that read bfloat16 would not
 //         know it; one that summed in bfloat16 would be wrong.
-// Effect: not measured yet (make bench; compare with rows/step10_aligned).
+// Effect: the first bfloat16 softmax: 33.2 us at 32768 x 1024 on an NVIDIA H200, 97% of the
+//         bfloat16 copy's bandwidth; 1.96x step10_aligned in float (make docs writes this
+//         from plots/reference/h200-rows.csv).
 #include <cuda_bf16.h>
 
 #include "check.h"
