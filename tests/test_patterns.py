@@ -698,7 +698,7 @@ class ReadmeBlockTests(unittest.TestCase):
                   for k in diagrams.figure_kinds(b)}
         # Part 2's pictures: one per step in diagrams.ROW_PICTURES.
         wanted |= {os.path.basename(diagrams.row_figure_path(s, FIGURES))
-                   for s in diagrams.ROW_PICTURES}
+                   for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT)}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -709,6 +709,34 @@ class ReadmeBlockTests(unittest.TestCase):
         marked = diagrams.figures_block(built, "step1_divergence", "plots/diagrams",
                                         translate=lambda t, **v: "<" + t.format(**v) + ">")
         self.assertEqual(marked.replace("![<", "![").replace(">](", "]("), english)
+
+
+class RowSplitTests(unittest.TestCase):
+    """The picture of rows/step10_aligned draws diagrams.row_split(), which must
+    split rows as the kernel's split_row() does: read it from rows.cu and
+    compare, so an edit to either is seen."""
+
+    def test_the_pictures_rows(self):
+        self.assertEqual(diagrams.row_split(4, 43, 4), [(0, 10, 3), (1, 10, 2), (2, 10, 1),
+                                                         (3, 10, 0)])
+
+    def test_every_row_is_covered_and_the_body_aligned(self):
+        for pack in (4, 8):
+            for cols in (1, 2, 3, 5, 7, 9, 31, 33, 1000, 4097):
+                for r, (head, packs, tail) in enumerate(diagrams.row_split(9, cols, pack)):
+                    self.assertEqual(head + packs * pack + tail, cols)
+                    self.assertLess(tail, pack)
+                    self.assertLessEqual(head, min(pack - 1, cols))
+                    if packs:   # the body starts on a boundary of the flat array
+                        self.assertEqual((r * cols + head) % pack, 0)
+
+    def test_matches_split_row_in_the_kernel(self):
+        with open(os.path.join(ROOT, "rows", "step10_aligned", "rows.cu")) as f:
+            src = " ".join(f.read().split())
+        self.assertIn("unsigned int head = (unsigned int)((PACK - (size_t)x / sizeof(float) % PACK)"
+                      " % PACK); head = min(head, cols); return {head, (cols - head) / PACK, "
+                      "(cols - head) % PACK};", src)
+        self.assertIn("rows/step10_aligned", diagrams.ROW_SPLIT)
 
 
 class DrawingTests(unittest.TestCase):

@@ -179,13 +179,14 @@ def load_matplotlib():
         matplotlib.use("Agg")  # files only: works without a display
         import matplotlib.pyplot as plt
         from matplotlib.colors import ListedColormap
+        from matplotlib.lines import Line2D
         from matplotlib.patches import Patch, Rectangle
         import numpy
         from PIL import Image   # both come with matplotlib
     except ImportError:
         return None
     return SimpleNamespace(plt=plt, ListedColormap=ListedColormap, Patch=Patch,
-                           Rectangle=Rectangle, Image=Image, np=numpy)
+                           Rectangle=Rectangle, Line2D=Line2D, Image=Image, np=numpy)
 
 
 def save(mpl, fig, path):
@@ -686,11 +687,83 @@ def draw_row_loads(mpl, step, path):
     save(mpl, fig, path)
 
 
+# rows/step10_aligned: how each row of an odd width is split where float4s can
+# start. Row r begins r x cols floats into the matrix (itself on a 16-byte
+# boundary), so with cols = 3 (mod 4) the four rows begin 0, 3, 2 and 1 floats
+# past a boundary and need heads of 0, 1, 2 and 3 floats (split_row()).
+ROW_SPLIT = {"rows/step10_aligned": (4, 43, 4)}   # step -> (rows, cols, floats per pack)
+ROW_SPLIT_FIGURE = "split"
+ROW_SPLIT_ALT = ("{step}: how each row of a {rows} x {cols} matrix is split: up to {most} floats "
+                 "before its first 16-byte boundary and after its last whole float4, loaded one "
+                 "by one, and float4s between them")
+SPLIT_HEAD, SPLIT_TAIL = "#f0b44c", "#b07cc6"
+SPLIT_BODY = ("#1f4e8c", "#6f9bd1")   # alternate packs, so each float4 shows
+
+
+def row_split(rows, cols, pack):
+    """[(head, packs, tail)] per row: split_row() of rows/step10_aligned."""
+    out = []
+    for r in range(rows):
+        head = min((pack - r * cols % pack) % pack, cols)
+        out.append((head, (cols - head) // pack, (cols - head) % pack))
+    return out
+
+
+def draw_row_split(mpl, step, path):
+    rows, cols, pack = ROW_SPLIT[step]
+    cell = 0.22
+    width = cols * cell + 2.1
+    fig, ax = new_figure(mpl, width, rows, 0.4, 1.05, 0.45, 1.75, 0.35)
+    for r, (head, packs, tail) in enumerate(row_split(rows, cols, pack)):
+        y = rows - 1 - r
+        for c in range(cols):
+            if c < head:
+                colour = SPLIT_HEAD
+            elif c < head + packs * pack:
+                colour = SPLIT_BODY[(c - head) // pack % 2]
+            else:
+                colour = SPLIT_TAIL
+            ax.add_patch(mpl.Rectangle((c, y), 1, 1, facecolor=colour, edgecolor="#ffffff",
+                                       linewidth=0.6))
+        for c in range(cols + 1):   # 16-byte boundaries of the flat array, in this row
+            if (r * cols + c) % pack == 0:
+                ax.plot([c, c], [y - 0.08, y + 1.08], color="#222222", linewidth=1.2)
+    ax.set_xlim(-0.3, cols + 0.3)
+    ax.set_ylim(-0.2, rows + 0.2)
+    ax.set_yticks([rows - 0.5 - r for r in range(rows)],
+                  [f"row {r}: head {h}, tail {t}"
+                   for r, (h, _, t) in enumerate(row_split(rows, cols, pack))], fontsize=8)
+    ax.set_xticks([0, cols], ["col 0", f"{cols}"], fontsize=8)
+    bare(ax)
+    handles = [mpl.Patch(facecolor=SPLIT_HEAD, label="head: one float per thread (0 to 2)"),
+               mpl.Patch(facecolor=SPLIT_BODY[0], label="body: one float4 per lane"),
+               mpl.Patch(facecolor=SPLIT_TAIL, label="tail: one float per thread (0 to 2)"),
+               mpl.Line2D([], [], color="#222222", linewidth=1.2, label="16-byte boundary")]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
+              fontsize=8, frameon=False, borderaxespad=0.2)
+    fig.text(0.3 / width, 1 - 0.12 / fig.get_figheight(),
+             f"{step}: each row split where float4s can start", fontsize=11.5,
+             fontweight="bold", va="top")
+    fig.text(0.3 / width, 1 - 0.4 / fig.get_figheight(),
+             f"{rows} rows of {cols} floats, one after another: each row starts at another "
+             "distance from a 16-byte boundary, so each has its own head and tail",
+             fontsize=8.5, va="top", color="#333333")
+    save(mpl, fig, path)
+
+
+ROW_NO_PICTURE = ("No access-pattern picture for {step}: the row sum steps (0 to 4) have one; "
+                  "this step reads its rows as step 4 does.")
+
+
 def row_figures_block(step, readme_dir, out_dir, translate=english):
     """The figures block of a part 2 step's README: its picture, or a line saying it has none."""
+    if step in ROW_SPLIT:
+        rows, cols, pack = ROW_SPLIT[step]
+        link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
+        alt = translate(ROW_SPLIT_ALT, step=step, rows=rows, cols=cols, most=pack - 1)
+        return f"![{alt}]({link})"
     if step not in ROW_PICTURES:
-        return translate("No access-pattern picture for {step}: the row sum steps (0 to 4) "
-                         "have one; this step reads its rows as step 4 does.", step=step)
+        return translate(ROW_NO_PICTURE, step=step)
     rows, cols, _ = ROW_PICTURES[step]
     cells = row_first_loads(step, rows, cols)
     name = f"{step.replace('/', '-')}-{ROW_FIGURE}.png"
@@ -700,7 +773,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
 
 
 def row_figure_path(step, out_dir):
-    return os.path.join(out_dir, f"{step.replace('/', '-')}-{ROW_FIGURE}.png")
+    kind = ROW_SPLIT_FIGURE if step in ROW_SPLIT else ROW_FIGURE
+    return os.path.join(out_dir, f"{step.replace('/', '-')}-{kind}.png")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -754,6 +828,9 @@ def run(args):
         for step in ROW_PICTURES:
             if os.path.isfile(os.path.join(root, step, "rows.cu")):
                 draw_row_loads(mpl, step, row_figure_path(step, out_dir))
+        for step in ROW_SPLIT:
+            if os.path.isfile(os.path.join(root, step, "rows.cu")):
+                draw_row_split(mpl, step, row_figure_path(step, out_dir))
     return 0
 
 

@@ -181,8 +181,7 @@ STRINGS = {
 }
 
 STRINGS.update(rows_docs.STRINGS)
-STRINGS.update({diagrams.ROW_ALT: "", "No access-pattern picture for {step}: the row sum steps "
-                "(0 to 4) have one; this step reads its rows as step 4 does.": ""})
+STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: ""})
 STRINGS.update({
     "Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).": "",
     "| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
@@ -729,7 +728,7 @@ def part1_effect(src, step):
 
 def row_figures(src, step, translate):
     out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
-    if step in diagrams.ROW_PICTURES:
+    if step in diagrams.ROW_PICTURES or step in diagrams.ROW_SPLIT:
         src.linked.append(diagrams.row_figure_path(step, out_dir))
     return diagrams.row_figures_block(step, os.path.join(src.root, step), out_dir,
                                       translate=lambda template, **values: translate(template,

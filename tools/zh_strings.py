@@ -277,6 +277,11 @@ STRINGS = {
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有逐行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+    "{step}: how each row of a {rows} x {cols} matrix is split: up to {most} floats before its "
+    "first 16-byte boundary and after its last whole float4, loaded one by one, and float4s "
+    "between them":
+        "{step}：{rows} x {cols} 的矩阵中每一行怎样切分：每行至多 {most} 个 float 位于第一个 16 字节"
+        "边界之前、至多同样多个位于最后一个完整的 float4 之后，都逐个加载；两者之间用 float4",
 
 }
 
