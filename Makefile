@@ -98,6 +98,7 @@ help:
 	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
 	@echo "  make mutants         build the broken programs the grader must fail"
 	@echo "  make variance        a row's variance three ways in float32: plots/results/variance.csv + chart"
+	@echo "  make bf16-sum        sums of ones and of values below 1 kept in bfloat16 and in float (CPU)"
 	@echo "  make cuda12          build every program with a CUDA 12 toolkit too (log: plots/reference/)"
 	@echo "  make multigpu        build multigpu/run, the sum over several GPUs with NCCL (where nccl.h is found)"
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
