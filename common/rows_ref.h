@@ -16,7 +16,9 @@
 /* u for bfloat16: 8 significant bits (7 stored and the implicit 1), so
  * round to nearest is off by at most half an ulp, 2^-8 of the value (not
  * 2^-9: that would be 8 stored bits). Its exponent is float's, so it has
- * float's range and underflows where float does. */
+ * float's normal range; its subnormals stop near 2^-133, far above float's
+ * 2^-149, so the relative bound holds only above 2^-126; SOFTMAX_FLOOR,
+ * the 1e-38 added to every softmax tolerance, covers what lies below. */
 #define BF16_ROUNDOFF 0x1p-8
 
 /* float <-> bfloat16 bits on the host: round to nearest, ties to even, as

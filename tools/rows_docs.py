@@ -263,7 +263,8 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
     source = rsrc.path(counters.path)
     if step not in counters.steps:
         return tr("No counters for {step} in {source} yet.", step=step, source=source)
-    prev = counters.previous(step)
+    # A bfloat16 step is compared with its float twin, the step it converts.
+    prev = rsrc.m.float_twin(step) or counters.previous(step)
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
                 prev=prev or NONE_MARK, step=step), "|---|--:|--:|--:|"]
     for metric, label in ROW_COUNTERS:
@@ -288,7 +289,8 @@ def diff_block(rsrc, step, tr, steps):
     index = steps.index(step)
     if index == 0:
         return tr("{step} is the first step of part 2; there is no previous step.", step=step)
-    prev = steps[index - 1]
+    # A bfloat16 step's lesson is its diff against the float step it converts.
+    prev = rsrc.m.float_twin(step) or steps[index - 1]
     with open(rsrc.source_file(prev), encoding="utf-8") as a, \
             open(this_src, encoding="utf-8") as b:
         old, new = a.read().splitlines(), b.read().splitlines()

@@ -8,10 +8,11 @@
 //         between them goes as float4s, as aligned rows always did. This
 //         needs x and y equally far from a boundary: true of every row when
 //         they are a multiple of 16 bytes apart, else the plain path stays.
-// Why it helps: at widths like 4097 or 50257 three rows in four were read and
-//         written 4 bytes at a time: four times the memory instructions, and
-//         more registers (at 1024 threads a row, spills). Part 1's step 8
-//         peels the head and tail of its one array the same way.
+// Why it helps: at widths like 4097 or 50257 every row was read and written
+//         4 bytes at a time: four times the memory instructions, and more
+//         registers (at 1024 threads a row, 96 bytes of spills, not 32).
+//         Part 1's step 8 peels the head and tail of its one array the same
+//         way.
 // Effect: against step9_online on an NVIDIA H200: 0.99x at 32768 x 1024, a tie; 1.59x at
 //         4096 x 50257, a win (make docs writes this from plots/reference/h200-rows.csv).
 #include "check.h"
