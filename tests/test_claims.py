@@ -33,7 +33,6 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 import compare  # noqa: E402
 import docs  # noqa: E402
 import schema  # noqa: E402
