@@ -6,6 +6,7 @@
 #include "device.h"
 #include "harness.h"
 #include "rows.h"
+#include "rows_options.h"
 #include "rows_ref.h"
 
 #include <math.h>
@@ -19,6 +20,14 @@ __attribute__((weak)) struct workspace_size row_workspace(const struct row_probl
     (void)p;
     struct workspace_size none = {0, 0};
     return none;
+}
+
+/* A program with one path for every width does not define row_path_widths(). */
+__attribute__((weak)) int row_path_widths(size_t *widths, int max)
+{
+    (void)widths;
+    (void)max;
+    return 0;
 }
 
 struct context {
@@ -41,7 +50,8 @@ struct buffers {
     struct guarded x, y, mean, rstd, gamma, beta, zeroed, scratch;
     int affine;   /* LayerNorm: mean, rstd, gamma and beta exist */
     int bf16;     /* x, y, gamma and beta hold bfloat16, two to a guarded float */
-    size_t x_skip;   /* bfloat16: 1 when --offset is odd, the half-float before x */
+    /* bfloat16: 1 where the array's offset is odd, the half-float before it */
+    size_t x_skip, y_skip, gamma_skip, beta_skip;
 };
 
 static size_t floats_for(size_t bytes)
@@ -94,9 +104,9 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
      * NULL, so a float kernel in a bfloat16 program fails at once. */
     if (b->bf16) {
         p.x_bf16 = elems_of(&b->x, 1, b->x_skip);
-        p.y_bf16 = elems_of(&b->y, 1, 0);
-        p.gamma_bf16 = b->affine ? elems_of(&b->gamma, 1, 0) : NULL;
-        p.beta_bf16 = b->affine ? elems_of(&b->beta, 1, 0) : NULL;
+        p.y_bf16 = elems_of(&b->y, 1, b->y_skip);
+        p.gamma_bf16 = b->affine ? elems_of(&b->gamma, 1, b->gamma_skip) : NULL;
+        p.beta_bf16 = b->affine ? elems_of(&b->beta, 1, b->beta_skip) : NULL;
     } else {
         p.x = b->x.data;
         p.y = b->y.data;
@@ -108,18 +118,22 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
     return p;
 }
 
-static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
+static void buffers_alloc(struct buffers *b, const struct options *o,
+                          const struct row_options *ro, size_t out_count)
 {
     b->affine = step_op == ROW_LAYERNORM;
     b->bf16 = step_dtype == ROW_BF16;
     b->x_skip = b->bf16 ? (size_t)o->offset % 2 : 0;
+    b->y_skip = b->bf16 ? (size_t)ro->y_offset % 2 : 0;
+    b->gamma_skip = b->bf16 ? (size_t)ro->gamma_offset % 2 : 0;
+    b->beta_skip = b->bf16 ? (size_t)ro->beta_offset % 2 : 0;
     size_t with_affine = b->affine ? 1 : 0;
     elems_alloc(&b->x, b->bf16, (size_t)o->offset, o->n);
-    elems_alloc(&b->y, b->bf16, 0, out_count);
+    elems_alloc(&b->y, b->bf16, (size_t)ro->y_offset, out_count);
     guarded_alloc(&b->mean, 0, o->rows * with_affine);
     guarded_alloc(&b->rstd, 0, o->rows * with_affine);
-    elems_alloc(&b->gamma, b->bf16, 0, o->cols * with_affine);
-    elems_alloc(&b->beta, b->bf16, 0, o->cols * with_affine);
+    elems_alloc(&b->gamma, b->bf16, (size_t)ro->gamma_offset, o->cols * with_affine);
+    elems_alloc(&b->beta, b->bf16, (size_t)ro->beta_offset, o->cols * with_affine);
     struct row_problem p = problem_of(b, o->rows, o->cols);
     struct workspace_size size = row_workspace(&p);
     guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
@@ -151,8 +165,9 @@ static int buffers_guards_intact(const struct buffers *b, size_t n, size_t out_c
             return 0;
     if (b->bf16) {
         size_t affine = b->affine ? cols : 0;
-        return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->y, 0, out_count) &&
-               pads_intact(&b->gamma, 0, affine) && pads_intact(&b->beta, 0, affine);
+        return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->y, b->y_skip, out_count) &&
+               pads_intact(&b->gamma, b->gamma_skip, affine) &&
+               pads_intact(&b->beta, b->beta_skip, affine);
     }
     return 1;
 }
@@ -190,8 +205,9 @@ static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t y_c
 {
     if (b->bf16) {
         uint16_t *y16 = host_alloc(y_count, sizeof *y16);
-        CHECK_CUDA(cudaMemcpy(y16, elems_of(&b->y, 1, 0), y_count * sizeof *y16,
+        CHECK_CUDA(cudaMemcpy(y16, elems_of(&b->y, 1, b->y_skip), y_count * sizeof *y16,
                               cudaMemcpyDeviceToHost));
+        #pragma omp parallel for schedule(static) if (y_count > ((size_t)1 << 20))
         for (size_t k = 0; k < y_count; k++)
             h->y[k] = bf16_to_float(y16[k]);
         free(y16);
@@ -211,6 +227,7 @@ static void upload_bf16(void *d, float *h, size_t count)
     if (count == 0)
         return;
     uint16_t *h16 = host_alloc(count, sizeof *h16);
+    #pragma omp parallel for schedule(static) if (count > ((size_t)1 << 20))
     for (size_t k = 0; k < count; k++) {
         h16[k] = bf16_from_float(h[k]);
         h[k] = bf16_to_float(h16[k]);
@@ -234,8 +251,8 @@ static long long outputs_differ(const struct outputs *a, const struct outputs *b
     return -1;
 }
 
-static int run_one(const struct options *opt, const struct context *c, int quiet, char *why,
-                   size_t why_len)
+static int run_one(const struct options *opt, const struct row_options *ro,
+                   const struct context *c, int quiet, char *why, size_t why_len)
 {
     struct options o = *opt;
     const struct gpu_info *g = &c->gpu;
@@ -257,19 +274,21 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                            host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
     double *times = host_alloc((size_t)reps, sizeof(double));
     size_t one = onehot_index(n, o.seed, o.at_given, o.at);
-    fill_rows(h_x, rows, cols, o.fill, o.seed, one);
+    fill_row_input(h_x, rows, cols, o.fill, ro->fill, ro->mask, o.seed, one);
     fill_affine(h_gamma, h_beta, cols, o.seed);
+    char fill[64];
+    row_fill_name(&o, ro, fill, sizeof fill);
 
     struct buffers b;
-    buffers_alloc(&b, &o, out_count);
+    buffers_alloc(&b, &o, ro, out_count);
     size_t affine_cols = b.affine ? cols : 0;
     if (b.bf16) {
         /* The same fills, rounded to bfloat16 once here; the reference then
          * starts from the rounded values (h_x, h_gamma and h_beta widened
          * back), so the input's rounding is no error of the program's. */
         upload_bf16(elems_of(&b.x, 1, b.x_skip), h_x, n);
-        upload_bf16(elems_of(&b.gamma, 1, 0), h_gamma, affine_cols);
-        upload_bf16(elems_of(&b.beta, 1, 0), h_beta, affine_cols);
+        upload_bf16(elems_of(&b.gamma, 1, b.gamma_skip), h_gamma, affine_cols);
+        upload_bf16(elems_of(&b.beta, 1, b.beta_skip), h_beta, affine_cols);
     } else {
         CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
         CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
@@ -306,7 +325,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     }
 
     struct row_verdict v;
-    check_rows(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean, first.rstd, &v);
+    check_rows_every(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean,
+                     first.rstd, ro->check_every, &v);
     long long moved = reps > 1 ? outputs_differ(&first, &last, out_count, per_row) : -1;
     int pass = v.bad == 0 && moved < 0 && guards_ok && zeroed_ok;
 
@@ -340,9 +360,15 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         gbps = bytes / (s.median * 1e3);
     }
     if (!quiet) {
-        printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d\n", rows,
-               cols, n * elem / 1048576.0, row_kind_name(op, dtype), fill_name(o.fill),
+        printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d", rows,
+               cols, n * elem / 1048576.0, row_kind_name(op, dtype), fill,
                (unsigned long long)o.seed, o.offset);
+        if (ro->y_offset || ro->gamma_offset || ro->beta_offset)
+            printf(" (y %d, gamma %d, beta %d)", ro->y_offset, ro->gamma_offset, ro->beta_offset);
+        printf("\n");
+        if (ro->check_every > 1)
+            printf("checked  rows 0, %zu, %zu ... and the last %zu only (--check-every)\n",
+                   ro->check_every, 2 * ro->check_every, ro->check_every);
         if (!o.check_only) {
             printf("time     median %.2f us   min %.2f   max %.2f   (%d warm-up, %d timed, L2 %s)\n",
                    s.median, s.min, s.max, o.warmup, o.reps, o.flush ? "flushed" : "not flushed");
@@ -351,7 +377,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         }
         if (v.exact)
             printf("result   every output equals the reference exactly (zero tolerance: integer "
-                   "sums under 2^24, or a copy)\n");
+                   "sums under 2^24, masked values, or a copy)\n");
         else
             printf("result   worst %s: %.9g, reference %.9g, |error| %.3g = %.2f x its tolerance %.3g\n",
                    where, v.got, v.want, fabs(v.got - v.want), v.ratio, v.tol);
@@ -365,7 +391,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             .warmup = o.check_only ? 0 : o.warmup, .us = s, .gbps = gbps,
             .pct_peak = 100.0 * gbps / g->peak_gbps, .result = (float)v.got,
             .reference = v.want, .abs_err = fabs(v.got - v.want), .tol = v.tol, .pass = pass,
-            .flush = flush.buf != NULL, .offset = o.offset, .fill = fill_name(o.fill),
+            .flush = flush.buf != NULL, .offset = o.offset, .fill = fill,
             .seed = o.seed, .distinct = moved < 0 ? 1 : 2, .rows = rows, .cols = cols,
             .op = row_kind_name(op, dtype), .bytes = bytes,
         };
@@ -392,41 +418,58 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     return rc;
 }
 
-/* A run as the user asked for it; a timed run first makes verify_set()'s
+/* A run as the user asked for it; a timed run first makes rows_verify_set()'s
  * checks, so that its PASS means what the grader's does at that shape. */
-static int run(const struct options *o, void *ctx)
+static int run(const struct options *o, const struct row_options *ro, void *ctx)
 {
     const struct context *c = ctx;
     if (!o->check_only && o->verify) {
-        struct options checks[VERIFY_MAX];
-        int stat_fills = step_op == ROW_LAYERNORM || step_op == ROW_SOFTMAX;
-        int count = verify_set(o, stat_fills, checks);
+        struct options checks[ROWS_VERIFY_MAX];
+        struct row_options row_checks[ROWS_VERIFY_MAX];
+        int count = rows_verify_set(o, ro, step_op, step_dtype, checks, row_checks);
         for (int k = 0; k < count; k++) {
-            char why[512];
-            if (run_one(&checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
-                printf("check    --rows %zu --cols %zu --offset %d --fill %s: %s\n",
-                       checks[k].rows, checks[k].cols, checks[k].offset,
-                       fill_name(checks[k].fill), why);
+            char why[512], fill[64];
+            if (run_one(&checks[k], &row_checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
+                row_fill_name(&checks[k], &row_checks[k], fill, sizeof fill);
+                printf("check    --rows %zu --cols %zu --offset %d --y-offset %d --fill %s: %s\n",
+                       checks[k].rows, checks[k].cols, checks[k].offset, row_checks[k].y_offset,
+                       fill, why);
                 printf("FAIL: a check before timing failed (make check STEP=rows/... lists them all)\n");
                 return EXIT_WRONG;
             }
         }
-        printf("check    PASS: exact fill at this shape%s, offset %d and %d%s\n",
-               o->cols > 1 ? " and one column fewer" : "", o->offset, checks[count - 1 - 2 * stat_fills].offset,
-               stat_fills ? "; shifted and tiny fills" : "");
+        printf("check    PASS: %d checks: the exact fill at this shape%s, with x and then y moved "
+               "in its pack%s%s%s\n", count, o->cols > 1 ? " and one column fewer" : "",
+               step_op == ROW_LAYERNORM || step_op == ROW_SOFTMAX ? "; shifted and tiny fills" : "",
+               step_op == ROW_LAYERNORM ? "; the centered fill" : "",
+               step_op == ROW_SOFTMAX ? "; the levels fill, masked" : "");
     }
-    return run_one(o, c, 0, NULL, 0);
+    return run_one(o, ro, c, 0, NULL, 0);
+}
+
+/* --gpu-info's part 2 lines: what the grader needs to know of this program. */
+static void print_row_info(void)
+{
+    size_t widths[32];
+    int count = row_path_widths(widths, 32);
+    printf("op=%s\ndtype=%s\npack=%d\nmax_cols=%zu\nmax_n=%zu\npath_widths=", row_op_name(step_op),
+           step_dtype == ROW_BF16 ? "bf16" : "f32", row_pack_elements(step_dtype), ROWS_MAX_COLS,
+           ROWS_MAX_N);
+    for (int k = 0; k < count; k++)
+        printf("%s%zu", k ? "," : "", widths[k]);
+    printf("\n");
 }
 
 int main(int argc, char **argv)
 {
     struct options o;
+    struct row_options ro;
     struct context c;
     char err[256];
     program_name(argv[0], c.name, sizeof c.name);
-    switch (parse_options(argc, argv, PROGRAM_ROWS, &o, err, sizeof err)) {
+    switch (rows_parse(argc, argv, step_op, step_dtype, &o, &ro, err, sizeof err)) {
     case PARSE_HELP:
-        print_usage(argv[0], PROGRAM_ROWS);
+        rows_usage(argv[0], step_op, step_dtype);
         return EXIT_VERIFIED;
     case PARSE_VERSION:
         print_version(c.name);
@@ -437,6 +480,7 @@ int main(int argc, char **argv)
     case PARSE_GPU_INFO:
         open_device(o.device, &c.gpu);
         print_gpu_info(&c.gpu);
+        print_row_info();
         return EXIT_VERIFIED;
     case PARSE_OK:
         break;
@@ -448,8 +492,8 @@ int main(int argc, char **argv)
     open_device(o.device, &c.gpu);
     print_gpu_line(c.name, &c.gpu);
     if (o.checks_path != NULL)
-        return run_lines(o.checks_path, &o, 1, argv[0], run, &c);
+        return rows_run_lines(o.checks_path, &o, step_op, step_dtype, 1, argv[0], run, &c);
     if (o.runs_path != NULL)
-        return run_lines(o.runs_path, &o, 0, argv[0], run, &c);
-    return run(&o, &c);
+        return rows_run_lines(o.runs_path, &o, step_op, step_dtype, 0, argv[0], run, &c);
+    return run(&o, &ro, &c);
 }

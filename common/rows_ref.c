@@ -57,6 +57,117 @@ void fill_affine(float *gamma, float *beta, size_t cols, unsigned long long seed
     }
 }
 
+void fill_levels(float *x, size_t n, unsigned long long seed)
+{
+    uint64_t base = splitmix64(splitmix64(seed) ^ 0x1e7e15ull);
+    #pragma omp parallel for schedule(static) if (n > ((size_t)1 << 20))
+    for (size_t i = 0; i < n; i++)
+        x[i] = (splitmix64(base + i) >> 63) ? 0.0f : LEVELS_LOW;
+}
+
+double centered_value(size_t cols)
+{
+    double c = 128.0;
+    while (c > 1.0 && c * (double)cols >= EXACT_SUM_LIMIT)
+        c /= 2.0;
+    return c;
+}
+
+void fill_centered(float *x, size_t rows, size_t cols, unsigned long long seed)
+{
+    float center = (float)centered_value(cols);
+    uint64_t base = splitmix64(splitmix64(seed) ^ 0xce47e5ull);
+    #pragma omp parallel for schedule(static) if (rows * cols > ((size_t)1 << 20))
+    for (size_t r = 0; r < rows; r++) {
+        float *xr = x + r * cols;
+        for (size_t c = 0; c + 1 < cols; c += 2) {
+            float d = (float)((int)(splitmix64(base + r * cols + c) % 3) - 1);
+            xr[c] = center + d;
+            xr[c + 1] = center - d;
+        }
+        if (cols % 2)
+            xr[cols - 1] = center;
+    }
+}
+
+static const char *const mask_names[MASK_COUNT] = {"none", "causal", "padded", "ends", "topk",
+                                                   "mixed"};
+
+const char *mask_name(enum row_mask mask)
+{
+    return (unsigned)mask < MASK_COUNT ? mask_names[mask] : "?";
+}
+
+int parse_mask(const char *s, enum row_mask *out)
+{
+    for (int k = 0; k < MASK_COUNT; k++)
+        if (s != NULL && strcmp(s, mask_names[k]) == 0) {
+            *out = (enum row_mask)k;
+            return 0;
+        }
+    return -1;
+}
+
+/* Row r of a mask (mixed picks one of the four by r mod 4), p its parameter. */
+static void mask_row(float *x, size_t cols, enum row_mask mask, size_t p, uint64_t h)
+{
+    switch (mask) {
+    case MASK_CAUSAL:
+        for (size_t c = p % cols + 1; c < cols; c++)
+            x[c] = -INFINITY;
+        break;
+    case MASK_PADDED:
+        if (p % 2 == 0)
+            for (size_t c = 0; c < cols; c++)
+                x[c] = -INFINITY;
+        break;
+    case MASK_ENDS: {
+        size_t ends = 1 + p % 8;
+        for (size_t c = 0; c < cols; c++)
+            if (c < ends || c + ends >= cols)
+                x[c] = -INFINITY;
+        break;
+    }
+    case MASK_TOPK: {
+        /* Each value kept with probability k / cols: about k kept, at places
+         * that depend on the seed only. */
+        double keep = (double)(1 + p % 64) / (double)cols;
+        for (size_t c = 0; c < cols; c++)
+            if ((double)(splitmix64(h + c) >> 11) * 0x1p-53 >= keep)
+                x[c] = -INFINITY;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void mask_rows(float *x, size_t rows, size_t cols, enum row_mask mask, unsigned long long seed)
+{
+    static const enum row_mask turn[4] = {MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK};
+    if (mask == MASK_NONE)
+        return;
+    uint64_t base = splitmix64(splitmix64(seed) ^ 0x3a5cull);
+    #pragma omp parallel for schedule(static) if (rows * cols > ((size_t)1 << 20))
+    for (size_t r = 0; r < rows; r++) {
+        enum row_mask m = mask == MASK_MIXED ? turn[r % 4] : mask;
+        size_t p = mask == MASK_MIXED ? r / 4 : r;
+        mask_row(x + r * cols, cols, m, p, splitmix64(base + r) * cols);
+    }
+}
+
+void fill_row_input(float *x, size_t rows, size_t cols, enum fill_kind fill, enum row_fill own,
+                    enum row_mask mask, unsigned long long seed, size_t one)
+{
+    if (own == ROW_FILL_LEVELS)
+        fill_levels(x, rows * cols, seed);
+    else if (own == ROW_FILL_CENTERED)
+        fill_centered(x, rows, cols, seed);
+    else
+        fill_rows(x, rows, cols, fill, seed, one);
+    mask_rows(x, rows, cols, mask, seed);
+}
+
 void row_stats(const float *x, size_t cols, struct row_stats *s)
 {
     double sum = 0.0, sum_abs = 0.0, max = -HUGE_VAL;
@@ -76,13 +187,14 @@ void row_stats(const float *x, size_t cols, struct row_stats *s)
     s->var = var / (double)cols;
     s->max = max;
     s->exact = integers && sum_abs < EXACT_SUM_LIMIT;
+    s->exact_var = s->exact && mean == floor(mean) && var < EXACT_SUM_LIMIT;
 }
 
 void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct ln_bounds *b)
 {
     const double u = UNIT_ROUNDOFF;
     double n = (double)cols;
-    double dm = gamma_k(n + 1.0) * (s->sum_abs / n);
+    double dm = s->exact ? gamma_k(2.0) * fabs(s->mean) : gamma_k(n + 1.0) * (s->sum_abs / n);
     double v = s->var + eps;
     double rho_v = (gamma_k(n + 2.0) * s->var + (1.0 + gamma_k(n + 2.0)) * dm * dm) / v + 2.0 * u;
     double rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
@@ -94,6 +206,18 @@ void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct
     b->rho_r = rho_r;
 }
 
+int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, struct ln_bounds *b)
+{
+    if (!s->exact_var || kernel_mean != s->mean)
+        return 0;
+    const double u = UNIT_ROUNDOFF;
+    double rho_v = 3.0 * u;
+    b->rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    b->rstd_tol = b->rho_r * b->rstd;
+    b->dm = 0.0;
+    return 1;
+}
+
 double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double beta, double y)
 {
     const double u = UNIT_ROUNDOFF;
@@ -102,13 +226,40 @@ double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double
            u * (fabs(beta) + fabs(y));
 }
 
-double softmax_rel_tol(double x, double max, double spread, size_t cols)
+void softmax_stats(const float *x, size_t cols, struct softmax_stats *s)
 {
-    return UNIT_ROUNDOFF * (fabs(x - max) + spread + 8.0) + gamma_k(4.0 * (double)cols);
+    double max = -HUGE_VAL, sum = 0.0, spread = 0.0;
+    for (size_t c = 0; c < cols; c++)
+        max = fmax(max, x[c]);
+    int exact = 1;
+    if (max != -HUGE_VAL) {
+        for (size_t c = 0; c < cols; c++) {
+            double d = max - x[c];   /* inf for a masked value: exp(-inf) = 0 */
+            sum += exp(-d);
+            spread += exp(-d) * (isinf(d) ? 0.0 : d);
+            exact &= d == 0.0 || d >= SOFTMAX_UNDERFLOW;
+        }
+        spread /= sum;
+    }
+    s->max = max;
+    s->sum = sum;
+    s->spread = spread;
+    s->exact = exact;
 }
 
 /* Outputs this small are zero as far as float is concerned. */
 #define SOFTMAX_FLOOR 1e-38
+
+double softmax_tol(const struct softmax_stats *s, double x, double want, size_t cols)
+{
+    if (x == -HUGE_VAL || s->max == -HUGE_VAL)
+        return 0.0;   /* masked: exactly 0 */
+    if (s->exact)
+        return SOFTMAX_EXACT_ULPS * UNIT_ROUNDOFF * want + SOFTMAX_FLOOR;
+    double rel = UNIT_ROUNDOFF * (fabs(x - s->max) + 2.0 * s->spread + 8.0) +
+                 gamma_k(4.0 * (double)cols);
+    return rel * want + SOFTMAX_FLOOR;
+}
 
 static void consider(struct row_verdict *v, const char *what, size_t row, size_t col,
                      double got, double want, double tol)
@@ -161,7 +312,7 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
                       const float *rstd, struct row_verdict *v)
 {
     struct row_stats s;
-    if (op != ROW_COPY)
+    if (op == ROW_SUM || op == ROW_LAYERNORM)
         row_stats(xr, cols, &s);
     const float *yr = y + r * cols;
     int bf16 = dtype == ROW_BF16;
@@ -174,6 +325,7 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
     case ROW_LAYERNORM: {
         struct ln_bounds b;
         layernorm_bounds(&s, cols, eps, &b);
+        layernorm_exact_variance(&s, mean[r], &b);
         consider(v, "mean", r, 0, mean[r], b.mean, b.mean_tol);
         consider(v, "rstd", r, 0, rstd[r], b.rstd, b.rstd_tol);
         for (size_t c = 0; c < cols; c++) {
@@ -184,15 +336,13 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
         break;
     }
     case ROW_SOFTMAX: {
-        double total = 0.0, spread = 0.0;
+        struct softmax_stats sm;
+        softmax_stats(xr, cols, &sm);
         for (size_t c = 0; c < cols; c++) {
-            total += exp(xr[c] - s.max);
-            spread = fmax(spread, s.max - xr[c]);
-        }
-        for (size_t c = 0; c < cols; c++) {
-            double want = exp(xr[c] - s.max) / total;
-            double tol = softmax_rel_tol(xr[c], s.max, spread, cols) * want + SOFTMAX_FLOOR;
-            consider(v, "y", r, c, yr[c], want, bf16 ? bf16_output_tol(tol, want) : tol);
+            /* A masked value, or a fully masked row: 0, the safe softmax's answer. */
+            double want = sm.max == -HUGE_VAL ? 0.0 : exp(xr[c] - sm.max) / sm.sum;
+            double tol = softmax_tol(&sm, xr[c], want, cols);
+            consider(v, "y", r, c, yr[c], want, bf16 && tol > 0.0 ? bf16_output_tol(tol, want) : tol);
         }
         break;
     }
@@ -207,6 +357,14 @@ void check_rows(enum row_op op, enum row_dtype dtype, const float *x, size_t row
                 const float *gamma, const float *beta, double eps, const float *y,
                 const float *mean, const float *rstd, struct row_verdict *v)
 {
+    check_rows_every(op, dtype, x, rows, cols, gamma, beta, eps, y, mean, rstd, 1, v);
+}
+
+void check_rows_every(enum row_op op, enum row_dtype dtype, const float *x, size_t rows,
+                      size_t cols, const float *gamma, const float *beta, double eps,
+                      const float *y, const float *mean, const float *rstd, size_t every,
+                      struct row_verdict *v)
+{
     memset(v, 0, sizeof *v);
     v->exact = 1;
     #pragma omp parallel
@@ -216,7 +374,9 @@ void check_rows(enum row_op op, enum row_dtype dtype, const float *x, size_t row
         part.exact = 1;
         #pragma omp for schedule(static)
         for (size_t r = 0; r < rows; r++)
-            check_row(op, dtype, x + r * cols, r, cols, gamma, beta, eps, y, mean, rstd, &part);
+            if (r % every == 0 || r + every >= rows)
+                check_row(op, dtype, x + r * cols, r, cols, gamma, beta, eps, y, mean, rstd,
+                          &part);
         #pragma omp critical
         merge(v, &part);
     }

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "harness.h"
 #include "rows.h"
 
 #define LN_EPS 1e-5f   /* PyTorch's default for layer_norm */
@@ -35,18 +36,67 @@ double bf16_output_tol(double tol, double y);
 /* gamma and beta for LayerNorm: 1 + [-0.5, 0.5) and [-0.5, 0.5), from the seed. */
 void fill_affine(float *gamma, float *beta, size_t cols, unsigned long long seed);
 
+/* --fill levels (part 2 only): every value 0 or -200, from the seed. In
+ * float, exp(-200) underflows to 0 and exp(0) is 1, so every exponential a
+ * softmax takes is exactly 0 or 1, its sum is an exact count S in any order,
+ * and every output is 1/S or 0: a check a few ulps wide at any width. Sums
+ * and LayerNorm's mean are exact too (integers, sum|x| < 2^24 below 83886
+ * columns). Exact in bfloat16 as well. */
+#define LEVELS_LOW (-200.0f)
+void fill_levels(float *x, size_t n, unsigned long long seed);
+
+/* --fill centered (part 2 only): in each row, C + d with d in {-1, 0, 1} and
+ * the d summing to 0 (in pairs, d and -d; a last odd value is C), where C is
+ * the largest power of two up to 128 with C x cols < 2^24: 128 up to 131071
+ * columns, 8 at 2^20. So the mean is exactly C, the deviations are exact
+ * integers, and a LayerNorm that forms the mean from the sum and the
+ * variance around it computes both exactly at any width: its check is a few
+ * ulps wide, and E[x^2] - E[x]^2 (C^2 against a variance of about 2/3) or
+ * eps outside the square root fail it. Exact in bfloat16 too (C + 1 has at
+ * most 8 significant bits). */
+void fill_centered(float *x, size_t rows, size_t cols, unsigned long long seed);
+double centered_value(size_t cols);   /* C */
+
+/* Part 2's own fills, beside harness.h's enum fill_kind. */
+enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
+
+/* --mask (part 2's softmax only): -inf laid over the fill, as attention and
+ * sampling mask their scores. Row r, with p = r (or r / 4 for mixed):
+ *   causal: keeps its first (p mod cols) + 1 values (a causal attention row);
+ *   padded: all -inf when p is even (a padding row), untouched when odd;
+ *   ends:   -inf in its first and last 1 + (p mod 8) values (the head and
+ *           tail floats that no 16-byte pack covers);
+ *   topk:   keeps about 1 + (p mod 64) values at seeded places (top-k
+ *           sampling over a vocabulary), sometimes none;
+ *   mixed:  row r takes causal, padded, ends and topk in turn (r mod 4). */
+enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
+#define MASK_COUNT 6
+const char *mask_name(enum row_mask mask);
+int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
+void mask_rows(float *x, size_t rows, size_t cols, enum row_mask mask, unsigned long long seed);
+
+/* A part 2 input: harness.h's fill_rows() (own = ROW_FILL_SHARED) or one of
+ * part 2's own fills, then the mask. one = onehot_index(). */
+void fill_row_input(float *x, size_t rows, size_t cols, enum fill_kind fill, enum row_fill own,
+                    enum row_mask mask, unsigned long long seed, size_t one);
+
 /* The statistics of one row, in double (two passes). */
 struct row_stats {
     double sum, sum_abs;   /* sum of x, sum of |x| */
     double mean, var;      /* var = sum (x - mean)^2 / cols: the population variance */
     double max;            /* for softmax */
     int exact;             /* every x an integer and sum_abs < 2^24 */
+    int exact_var;         /* exact, an integer mean, and sum (x - mean)^2 < 2^24 */
 };
 void row_stats(const float *x, size_t cols, struct row_stats *s);
 
 /* LayerNorm's error bounds for one row, for float arithmetic in any order of
  * adds (tests/unit_tests.c derives them step by step and tries them):
- *   mean:  |mean' - mean| <= dm = g(cols + 1) * mean|x|
+ *   mean:  |mean' - mean| <= dm = g(cols + 1) * mean|x|; when the row's sum is
+ *          exact (s->exact: integers, sum|x| < 2^24, so any order of adds is
+ *          exact) only the division, or a product with a rounded 1 / cols,
+ *          rounds: dm = g(2) |mean|, at any width. (This assumes the mean is
+ *          formed from the row's sum, as every step here does.)
  *   var:   relative error of var' + eps <= rho_v
  *          = (g(cols + 2) * var + (1 + g(cols + 2)) * dm^2) / (var + eps) + 2u
  *   rstd:  relative error <= rho_r = rho_v / 2 + (MATH_ULPS + 1) u (+ rho_v^2)
@@ -59,13 +109,42 @@ struct ln_bounds {
     double dm, rho_r;           /* for y's tolerance */
 };
 void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct ln_bounds *b);
+
+/* When s->exact_var and the kernel's own mean is the exact mean, its
+ * deviations x - mean and their squares are exact integers, so the
+ * variance's sum is exact in any order: only the division, + eps and rsqrtf
+ * round. Then rho_v = 3u, dm = 0 for y, and every bound above is a few ulps
+ * at any width (the centered fill is built for this). A kernel whose mean is
+ * one rounding off keeps the general bound. Returns 1 if it tightened b. */
+int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, struct ln_bounds *b);
 double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double beta, double y);
 
-/* Softmax's bound for element i of one row (max M, max |x - M| = D, sum of
- * exp(x - M) = S): relative error <= u (|x_i - M| + D + 8) + g(4 cols), which
- * covers the rounding of x - M, expf, the sum in any order, the online
- * rescales and the division. */
-double softmax_rel_tol(double x, double max, double spread, size_t cols);
+/* Softmax over one row, in double, -inf values (masked) left out. */
+struct softmax_stats {
+    double max;      /* M, over the finite values; -inf when every value is -inf */
+    double sum;      /* S = sum of exp(x - M) */
+    double spread;   /* W = sum of y_j |x_j - M|: the rounding of x - M, weighted by output */
+    int exact;       /* every finite x is M or at least SOFTMAX_UNDERFLOW below it */
+};
+/* exp(x) rounds to 0 in float below ln(2^-150), about -103.97. */
+#define SOFTMAX_UNDERFLOW 104.0
+void softmax_stats(const float *x, size_t cols, struct softmax_stats *s);
+
+/* The tolerance of y_i = exp(x_i - M) / S (want is that value in double):
+ *   a masked x_i (-inf), or any x_i of a fully masked row: 0. Its output is
+ *     exactly 0, as in attention kernels (plain torch.softmax gives NaN for
+ *     a fully masked row: 0 / 0);
+ *   an exact row: SOFTMAX_EXACT_ULPS u y_i, since every exponential is 0
+ *     or 1 and S an exact count: only 1 / S rounds;
+ *   otherwise y_i (u (|x_i - M| + 2 W + 8) + g(4 cols)): the rounding of
+ *     x_i - M, of every other x_j - M and of the online rescales' arguments
+ *     (W each, weighted by y_j: a term far below the max barely counts),
+ *     expf and the division (8 u), and the sum with its rescales in any
+ *     order (g(4 cols)). The sum's term is the one that grows with the width:
+ *     adds in any order can round that much.
+ * Plus SOFTMAX_FLOOR (1e-38): outputs that small are zero to float. */
+#define SOFTMAX_EXACT_ULPS 4.0
+double softmax_tol(const struct softmax_stats *s, double x, double want, size_t cols);
 
 /* The worst element of a check: where |got - want| / tol is largest. */
 struct row_verdict {
@@ -87,6 +166,15 @@ struct row_verdict {
 void check_rows(enum row_op op, enum row_dtype dtype, const float *x, size_t rows, size_t cols,
                 const float *gamma, const float *beta, double eps, const float *y,
                 const float *mean, const float *rstd, struct row_verdict *v);
+
+/* check_rows() on rows 0, every, 2 every, ... and on the last `every` rows
+ * only (every = 1: all of them), for a matrix so large that checking each
+ * row on the CPU would take minutes: the grader's check past 2^32 elements,
+ * whose bugs (an index of 32 bits) spoil every row past a point. */
+void check_rows_every(enum row_op op, enum row_dtype dtype, const float *x, size_t rows,
+                      size_t cols, const float *gamma, const float *beta, double eps,
+                      const float *y, const float *mean, const float *rstd, size_t every,
+                      struct row_verdict *v);
 
 /* Bytes one run must move through DRAM: every input read once, every output
  * written once (GB/s = bytes / time); x, y, gamma and beta at 2 bytes an

@@ -83,8 +83,9 @@ for p in $row_programs; do
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
     for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2G" "--rows" "--cols" \
-                "-n 5" "--rows 3000000000 --cols 1000" "--rows 3000000 --cols 1000" \
-                "--cols 2000000" "--reps 0" "--warmup x" "--fill nope" "--offset 4" "--seed -1" \
+                "-n 5" "--rows 3000000000 --cols 1000" "--rows 70000000 --cols 1048576" \
+                "--cols 2000000" "--reps 0" "--warmup x" "--fill nope" "--offset 8" "--seed -1" \
+                "--y-offset 8" "--mask nope" "--check-every 0" \
                 "--bogus" "--csv" "--at 3" "--checks" "--csv /nonexistent-dir/x.csv"; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args

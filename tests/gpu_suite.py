@@ -11,7 +11,9 @@ program and CUB, and over every broken fixture, each of which must FAIL it.
   - the timed CSV row, and --device out of range.
 Without a CUDA device it prints one line and counts itself as skipped, never
 as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
-how many checks run at once.
+how many checks run at once. GPU_PART=sum or GPU_PART=rows runs one part's
+programs and fixtures alone (each part's suite fits a 10-minute call on a
+lent GPU; `make test` runs both).
 """
 import concurrent.futures
 import csv
@@ -35,10 +37,17 @@ CUB = "baseline_cub/run"
 PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide")
 
 
+def parts():
+    """The parts this run covers: [("", "reduce.cu"), ("rows/", "rows.cu")] or one of them."""
+    chosen = os.environ.get("GPU_PART", "")
+    both = [("", "reduce.cu"), ("rows/", "rows.cu")]
+    return [p for p in both if not chosen or (chosen == "rows") == (p[0] == "rows/")]
+
+
 def step_programs():
     """Part 1's steps and CUB, then part 2's steps and baselines, in step order."""
     found = []
-    for part, source in (("", "reduce.cu"), ("rows/", "rows.cu")):
+    for part, source in parts():
         dirs = [d for d in glob.glob(part + "step*_*")
                 if re.match(r"^step\d+_", os.path.basename(d))
                 and os.path.isfile(os.path.join(d, source))]
@@ -52,7 +61,8 @@ def step_programs():
 def fixtures():
     """[(run path, what must catch it)] for the hand-written and mutant fixtures."""
     found = []
-    for src in sorted(glob.glob("tests/broken/*/reduce.cu")):
+    sums, rows = [p for p, _ in parts()] == [""], [p for p, _ in parts()] == ["rows/"]
+    for src in [] if rows else sorted(glob.glob("tests/broken/*/reduce.cu")):
         with open(src) as handle:
             match = re.search(r"^// caught by: (.+)$", handle.read(), re.M)
         found.append((os.path.join(os.path.dirname(src), "run"),
@@ -62,6 +72,8 @@ def fixtures():
             fields = [f.strip() for f in line.split("|")]
             if len(fields) >= 4 and not line.startswith("#"):
                 part = "rows/" if fields[1].startswith("rows/") else ""
+                if (part == "rows/" and sums) or (part == "" and rows):
+                    continue
                 found.append((f"build/mutants/{part}{fields[0]}/run", fields[2]))
     return found
 
@@ -75,7 +87,9 @@ def caught_as(outcome, expected):
 def extra_checks(tmp):
     """(label, ok, detail) for what the grader does not cover."""
     results = []
-    for program in ("step0_naive/run", CUB):
+    part1 = "" in [p for p, _ in parts()]
+    part2 = "rows/" in [p for p, _ in parts()]
+    for program in ("step0_naive/run", CUB) if part1 else ():
         path = os.path.join(tmp, os.path.basename(os.path.dirname(program)) + ".csv")
         proc = subprocess.run([program, "-n", "100003", "--reps", "3", "--warmup", "1",
                                "--csv", path], capture_output=True, text=True)
@@ -87,7 +101,7 @@ def extra_checks(tmp):
               and rows[0]["mode"] == "timed" and rows[0]["distinct"] == "1"
               and float(rows[0]["median_us"]) > 0 and len(rows[0]["code_hash"]) == 12)
         results.append((f"timed CSV row of {program}", ok, f"exit {proc.returncode}, rows {rows}"))
-    for program in ("rows/step6_registers/run", "rows/baseline_copy/run"):
+    for program in ("rows/step6_registers/run", "rows/baseline_copy/run") if part2 else ():
         path = os.path.join(tmp, program.replace("/", "_") + ".csv")
         proc = subprocess.run([program, "--rows", "1000", "--cols", "1000", "--reps", "3",
                                "--warmup", "1", "--csv", path], capture_output=True, text=True)
@@ -100,6 +114,8 @@ def extra_checks(tmp):
               and rows[0]["op"] in ("layernorm", "copy") and float(rows[0]["bytes"]) >= 8e6
               and float(rows[0]["median_us"]) > 0 and rows[0]["arch"].startswith("sm_"))
         results.append((f"timed CSV row of {program}", ok, f"exit {proc.returncode}, rows {rows}"))
+    if not part1:
+        return results
     # --runs: many timed runs in one process, one row each (make bench's rounds).
     path = os.path.join(tmp, "runs.csv")
     lines = os.path.join(tmp, "runs.txt")
@@ -126,7 +142,10 @@ def main():
         print(f"gpu: not built: {', '.join(missing)} (run make test, which builds them)")
         print("gpu: 0 passed, 1 failed")
         return 1
-    probe = subprocess.run([CUB, "--check", "-n", "1"], capture_output=True, text=True)
+    first = programs[0] if programs else CUB
+    probe = subprocess.run([first, "--check"] + (["--rows", "1", "--cols", "1"] if
+                                                 first.startswith("rows/") else ["-n", "1"]),
+                           capture_output=True, text=True)
     if probe.returncode == 3 and "no CUDA device" in probe.stderr:
         print(f"gpu: skipped: {probe.stderr.strip().removeprefix('error: ')}")
         print("gpu: 0 passed, 0 failed, 1 skipped")
@@ -152,8 +171,9 @@ def main():
     by_program = {r.program: r for r in reports[len(programs):] + more}
     reports = reports[:len(programs)] + [by_program[f] for f in fixture_runs]
     passed = failed = skipped = 0
+    which = {"sum": " (part 1 only)", "rows": " (part 2 only)"}.get(os.environ.get("GPU_PART", ""), "")
     print(f"gpu: {sum(len(r.outcomes) for r in reports)} checks on {gpu}, "
-          f"{len(programs)} programs and {len(broken)} broken fixtures")
+          f"{len(programs)} programs and {len(broken)} broken fixtures{which}")
     for report in reports[:len(programs)]:
         grade.print_report(report)
         passed += len(report.outcomes) - len(report.failed) - len(report.skipped)

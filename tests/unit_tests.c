@@ -2,6 +2,7 @@
  * Prints one line per failed check and ends with "unit: N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include "harness.h"
+#include "rows_options.h"
 #include "rows_ref.h"
 
 #include <float.h>
@@ -681,6 +682,325 @@ static void test_bf16(void)
            strcmp(row_kind_name(ROW_SOFTMAX, ROW_F32), "softmax") == 0);
 }
 
+/* A float softmax as the steps compute it, each row split over `threads`
+ * threads that take every threads-th value (the online pass of steps 9-11:
+ * a running max m and a sum s of exp(x - m), rescaled when m grows), then
+ * combined in order. guarded: with steps 8-11's guards for a max of -inf
+ * (exp_minus_max, inverse); drop: leave the row's last `drop` values out of
+ * the sum (an online loop that stops a pack early). */
+static float exp_from(float x, float max, int guarded)
+{
+    return expf(x - (guarded && max == -INFINITY ? 0.0f : max));
+}
+
+static float rescaled(float s, float m, float M)
+{
+    return m == M ? s : s * expf(m - M);
+}
+
+static void float_softmax(const float *x, size_t cols, size_t threads, int guarded, size_t drop,
+                          float *y)
+{
+    float M = -INFINITY, S = 0.0f;
+    for (size_t t = 0; t < threads; t++) {
+        float m = -INFINITY, s = 0.0f;
+        for (size_t c = t; c + drop < cols; c += threads) {
+            float grown = fmaxf(m, x[c]);
+            s = rescaled(s, m, grown);
+            m = grown;
+            s += exp_from(x[c], m, guarded);
+        }
+        float grown = fmaxf(M, m);
+        S = rescaled(S, M, grown) + rescaled(s, m, grown);
+        M = grown;
+    }
+    float inv = guarded ? (S > 0.0f ? 1.0f / S : 0.0f) : 1.0f / S;
+    for (size_t c = 0; c < cols; c++)
+        y[c] = exp_from(x[c], M, guarded) * inv;
+}
+
+/* check_rows() on float_softmax() of every row of x. */
+static struct row_verdict softmax_verdict(const float *x, size_t rows, size_t cols,
+                                          size_t threads, int guarded, size_t drop)
+{
+    float *y = malloc(rows * cols * sizeof *y);
+    for (size_t r = 0; r < rows; r++)
+        float_softmax(x + r * cols, cols, threads, guarded, drop, y + r * cols);
+    struct row_verdict v;
+    check_rows(ROW_SOFTMAX, ROW_F32, x, rows, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    free(y);
+    return v;
+}
+
+/* --fill levels and --mask: the values, the patterns, and what they catch. */
+static void test_masks(void)
+{
+    size_t rows = 12, cols = 1000;
+    float *x = malloc(rows * cols * sizeof *x);
+    fill_levels(x, rows * cols, 3);
+    size_t zeros = 0, lows = 0;
+    for (size_t i = 0; i < rows * cols; i++) {
+        zeros += x[i] == 0.0f;
+        lows += x[i] == LEVELS_LOW;
+    }
+    EXPECT(zeros + lows == rows * cols && zeros > rows * cols / 3 && lows > rows * cols / 3);
+
+    /* causal: row r keeps (r mod cols) + 1 values. */
+    mask_rows(x, rows, cols, MASK_CAUSAL, 3);
+    int causal = 1;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            causal &= (c <= r) ? isfinite(x[r * cols + c]) : x[r * cols + c] == -INFINITY;
+    EXPECT(causal);
+    /* padded: even rows all -inf, odd rows untouched. */
+    fill_levels(x, rows * cols, 3);
+    mask_rows(x, rows, cols, MASK_PADDED, 3);
+    EXPECT(x[0] == -INFINITY && x[cols - 1] == -INFINITY && isfinite(x[cols]) &&
+           x[2 * cols + 5] == -INFINITY);
+    /* ends: row r masks 1 + (r mod 8) at each end, nothing between. */
+    fill_levels(x, rows * cols, 3);
+    mask_rows(x, rows, cols, MASK_ENDS, 3);
+    const float *r3 = x + 3 * cols;
+    EXPECT(r3[3] == -INFINITY && isfinite(r3[4]) && isfinite(r3[cols - 5]) &&
+           r3[cols - 4] == -INFINITY && isfinite(x[1]) && x[0] == -INFINITY);
+    /* topk: about 1 + (r mod 64) kept; mixed: the four patterns in turn. */
+    fill_levels(x, rows * cols, 3);
+    mask_rows(x, rows, cols, MASK_TOPK, 3);
+    size_t kept = 0;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            kept += isfinite(x[r * cols + c]);
+    EXPECT(kept > 20 && kept < 200);   /* about 1 + 2 + ... + 12 = 78 */
+    fill_levels(x, rows * cols, 3);
+    mask_rows(x, rows, cols, MASK_MIXED, 3);
+    EXPECT(isfinite(x[0]) && x[1] == -INFINITY &&                    /* row 0: causal, keeps 1 */
+           x[cols] == -INFINITY && x[2 * cols - 1] == -INFINITY &&  /* row 1: padded */
+           x[2 * cols] == -INFINITY && isfinite(x[2 * cols + 1]));  /* row 2: ends of 1 */
+    enum row_mask m;
+    EXPECT(parse_mask("topk", &m) == 0 && m == MASK_TOPK && parse_mask("causals", &m) != 0 &&
+           strcmp(mask_name(MASK_PADDED), "padded") == 0);
+
+    /* Masked rows: the guarded softmax passes every mask, on the levels fill
+     * and on random data, split over 1 or 64 threads; without the guards a
+     * thread (or a row) with only -inf so far computes exp(-inf - -inf) =
+     * NaN, and fails. */
+    enum row_mask masks[] = {MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED};
+    for (int k = 0; k < 5; k++)
+        for (int levels = 0; levels < 2; levels++) {
+            if (levels)
+                fill_levels(x, rows * cols, 5);
+            else
+                fill_rows(x, rows, cols, FILL_RANDOM, 5, 0);
+            mask_rows(x, rows, cols, masks[k], 5);
+            EXPECT(softmax_verdict(x, rows, cols, 64, 1, 0).bad == 0);
+            EXPECT(softmax_verdict(x, rows, cols, 1, 1, 0).bad == 0);
+            struct row_verdict v = softmax_verdict(x, rows, cols, 64, 0, 0);
+            EXPECT(v.bad > 0 && isinf(v.ratio));
+        }
+    /* A fully masked row's outputs are 0, with tolerance 0: 1/cols fails. */
+    float *y = malloc(cols * sizeof *y);
+    for (size_t c = 0; c < cols; c++) {
+        x[c] = -INFINITY;
+        y[c] = 0.0f;
+    }
+    struct row_verdict v;
+    check_rows(ROW_SOFTMAX, ROW_F32, x, 1, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 0 && v.exact);
+    y[7] = 1.0f / (float)cols;
+    check_rows(ROW_SOFTMAX, ROW_F32, x, 1, cols, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && v.col == 7 && v.tol == 0.0);
+    free(y);
+    free(x);
+}
+
+/* Tolerances that do not grow with the width where the arithmetic does not. */
+static void test_exact_bounds(void)
+{
+    /* Softmax on the levels fill: every output exact to a few ulps, at any
+     * width, in any order; an online pass that leaves the row's last pack
+     * (4 values) out of its sum fails at 100003 columns. */
+    size_t rows = 3, cols = 100003;
+    float *x = malloc(rows * cols * sizeof *x);
+    fill_levels(x, rows * cols, 9);
+    struct row_verdict v = softmax_verdict(x, rows, cols, 1024, 1, 0);
+    EXPECT(v.bad == 0 && !v.exact && v.tol < 1e-9);
+    EXPECT(softmax_verdict(x, rows, cols, 1, 1, 0).bad == 0);
+    EXPECT(softmax_verdict(x, rows, cols, 1024, 1, 4).bad > 0);
+    struct softmax_stats sm;
+    softmax_stats(x, cols, &sm);
+    EXPECT(sm.exact && sm.max == 0.0 && sm.sum == floor(sm.sum));
+    /* The same dropped pack on random data is within the bound of a sum of
+     * 100003 terms in any order: the levels fill is what sees it. */
+    fill_rows(x, rows, cols, FILL_RANDOM, 9, 0);
+    EXPECT(softmax_verdict(x, rows, cols, 1024, 1, 0).bad == 0);
+    softmax_stats(x, cols, &sm);
+    EXPECT(!sm.exact);
+    /* The wide fill (values up to 2^21): the spread that counts is weighted
+     * by each output, far below the largest |x - max|. */
+    fill_rows(x, rows, cols, FILL_WIDE, 9, 0);
+    softmax_stats(x, cols, &sm);
+    double far = 0.0;
+    for (size_t c = 0; c < cols; c++)
+        far = fmax(far, sm.max - x[c]);
+    EXPECT(far > 1e6 && sm.spread < 10.0);
+    EXPECT(softmax_verdict(x, rows, cols, 1024, 1, 0).bad == 0);
+    free(x);
+
+    /* LayerNorm on the exact fill: the row's sum is exact, so the mean's
+     * bound is two roundings at any width; a mean that leaves a value out
+     * fails at 65537 columns (the general bound g(cols + 1) mean|x| would
+     * allow it). */
+    cols = 65537;
+    x = malloc(cols * sizeof *x);
+    float *g = malloc(cols * sizeof *g), *b = malloc(cols * sizeof *b), *y = malloc(cols * sizeof *y);
+    fill_rows(x, 1, cols, FILL_EXACT, 4, 0);
+    fill_affine(g, b, cols, 4);
+    float mean, rstd;
+    float_layernorm(x, cols, g, b, 2, LN_OK, y, &mean, &rstd);
+    check_rows(ROW_LAYERNORM, ROW_F32, x, 1, cols, g, b, LN_EPS, y, &mean, &rstd, &v);
+    EXPECT(v.bad == 0);
+    struct row_stats st;
+    row_stats(x, cols, &st);
+    struct ln_bounds lb;
+    layernorm_bounds(&st, cols, LN_EPS, &lb);
+    EXPECT(st.exact && lb.mean_tol <= 2.1 * UNIT_ROUNDOFF * fabs(st.mean));
+    float short_mean = (float)((st.sum - x[cols - 1]) / cols);   /* x is never 0 here */
+    check_rows(ROW_LAYERNORM, ROW_F32, x, 1, cols, g, b, LN_EPS, y, &short_mean, &rstd, &v);
+    EXPECT(v.bad >= 1 && strcmp(v.what, "mean") == 0);
+    free(x); free(g); free(b); free(y);
+
+    /* The centered fill: mean and variance exact at any width, so LayerNorm's
+     * checks are a few ulps wide, and the variance bugs fail where the
+     * shifted fill's bound (mean 2000) would allow anything: at 90849
+     * columns (the H200's three-pass LayerNorm) and at 2^20. */
+    size_t wide[] = {31, 90849, (size_t)1 << 20};
+    for (int w = 0; w < 3; w++) {
+        cols = wide[w];
+        x = malloc(cols * sizeof *x);
+        g = malloc(cols * sizeof *g);
+        b = malloc(cols * sizeof *b);
+        y = malloc(cols * sizeof *y);
+        fill_centered(x, 1, cols, 6);
+        fill_affine(g, b, cols, 6);
+        row_stats(x, cols, &st);
+        EXPECT(st.exact_var && st.mean == centered_value(cols) && st.var > 0.5 && st.var < 0.8);
+        for (int order = 0; order < 3; order++) {
+            float_layernorm(x, cols, g, b, order, LN_OK, y, &mean, &rstd);
+            check_rows(ROW_LAYERNORM, ROW_F32, x, 1, cols, g, b, LN_EPS, y, &mean, &rstd, &v);
+            EXPECT(v.bad == 0 && v.tol < 1e-5);
+        }
+        layernorm_bounds(&st, cols, LN_EPS, &lb);
+        EXPECT(layernorm_exact_variance(&st, st.mean, &lb) && lb.rstd_tol < 8 * UNIT_ROUNDOFF * lb.rstd);
+        layernorm_bounds(&st, cols, LN_EPS, &lb);
+        EXPECT(!layernorm_exact_variance(&st, nextafter(st.mean, 0.0), &lb));
+        enum ln_bug bugs[] = {LN_ONE_PASS, LN_EPS_OUTSIDE, LN_N_MINUS_1};
+        for (int k = 0; k < 3; k++) {
+            float_layernorm(x, cols, g, b, 2, bugs[k], y, &mean, &rstd);
+            check_rows(ROW_LAYERNORM, ROW_F32, x, 1, cols, g, b, LN_EPS, y, &mean, &rstd, &v);
+            EXPECT(v.bad > 0);
+        }
+        free(x); free(g); free(b); free(y);
+    }
+    EXPECT(centered_value(1024) == 128.0 && centered_value(131071) == 128.0 &&
+           centered_value(131072) == 64.0 && centered_value((size_t)1 << 20) == 8.0);
+}
+
+/* Part 2's command line (common/rows_options.c). */
+static enum parse_status rows_parse_line(const char *line, enum row_op op, enum row_dtype dtype,
+                                         struct options *o, struct row_options *ro, char *err)
+{
+    char buf[512], *argv[32];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "run %s", line);
+    for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    return rows_parse(argc, argv, op, dtype, o, ro, err, 256);
+}
+
+static void test_row_options(void)
+{
+    struct options o;
+    struct row_options ro;
+    char err[256];
+    EXPECT(rows_parse_line("", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_OK);
+    EXPECT(o.rows == ROWS_DEFAULT_ROWS && o.cols == ROWS_DEFAULT_COLS && o.n == (size_t)1 << 25 &&
+           ro.mask == MASK_NONE && ro.fill == ROW_FILL_SHARED && o.fill == FILL_RANDOM);
+    /* Shared options pass through, with their values. */
+    EXPECT(rows_parse_line("--rows 7 --cols=33 --seed 5 --fill wide --reps 3 --csv out.csv "
+                           "--offset 3 --y-offset 1", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_OK);
+    EXPECT(o.rows == 7 && o.cols == 33 && o.n == 231 && o.seed == 5 && o.fill == FILL_WIDE &&
+           o.reps == 3 && strcmp(o.csv_path, "out.csv") == 0 && o.offset == 3 && ro.y_offset == 1);
+    /* Past 2^32 elements, and onehot's place there. */
+    EXPECT(rows_parse_line("--rows 4194307 --cols 1024 --check --fill onehot --at 4294970000",
+                           ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_OK);
+    EXPECT(o.n == (size_t)4194307 * 1024 && o.at == 4294970000LL && o.at_given && o.check_only);
+    EXPECT(rows_parse_line("--rows 70000000 --cols 1048576", ROW_SUM, ROW_F32, &o, &ro, err) ==
+           PARSE_ERROR && strstr(err, "too large"));
+    EXPECT(rows_parse_line("--rows 0", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--cols 1048577", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    /* Offsets: every place in a 16-byte pack, 0..3 floats or 0..7 bfloat16s. */
+    EXPECT(rows_parse_line("--offset 7 --y-offset 5", ROW_SOFTMAX, ROW_BF16, &o, &ro, err) ==
+           PARSE_OK && o.offset == 7 && ro.y_offset == 5);
+    EXPECT(rows_parse_line("--offset 4", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR &&
+           strstr(err, "0 to 3"));
+    EXPECT(rows_parse_line("--gamma-offset 2 --beta-offset=3", ROW_LAYERNORM, ROW_F32, &o, &ro,
+                           err) == PARSE_OK && ro.gamma_offset == 2 && ro.beta_offset == 3);
+    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    /* levels is part 2's fill; a mask is softmax's. */
+    EXPECT(rows_parse_line("--check --fill levels --mask causal", ROW_SOFTMAX, ROW_BF16, &o, &ro,
+                           err) == PARSE_OK && ro.fill == ROW_FILL_LEVELS && ro.mask == MASK_CAUSAL);
+    char name[64];
+    row_fill_name(&o, &ro, name, sizeof name);
+    EXPECT(strcmp(name, "levels/causal") == 0);
+    EXPECT(rows_parse_line("--fill levels --fill random", ROW_SUM, ROW_F32, &o, &ro, err) ==
+           PARSE_ERROR);
+    EXPECT(rows_parse_line("--mask causal", ROW_LAYERNORM, ROW_F32, &o, &ro, err) ==
+           PARSE_ERROR && strstr(err, "layernorm"));
+    EXPECT(rows_parse_line("--mask all", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--fill nope", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("-n 5", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--at 3", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--help", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_HELP);
+    EXPECT(rows_parse_line("--gpu-info --rows 5", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_GPU_INFO);
+
+    /* The checks of a plain run: the exact fill, a column fewer, x moved,
+     * y alone moved, the statistics' fills, softmax's masked levels. */
+    struct options out[ROWS_VERIFY_MAX];
+    struct row_options rout[ROWS_VERIFY_MAX];
+    EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SOFTMAX, ROW_F32, &o, &ro, err) ==
+           PARSE_OK);
+    int k = rows_verify_set(&o, &ro, ROW_SOFTMAX, ROW_F32, out, rout);
+    EXPECT(k == 7 && out[0].fill == FILL_EXACT && out[0].check_only && out[1].cols == 6 &&
+           out[1].n == 60 && out[2].offset == 3 && rout[2].y_offset == 0 &&
+           out[3].offset == 2 && rout[3].y_offset == 1 && out[4].fill == FILL_SHIFTED &&
+           rout[6].fill == ROW_FILL_LEVELS && rout[6].mask == MASK_MIXED);
+    EXPECT(rows_verify_set(&o, &ro, ROW_SUM, ROW_BF16, out, rout) == 4);
+    EXPECT(rows_parse_line("--offset 7", ROW_LAYERNORM, ROW_BF16, &o, &ro, err) == PARSE_OK &&
+           rows_verify_set(&o, &ro, ROW_LAYERNORM, ROW_BF16, out, rout) == 7 && out[2].offset == 0 &&
+           rout[5].fill == ROW_FILL_CENTERED && out[6].fill == FILL_TINY);
+    EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, &ro, err) == PARSE_OK &&
+           ro.fill == ROW_FILL_CENTERED);
+    EXPECT(rows_parse_line("--check-every 64", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_OK &&
+           ro.check_every == 64);
+    EXPECT(rows_parse_line("--check-every 0", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+
+    /* --check-every 4 over 10 rows: rows 0, 4, 8 and the last 4 (6 to 9). */
+    float x[10], y[10];
+    for (int r = 0; r < 10; r++)
+        x[r] = y[r] = (float)(r + 1);
+    struct row_verdict v;
+    y[5] = 0.0f;   /* a row the sample leaves out */
+    check_rows_every(ROW_SUM, ROW_F32, x, 10, 1, NULL, NULL, LN_EPS, y, NULL, NULL, 4, &v);
+    EXPECT(v.bad == 0);
+    check_rows(ROW_SUM, ROW_F32, x, 10, 1, NULL, NULL, LN_EPS, y, NULL, NULL, &v);
+    EXPECT(v.bad == 1 && v.row == 5);
+    y[5] = 6.0f;
+    y[9] = 0.0f;
+    check_rows_every(ROW_SUM, ROW_F32, x, 10, 1, NULL, NULL, LN_EPS, y, NULL, NULL, 4, &v);
+    EXPECT(v.bad == 1 && v.row == 9);
+}
+
 /* The checks a plain timed run makes before timing (verify_set). */
 static void test_verify_set(void)
 {
@@ -722,6 +1042,9 @@ int main(void)
     test_rows();
     test_bf16();
     test_verify_set();
+    test_masks();
+    test_exact_bounds();
+    test_row_options();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

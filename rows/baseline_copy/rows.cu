@@ -15,11 +15,12 @@
 #define PER_THREAD 4     // floats each thread moves: 16 bytes
 
 template <unsigned int PACK>
-__global__ void copy_kernel(const float *g_x, float *g_y, unsigned int n)
+__global__ void copy_kernel(const float *g_x, float *g_y, size_t n)
 {
     constexpr unsigned int LOADS = PER_THREAD / PACK;   // 1 float4, or 4 floats
-    unsigned int packs = n / PACK;
-    unsigned int i = blockIdx.x * BLOCK_SIZE * LOADS + threadIdx.x;
+    // 64-bit indices: a matrix may hold more than 2^32 elements.
+    size_t packs = n / PACK;
+    size_t i = (size_t)blockIdx.x * BLOCK_SIZE * LOADS + threadIdx.x;
     float4 v[LOADS];
 #pragma unroll
     for (unsigned int k = 0; k < LOADS; k++)
@@ -38,7 +39,7 @@ __global__ void copy_kernel(const float *g_x, float *g_y, unsigned int n)
                 g_y[i + k * BLOCK_SIZE] = v[k].x;
         }
     // The last n % PACK floats, one thread each.
-    unsigned int t = blockIdx.x * BLOCK_SIZE + threadIdx.x;
+    size_t t = (size_t)blockIdx.x * BLOCK_SIZE + threadIdx.x;
     if (t < n - packs * PACK)
         g_y[packs * PACK + t] = g_x[packs * PACK + t];
 }
@@ -49,9 +50,9 @@ void row_forward(const struct row_problem *p)
     size_t per_block = (size_t)BLOCK_SIZE * PER_THREAD;
     unsigned int blocks = (unsigned int)((n + per_block - 1) / per_block);
     if ((size_t)p->x % 16 == 0 && (size_t)p->y % 16 == 0)
-        copy_kernel<4><<<blocks, BLOCK_SIZE>>>(p->x, p->y, (unsigned int)n);
+        copy_kernel<4><<<blocks, BLOCK_SIZE>>>(p->x, p->y, n);
     else
-        copy_kernel<1><<<blocks, BLOCK_SIZE>>>(p->x, p->y, (unsigned int)n);
+        copy_kernel<1><<<blocks, BLOCK_SIZE>>>(p->x, p->y, n);
     CHECK_LAUNCH();
 }
 

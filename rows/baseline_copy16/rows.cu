@@ -20,11 +20,12 @@
 
 // The bits are copied, never converted: a copy has nothing to round.
 template <unsigned int PACK>
-__global__ void copy_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int n)
+__global__ void copy_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, size_t n)
 {
     constexpr unsigned int LOADS = PER_THREAD / PACK;   // 1 uint4, or 8 bfloat16s
-    unsigned int packs = n / PACK;
-    unsigned int i = blockIdx.x * BLOCK_SIZE * LOADS + threadIdx.x;
+    // 64-bit indices: a matrix may hold more than 2^32 elements.
+    size_t packs = n / PACK;
+    size_t i = (size_t)blockIdx.x * BLOCK_SIZE * LOADS + threadIdx.x;
     uint4 v[LOADS];
 #pragma unroll
     for (unsigned int k = 0; k < LOADS; k++)
@@ -44,7 +45,7 @@ __global__ void copy_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsign
                     (unsigned short)v[k].x;
         }
     // The last n % PACK elements, one thread each.
-    unsigned int t = blockIdx.x * BLOCK_SIZE + threadIdx.x;
+    size_t t = (size_t)blockIdx.x * BLOCK_SIZE + threadIdx.x;
     if (t < n - packs * PACK)
         g_y[packs * PACK + t] = g_x[packs * PACK + t];
 }
@@ -57,9 +58,9 @@ void row_forward(const struct row_problem *p)
     auto x = static_cast<const __nv_bfloat16 *>(p->x_bf16);
     auto y = static_cast<__nv_bfloat16 *>(p->y_bf16);
     if ((size_t)x % 16 == 0 && (size_t)y % 16 == 0)
-        copy_kernel<8><<<blocks, BLOCK_SIZE>>>(x, y, (unsigned int)n);
+        copy_kernel<8><<<blocks, BLOCK_SIZE>>>(x, y, n);
     else
-        copy_kernel<1><<<blocks, BLOCK_SIZE>>>(x, y, (unsigned int)n);
+        copy_kernel<1><<<blocks, BLOCK_SIZE>>>(x, y, n);
     CHECK_LAUNCH();
 }
 

@@ -31,6 +31,22 @@
 struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
 
+// exp(x - max) where max can be -inf: a row of masked scores (all -inf, as
+// attention masks them) has no finite max, and exp(-inf - -inf) = exp(NaN).
+// Taking 0 as the base there makes each exponential exp(-inf) = 0, as
+// FlashAttention does; any finite max is used as it is.
+__device__ float exp_minus_max(float x, float max)
+{
+    return expf(x - (max == -INFINITY ? 0.0f : max));
+}
+
+// 1 / sum, or 0 for a fully masked row, whose sum is 0: its outputs are then
+// 0, as attention's softmax gives, not 0 * inf = NaN.
+__device__ float inverse(float sum)
+{
+    return sum > 0.0f ? 1.0f / sum : 0.0f;
+}
+
 // One warp, 32 values -> their max (or sum) in every lane: at each level lane
 // i combines lane i ^ offset's value, so both halves end with the same result.
 template <typename Op>
@@ -146,9 +162,9 @@ __global__ void softmax_kernel(const float *g_x, float *g_y, unsigned int rows, 
     // tail floats start the pair.
     float max = fmaxf(e_head, e_tail), sum = 0.0f;
     if (t < split.head)
-        sum += expf(e_head - max);
+        sum += exp_minus_max(e_head, max);
     if (t < split.tail)
-        sum += expf(e_tail - max);
+        sum += exp_minus_max(e_tail, max);
     for (unsigned int i = t; i < packs; i += UNROLL * G) {
 #pragma unroll
         for (unsigned int k = 0; k < UNROLL; k++)
@@ -160,24 +176,24 @@ __global__ void softmax_kernel(const float *g_x, float *g_y, unsigned int rows, 
                 sum = rescale(sum, max, m);
                 max = m;
                 for (unsigned int j = 0; j < PACK; j++)
-                    sum += expf(v[j] - max);
+                    sum += exp_minus_max(v[j], max);
             }
     }
     MaxSum row_ms = group_allreduce_pair<G>({max, sum}, s_warp);
     max = row_ms.m;
-    float inv = 1.0f / row_ms.s;
+    float inv = inverse(row_ms.s);
 
     // Pass 2: the exponentials again, scaled, written.
     for (unsigned int i = t; i < packs; i += G) {
         load_pack<PACK>(x, i, v);
         for (unsigned int j = 0; j < PACK; j++)
-            v[j] = expf(v[j] - max) * inv;
+            v[j] = exp_minus_max(v[j], max) * inv;
         store_pack<PACK>(y, i, v);
     }
     if (t < split.head)
-        y_row[t] = expf(e_head - max) * inv;
+        y_row[t] = exp_minus_max(e_head, max) * inv;
     if (t < split.tail)
-        y_row[cols - split.tail + t] = expf(e_tail - max) * inv;
+        y_row[cols - split.tail + t] = exp_minus_max(e_tail, max) * inv;
 }
 
 // Every block has max(G, BLOCK_SIZE) threads: telling the compiler lets it
@@ -249,27 +265,27 @@ softmax_registers_kernel(const float *g_x, float *g_y, unsigned int rows, unsign
     for (unsigned int k = 0; k < SLOTS; k++)
         if (t + k * G < packs)
             for (unsigned int j = 0; j < PACK; j++) {
-                v[k][j] = expf(v[k][j] - max);
+                v[k][j] = exp_minus_max(v[k][j], max);
                 sum += v[k][j];
             }
     for (unsigned int i = t; i < rest; i += G) {
         float r[PACK];
         load_pack<PACK>(s_rest, i, r);
         for (unsigned int j = 0; j < PACK; j++) {
-            r[j] = expf(r[j] - max);
+            r[j] = exp_minus_max(r[j], max);
             sum += r[j];
         }
         store_pack<PACK>(s_rest, i, r);
     }
     if (t < split.head) {
-        e_head = expf(e_head - max);
+        e_head = exp_minus_max(e_head, max);
         sum += e_head;
     }
     if (t < split.tail) {
-        e_tail = expf(e_tail - max);
+        e_tail = exp_minus_max(e_tail, max);
         sum += e_tail;
     }
-    float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
+    float inv = inverse(group_allreduce<G>(sum, s_warp, Sum()));
 
     for (unsigned int i = t; i < rest; i += G) {
         float r[PACK];
@@ -329,6 +345,20 @@ static size_t shared_limit(void)
         CHECK_CUDA(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     }
     return (size_t)bytes - MAX_GROUP / WARP_SIZE * sizeof(float);   // s_warp takes the rest
+}
+
+// The widths where the kernel changes, for the grader to check both sides
+// of each: past G x MAX_PER_THREAD floats the group doubles, past MAX_GROUP x
+// MAX_PER_THREAD the rest of the row waits in shared memory, and past what
+// shared memory holds the row is read from global memory again.
+int row_path_widths(size_t *widths, int max)
+{
+    int count = 0;
+    for (size_t g = WARP_SIZE; g <= MAX_GROUP && count < max; g *= 2)
+        widths[count++] = g * MAX_PER_THREAD + 1;
+    if (count < max)
+        widths[count++] = MAX_GROUP * MAX_PER_THREAD + shared_limit() / sizeof(float) + 1;
+    return count;
 }
 
 template <unsigned int G>

@@ -275,6 +275,20 @@ static size_t shared_limit(void)
     return (size_t)bytes - MAX_GROUP / WARP_SIZE * sizeof(float);   // s_warp takes the rest
 }
 
+// The widths where the kernel changes, for the grader to check both sides
+// of each: past G x MAX_PER_THREAD floats the group doubles, past MAX_GROUP x
+// MAX_PER_THREAD the rest of the row waits in shared memory, and past what
+// shared memory holds the row is read from global memory again.
+int row_path_widths(size_t *widths, int max)
+{
+    int count = 0;
+    for (size_t g = WARP_SIZE; g <= MAX_GROUP && count < max; g *= 2)
+        widths[count++] = g * MAX_PER_THREAD + 1;
+    if (count < max)
+        widths[count++] = MAX_GROUP * MAX_PER_THREAD + shared_limit() / sizeof(float) + 1;
+    return count;
+}
+
 template <unsigned int G>
 static void launch(const struct row_problem *p)
 {

