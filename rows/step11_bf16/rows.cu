@@ -10,8 +10,8 @@
 //         element instead of 8. A float kernel handed bfloat16 buffers
 //         would read each pair of values as one float; one that summed in
 //         bfloat16 would be wrong.
-// Effect: the first bfloat16 softmax: 33.2 us at 32768 x 1024 on an NVIDIA H200, 97% of the
-//         bfloat16 copy's bandwidth; 1.96x step10_aligned in float (make docs writes this
+// Effect: the first bfloat16 softmax: 33.4 us at 32768 x 1024 on an NVIDIA H200, 97% of the
+//         bfloat16 copy's bandwidth; 1.94x step10_aligned in float (make docs writes this
 //         from plots/reference/h200-rows.csv).
 #include <cuda_bf16.h>
 

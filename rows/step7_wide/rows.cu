@@ -9,7 +9,7 @@
 // Why it helps: a row of 65536 floats is 256 KB, more than either the
 //         register file or shared memory gives one block, but not more than
 //         both: it is read once instead of three times.
-// Effect: against step6_registers on an NVIDIA H200: 1.01x at 32768 x 1024, a tie; 1.31x at
+// Effect: against step6_registers on an NVIDIA H200: 1.00x at 32768 x 1024, a tie; 1.31x at
 //         256 x 65536, a win (make docs writes this from plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
