@@ -99,6 +99,7 @@ help:
 	@echo "  make mutants         build the broken programs the grader must fail"
 	@echo "  make variance        a row's variance three ways in float32: plots/results/variance.csv + chart"
 	@echo "  make bf16-sum        sums of ones and of values below 1 kept in bfloat16 and in float (CPU)"
+	@echo "  make tolerances      how wide part 2's checks are, fill by fill, at 1024 and 2^20 columns (CPU)"
 	@echo "  make cuda12          build every program with a CUDA 12 toolkit too (log: plots/reference/)"
 	@echo "  make multigpu        build multigpu/run, the sum over several GPUs with NCCL (where nccl.h is found)"
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
@@ -472,6 +473,16 @@ build/bf16_sum: tools/bf16_sum.c common/rows_ref.c common/harness.c $(HEADERS) |
 	    common/rows_ref.c common/harness.c -lm
 bf16-sum: build/bf16_sum
 	./build/bf16_sum
+
+# How wide part 2's checks are: every fill's tolerance at 1024 and 2^20
+# columns (rows/README.md, "How correctness is checked"). No GPU needed.
+.PHONY: tolerances
+test: build/tolerances
+build/tolerances: tools/tolerances.c common/rows_ref.c common/harness.c $(HEADERS) | build
+	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -fopenmp -Icommon -o $@ tools/tolerances.c \
+	    common/rows_ref.c common/harness.c -lm
+tolerances: build/tolerances
+	./build/tolerances
 
 clean-extras:
 	rm -f $(EXTRA_PROGRAMS)

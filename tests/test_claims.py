@@ -420,6 +420,43 @@ class SassTests(unittest.TestCase):
                 self.assertIn(text, f.read())
 
 
+# ------------------------------------------------------------------ tolerances
+
+class ToleranceTests(unittest.TestCase):
+    """rows/README.md's words about part 2's bounds (make tolerances): the
+    bounds of the exact-sum fills do not grow with the width, the others'
+    sums do, as adds in any order can."""
+
+    def table(self):
+        program = os.path.join(ROOT, "build", "tolerances")
+        self.assertTrue(os.path.isfile(program), "build/tolerances is missing: make build/tolerances")
+        out = subprocess.run([program, "1024", "100003", "1048576"], capture_output=True,
+                             text=True, check=True).stdout
+        found = {}
+        for line in out.splitlines()[1:]:
+            op, fill, cols, rest = line.split(None, 3)
+            found[(op, fill, int(cols))] = [float(v) for v in re.findall(r"[0-9.]+e[-+][0-9]+|\b[0-9.]+\b", rest)]
+        return found
+
+    def test_exact_fills_stay_narrow(self):
+        t = self.table()
+        u = 2.0 ** -24
+        for cols in (1024, 100003, 1 << 20):
+            self.assertAlmostEqual(t[("softmax", "levels", cols)][0], 4 * u, delta=1e-9)
+            self.assertAlmostEqual(t[("softmax", "levels/causal", cols)][0], 4 * u, delta=1e-9)
+            mean, rstd, y, largest = t[("layernorm", "centered", cols)]
+            self.assertLess(max(rstd, y), 8 * u)
+            self.assertEqual(t[("sum", "exact", cols)][0] if cols < 500000 else 0.0, 0.0)
+        # "2.4% at that width": the general softmax bound at 100003 columns.
+        self.assertAlmostEqual(t[("softmax", "random", 100003)][0], 0.024, delta=0.0005)
+        self.assertGreater(t[("softmax", "random", 1 << 20)][0], 0.3)
+
+    def test_the_wide_fill_is_weighted(self):
+        # u D alone was about 12% for values up to 2^21; weighted, it is gone.
+        t = self.table()
+        self.assertLess(t[("softmax", "wide", 1024)][0], 1e-6)
+
+
 # -------------------------------------------------------------------- variance
 
 class VarianceTests(unittest.TestCase):
