@@ -265,15 +265,15 @@ STRINGS = {
     "bytes read from DRAM": "从 DRAM 读取的字节数",
     "bytes written to DRAM": "写入 DRAM 的字节数",
     "L2 hit rate, %": "L2 命中率 %",
-    "warp-level global load instructions": "warp 级全局内存读取指令数",
+    "warp-level global load instructions": "warp 级全局加载指令数",
     "registers per thread": "每个线程的寄存器数",
-    "32-byte sectors per global load request": "每次全局读取请求涉及的 32 字节 sector 数",
+    "32-byte sectors per global load request": "每个全局加载请求涉及的 32 字节扇区数",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.":
         "Nsight Compute，形状 {shape}，{gpu}，代码版本 {rev}，数据来自 {source}。",
     "{step}: which elements of a {rows} x {cols} matrix the first load instruction of warps 0 "
     "to 3 reads; warp 0 touches {sectors} sectors of 32 bytes":
-        "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条读取指令读的是哪些元素；"
-        "warp 0 涉及 {sectors} 个 32 字节的 sector",
+        "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条加载指令读的是哪些元素；"
+        "warp 0 涉及 {sectors} 个 32 字节扇区",
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有逐行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
@@ -310,7 +310,7 @@ SUMMARIES = {
     "Single pass: the last block to finish adds the partial sums, in the same launch.":
         "单趟归约：最后完成的线程块在同一次启动里把各个部分和加起来。",
     "CUB DeviceReduce::Sum: NVIDIA's library reduction, the bar for step 8.":
-        "CUB DeviceReduce::Sum：NVIDIA 库里的归约，第 8 步要追的标杆。",
+        "CUB DeviceReduce::Sum：NVIDIA 库里的归约，是第 8 步的参照。",
     # part 2: rows/stepN_*/rows.cu and its baselines
     "Copy: y = x, every float read once and written once.":
         "复制：y = x，每个 float 读一次、写一次。",
