@@ -294,6 +294,23 @@ def anchor_pairs(en_path, zh_path, read_page=read):
     return problems
 
 
+def english_shell_comments(text):
+    """The comments of a page's shell blocks that are English through and
+    through: no Chinese character, and an English sentence in them. (A
+    Chinese comment may quote a program's English output.)"""
+    found = []
+    for m in FENCE.finditer(text):
+        if m.group(2).strip().split(" ")[0] not in SHELL:
+            continue
+        for line in m.group(3).split("\n"):
+            comment = line[len(strip_shell_comment(line)):].strip()
+            if comment.startswith("#!") or CJK.search(comment):
+                continue
+            if english_sentences(comment.lstrip("# ")):
+                found.append(line.strip())
+    return found
+
+
 def english_page_mentions(zh_path, text, exists=os.path.isfile):
     """[message] for each link, and each page named in the prose or in a text
     diagram, of a Chinese page that goes to an English page whose Chinese
@@ -558,6 +575,9 @@ class EditionTests(unittest.TestCase):
         self.each_page(lambda page, en, zh: self.assertEqual(
             english_page_mentions(twin(page), zh), []))
 
+    def test_shell_comments_are_chinese(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(english_shell_comments(zh), []))
+
     def test_every_anchor_names_a_heading(self):
         for path in all_markdown():
             with self.subTest(page=os.path.relpath(path, ROOT)):
@@ -673,6 +693,13 @@ class CheckerTests(unittest.TestCase):
         # the diagram may name the twin: the twins' code blocks still match
         self.assertEqual(diagram_line_key("ACCURACY.md    rounding (common/README.md explains)"),
                          diagram_line_key("ACCURACY.zh-CN.md    舍入（common/README.zh-CN.md 讲清）"))
+
+    def test_an_english_shell_comment_is_seen(self):
+        ok = ("```sh\nmake y   # 构建\n./run -n 1M   # 通常输出 FAIL: timed run k gave ...\n"
+              "# 在 GPU 机器上评分\n```\n\n```bash\n#!/usr/bin/env bash\nset -u\n```\n")
+        self.assertEqual(english_shell_comments(ok), [])
+        bad = ok.replace("# 在 GPU 机器上评分", "# grades it on the GPU machine")
+        self.assertEqual(english_shell_comments(bad), ["# grades it on the GPU machine"])
 
     def test_code_in_other_languages_is_byte_for_byte(self):
         en = "```c\nint x; // sum\n```\n"
