@@ -122,10 +122,32 @@ def link_targets(text):
     return [normalize_link(m.group(1)) for m in LINK.finditer(body)]
 
 
+CHART_ZH = ".zh-CN.png"
+
+
 def normalize_link(target):
-    """A Chinese page's link to a twin counts as the link to the English page."""
+    """A Chinese page's link to a twin (a page, or a chart's Chinese twin
+    drawn by tools/chart_zh.py) counts as the link to the English one."""
     path = target.split("#", 1)[0]
+    if path.endswith(CHART_ZH):
+        return path[:-len(CHART_ZH)] + ".png"
     return path[:-len(ZH)] + ".md" if path.endswith(ZH) else path
+
+
+def english_charts(zh_path, text, exists=os.path.isfile):
+    """[message] for each picture of a Chinese page that has a Chinese twin
+    (<name>.zh-CN.png beside it) and is shown in English."""
+    folder = os.path.dirname(zh_path)
+    problems = []
+    for m in LINK.finditer(prose(text) + "\n".join(m.group(2) for m in BLOCK.finditer(text))):
+        target = m.group(1).split("#", 1)[0]
+        if m.group(0).startswith("!") and target.endswith(".png") \
+                and not target.endswith(CHART_ZH):
+            twin_chart = os.path.join(folder, target[:-len(".png")] + CHART_ZH)
+            if exists(twin_chart):
+                problems.append(f"{target}: the Chinese page should show "
+                                f"{os.path.basename(twin_chart)}")
+    return problems
 
 
 # ----------------------------------------------------------------------------
@@ -575,6 +597,20 @@ class EditionTests(unittest.TestCase):
         self.each_page(lambda page, en, zh: self.assertEqual(
             english_page_mentions(twin(page), zh), []))
 
+    def test_chinese_pages_show_the_chinese_charts(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(english_charts(twin(page), zh), []))
+
+    def test_every_results_chart_has_a_chinese_twin(self):
+        # make plot draws <name>.zh-CN.png beside every chart of plots/reference.
+        def check(page, en, zh):
+            for m in LINK.finditer(without(FENCE, en)):
+                target = m.group(1).split("#", 1)[0]
+                if m.group(0).startswith("!") and "plots/reference/" in target:
+                    chart = os.path.normpath(os.path.join(os.path.dirname(page), target))
+                    self.assertTrue(os.path.isfile(chart[:-len(".png")] + CHART_ZH),
+                                    f"{target} has no Chinese twin: make plot")
+        self.each_page(check)
+
     def test_shell_comments_are_chinese(self):
         self.each_page(lambda page, en, zh: self.assertEqual(english_shell_comments(zh), []))
 
@@ -626,6 +662,8 @@ class ChineseStringTests(unittest.TestCase):
         terms, _ = parse_glossary(read(GLOSSARY))
         texts = list(zh_strings.STRINGS.values()) + list(zh_strings.SUMMARIES.values())
         texts.append(zh_strings.figure_key(zh_strings.FIGURE_KINDS))
+        texts += list(zh_strings.CHART_STRINGS.values())            # the Chinese charts
+        texts += [form for _, form in zh_strings.CHART_PATTERNS]
         for text in texts:
             with self.subTest(text=text):
                 self.assertEqual(glossary_problems(re.sub(r"\{\w+\}", "", text), terms), [])
@@ -693,6 +731,17 @@ class CheckerTests(unittest.TestCase):
         # the diagram may name the twin: the twins' code blocks still match
         self.assertEqual(diagram_line_key("ACCURACY.md    rounding (common/README.md explains)"),
                          diagram_line_key("ACCURACY.zh-CN.md    舍入（common/README.zh-CN.md 讲清）"))
+
+    def test_an_english_chart_on_a_chinese_page_is_seen(self):
+        zh_path = os.path.join(ROOT, "README.zh-CN.md")
+        page = ("[English](README.md) · 简体中文\n\n<!-- BEGIN results -->\n\n"
+                "![带宽](plots/reference/h200-progression.zh-CN.png)\n\n<!-- END results -->\n\n"
+                "![图](plots/diagrams/step0_naive-lanes.png)\n")
+        twins = {os.path.join(ROOT, "plots", "reference", "h200-progression.zh-CN.png")}
+        self.assertEqual(english_charts(zh_path, page, exists=twins.__contains__), [])
+        bad = page.replace("progression.zh-CN.png", "progression.png")
+        self.assertEqual(len(english_charts(zh_path, bad, exists=twins.__contains__)), 1)
+        self.assertEqual(link_targets(bad), link_targets(page))
 
     def test_an_english_shell_comment_is_seen(self):
         ok = ("```sh\nmake y   # 构建\n./run -n 1M   # 通常输出 FAIL: timed run k gave ...\n"

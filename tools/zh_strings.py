@@ -18,6 +18,10 @@ assumed where they are drawn), and figure_key() gives the text for the kinds
 of pictures a page shows. tests/test_editions.py checks that every Chinese
 page carries the key its pictures need.
 
+CHART_STRINGS and CHART_PATTERNS hold the words of the results charts
+(tools/plot.py and the other chart tools): `make plot` draws each chart once
+more with them, in Noto Sans SC, as <name>.zh-CN.png (tools/chart_zh.py).
+
 The words follow docs/glossary.zh-CN.md. This module imports nothing from
 the repository, so any script may use it.
 """
@@ -57,6 +61,11 @@ STRINGS = {
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译，按设备属性算出的"
         "峰值带宽为 {peak} GB/s），代码版本 {rev}；{flush}；每个程序运行一次，取 {reps} 次重复的中位数；"
         "只有两次运行的范围互不重叠时，比值才算领先或落后，否则算持平。数据来源：{source}。",
+    "progression": "每一步的实测带宽，与峰值和 CUB 对比",
+    "sweep": "各步带宽随输入规模的变化",
+    "vs-cub": "后面几步与 CUB 之比随 n 的变化",
+    "profile": "每一步的 Nsight Compute 计数器",
+    "accuracy": "各种加法方式的舍入误差随 n 的变化",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "没有清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
@@ -350,6 +359,121 @@ SUMMARIES = {
     "Kahan-compensated accumulator: step 8 whose serial adds keep their lost low bits.":
         "Kahan 补偿累加器：第 8 步的串行加法把丢掉的低位找回来。",
 }
+
+
+# ----------------------------------------------------------------------------
+# The words of the results charts (tools/chart_zh.py draws their Chinese twins)
+# ----------------------------------------------------------------------------
+
+CHART_STRINGS = {
+    # tools/plot.py, part 1
+    "Numbers above bars: speed-up over the previous step / over step 0, from median time at "
+    "the same n": "柱上的数字：相对上一步 / 相对第 0 步的加速比，按同一 n 下的中位数耗时计算",
+    "GB/s  (4·n bytes / median time, decimal GB)": "GB/s（4·n 字节 / 中位数耗时，十进制 GB）",
+    "GB/s (log scale)": "GB/s（对数坐标）",
+    "GB/s relative to CUB at the same n  (above 1: faster than CUB)":
+        "同一 n 下相对 CUB 的 GB/s（大于 1 表示比 CUB 快）",
+    "whiskers: the rounds least and most in the step's favour": "误差线：对这一步最不利和最有利的两轮",
+    "n (floats)": "n（float 个数）",
+    "n (floats, log2 scale)": "n（float 个数，log2 坐标）",
+    "small n: launch overhead dominates": "n 小时：启动开销占主导",
+    "(time ≈ constant, so GB/s grows with n)": "（耗时几乎不变，所以 GB/s 随 n 增长）",
+    "large n: bandwidth bound": "n 大时：受限于带宽",
+    "(lines flatten below the peak)": "（曲线在峰值之下变平）",
+    "CUB\n(library)": "CUB\n（库）",
+    "log scale": "对数坐标",
+    "log scale, zero at the base": "对数坐标，0 画在底部",
+    "CUB hatched grey": "CUB 用灰色斜线",
+    "base": "起点",
+    "inst": "指令数",
+    "lanes": "lane 数",
+    "achieved occupancy, % of peak warps": "实际占用率，占 warp 上限的 %",
+    # tools/plot.py, part 2
+    "GB/s  (bytes one run must move / median time)": "GB/s（一次运行必须搬运的字节数 / 中位数耗时）",
+    "share of the bar's speed  (1 = as fast)": "占参照速度的比例（1 表示一样快）",
+    "row sum steps": "按行求和各步",
+    "LayerNorm steps": "LayerNorm 各步",
+    "softmax steps": "softmax 各步",
+    "bfloat16 steps (2 bytes an element)": "bfloat16 各步（每个元素 2 字节）",
+    "copy and CUB segmented sum": "复制和 CUB 分段求和",
+    "copy of the same bytes (= 1)": "复制同样的字节（= 1）",
+    "bfloat16 copy of the same bytes (= 1)": "bfloat16 复制同样的字节（= 1）",
+    "step 9 on the same floats as one array (= 1)": "第 9 步把同样的 float 当作一个数组求和（= 1）",
+    # tools/accuracy_chart.py
+    "Rounding error of the float sum against n, per way of adding":
+        "float 求和的舍入误差随 n 的变化，按加法方式分列",
+    "|result − reference| / Σ|x|": "|结果 − 参考值| / Σ|x|",
+    "random: uniform in [-1, 1)": "random：[-1, 1) 上均匀分布",
+    "positive: uniform in [0, 1)": "positive：[0, 1) 上均匀分布",
+    "wide: ±m·2^e, e in -20..20": "wide：±m·2^e，e 取 -20..20",
+    "bound, sequential: (n-1)u": "误差界，顺序求和：(n-1)u",
+    "bound, pairwise: ceil(log2 n)u": "误差界，两两求和：ceil(log2 n)u",
+    "bound, Kahan: 2u": "误差界，Kahan：2u",
+    "one seed per n": "每个 n 一个种子",
+    "u = 2^-24": "u = 2^-24",
+    # tools/variance_chart.py
+    "the rows' mean, in standard deviations (variance 1)": "行均值，以标准差为单位（方差为 1）",
+    "largest relative error of a row's variance": "行方差的最大相对误差",
+    "A row's variance in float32, three ways (1024 rows of 1024 floats per point)":
+        "用 float32 以三种方式计算行方差（每个点 1024 行，每行 1024 个 float）",
+    "u = 2⁻²⁴ (one float rounding)": "u = $2^{-24}$（一次 float 舍入）",   # Noto Sans SC has no ⁻
+    "100%: no digit right": "100%：没有一位是对的",
+    "some rows' variance ≤ 0: rstd is NaN or huge": "有的行方差 ≤ 0：rstd 为 NaN 或极大",
+    "one pass: E[x²] − E[x]²": "一趟：E[x²] − E[x]²",
+    "two passes: mean, then Σ(x − mean)²": "两趟：先求均值，再求 Σ(x − mean)²",
+    "Welford, lanes merged (Chan)": "Welford，各 lane 的结果用 Chan 的公式合并",
+    # tools/multigpu_chart.py
+    "multigpu/run (step 9 + ncclAllReduce)": "multigpu/run（第 9 步 + ncclAllReduce）",
+    "one GPU": "一块 GPU",
+    "n (floats, all GPUs together)": "n（所有 GPU 合计的 float 个数）",
+    "bytes per GPU": "每块 GPU 的字节数",
+    "time, us (median)": "耗时，微秒（中位数）",
+    "All-reduce time: flat while latency-bound": "all-reduce 耗时：受限于延迟时几乎不变",
+    "bus bandwidth, GB/s": "总线带宽，GB/s",
+}
+
+# (regular expression of a whole line, its Chinese form with {0}, {1}, ...
+# for the groups), tried in order after CHART_STRINGS and STRINGS.
+CHART_PATTERNS = [
+    (r"Sum reduction on (.+), step by step: achieved bandwidth", "{0} 上的求和归约：每一步的实测带宽"),
+    (r"Sum reduction on (.+): bandwidth against input size", "{0} 上的求和归约：带宽随输入规模的变化"),
+    (r"Sum reduction on (.+): (\S+) and later against CUB, across n",
+     "{0} 上的求和归约：{1} 及之后各步与 CUB 之比，随 n 的变化"),
+    (r"Nsight Compute counters per step on (.+)", "{0} 上每一步的 Nsight Compute 计数器"),
+    (r"theoretical peak (\S+) GB/s", "理论峰值 {0} GB/s"),
+    (r"CUB at n = (.+): (\S+) GB/s", "n = {0} 时的 CUB：{1} GB/s"),
+    (r"launch-bound: CUB's time within (\S+) of its fastest \((\S+) us\)",
+     "受限于启动：CUB 的耗时不超过其最快耗时的 {0}（{1} 微秒）"),
+    (r"driver (\S+)", "驱动 {0}"),
+    (r"git (\S+)", "代码版本 {0}"),
+    (r"median of (\d+) reps", "{0} 次重复的中位数"),
+    (r"one verified run per point \(--check\), median of (\d+) seeds up to n = (\S+)",
+     "每个点是一次通过校验的运行（--check），n = {1} 及以下取 {0} 个种子的中位数"),
+    (r"one verified run per point \(--check\), one seed per n",
+     "每个点是一次通过校验的运行（--check），每个 n 一个种子"),
+    (r"error 0 drawn at (\S+)", "误差为 0 的点画在 {0}"),
+    (r"Part 2 on (.+): every row program at (.+)", "{0} 上的第 2 部分：{1} 上的每个按行程序"),
+    (r"LayerNorm on (.+): share of the copy kernel's speed, per shape",
+     "{0} 上的 LayerNorm：各形状下占复制 kernel 速度的比例"),
+    (r"Softmax on (.+): share of the copy kernel's speed, per shape",
+     "{0} 上的 softmax：各形状下占复制 kernel 速度的比例"),
+    (r"Row sums on (.+): share of part 1's step 9 on the same floats, per shape",
+     "{0} 上的按行求和：各形状下占第 1 部分第 9 步（同样的 float）速度的比例"),
+    (r"bfloat16 softmax and LayerNorm on (.+): share of the bfloat16 copy's speed, per shape",
+     "{0} 上 bfloat16 的 softmax 和 LayerNorm：各形状下占 bfloat16 复制速度的比例"),
+    (r"copy of the same bytes: (\S+) GB/s", "复制同样的字节：{0} GB/s"),
+    (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
+     "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
+    (r"(.+), revision (\S+); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
+     r"flushed; PyTorch: (.+)\. Source: (\S+)",
+     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；PyTorch：{3}。数据来源：{4}"),
+    (r"The sum over (\d+) x (.+) against one \(L2 flushed, median\)",
+     "{0} 块 {1} 上的求和与一块相比（清空 L2，中位数）"),
+    (r"speed-up of (\d+) GPUs over one", "{0} 块 GPU 相对一块的加速比"),
+    (r"above 1 from (\S+)", "从 {0} 起大于 1"),
+    (r"(busbw = algbw x \S+)", "{0}"),
+    (r"(.+) \((\d+) SMs\)", "{0}（{1} 个 SM）"),     # a GPU's name is data: as it is
+]
 
 
 def apply(strings, accuracy_text):
