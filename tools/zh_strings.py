@@ -500,65 +500,65 @@ FIGURE_KEY_TITLE = "**图中英文对照。** 图是用英文标注画的，下�
 
 FIGURE_KEYS = {
     "all": [
-        "各图底部的小字：图由 tools/patterns.py 根据本步 reduce.cu 里的索引表达式算出，"
-        "不需要 GPU；每个 if 按 nvcc 13 为 sm_90 编译的方式发射（谓词化或分支）。",
+        "各图底部的小字是说，图由 tools/patterns.py 根据本步 reduce.cu 里的索引表达式算出，"
+        "不需要 GPU，而且每个 if 都按 nvcc 13 为 sm_90 编译的方式（谓词化或分支）发射。",
     ],
     "lanes": [
-        "lane 图（…-lanes.png，“which lanes work at each level”）：每行是一层，每格是一个线程，"
-        "按 warp 分组；副标题给出线程块大小和模型对这一步的一句话概括。右侧 "
-        "“N warps issue (k with no lane on), m lanes run”：这一层有 N 个 warp 发射，"
+        "lane 图（…-lanes.png，“which lanes work at each level”）里，每行是一层，每格是一个线程，"
+        "按 warp 分组。副标题给出线程块大小，以及模型对这一步的一句话概括。右侧的 "
+        "“N warps issue (k with no lane on), m lanes run” 是说，这一层有 N 个 warp 发射，"
         "其中 k 个没有 lane 在干活，共有 m 个 lane 执行。",
-        "深蓝 “works: condition true, result used”：条件为真，结果有用。",
-        "浅蓝 “runs, but no later level reads its result”：执行了，但后面没有哪一层读它的结果。",
-        "灰色 “idle: its warp issues the instruction, its condition is false”："
-        "条件为假而空闲，但所在的 warp 仍发射了这条指令。",
-        "白色 “its warp does not issue the instruction at all”：所在的 warp 根本没有发射这条指令。",
-        "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)”："
-        "整个 warp 都空闲却仍在发射；编译成分支的话，它本可以跳过这一层。",
-        "分隔线下方 “the last block only, once per launch”（只在单趟归约的图里出现）："
-        "只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
+        "深蓝 “works: condition true, result used” 表示条件为真，结果有用。",
+        "浅蓝 “runs, but no later level reads its result” 表示执行了，但后面没有哪一层读它的结果。",
+        "灰色 “idle: its warp issues the instruction, its condition is false” "
+        "表示条件为假而空闲，但所在的 warp 仍发射了这条指令。",
+        "白色 “its warp does not issue the instruction at all” 表示所在的 warp 根本没有发射这条指令。",
+        "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)” "
+        "表示整个 warp 都空闲却仍在发射，编译成分支的话，它本可以跳过这一层。",
+        "分隔线下方的 “the last block only, once per launch” 只在单趟归约的图里出现，"
+        "指只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
     ],
     "banks": [
-        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）："
-        "每行是一层里最差的那次 warp 请求；横轴 “bank = word address mod 32 (4-byte words)” "
-        "指 bank 编号等于字地址对 32 取模，每个字 4 字节。",
-        "绿色：这个 bank 只服务一个字，一轮完成；格子里的数字 k：这个 bank 要服务 k 个不同的字，"
-        "请求分 k 轮完成（多出 k - 1 轮），颜色越暖轮数越多。",
-        "右侧 “every request: one word per bank, one pass”：每次请求都是一个 bank 一个字，一轮完成；"
-        "“k-way: warp w, …; +e extra passes per block”：最差的是 warp w 的这次访问，"
-        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮；"
-        "“no lane touches shared memory”：这一层不访问共享内存。",
+        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）里，"
+        "每行是一层里最差的那次 warp 请求。横轴 “bank = word address mod 32 (4-byte words)” "
+        "是说 bank 编号等于字地址对 32 取模，每个字 4 字节。",
+        "绿色表示这个 bank 只服务一个字，一轮完成。格子里的数字 k 表示这个 bank 要服务 k 个不同的字，"
+        "请求分 k 轮完成，多出 k - 1 轮；颜色越暖，轮数越多。",
+        "右侧的 “every request: one word per bank, one pass” 是说每次请求都是一个 bank 一个字，一轮完成。"
+        "“k-way: warp w, …; +e extra passes per block” 是说最差的是 warp w 的这次访问，"
+        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮。"
+        "“no lane touches shared memory” 是说这一层不访问共享内存。",
     ],
     "shuffle": [
-        "shuffle 图（…-shuffle.png，标题就是那行代码）：每行是一次 __shfl_down_sync，"
+        "shuffle 图（…-shuffle.png，标题就是那行代码）里，每行是一次 __shfl_down_sync。"
         "“start” 是初始值，“offset k” 是偏移为 k 的那一层；横轴 “lane” 是 lane 编号，"
-        "连线表示 lane i 读取 lane i + offset 的值。副标题：源 lane 超出 31 时读回自己的 v；"
+        "连线表示 lane i 读取 lane i + offset 的值。副标题是说，源 lane 超出 31 时读回自己的 v；"
         "每个 warp 都这样做一遍，然后 warp 0 再对各 warp 的和做一遍。",
-        "深蓝：这个 lane 的和后面要用；浅蓝：照样计算，但结果没人用。",
-        "右侧 “lanes 0-k hold sums of m”：lane 0 到 k 各自持有 m 个值的和；"
-        "“lane 0 holds all 32”：lane 0 持有全部 32 个值的和；“each lane's own value”：每个 lane 自己的值。",
+        "深蓝表示这个 lane 的和后面要用，浅蓝表示照样计算，但结果没人用。",
+        "右侧的 “lanes 0-k hold sums of m” 是说 lane 0 到 k 各自持有 m 个值的和，"
+        "“lane 0 holds all 32” 是说 lane 0 持有全部 32 个值的和，“each lane's own value” 是每个 lane 自己的值。",
     ],
     "loads": [
-        "加载图（…-loads.png，“which thread loads which element”）：网格缩小到几个线程，"
-        "好让每个元素都有一个格子（副标题：真正启动时每个线程块的线程多得多，索引算式不变）。"
+        "加载图（…-loads.png，“which thread loads which element”）把网格缩小到几个线程，"
+        "好让每个元素都有一个格子。副标题是说，真正启动时每个线程块的线程多得多，索引算式不变。"
         "每列是一个线程（“thread i = blockIdx.x * BLOCK + tid”，粗竖线分开线程块 0 和 1），"
         "每行是一次加载，格子里是加载的 g_in 索引或索引范围。",
-        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n；第 8 步的图还写明 --offset 1 "
+        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n。第 8 步的图还写明 --offset 1 "
         "让 g_in 从 16 字节边界之后 4 字节处开始，于是 “head”、“n4”（完整 float4 的个数）和 “tail” 各是多少。",
-        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部；“no load” 和格子里的 “-” 表示边界检查为假："
+        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部。“no load” 和格子里的 “-” 表示边界检查为假，"
         "加载指令照样发射，只是被谓词屏蔽。",
     ],
     "ticket": [
-        "票号图（…-ticket.png，“the ticket, and the last block's reads”）：第一行 "
+        "票号图（…-ticket.png，“the ticket, and the last block's reads”）的第一行 "
         "“fetch_add, in time order” 是各线程块按时间先后执行 fetch_add、领到的票号（“block b / ticket t”），"
-        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位；下面 “last block, trip t” 各行是"
+        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位。下面 “last block, trip t” 各行是"
         "最后一个线程块的循环在第 t 次迭代中由哪个线程（“tid k”）读哪个槽位。",
-        "右侧：票号是计数器在这次 fetch_add(1) 之前的值；只有领到 gridDim.x - 1 的线程块 s_last 为真，"
-        "它继续往下做，其余的返回；完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序不变；"
+        "右侧说明了四点。票号是计数器在这次 fetch_add(1) 之前的值。只有领到 gridDim.x - 1 的线程块 s_last 为真，"
+        "它继续往下做，其余的返回。完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序却不变。"
         "之后的 block_reduce 每次都是同一棵树，所以每次都得到相同的位。",
-        "图例 “the last block, and what it reads”：最后一个线程块及它读的槽位；"
-        "“returns after its ticket”：领完票号就返回；“one slot per block”：每个线程块一个槽位；"
-        "“-: b >= gridDim.x, the lane idles”：超出槽位范围的 lane 空闲。",
+        "图例 “the last block, and what it reads” 是最后一个线程块及它读的槽位，"
+        "“returns after its ticket” 是领完票号就返回，“one slot per block” 是每个线程块一个槽位，"
+        "“-: b >= gridDim.x, the lane idles” 是超出槽位范围的 lane 空闲。",
     ],
 }
 
