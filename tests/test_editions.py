@@ -15,14 +15,18 @@ must have:
   - the same inline code spans, in the same order (every command of every
     exercise's Check line is one);
   - the same link targets, in the same order (a link to another page goes to
-    that page's twin in the Chinese edition), and where the English link has
-    an anchor, the Chinese one points at the corresponding Chinese heading.
+    that page's twin in the Chinese edition, a chart to its Chinese twin
+    <name>.zh-CN.png), and where the English link has an anchor, the Chinese
+    one points at the corresponding Chinese heading.
 Every anchor of every page (#x, page.md#x) must name a heading of its target,
 slugged as GitHub slugs headings (github_slug()).
 A Chinese page also:
   - has no English sentence in a generated block (english_sentences());
   - uses the glossary's one form of every term (docs/glossary.zh-CN.md, its
-    "不要写成" column), outside code;
+    "不要写成" column), outside code: among them no ratio written as
+    快/慢/上升……N 倍, which a careful reader takes as 1 + N;
+  - names the Chinese twin of a page, in links, prose and text diagrams,
+    shows the Chinese twin of a chart, and has no English shell comment;
   - carries, after its pictures, the Chinese key of their English labels
     (tools/zh_strings.py figure_key()).
 tools/zh_strings.py has a Chinese form for every string the generators write
