@@ -60,12 +60,12 @@ ROW_PROGRAMS  := $(addsuffix /run,$(ROW_STEP_DIRS)) \
 ROW_ALIASES   := $(foreach d,$(ROW_STEP_DIRS),rows/$(firstword $(subst _, ,$(notdir $(d)))))
 ROWS_HARNESS  := build/rows_driver.o build/rows_options.o build/rows_ref.o $(COMMON_OBJ)
 
-# matplotlib from the system if it imports, else from a local .venv
-# (an absolute path, so scripts run from other directories find it too).
+# matplotlib (and the pinned font of the Chinese charts, tools/chart_zh.py)
+# from the system if they import, else from a local .venv (an absolute path, so scripts run from other directories find it too).
 # Defined before any rule names $(NEED_VENV): make expands prerequisites
 # when it reads a rule, so a later definition would come too late.
 VENV_PYTHON := $(CURDIR)/.venv/bin/python
-PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
+PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib, pylopdf_fonts_zh_cn' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
 # Measured on two cores (nproc 2, no GPU): `make` 80 s with -j2; `make test`
@@ -288,7 +288,7 @@ check-run:
 venv: $(NEED_VENV)
 
 $(VENV_PYTHON): tools/requirements.txt
-	@echo "matplotlib not importable: installing tools/requirements.txt into .venv"
+	@echo "matplotlib or the chart font not importable: installing tools/requirements.txt into .venv"
 	$(PYTHON) -m venv .venv
 	.venv/bin/python -m pip install -q -r tools/requirements.txt
 	@touch $@
@@ -336,9 +336,11 @@ tune: gpu-check $(HARNESS) | build
 # the accuracy and diagrams blocks below add their pictures. No README is
 # written: that is `make docs`.
 ROW_RESULTS = $(patsubst %.csv,%-rows.csv,$(RESULTS))
+# --chinese: each chart also as <name>.zh-CN.png for the Chinese pages
+# (tools/chart_zh.py; the font is pinned in tools/requirements.txt).
 plot: $(NEED_VENV)
-	$(PLOT_PYTHON) tools/plot.py --results $(RESULTS) $(PROFILE_ARG)
-	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --results $(ROW_RESULTS); fi
+	$(PLOT_PYTHON) tools/plot.py --chinese --results $(RESULTS) $(PROFILE_ARG)
+	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(ROW_RESULTS); fi
 
 # Every generated block of README.md, ACCURACY.md and the step READMEs, in
 # each language present, from RESULTS and its -profile.csv and -accuracy.csv
@@ -445,7 +447,7 @@ ACCURACY_CSV := $(patsubst %.csv,%-accuracy.csv,$(RESULTS))
 .PHONY: accuracy-chart
 plot: accuracy-chart
 accuracy-chart: $(NEED_VENV)
-	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) tools/accuracy_chart.py $(ACCURACY_CSV); fi
+	@if [ -f $(ACCURACY_CSV) ]; then $(PLOT_PYTHON) tools/accuracy_chart.py --chinese $(ACCURACY_CSV); fi
 
 # The variance lesson (ACCURACY.md): one-pass, two-pass and Welford variances
 # of 1024-float rows with their mean shifted far from 0, in float32 on the CPU
@@ -460,6 +462,14 @@ variance: build/variance $(NEED_VENV)
 	@mkdir -p $(OUT_DIR)
 	./build/variance > $(OUT_DIR)/variance.csv
 	$(PLOT_PYTHON) tools/variance_chart.py $(OUT_DIR)/variance.csv
+
+# `make plot` redraws the committed variance chart (and its Chinese twin)
+# from RESULTS's folder's variance.csv, with no build.
+VARIANCE_CSV := $(dir $(RESULTS))variance.csv
+.PHONY: variance-chart
+plot: variance-chart
+variance-chart: $(NEED_VENV)
+	@if [ -f $(VARIANCE_CSV) ]; then $(PLOT_PYTHON) tools/variance_chart.py --chinese $(VARIANCE_CSV); fi
 
 # The bfloat16 lesson (ACCURACY.md): n ones and n uniform values summed with
 # a bfloat16 accumulator, in float and exactly, on the CPU (bfloat16 emulated
@@ -574,7 +584,7 @@ nccl-check: gpu-check
 plot: multigpu-chart
 multigpu-chart: $(NEED_VENV)
 	@if [ -f $(MG_SUM_CSV) ] || [ -f $(MG_ALLREDUCE_CSV) ]; then \
-	    $(PLOT_PYTHON) tools/multigpu_chart.py --sum $(MG_SUM_CSV) --allreduce $(MG_ALLREDUCE_CSV); fi
+	    $(PLOT_PYTHON) tools/multigpu_chart.py --chinese --sum $(MG_SUM_CSV) --allreduce $(MG_ALLREDUCE_CSV); fi
 
 .PHONY: clean-multigpu
 clean-multigpu:

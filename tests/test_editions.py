@@ -15,14 +15,18 @@ must have:
   - the same inline code spans, in the same order (every command of every
     exercise's Check line is one);
   - the same link targets, in the same order (a link to another page goes to
-    that page's twin in the Chinese edition), and where the English link has
-    an anchor, the Chinese one points at the corresponding Chinese heading.
+    that page's twin in the Chinese edition, a chart to its Chinese twin
+    <name>.zh-CN.png), and where the English link has an anchor, the Chinese
+    one points at the corresponding Chinese heading.
 Every anchor of every page (#x, page.md#x) must name a heading of its target,
 slugged as GitHub slugs headings (github_slug()).
 A Chinese page also:
   - has no English sentence in a generated block (english_sentences());
   - uses the glossary's one form of every term (docs/glossary.zh-CN.md, its
-    "不要写成" column), outside code;
+    "不要写成" column), outside code: among them no ratio written as
+    快/慢/上升……N 倍, which a careful reader takes as 1 + N;
+  - names the Chinese twin of a page, in links, prose and text diagrams,
+    shows the Chinese twin of a chart, and has no English shell comment;
   - carries, after its pictures, the Chinese key of their English labels
     (tools/zh_strings.py figure_key()).
 tools/zh_strings.py has a Chinese form for every string the generators write
@@ -122,10 +126,32 @@ def link_targets(text):
     return [normalize_link(m.group(1)) for m in LINK.finditer(body)]
 
 
+CHART_ZH = ".zh-CN.png"
+
+
 def normalize_link(target):
-    """A Chinese page's link to a twin counts as the link to the English page."""
+    """A Chinese page's link to a twin (a page, or a chart's Chinese twin
+    drawn by tools/chart_zh.py) counts as the link to the English one."""
     path = target.split("#", 1)[0]
+    if path.endswith(CHART_ZH):
+        return path[:-len(CHART_ZH)] + ".png"
     return path[:-len(ZH)] + ".md" if path.endswith(ZH) else path
+
+
+def english_charts(zh_path, text, exists=os.path.isfile):
+    """[message] for each picture of a Chinese page that has a Chinese twin
+    (<name>.zh-CN.png beside it) and is shown in English."""
+    folder = os.path.dirname(zh_path)
+    problems = []
+    for m in LINK.finditer(prose(text) + "\n".join(m.group(2) for m in BLOCK.finditer(text))):
+        target = m.group(1).split("#", 1)[0]
+        if m.group(0).startswith("!") and target.endswith(".png") \
+                and not target.endswith(CHART_ZH):
+            twin_chart = os.path.join(folder, target[:-len(".png")] + CHART_ZH)
+            if exists(twin_chart):
+                problems.append(f"{target}: the Chinese page should show "
+                                f"{os.path.basename(twin_chart)}")
+    return problems
 
 
 # ----------------------------------------------------------------------------
@@ -159,7 +185,9 @@ def diagram_line_key(line):
     line = CJK.sub(lambda m: f" {m.group(0)} ", line.translate(FULL_WIDTH))
     kept = []
     for token in line.split():
-        token = token.strip(",.:;")
+        # Brackets around a label are punctuation; a Chinese diagram names
+        # a page's Chinese twin where the English one names the page.
+        token = token.strip(",.:;()").replace(ZH, ".md")
         if token and not all(ch.isalpha() or ch == "'" for ch in token):
             kept.append(token)
     return kept
@@ -292,6 +320,51 @@ def anchor_pairs(en_path, zh_path, read_page=read):
     return problems
 
 
+def english_shell_comments(text):
+    """The comments of a page's shell blocks that are English through and
+    through: no Chinese character, and an English sentence in them. (A
+    Chinese comment may quote a program's English output.)"""
+    found = []
+    for m in FENCE.finditer(text):
+        if m.group(2).strip().split(" ")[0] not in SHELL:
+            continue
+        for line in m.group(3).split("\n"):
+            comment = line[len(strip_shell_comment(line)):].strip()
+            if comment.startswith("#!") or CJK.search(comment):
+                continue
+            if english_sentences(comment.lstrip("# ")):
+                found.append(line.strip())
+    return found
+
+
+def english_page_mentions(zh_path, text, exists=os.path.isfile):
+    """[message] for each link, and each page named in the prose or in a text
+    diagram, of a Chinese page that goes to an English page whose Chinese
+    twin exists. Code spans and code blocks (commands) are not mentions;
+    neither is the language switch on line 1."""
+    folder = os.path.dirname(zh_path)
+    body = without(BLOCK, text).split("\n", 1)[-1]
+    found = [m.group(1).split("#", 1)[0] for m in LINK.finditer(prose(body))]
+    named = [m.group(3) for m in FENCE.finditer(body) if not m.group(2).strip()]
+    named.append(re.sub(r"\]\([^)\s]*\)", "] ", CODE_SPAN.sub(" ", prose(body))))
+    for chunk in named:
+        found += re.findall(r"[\w./*-]*\.md\b", chunk)
+    problems = []
+    for target in found:
+        if not target.endswith(".md") or target.endswith(ZH) or re.match(r"^[a-z]+:", target):
+            continue
+        candidates = [os.path.normpath(os.path.join(base, unquote(target)))
+                      for base in (folder, ROOT)]
+        # a map names a page by the end of its path ("grading.md" under docs/)
+        candidates += [page for page in pages() if page.endswith(os.sep + target)]
+        for page in candidates:
+            if exists(page) and exists(twin(page)):
+                problems.append(f"{target}: the Chinese page should name "
+                                f"{os.path.basename(twin(page))}")
+                break
+    return problems
+
+
 # ----------------------------------------------------------------------------
 # Chinese text: English left in generated blocks, the glossary, the figure key
 # ----------------------------------------------------------------------------
@@ -379,7 +452,10 @@ def parse_glossary(text):
             continue
         if not line.startswith("|") or line.startswith("|---"):
             continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # A cell may hold a pipe escaped as \| (GitHub renders it as |, even
+        # in a code span): a variant's alternation is written that way.
+        cells = [c.strip().replace("\\|", "|")
+                 for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if table == "术语" and len(cells) >= 3 and cells[0] != "English":
             chosen = [c.strip() for c in re.split(r" / |、", cells[1]) if c.strip()]
             variants = [m.group(2) for m in CODE_SPAN.finditer(cells[2])]
@@ -520,14 +596,27 @@ class EditionTests(unittest.TestCase):
         self.each_page(lambda page, en, zh: self.assertEqual(link_targets(en), link_targets(zh)))
 
     def test_links_between_chinese_pages_stay_chinese(self):
-        # A Chinese reader following a link to another page lands on its twin.
+        # A Chinese reader following a link to another page, or reading a
+        # page's name in a map, lands on its twin.
+        self.each_page(lambda page, en, zh: self.assertEqual(
+            english_page_mentions(twin(page), zh), []))
+
+    def test_chinese_pages_show_the_chinese_charts(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(english_charts(twin(page), zh), []))
+
+    def test_every_results_chart_has_a_chinese_twin(self):
+        # make plot draws <name>.zh-CN.png beside every chart of plots/reference.
         def check(page, en, zh):
-            body = prose(zh).split("\n", 1)[-1]
-            for m in LINK.finditer(body):
-                path = m.group(1).split("#", 1)[0]
-                if os.path.basename(path) in ("README.md", "ACCURACY.md"):
-                    self.fail(f"the Chinese page links to the English {path}")
+            for m in LINK.finditer(without(FENCE, en)):
+                target = m.group(1).split("#", 1)[0]
+                if m.group(0).startswith("!") and "plots/reference/" in target:
+                    chart = os.path.normpath(os.path.join(os.path.dirname(page), target))
+                    self.assertTrue(os.path.isfile(chart[:-len(".png")] + CHART_ZH),
+                                    f"{target} has no Chinese twin: make plot")
         self.each_page(check)
+
+    def test_shell_comments_are_chinese(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(english_shell_comments(zh), []))
 
     def test_every_anchor_names_a_heading(self):
         for path in all_markdown():
@@ -577,6 +666,8 @@ class ChineseStringTests(unittest.TestCase):
         terms, _ = parse_glossary(read(GLOSSARY))
         texts = list(zh_strings.STRINGS.values()) + list(zh_strings.SUMMARIES.values())
         texts.append(zh_strings.figure_key(zh_strings.FIGURE_KINDS))
+        texts += list(zh_strings.CHART_STRINGS.values())            # the Chinese charts
+        texts += [form for _, form in zh_strings.CHART_PATTERNS]
         for text in texts:
             with self.subTest(text=text):
                 self.assertEqual(glossary_problems(re.sub(r"\{\w+\}", "", text), terms), [])
@@ -627,6 +718,41 @@ class CheckerTests(unittest.TestCase):
         for what, (extract, zh) in drifts.items():
             with self.subTest(drift=what):
                 self.assertNotEqual(extract(self.EN), extract(zh))
+
+    def test_a_chinese_page_that_names_an_english_page_is_seen(self):
+        zh_path = os.path.join(ROOT, "README.zh-CN.md")
+        ok = ("[English](README.md) · 简体中文\n\n见 [舍入](ACCURACY.zh-CN.md#确定性) 和 "
+              "rows/README.zh-CN.md。\n\n```\nACCURACY.zh-CN.md    舍入\n```\n\n"
+              "```sh\nless ACCURACY.md    # 命令照写\n```\n\n运行 `cat ACCURACY.md`。\n")
+        self.assertEqual(english_page_mentions(zh_path, ok), [])
+        for bad in (ok.replace("(ACCURACY.zh-CN.md#", "(ACCURACY.md#"),
+                    ok.replace("rows/README.zh-CN.md", "rows/README.md"),
+                    ok.replace("ACCURACY.zh-CN.md    舍入", "ACCURACY.md    舍入"),
+                    ok.replace("见 [", "docs/grading.md，见 ["),
+                    ok.replace("舍入\n```", "舍入 (grading.md)\n```")):
+            with self.subTest(page=bad):
+                self.assertEqual(len(english_page_mentions(zh_path, bad)), 1)
+        # the diagram may name the twin: the twins' code blocks still match
+        self.assertEqual(diagram_line_key("ACCURACY.md    rounding (common/README.md explains)"),
+                         diagram_line_key("ACCURACY.zh-CN.md    舍入（common/README.zh-CN.md 讲清）"))
+
+    def test_an_english_chart_on_a_chinese_page_is_seen(self):
+        zh_path = os.path.join(ROOT, "README.zh-CN.md")
+        page = ("[English](README.md) · 简体中文\n\n<!-- BEGIN results -->\n\n"
+                "![带宽](plots/reference/h200-progression.zh-CN.png)\n\n<!-- END results -->\n\n"
+                "![图](plots/diagrams/step0_naive-lanes.png)\n")
+        twins = {os.path.join(ROOT, "plots", "reference", "h200-progression.zh-CN.png")}
+        self.assertEqual(english_charts(zh_path, page, exists=twins.__contains__), [])
+        bad = page.replace("progression.zh-CN.png", "progression.png")
+        self.assertEqual(len(english_charts(zh_path, bad, exists=twins.__contains__)), 1)
+        self.assertEqual(link_targets(bad), link_targets(page))
+
+    def test_an_english_shell_comment_is_seen(self):
+        ok = ("```sh\nmake y   # 构建\n./run -n 1M   # 通常输出 FAIL: timed run k gave ...\n"
+              "# 在 GPU 机器上评分\n```\n\n```bash\n#!/usr/bin/env bash\nset -u\n```\n")
+        self.assertEqual(english_shell_comments(ok), [])
+        bad = ok.replace("# 在 GPU 机器上评分", "# grades it on the GPU machine")
+        self.assertEqual(english_shell_comments(bad), ["# grades it on the GPU machine"])
 
     def test_code_in_other_languages_is_byte_for_byte(self):
         en = "```c\nint x; // sum\n```\n"
@@ -792,6 +918,43 @@ class CheckerTests(unittest.TestCase):
                              ("用成对求和得到参考值", "成对求和"),
                              ("每趟循环发射四条加载", "每趟循环"),
                              ("核函数优化：线程束发散", "核函数")):
+            with self.subTest(page=bad):
+                self.assertIn(variant, [v for v, _ in glossary_problems(bad, terms)])
+
+    def test_the_settled_terms_and_ratios(self):
+        # Issue 27: one word per idea across generated and hand-written text,
+        # and no ratio written as "N 倍" after 快/慢/上升/..., which a careful
+        # reader takes as 1 + N times.
+        terms, _ = parse_glossary(read(GLOSSARY))
+        variant_of = {variant: chosen for chosen, variants in terms for variant in variants}
+        ratio = [v for v in variant_of if v.startswith("re:") and "倍" in v]
+        self.assertEqual(len(ratio), 1, ratio)
+        ratio = ratio[0]
+        sector = [v for v in variant_of if "sector" in v][0]
+        stream = [v for v in variant_of if v.startswith("re:") and "流" in v][0]
+        launch = [v for v in variant_of if "启动" in v][0]
+        base = [v for v in variant_of if "基准(" in v][0]
+        ok = ("第 3 步的速度是第 2 步的 1.07 倍，快 7%；耗时是原来的 1.6 倍，指令数降到 0.41x，"
+              "读冲突变为原来的约 67 倍，warp 指令数增加到 7.5 倍，`make -j4` 大约快一倍。每个请求 4 个扇区，"
+              "计数器 `lts__t_sector_hit_rate.pct` 照写。每条加载指令、每个加载请求都读 16 字节。"
+              "NCCL 在自己的 stream 上运行，流量不变。错误样例 `sm_no_max` 由 `make mutants` 构建。"
+              "复制 kernel 是参照。主机启动 kernel，线程块被调度到 SM 上；"
+              "最后完成的线程块在同一次启动里把部分和加起来。")
+        self.assertEqual(glossary_problems(ok, terms), [])
+        planted = [
+            ("第 3 步比第 2 步快 1.07 倍", ratio), ("PyTorch 快 9 倍", ratio),
+            ("比它慢 3.5 倍", ratio), ("kernel 快了约 1.6 倍", ratio),
+            ("DRAM 吞吐量上升约 1.3 倍", ratio), ("读指令下降约 40 倍", ratio),
+            ("它提高了 2 倍", ratio), ("写指令下降约四倍", ratio), ("误差扩大一百倍", ratio),
+            ("每个请求 4 个 sector", sector), ("32 字节的 sectors", sector),
+            ("第一条读取指令", "读取指令"), ("每次全局读取请求", "读取请求"),
+            ("两个归约在两个流上同时运行", stream), ("在默认流上启动", stream),
+            ("用 CUDA 流", "CUDA 流"),
+            ("变异体 `no_ticket_reset`", "变异体"),
+            ("第 8 步要追的标杆", "标杆"), ("加速比的基准是", base),
+            ("线程块不断启动、退出", launch), ("线程块的启动开销", launch),
+        ]
+        for bad, variant in planted:
             with self.subTest(page=bad):
                 self.assertIn(variant, [v for v, _ in glossary_problems(bad, terms)])
 

@@ -32,8 +32,12 @@ CHARTS = ("progression", "sweep", "vs-cub")
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
     HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+HAVE_FONT = importlib.util.find_spec("pylopdf_fonts_zh_cn") is not None
+needs_font = unittest.skipUnless(
+    HAVE_MATPLOTLIB and HAVE_FONT, "the chart font is missing: pip install -r tools/requirements.txt")
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import chart_zh  # noqa: E402
 import schema  # noqa: E402
 
 
@@ -386,6 +390,88 @@ class ErrorTests(Workspace):
         self.assertEqual(len(lines), 1, proc.stderr)
         self.assertIn("pip install -r tools/requirements.txt", lines[0])
         self.assertNotIn("Traceback", proc.stderr)
+
+
+# ----------------------------------------------------------------------------
+# The Chinese twins (tools/chart_zh.py)
+# ----------------------------------------------------------------------------
+
+class ChineseWordsTests(unittest.TestCase):
+    """What a Chinese chart says: no matplotlib needed."""
+
+    def test_known_texts(self):
+        self.assertEqual(chart_zh.translate("n (floats)"), "n（float 个数）")
+        self.assertEqual(chart_zh.translate("Sum reduction on NVIDIA H200: bandwidth against "
+                                            "input size"),
+                         "NVIDIA H200 上的求和归约：带宽随输入规模的变化")
+        self.assertEqual(chart_zh.translate("NVIDIA H200  ·  driver 580.159.04  ·  git 599144f"
+                                            "  ·  median of 20 reps  ·  plots/reference/h200.csv"),
+                         "NVIDIA H200  ·  驱动 580.159.04  ·  代码版本 599144f  ·  20 次重复的中位数"
+                         "  ·  plots/reference/h200.csv")
+        self.assertEqual(chart_zh.translate("small n: launch overhead dominates\n"
+                                            "(time ≈ constant, so GB/s grows with n)"),
+                         "n 小时：启动开销占主导\n（耗时几乎不变，所以 GB/s 随 n 增长）")
+
+    def test_names_and_numbers_stay(self):
+        for text in ("step0\nnaive", "rows/step7_wide", "torch/layernorm", "3.5x", "1.02x\n9.21x",
+                     "$\\mathdefault{2^{25}}$", "CUB DeviceReduce"):
+            with self.subTest(text=text):
+                self.assertEqual(chart_zh.translate(text), text)
+        # a GPU's name is data, its SM count is words
+        self.assertEqual(chart_zh.translate("FIXTURE GPU (invented numbers) (132 SMs)"),
+                         "FIXTURE GPU (invented numbers)（132 个 SM）")
+
+    def test_a_new_english_label_is_seen(self):
+        self.assertIsNone(chart_zh.translate("bandwidth of the new step"))
+        self.assertIsNone(chart_zh.translate("NVIDIA H200  ·  a new caption part"))
+        self.assertIsNone(chart_zh.translate("n (floats)\nsomething new here"))
+
+    def test_twin_names(self):
+        self.assertEqual(chart_zh.zh_path("plots/reference/h200-sweep.png"),
+                         "plots/reference/h200-sweep.zh-CN.png")
+        with tempfile.TemporaryDirectory() as folder:
+            chart = os.path.join(folder, "h200-sweep.png")
+            self.assertEqual(chart_zh.shown(chart, "zh-CN"), chart)   # no twin yet
+            write(chart_zh.zh_path(chart), "png")
+            self.assertEqual(chart_zh.shown(chart, "zh-CN"), chart_zh.zh_path(chart))
+            self.assertEqual(chart_zh.shown(chart, "en"), chart)
+
+
+@needs_font
+class ChineseChartTests(Workspace):
+
+    def test_every_chart_gets_a_chinese_twin_in_chinese(self):
+        args = ("--chinese", "--results", RESULTS, "--profile", PROFILE, "--out-dir", self.out)
+        proc = run_plot(*args)
+        self.assert_ok(proc)
+        self.assertNotIn("no Chinese form", proc.stderr)
+        kinds = CHARTS + ("profile",)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         sorted([f"fixture-{k}.png" for k in kinds]
+                                + [f"fixture-{k}.zh-CN.png" for k in kinds]))
+        for kind in kinds:
+            english = read(os.path.join(self.out, f"fixture-{kind}.png"), "rb")
+            chinese = read(os.path.join(self.out, f"fixture-{kind}.zh-CN.png"), "rb")
+            self.assertEqual(chinese[:8], PNG_SIGNATURE)
+            self.assertNotEqual(chinese, english)
+        before = {name: read(os.path.join(self.out, name), "rb") for name in os.listdir(self.out)}
+        again = run_plot(*args)
+        self.assert_ok(again)
+        self.assertEqual(again.stdout, "")   # the same bytes: nothing written
+        self.assertEqual(before, {name: read(os.path.join(self.out, name), "rb")
+                                  for name in os.listdir(self.out)})
+
+    def test_without_the_font_the_english_charts_still_come(self):
+        fake = self.path("fake", "pylopdf_fonts_zh_cn")
+        write(os.path.join(fake, "__init__.py"), "")          # the package, no font file
+        env = dict(os.environ, PYTHONPATH=self.path("fake"))
+        proc = run_plot("--chinese", "--results", RESULTS, "--out-dir", self.out, env=env)
+        self.assert_ok(proc)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         sorted(f"fixture-{kind}.png" for kind in CHARTS))
+        lines = proc.stderr.strip().split("\n")
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("pip install -r tools/requirements.txt", lines[0])
 
 
 if __name__ == "__main__":

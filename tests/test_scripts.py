@@ -1388,6 +1388,9 @@ def plot_python():
 
 PLOT_PYTHON = plot_python()
 needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no Python with matplotlib (PLOT_PYTHON)")
+# The font of the Chinese charts (tools/chart_zh.py), pinned beside matplotlib.
+PLOT_FONT = bool(PLOT_PYTHON) and subprocess.run(
+    [PLOT_PYTHON, "-c", "import pylopdf_fonts_zh_cn"], capture_output=True).returncode == 0
 
 README = "# Demo\n\n<!-- BEGIN results -->\nkept as it is\n<!-- END results -->\n"
 
@@ -1526,10 +1529,12 @@ class MakeTargetTest(ScriptTest):
             f.write(step_readme)
         proc = self.make("plot", "RESULTS=plots/reference/gpu.csv")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        charts = ["gpu-accuracy", "gpu-profile", "gpu-progression", "gpu-sweep", "gpu-vs-cub"]
+        twins = [f"{chart}.zh-CN.png" for chart in charts] if PLOT_FONT else []
         self.assertEqual(sorted(os.listdir(reference)),
-                         ["gpu-accuracy.csv", "gpu-accuracy.png", "gpu-profile.csv",
-                          "gpu-profile.png", "gpu-progression.png", "gpu-sweep.png",
-                          "gpu-vs-cub.png", "gpu.csv"])
+                         sorted(["gpu-accuracy.csv", "gpu-profile.csv", "gpu.csv"]
+                                + [f"{chart}.png" for chart in charts] + twins))
+        self.assertNotIn("no Chinese form", proc.stdout + proc.stderr)
         self.assertEqual(sorted(os.listdir(self.file("plots", "diagrams"))),
                          [f"{step}-banks.png", f"{step}-lanes.png"])
         self.assert_readme_untouched()

@@ -18,6 +18,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accuracy_data as data  # noqa: E402
 import schema  # noqa: E402  (step names and size labels)
+import chart_zh  # noqa: E402
 from plot import load_matplotlib, save_figure, tex_power_label  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -133,7 +134,10 @@ def main(argv=None):
                                                  "<name>-accuracy.csv.")
     parser.add_argument("csv", nargs="+", help="accuracy CSV written by tools/accuracy.py")
     parser.add_argument("--out-dir", help="where the PNGs go (default: beside each CSV)")
+    parser.add_argument("--chinese", action="store_true",
+                        help="also draw the Chinese twin, <name>.zh-CN.png")
     args = parser.parse_args(argv)
+    chart_zh.enabled = args.chinese
     try:
         inputs = [(path, data.read_rows(path)) for path in args.csv]  # all read before drawing
         mpl = load_matplotlib()

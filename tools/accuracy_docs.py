@@ -19,6 +19,7 @@ LANGS = ("en", "zh-CN")
 # Every label of the block, in both languages; numbers, program names and
 # CUDA identifiers stay as they are.
 TEXT = {
+    "chart_alt": {"en": "accuracy", "zh-CN": "各种加法方式的舍入误差随 n 的变化"},
     "not_measured": {
         "en": "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
               " writes `{source}`, then `make docs` fills this block from it.",
@@ -224,15 +225,17 @@ def same_bits_section(rows, lang):
     return lines
 
 
-def accuracy_block(rows, lang, source):
-    """The markdown between the accuracy markers, from the rows of `source`."""
+def accuracy_block(rows, lang, source, chart=None):
+    """The markdown between the accuracy markers, from the rows of `source`;
+    chart: the link to the chart shown (default: the .png beside `source`)."""
     if lang not in LANGS:
         raise ValueError(f"lang must be one of {', '.join(LANGS)}, not {lang!r}")
     curves = data.errors(rows) if rows else {}
     if not curves:
         return say("not_measured", lang, source=source)
-    chart = source[:-4] + ".png" if source.endswith(".csv") else source + ".png"
-    lines = [provenance(rows, source, lang), "", f"![accuracy]({chart})", ""]
+    if chart is None:
+        chart = source[:-4] + ".png" if source.endswith(".csv") else source + ".png"
+    lines = [provenance(rows, source, lang), "", f"![{say('chart_alt', lang)}]({chart})", ""]
     n = table_size(curves)
     lines += error_table(curves, n, lang) + [""] + ratio_table(curves, n, lang)
     lines += cost_section(rows, lang)

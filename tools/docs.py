@@ -43,6 +43,7 @@ import textwrap
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
+import chart_zh  # noqa: E402  (a Chinese page shows a chart's Chinese twin)
 import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
 import variance_chart  # noqa: E402  (ACCURACY.md's variance block reads its CSV)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
@@ -182,6 +183,9 @@ STRINGS = {
 
 STRINGS.update(rows_docs.STRINGS)
 STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: ""})
+# The alt text of the results charts: the English pages name the chart's kind.
+CHART_ALT = {kind: kind for kind in ("progression", "sweep", "vs-cub", "profile")}
+STRINGS.update({alt: "" for alt in CHART_ALT.values()})
 STRINGS.update({
     "Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).": "",
     "| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
@@ -376,9 +380,10 @@ def seed_lines(lang):
 def results_block(src, folder, lang):
     parts = [provenance(src, lang)]
     for kind in compare.chart_kinds(src.m, src.counters):
-        src.linked.append(compare.chart_path(src.m, kind))
-        link = os.path.relpath(compare.chart_path(src.m, kind), folder).replace(os.sep, "/")
-        parts += ["", f"![{kind}]({link})"]
+        chart = chart_zh.shown(compare.chart_path(src.m, kind), lang)
+        src.linked.append(chart)
+        link = os.path.relpath(chart, folder).replace(os.sep, "/")
+        parts += ["", f"![{tr(CHART_ALT.get(kind, kind), lang)}]({link})"]
     for n in TABLE_SIZES:
         if src.m.steps_at(n):
             parts += ["", size_heading(n, lang), "", *results_table(src, n, lang)]
@@ -493,10 +498,12 @@ def figures_block(src, step, lang):
 # ----------------------------------------------------------------------------
 
 def accuracy_block(src, folder, lang):
+    chart = chart_zh.shown(sibling(src.accuracy_path, ".png"), lang)  # accuracy_chart.py draws it
     if accuracy_data.errors(src.accuracy_rows):
-        src.linked.append(sibling(src.accuracy_path, ".png"))  # accuracy_chart.py draws it
+        src.linked.append(chart)
     source = os.path.relpath(src.accuracy_path, folder).replace(os.sep, "/")
-    return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source)
+    return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source,
+                                        chart=os.path.relpath(chart, folder).replace(os.sep, "/"))
 
 
 VARIANCE_SHIFTS = (0, 10, 100, 1000, 2000, 3000, 10000, 100000)   # the table's rows
@@ -524,7 +531,7 @@ def variance_block(src, folder, lang):
                  for m in ("one-pass", "two-pass", "welford")]
         rows_count = found[("one-pass", shift)][1]
         lines.append(f"| {shift:,} | " + " | ".join(cells) + f" | {rows_count} |")
-    chart = os.path.splitext(path)[0] + ".png"
+    chart = chart_zh.shown(os.path.splitext(path)[0] + ".png", lang)
     src.linked.append(chart)
     rel_chart = os.path.relpath(chart, folder).replace(os.sep, "/")
     return "\n".join(lines + ["", tr(
@@ -738,16 +745,18 @@ def row_figures(src, step, translate):
 def rows_changes(src):
     """Part 2: rows/README, each rows step's README blocks and Effect line."""
     rsrc, changes = src.rows, []
-    for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc)):
-        if chart:
-            src.linked.append(chart)
     for path, lang in pages(os.path.join(src.root, "rows")):
+        for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc)):
+            if chart:
+                src.linked.append(chart_zh.shown(chart, lang))
         old = read_text(path)
         tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
         summary = (lambda text, lang=lang: zh_strings.summary(text, lang))
         new = fill_blocks(old, [("rows-results",
                                  lambda tr_lang=tr_lang, summary=summary:
-                                 rows_docs.results_block(rsrc, summary, tr_lang))])
+                                 rows_docs.results_block(
+                                     rsrc, summary, tr_lang,
+                                     chart=lambda path, lang=lang: chart_zh.shown(path, lang)))])
         changes.append((path, old, new))
     for step in src.row_steps:
         for path, lang in pages(os.path.join(src.root, step)):

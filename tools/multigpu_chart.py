@@ -15,7 +15,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_zh  # noqa: E402  (the Chinese twin of each chart)
 import schema  # noqa: E402
+from generated import write_if_changed  # noqa: E402
 
 BIG_NS = (1 << 30, (1 << 31) - 1)   # where two GPUs must reach SPEEDUP_TARGET
 SPEEDUP_TARGET = 1.9
@@ -93,6 +95,15 @@ def load(path, reader):
     return reader(path)
 
 
+def save(plt, fig, path):
+    """The chart, and with --chinese its Chinese twin <name>.zh-CN.png (tools/chart_zh.py)."""
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    chinese = chart_zh.chinese_png(fig, relayout=True, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    if chinese is not None and write_if_changed(chart_zh.zh_path(path), chinese):
+        print(f"wrote {chart_zh.zh_path(path)}")
+
+
 def draw_scaling(rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -121,8 +132,7 @@ def draw_scaling(rows, path):
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def draw_allreduce(rows, path):
@@ -150,8 +160,7 @@ def draw_allreduce(rows, path):
     right.set_ylabel("bus bandwidth, GB/s")
     right.set_title(f"busbw = algbw x 2({gpus}-1)/{gpus}")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    plt.close(fig)
+    save(plt, fig, path)
 
 
 def main(argv=None):
@@ -160,7 +169,10 @@ def main(argv=None):
     parser.add_argument("--allreduce")
     parser.add_argument("--out-dir")
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--chinese", action="store_true",
+                        help="also draw each chart's Chinese twin, <name>.zh-CN.png")
     args = parser.parse_args(argv)
+    chart_zh.enabled = args.chinese
     try:
         sum_rows = load(args.sum, schema.read_multigpu_sum)
         vec_rows = load(args.allreduce, schema.read_allreduce)

@@ -33,6 +33,7 @@ import sys
 from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_zh  # noqa: E402  (the Chinese twin of each chart)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
 from generated import write_if_changed  # noqa: E402
@@ -122,13 +123,20 @@ def load_matplotlib():
     return SimpleNamespace(plt=plt, Patch=Patch)
 
 
-def save_figure(mpl, fig, path):
-    """The figure as a PNG, written only when its bytes change (reruns leave git clean)."""
+def save_figure(mpl, fig, path, relayout=False):
+    """The figure as a PNG, and with --chinese its Chinese twin as
+    <name>.zh-CN.png (tools/chart_zh.py), each written only when its bytes
+    change (reruns leave git clean). relayout: the figure was laid out by tight_layout(),
+    which the Chinese words need again."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=CHART_DPI)
+    chinese = chart_zh.chinese_png(fig, relayout=relayout, dpi=CHART_DPI)
     mpl.plt.close(fig)
+    tool = os.path.basename(sys.argv[0]) or "plot.py"
     if write_if_changed(path, buffer.getvalue()):
-        print(f"{os.path.basename(sys.argv[0]) or 'plot.py'}: wrote {path}")
+        print(f"{tool}: wrote {path}")
+    if chinese is not None and write_if_changed(chart_zh.zh_path(path), chinese):
+        print(f"{tool}: wrote {chart_zh.zh_path(path)}")
 
 
 def step_colours(mpl, m):
@@ -593,10 +601,13 @@ def parse_args(argv):
                         help="Nsight Compute counters from make profile-all")
     parser.add_argument("--out-dir", metavar="DIR",
                         help="where the PNGs go (default: the results file's folder)")
+    parser.add_argument("--chinese", action="store_true",
+                        help="also draw each chart's Chinese twin, <name>.zh-CN.png")
     return parser.parse_args(argv)
 
 
 def run(args):
+    chart_zh.enabled = args.chinese
     # Check every input before drawing anything, so a bad input leaves no
     # half-drawn set of charts behind.
     if os.path.isfile(args.results) and is_rows_file(args.results):

@@ -147,7 +147,7 @@ def step_row_cells(m, step, shape, tr):
             f"{fmt_share(share(m, step, shape))} | {vs_prev} | {vs_torch}")
 
 
-def results_block(rsrc, summary, tr):
+def results_block(rsrc, summary, tr, chart=lambda path: path):
     """rows/README.md's block: the seed shape, then the last step of each
     operation at every shape; softmax's table, the newest, ends with its chart
     (tools/plot.py draws it beside the others once a softmax step is measured)."""
@@ -187,13 +187,13 @@ def results_block(rsrc, summary, tr):
                          f"{verdict_cell(m, total, 'torch/sum', s, tr)} |")
     softmax = copy_bar_table(m, "softmax", "Softmax, {step}, at every shape", tr)
     if softmax:
-        link = os.path.relpath(softmax_chart(rsrc), os.path.join(rsrc.root, "rows"))
+        link = os.path.relpath(chart(softmax_chart(rsrc)), os.path.join(rsrc.root, "rows"))
         lines += softmax + ["", f"![{tr(SOFTMAX_CHART_ALT)}]({link.replace(os.sep, '/')})"]
     bf16 = (copy_bar_table(m, "softmax" + BF16, "Softmax in bfloat16, {step}, at every shape", tr)
             + copy_bar_table(m, "layernorm" + BF16, "LayerNorm in bfloat16, {step}, at every shape",
                              tr))
     if bf16:
-        link = os.path.relpath(bf16_chart(rsrc), os.path.join(rsrc.root, "rows"))
+        link = os.path.relpath(chart(bf16_chart(rsrc)), os.path.join(rsrc.root, "rows"))
         lines += (["", tr("The bfloat16 steps move 2 bytes an element: their bar is the copy in "
                           "bfloat16 (rows/copy16), and PyTorch runs the same operation on "
                           "bfloat16 tensors.")] + bf16 +

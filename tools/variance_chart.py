@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Draw the variance chart from tools/variance.c's CSV.
 
-    python3 tools/variance_chart.py CSV
+    python3 tools/variance_chart.py [--chinese] CSV
 
-Writes CSV's name with .png: the largest relative error of a row's variance
+Writes CSV's name with .png (and with --chinese its Chinese twin, .zh-CN.png): the largest relative error of a row's variance
 against the rows' mean (in standard deviations), one line per method, on
 log-log axes, with u = 2^-24 and 100% marked. Shift 0 has no place on a log
 axis; ACCURACY.md's table gives it. The same rows give the same bytes.
@@ -15,6 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chart_zh  # noqa: E402
 from plot import load_matplotlib, save_figure  # noqa: E402
 
 COLUMNS = ("method", "shift", "rows", "cols", "max_rel_err", "median_rel_err", "nonpositive")
@@ -74,12 +75,15 @@ def draw(mpl, rows, path):
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8.5, loc="upper left")
     fig.tight_layout()
-    save_figure(mpl, fig, path)
+    save_figure(mpl, fig, path, relayout=True)
 
 
 def main(argv):
+    chart_zh.enabled = "--chinese" in argv
+    argv = [a for a in argv if a != "--chinese"]
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: tools/variance_chart.py CSV (tools/variance.c's output)", file=sys.stderr)
+        print("usage: tools/variance_chart.py [--chinese] CSV (tools/variance.c's output)",
+              file=sys.stderr)
         return 2
     try:
         rows = read_rows(argv[0])

@@ -18,6 +18,10 @@ assumed where they are drawn), and figure_key() gives the text for the kinds
 of pictures a page shows. tests/test_editions.py checks that every Chinese
 page carries the key its pictures need.
 
+CHART_STRINGS and CHART_PATTERNS hold the words of the results charts
+(tools/plot.py and the other chart tools): `make plot` draws each chart once
+more with them, in Noto Sans SC, as <name>.zh-CN.png (tools/chart_zh.py).
+
 The words follow docs/glossary.zh-CN.md. This module imports nothing from
 the repository, so any script may use it.
 """
@@ -57,6 +61,11 @@ STRINGS = {
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译，按设备属性算出的"
         "峰值带宽为 {peak} GB/s），代码版本 {rev}；{flush}；每个程序运行一次，取 {reps} 次重复的中位数；"
         "只有两次运行的范围互不重叠时，比值才算领先或落后，否则算持平。数据来源：{source}。",
+    "progression": "每一步的实测带宽，与峰值和 CUB 对比",
+    "sweep": "各步带宽随输入规模的变化",
+    "vs-cub": "后面几步与 CUB 之比随 n 的变化",
+    "profile": "每一步的 Nsight Compute 计数器",
+    "accuracy": "各种加法方式的舍入误差随 n 的变化",
     "L2 flushed before every repetition": "每次重复前都清空 L2",
     "L2 not flushed (warm cache)": "没有清空 L2（缓存是热的）",
     "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
@@ -265,15 +274,15 @@ STRINGS = {
     "bytes read from DRAM": "从 DRAM 读取的字节数",
     "bytes written to DRAM": "写入 DRAM 的字节数",
     "L2 hit rate, %": "L2 命中率 %",
-    "warp-level global load instructions": "warp 级全局内存读取指令数",
+    "warp-level global load instructions": "warp 级全局加载指令数",
     "registers per thread": "每个线程的寄存器数",
-    "32-byte sectors per global load request": "每次全局读取请求涉及的 32 字节 sector 数",
+    "32-byte sectors per global load request": "每个全局加载请求涉及的 32 字节扇区数",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.":
         "Nsight Compute，形状 {shape}，{gpu}，代码版本 {rev}，数据来自 {source}。",
     "{step}: which elements of a {rows} x {cols} matrix the first load instruction of warps 0 "
     "to 3 reads; warp 0 touches {sectors} sectors of 32 bytes":
-        "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条读取指令读的是哪些元素；"
-        "warp 0 涉及 {sectors} 个 32 字节的 sector",
+        "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条加载指令读的是哪些元素；"
+        "warp 0 涉及 {sectors} 个 32 字节扇区",
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有逐行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
@@ -310,7 +319,7 @@ SUMMARIES = {
     "Single pass: the last block to finish adds the partial sums, in the same launch.":
         "单趟归约：最后完成的线程块在同一次启动里把各个部分和加起来。",
     "CUB DeviceReduce::Sum: NVIDIA's library reduction, the bar for step 8.":
-        "CUB DeviceReduce::Sum：NVIDIA 库里的归约，第 8 步要追的标杆。",
+        "CUB DeviceReduce::Sum：NVIDIA 库里的归约，是第 8 步的参照。",
     # part 2: rows/stepN_*/rows.cu and its baselines
     "Copy: y = x, every float read once and written once.":
         "复制：y = x，每个 float 读一次、写一次。",
@@ -352,6 +361,121 @@ SUMMARIES = {
 }
 
 
+# ----------------------------------------------------------------------------
+# The words of the results charts (tools/chart_zh.py draws their Chinese twins)
+# ----------------------------------------------------------------------------
+
+CHART_STRINGS = {
+    # tools/plot.py, part 1
+    "Numbers above bars: speed-up over the previous step / over step 0, from median time at "
+    "the same n": "柱上的数字：相对上一步 / 相对第 0 步的加速比，按同一 n 下的中位数耗时计算",
+    "GB/s  (4·n bytes / median time, decimal GB)": "GB/s（4·n 字节 / 中位数耗时，十进制 GB）",
+    "GB/s (log scale)": "GB/s（对数坐标）",
+    "GB/s relative to CUB at the same n  (above 1: faster than CUB)":
+        "同一 n 下相对 CUB 的 GB/s（大于 1 表示比 CUB 快）",
+    "whiskers: the rounds least and most in the step's favour": "误差线：对这一步最不利和最有利的两轮",
+    "n (floats)": "n（float 个数）",
+    "n (floats, log2 scale)": "n（float 个数，log2 坐标）",
+    "small n: launch overhead dominates": "n 小时：启动开销占主导",
+    "(time ≈ constant, so GB/s grows with n)": "（耗时几乎不变，所以 GB/s 随 n 增长）",
+    "large n: bandwidth bound": "n 大时：受限于带宽",
+    "(lines flatten below the peak)": "（曲线在峰值之下变平）",
+    "CUB\n(library)": "CUB\n（库）",
+    "log scale": "对数坐标",
+    "log scale, zero at the base": "对数坐标，0 画在底部",
+    "CUB hatched grey": "CUB 用灰色斜线",
+    "base": "起点",
+    "inst": "指令数",
+    "lanes": "lane 数",
+    "achieved occupancy, % of peak warps": "实际占用率，占 warp 上限的 %",
+    # tools/plot.py, part 2
+    "GB/s  (bytes one run must move / median time)": "GB/s（一次运行必须搬运的字节数 / 中位数耗时）",
+    "share of the bar's speed  (1 = as fast)": "占参照速度的比例（1 表示一样快）",
+    "row sum steps": "按行求和各步",
+    "LayerNorm steps": "LayerNorm 各步",
+    "softmax steps": "softmax 各步",
+    "bfloat16 steps (2 bytes an element)": "bfloat16 各步（每个元素 2 字节）",
+    "copy and CUB segmented sum": "复制和 CUB 分段求和",
+    "copy of the same bytes (= 1)": "复制同样的字节（= 1）",
+    "bfloat16 copy of the same bytes (= 1)": "bfloat16 复制同样的字节（= 1）",
+    "step 9 on the same floats as one array (= 1)": "第 9 步把同样的 float 当作一个数组求和（= 1）",
+    # tools/accuracy_chart.py
+    "Rounding error of the float sum against n, per way of adding":
+        "float 求和的舍入误差随 n 的变化，按加法方式分列",
+    "|result − reference| / Σ|x|": "|结果 − 参考值| / Σ|x|",
+    "random: uniform in [-1, 1)": "random：[-1, 1) 上均匀分布",
+    "positive: uniform in [0, 1)": "positive：[0, 1) 上均匀分布",
+    "wide: ±m·2^e, e in -20..20": "wide：±m·2^e，e 取 -20..20",
+    "bound, sequential: (n-1)u": "误差界，顺序求和：(n-1)u",
+    "bound, pairwise: ceil(log2 n)u": "误差界，两两求和：ceil(log2 n)u",
+    "bound, Kahan: 2u": "误差界，Kahan：2u",
+    "one seed per n": "每个 n 一个种子",
+    "u = 2^-24": "u = 2^-24",
+    # tools/variance_chart.py
+    "the rows' mean, in standard deviations (variance 1)": "行均值，以标准差为单位（方差为 1）",
+    "largest relative error of a row's variance": "行方差的最大相对误差",
+    "A row's variance in float32, three ways (1024 rows of 1024 floats per point)":
+        "用 float32 以三种方式计算行方差（每个点 1024 行，每行 1024 个 float）",
+    "u = 2⁻²⁴ (one float rounding)": "u = $2^{-24}$（一次 float 舍入）",   # Noto Sans SC has no ⁻
+    "100%: no digit right": "100%：没有一位是对的",
+    "some rows' variance ≤ 0: rstd is NaN or huge": "有的行方差 ≤ 0：rstd 为 NaN 或极大",
+    "one pass: E[x²] − E[x]²": "一趟：E[x²] − E[x]²",
+    "two passes: mean, then Σ(x − mean)²": "两趟：先求均值，再求 Σ(x − mean)²",
+    "Welford, lanes merged (Chan)": "Welford，各 lane 的结果用 Chan 的公式合并",
+    # tools/multigpu_chart.py
+    "multigpu/run (step 9 + ncclAllReduce)": "multigpu/run（第 9 步 + ncclAllReduce）",
+    "one GPU": "一块 GPU",
+    "n (floats, all GPUs together)": "n（所有 GPU 合计的 float 个数）",
+    "bytes per GPU": "每块 GPU 的字节数",
+    "time, us (median)": "耗时，微秒（中位数）",
+    "All-reduce time: flat while latency-bound": "all-reduce 耗时：受限于延迟时几乎不变",
+    "bus bandwidth, GB/s": "总线带宽，GB/s",
+}
+
+# (regular expression of a whole line, its Chinese form with {0}, {1}, ...
+# for the groups), tried in order after CHART_STRINGS and STRINGS.
+CHART_PATTERNS = [
+    (r"Sum reduction on (.+), step by step: achieved bandwidth", "{0} 上的求和归约：每一步的实测带宽"),
+    (r"Sum reduction on (.+): bandwidth against input size", "{0} 上的求和归约：带宽随输入规模的变化"),
+    (r"Sum reduction on (.+): (\S+) and later against CUB, across n",
+     "{0} 上的求和归约：{1} 及之后各步与 CUB 之比，随 n 的变化"),
+    (r"Nsight Compute counters per step on (.+)", "{0} 上每一步的 Nsight Compute 计数器"),
+    (r"theoretical peak (\S+) GB/s", "理论峰值 {0} GB/s"),
+    (r"CUB at n = (.+): (\S+) GB/s", "n = {0} 时的 CUB：{1} GB/s"),
+    (r"launch-bound: CUB's time within (\S+) of its fastest \((\S+) us\)",
+     "受限于启动：CUB 的耗时不超过其最快耗时的 {0}（{1} 微秒）"),
+    (r"driver (\S+)", "驱动 {0}"),
+    (r"git (\S+)", "代码版本 {0}"),
+    (r"median of (\d+) reps", "{0} 次重复的中位数"),
+    (r"one verified run per point \(--check\), median of (\d+) seeds up to n = (\S+)",
+     "每个点是一次通过校验的运行（--check），n = {1} 及以下取 {0} 个种子的中位数"),
+    (r"one verified run per point \(--check\), one seed per n",
+     "每个点是一次通过校验的运行（--check），每个 n 一个种子"),
+    (r"error 0 drawn at (\S+)", "误差为 0 的点画在 {0}"),
+    (r"Part 2 on (.+): every row program at (.+)", "{0} 上的第 2 部分：{1} 上的每个按行程序"),
+    (r"LayerNorm on (.+): share of the copy kernel's speed, per shape",
+     "{0} 上的 LayerNorm：各形状下占复制 kernel 速度的比例"),
+    (r"Softmax on (.+): share of the copy kernel's speed, per shape",
+     "{0} 上的 softmax：各形状下占复制 kernel 速度的比例"),
+    (r"Row sums on (.+): share of part 1's step 9 on the same floats, per shape",
+     "{0} 上的按行求和：各形状下占第 1 部分第 9 步（同样的 float）速度的比例"),
+    (r"bfloat16 softmax and LayerNorm on (.+): share of the bfloat16 copy's speed, per shape",
+     "{0} 上 bfloat16 的 softmax 和 LayerNorm：各形状下占 bfloat16 复制速度的比例"),
+    (r"copy of the same bytes: (\S+) GB/s", "复制同样的字节：{0} GB/s"),
+    (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
+     "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
+    (r"(.+), revision (\S+); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
+     r"flushed; PyTorch: (.+)\. Source: (\S+)",
+     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；PyTorch：{3}。数据来源：{4}"),
+    (r"The sum over (\d+) x (.+) against one \(L2 flushed, median\)",
+     "{0} 块 {1} 上的求和与一块相比（清空 L2，中位数）"),
+    (r"speed-up of (\d+) GPUs over one", "{0} 块 GPU 相对一块的加速比"),
+    (r"above 1 from (\S+)", "从 {0} 起大于 1"),
+    (r"(busbw = algbw x \S+)", "{0}"),
+    (r"(.+) \((\d+) SMs\)", "{0}（{1} 个 SM）"),     # a GPU's name is data: as it is
+]
+
+
 def apply(strings, accuracy_text):
     """Make tools/docs.py speak these forms: its STRINGS table (English ->
     Chinese) and accuracy_docs.TEXT (key -> {"en": ..., "zh-CN": ...})."""
@@ -376,65 +500,65 @@ FIGURE_KEY_TITLE = "**图中英文对照。** 图是用英文标注画的，下�
 
 FIGURE_KEYS = {
     "all": [
-        "各图底部的小字：图由 tools/patterns.py 根据本步 reduce.cu 里的索引表达式算出，"
-        "不需要 GPU；每个 if 按 nvcc 13 为 sm_90 编译的方式发射（谓词化或分支）。",
+        "各图底部的小字是说，图由 tools/patterns.py 根据本步 reduce.cu 里的索引表达式算出，"
+        "不需要 GPU，而且每个 if 都按 nvcc 13 为 sm_90 编译的方式（谓词化或分支）发射。",
     ],
     "lanes": [
-        "lane 图（…-lanes.png，“which lanes work at each level”）：每行是一层，每格是一个线程，"
-        "按 warp 分组；副标题给出线程块大小和模型对这一步的一句话概括。右侧 "
-        "“N warps issue (k with no lane on), m lanes run”：这一层有 N 个 warp 发射，"
+        "lane 图（…-lanes.png，“which lanes work at each level”）里，每行是一层，每格是一个线程，"
+        "按 warp 分组。副标题给出线程块大小，以及模型对这一步的一句话概括。右侧的 "
+        "“N warps issue (k with no lane on), m lanes run” 是说，这一层有 N 个 warp 发射，"
         "其中 k 个没有 lane 在干活，共有 m 个 lane 执行。",
-        "深蓝 “works: condition true, result used”：条件为真，结果有用。",
-        "浅蓝 “runs, but no later level reads its result”：执行了，但后面没有哪一层读它的结果。",
-        "灰色 “idle: its warp issues the instruction, its condition is false”："
-        "条件为假而空闲，但所在的 warp 仍发射了这条指令。",
-        "白色 “its warp does not issue the instruction at all”：所在的 warp 根本没有发射这条指令。",
-        "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)”："
-        "整个 warp 都空闲却仍在发射；编译成分支的话，它本可以跳过这一层。",
-        "分隔线下方 “the last block only, once per launch”（只在单趟归约的图里出现）："
-        "只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
+        "深蓝 “works: condition true, result used” 表示条件为真，结果有用。",
+        "浅蓝 “runs, but no later level reads its result” 表示执行了，但后面没有哪一层读它的结果。",
+        "灰色 “idle: its warp issues the instruction, its condition is false” "
+        "表示条件为假而空闲，但所在的 warp 仍发射了这条指令。",
+        "白色 “its warp does not issue the instruction at all” 表示所在的 warp 根本没有发射这条指令。",
+        "灰色斜线 “a whole warp idles, yet issues (a branch would skip it)” "
+        "表示整个 warp 都空闲却仍在发射，编译成分支的话，它本可以跳过这一层。",
+        "分隔线下方的 “the last block only, once per launch” 只在单趟归约的图里出现，"
+        "指只有最后一个线程块执行、每次启动只执行一次的几层；“gridDim.x = G partials” 指有 G 个部分和要加。",
     ],
     "banks": [
-        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）："
-        "每行是一层里最差的那次 warp 请求；横轴 “bank = word address mod 32 (4-byte words)” "
-        "指 bank 编号等于字地址对 32 取模，每个字 4 字节。",
-        "绿色：这个 bank 只服务一个字，一轮完成；格子里的数字 k：这个 bank 要服务 k 个不同的字，"
-        "请求分 k 轮完成（多出 k - 1 轮），颜色越暖轮数越多。",
-        "右侧 “every request: one word per bank, one pass”：每次请求都是一个 bank 一个字，一轮完成；"
-        "“k-way: warp w, …; +e extra passes per block”：最差的是 warp w 的这次访问，"
-        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮；"
-        "“no lane touches shared memory”：这一层不访问共享内存。",
+        "bank 图（…-banks.png，“shared-memory banks, worst warp request of each level”）里，"
+        "每行是一层里最差的那次 warp 请求。横轴 “bank = word address mod 32 (4-byte words)” "
+        "是说 bank 编号等于字地址对 32 取模，每个字 4 字节。",
+        "绿色表示这个 bank 只服务一个字，一轮完成。格子里的数字 k 表示这个 bank 要服务 k 个不同的字，"
+        "请求分 k 轮完成，多出 k - 1 轮；颜色越暖，轮数越多。",
+        "右侧的 “every request: one word per bank, one pass” 是说每次请求都是一个 bank 一个字，一轮完成。"
+        "“k-way: warp w, …; +e extra passes per block” 是说最差的是 warp w 的这次访问，"
+        "一个 bank 最多要服务 k 个字，每个线程块因此多出 e 轮。"
+        "“no lane touches shared memory” 是说这一层不访问共享内存。",
     ],
     "shuffle": [
-        "shuffle 图（…-shuffle.png，标题就是那行代码）：每行是一次 __shfl_down_sync，"
+        "shuffle 图（…-shuffle.png，标题就是那行代码）里，每行是一次 __shfl_down_sync。"
         "“start” 是初始值，“offset k” 是偏移为 k 的那一层；横轴 “lane” 是 lane 编号，"
-        "连线表示 lane i 读取 lane i + offset 的值。副标题：源 lane 超出 31 时读回自己的 v；"
+        "连线表示 lane i 读取 lane i + offset 的值。副标题是说，源 lane 超出 31 时读回自己的 v；"
         "每个 warp 都这样做一遍，然后 warp 0 再对各 warp 的和做一遍。",
-        "深蓝：这个 lane 的和后面要用；浅蓝：照样计算，但结果没人用。",
-        "右侧 “lanes 0-k hold sums of m”：lane 0 到 k 各自持有 m 个值的和；"
-        "“lane 0 holds all 32”：lane 0 持有全部 32 个值的和；“each lane's own value”：每个 lane 自己的值。",
+        "深蓝表示这个 lane 的和后面要用，浅蓝表示照样计算，但结果没人用。",
+        "右侧的 “lanes 0-k hold sums of m” 是说 lane 0 到 k 各自持有 m 个值的和，"
+        "“lane 0 holds all 32” 是说 lane 0 持有全部 32 个值的和，“each lane's own value” 是每个 lane 自己的值。",
     ],
     "loads": [
-        "加载图（…-loads.png，“which thread loads which element”）：网格缩小到几个线程，"
-        "好让每个元素都有一个格子（副标题：真正启动时每个线程块的线程多得多，索引算式不变）。"
+        "加载图（…-loads.png，“which thread loads which element”）把网格缩小到几个线程，"
+        "好让每个元素都有一个格子。副标题是说，真正启动时每个线程块的线程多得多，索引算式不变。"
         "每列是一个线程（“thread i = blockIdx.x * BLOCK + tid”，粗竖线分开线程块 0 和 1），"
         "每行是一次加载，格子里是加载的 g_in 索引或索引范围。",
-        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n；第 8 步的图还写明 --offset 1 "
+        "右侧写明缩小后的 BLOCK、gridDim.x、stride、UNROLL 和 n。第 8 步的图还写明 --offset 1 "
         "让 g_in 从 16 字节边界之后 4 字节处开始，于是 “head”、“n4”（完整 float4 的个数）和 “tail” 各是多少。",
-        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部；“no load” 和格子里的 “-” 表示边界检查为假："
+        "图例 “body” 是主体，“head” 是头部，“tail” 是尾部。“no load” 和格子里的 “-” 表示边界检查为假，"
         "加载指令照样发射，只是被谓词屏蔽。",
     ],
     "ticket": [
-        "票号图（…-ticket.png，“the ticket, and the last block's reads”）：第一行 "
+        "票号图（…-ticket.png，“the ticket, and the last block's reads”）的第一行 "
         "“fetch_add, in time order” 是各线程块按时间先后执行 fetch_add、领到的票号（“block b / ticket t”），"
-        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位；下面 “last block, trip t” 各行是"
+        "连线指向它在 “g_partials[blockIdx.x]” 中的槽位。下面 “last block, trip t” 各行是"
         "最后一个线程块的循环在第 t 次迭代中由哪个线程（“tid k”）读哪个槽位。",
-        "右侧：票号是计数器在这次 fetch_add(1) 之前的值；只有领到 gridDim.x - 1 的线程块 s_last 为真，"
-        "它继续往下做，其余的返回；完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序不变；"
+        "右侧说明了四点。票号是计数器在这次 fetch_add(1) 之前的值。只有领到 gridDim.x - 1 的线程块 s_last 为真，"
+        "它继续往下做，其余的返回。完成的先后每次运行都不同，槽位以及最后一个线程块读它们的顺序却不变。"
         "之后的 block_reduce 每次都是同一棵树，所以每次都得到相同的位。",
-        "图例 “the last block, and what it reads”：最后一个线程块及它读的槽位；"
-        "“returns after its ticket”：领完票号就返回；“one slot per block”：每个线程块一个槽位；"
-        "“-: b >= gridDim.x, the lane idles”：超出槽位范围的 lane 空闲。",
+        "图例 “the last block, and what it reads” 是最后一个线程块及它读的槽位，"
+        "“returns after its ticket” 是领完票号就返回，“one slot per block” 是每个线程块一个槽位，"
+        "“-: b >= gridDim.x, the lane idles” 是超出槽位范围的 lane 空闲。",
     ],
 }
 
