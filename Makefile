@@ -91,6 +91,7 @@ help:
 	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
 	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
 	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
+	@echo "                       (FROM=K starts it from step K of that part instead)"
 	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
 	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
 	@echo "  make diagrams        draw each step's access pattern into plots/diagrams (the steps with a model)"
@@ -401,13 +402,13 @@ cuda12:
 	bash tools/cuda12.sh $(or $(CUDA12_LOG),plots/reference/cuda12-build.log)
 
 # ---------------------------------------------------------------- teaching
-# STEP and NAME reach the script through the environment (make exports what
+# STEP, NAME and FROM reach the script through the environment (make exports what
 # is given on its command line), so no quote or space in them can break a recipe.
 diff:
 	@bash tools/step.sh diff "$${STEP:-}"
 
 new:
-	@bash tools/step.sh new "$${NAME:-}"
+	@bash tools/step.sh new "$${NAME:-}" "$${FROM:-}"
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)
