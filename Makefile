@@ -232,14 +232,18 @@ test-banner:
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
 #   STEP=K, STEP=rows/K, STEP=cub, STEP=rows/cub or STEP=rows/copy: a shipped program;
 #   SOURCE=path/reduce.cu (or .../rows.cu): a student's file, built here with
-#     this repository's harness into build/graded/, so the verdict is the harness's;
+#     this repository's harness into build/graded/ by tools/grade_source.sh, so
+#     the verdict is the harness's; it says whether the file built;
 #   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads
 #     its PASS lines, so it trusts the harness that program was built with.
+# The program is built first, on any machine; without a GPU one line then
+# names the grader's command that would run on one (here it exits 3).
 # JUNIT=file.xml and GRADESCOPE=results.json also write the checks in those formats.
 # Any failure ends in one line of make's own, the last: check-run writes it to
 # CHECK_VERDICT (named for this make's process) and check stops make with it.
 # make exits 2 for every failure; that line gives the grader's own exit code
-# (1 wrong, 2 usage, 3 no device) and the command that exits with it.
+# (1 wrong, 2 usage, 3 no device) and the command that exits with it, or, for
+# a source that does not build, bash tools/grade_source.sh's 4.
 CHECK_VERDICT = build/.check-verdict-$(shell echo $$PPID)
 check: check-run
 	@$(eval CHECK_LINE := $(shell cat $(CHECK_VERDICT) 2>/dev/null; rm -f $(CHECK_VERDICT)))$(if $(CHECK_LINE),$(error $(CHECK_LINE)))
@@ -252,10 +256,7 @@ check-run:
 	 if [ -n "$$src" ]; then \
 	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
 	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
-	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
-	         *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
-	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
-	     dir=build/graded/$$part$$name; \
+	     case "$$src" in *.cu) ;; *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
 	 elif [ -n "$$prog" ]; then \
 	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
 	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
@@ -272,13 +273,17 @@ check-run:
 	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
 	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
 	 fi; \
-	 [ -z "$$dir" ] || prog=$$dir/run; \
-	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
-	 nogpu=$$(bash tools/need_gpu.sh check 2>&1) || stop "$${nogpu:-make check: tools/need_gpu.sh failed}; the grader exits 3 for this: $$direct"; \
-	 if [ -n "$$src" ]; then mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; fi; \
-	 if [ -n "$$dir" ]; then \
-	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $${src:-$$dir/run} does not build (the compiler's errors are above)"; \
+	 if [ -n "$$src" ]; then \
+	     prog=$$(bash tools/grade_source.sh --build-only "$$src") || \
+	         stop "make check: $$src does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh $$src exits 4 for this"; \
+	     echo "make check: $$src builds with this harness: $$prog"; \
+	 elif [ -n "$$dir" ]; then \
+	     prog=$$dir/run; \
+	     $(MAKE) --no-print-directory $(if $(V),,-s) "$$prog" || stop "make check: $$prog does not build (the compiler's errors are above)"; \
 	 fi; \
+	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
+	 nogpu=$$(bash tools/need_gpu.sh check "the grader: $$direct (here that exits 3)" 2>&1) || \
+	     stop "$${nogpu:-make check: tools/need_gpu.sh failed}"; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
 	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
 	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \

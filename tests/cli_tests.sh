@@ -120,10 +120,20 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
         # shellcheck disable=SC2086
         expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
     done
-    # make check's one line also names the grader's own code for it and the command.
-    expect_only_line 2 "the grader exits 3 for this: python3 tools/grade.py step3_idle/run" \
+    # make check's one line also names what it would run on a GPU, a program
+    # that is there, and the grader's own code for it.
+    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step3_idle/run (here that exits 3)" \
         make check STEP=3
-    left=$(find . -newer "$stamp" -type f ! -path './.git/*' 2>/dev/null)
+    expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
+    # Its list of what works without a GPU is the README's (one list: need_gpu.sh's).
+    listed=$(bash tools/need_gpu.sh --without-gpu)
+    readme=$(tr '\n' ' ' < README.md | sed -n 's/.*Without a GPU these work: \(.*\)\. These need one.*/\1/p' | tr -d '`' | tr -s ' ')
+    [ -n "$listed" ] && [ "$readme" = "$listed" ] && [[ $(make check STEP=3 2>&1) == *"Without one: $listed."* ]] \
+        && ok || bad "README.md's no-GPU list '$readme' is not need_gpu.sh's '$listed'"
+    # Other suites run at the same time: their makes' own temporaries and
+    # Python's caches are not this check's business.
+    left=$(find . -newer "$stamp" -type f ! -path './.git/*' ! -path './build/*.tmp' \
+           ! -path '*/__pycache__/*' 2>/dev/null)
     [ -z "$left" ] && ok || bad "make's GPU targets left files behind: $left"
     rm -f "$stamp"
     [ ! -e plots/results/.determinism.csv.tmp ] && ok || bad "plots/results/.determinism.csv.tmp is left"
@@ -260,6 +270,10 @@ expect 0 "+    float sum = (i < n) ? g_in[i] : 0.0f;" make -s diff STEP=3
 expect 0 "+        s_last = (ticket == gridDim.x - 1);" make -s diff STEP=9
 expect 0 "-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {" make -s diff STEP=2
 expect 0 "starting point" make -s diff STEP=0
+# Its header names the two files and nothing else: no file times, the same
+# diff on every machine.
+[ "$(make -s diff STEP=3 | head -n 2)" = "--- step2_bankconflict/reduce.cu
++++ step3_idle/reduce.cu" ] && ok || bad "make diff STEP=3's header: $(make -s diff STEP=3 | head -n 2)"
 expect 0 "--- rows/step2_warp/rows.cu" make -s diff STEP=rows/3
 expect 0 "+++ rows/step3_vector/rows.cu" make -s diff STEP=rows/3
 expect 0 "starting point" make -s diff STEP=rows/0
