@@ -68,10 +68,13 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-# Measured on two cores (nproc 2, no GPU): `make` 80 s with -j2; `make test`
-# from a fresh clone 6 min with or without -j2, half of it the build (which
-# `make test` runs first: the fixtures too), half the suites (run_tests.sh).
-TEST_MINUTES := 3
+# make test builds what its suites need TEST_JOBS at a time (default: the
+# CPU count, or make's own -j), then runs the suites as many at a time.
+# TEST_BUILD_MINUTES and TEST_SECONDS are what it says it will take on two
+# cores, measured (nproc 2, no GPU; see the README's Testing section).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BUILD_MINUTES := 3
+TEST_SECONDS := 90
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
@@ -85,9 +88,9 @@ help:
 	@echo "                       (about 80 s on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
-	@echo "  make test            build, then every suite: about 6 min on two cores from a fresh clone, $(TEST_MINUTES) once"
-	@echo "                       built (make -j4 test builds in parallel); without a GPU no kernel runs, and the"
-	@echo "                       last line says so"
+	@echo "  make test            build what the suites need, then every suite: about $(TEST_BUILD_MINUTES) min + $(TEST_SECONDS) s on"
+	@echo "                       two cores from a fresh clone, $(TEST_SECONDS) s once built; without a GPU no kernel runs,"
+	@echo "                       and the last line says so (V=1: every command and suite output; SUITES=cli: one suite)"
 	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
 	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
 	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
@@ -136,9 +139,11 @@ build/toolchain.o: common/toolchain.cu build/arch.stamp | build
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 # Rewritten only when the revision changes, so it does not force relinks.
+# Each make writes its own temporary ($$$$: the shell's process id), so two
+# makes at once in one tree (make test's suites) never race on one file.
 build/version.c: FORCE | build
-	@printf 'const char reduce_git_rev[] = "%s";\n' '$(GIT_REV)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@tmp=$@.$$$$.tmp; printf 'const char reduce_git_rev[] = "%s";\n' '$(GIT_REV)' > $$tmp; \
+	 cmp -s $$tmp $@ && rm -f $$tmp || mv -f $$tmp $@
 
 build/version.o: build/version.c
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -146,8 +151,8 @@ build/version.o: build/version.c
 # The target GPU code and the flags: rewritten when either changes, so
 # `make ARCH=sm_80` after a default build rebuilds everything for sm_80.
 build/arch.stamp: FORCE | build
-	@echo '$(GENCODE) $(HASH_FLAGS)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@tmp=$@.$$$$.tmp; echo '$(GENCODE) $(HASH_FLAGS)' > $$tmp; \
+	 cmp -s $$tmp $@ && rm -f $$tmp || mv -f $$tmp $@
 
 # The hash of everything that decides what a program runs and how it is
 # timed (its source, the harness it is built from, the flags): every
@@ -206,27 +211,49 @@ SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(sub
 ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
 MUTANTS := $(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS))) \
            $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS)))
-MUTATED_FROM := tests/broken/mutants.txt tools/mutate.sh $(wildcard step*_*/reduce.cu rows/step*_*/rows.cu)
+MUTANT_SOURCES := $(patsubst %/run,%/reduce.cu,$(filter-out build/mutants/rows/%,$(MUTANTS))) \
+                  $(patsubst %/run,%/rows.cu,$(filter build/mutants/rows/%,$(MUTANTS)))
 
-# Static patterns: each mutant's source is made by exactly one of these.
-$(addprefix build/mutants/,$(addsuffix /reduce.cu,$(SUM_MUTANTS))): build/mutants/%/reduce.cu: $(MUTATED_FROM)
-	@bash tools/mutate.sh $* $@
-$(addprefix build/mutants/rows/,$(addsuffix /rows.cu,$(ROW_MUTANTS))): build/mutants/rows/%/rows.cu: $(MUTATED_FROM)
-	@bash tools/mutate.sh $* $@
+# Each mutant's source is made from its own step's source only, so a step of
+# your own (make new), or an edit to another step, rebuilds no mutant.
+define MUTANT_RULE
+$(if $(filter rows/%,$(2)),build/mutants/rows/$(1)/rows.cu: $(2)/rows.cu,build/mutants/$(1)/reduce.cu: $(2)/reduce.cu) \
+        tests/broken/mutants.txt tools/mutate.sh
+	@bash tools/mutate.sh $(1) $$@
+endef
+$(foreach m,$(MUTANT_LINES),$(eval $(call MUTANT_RULE,$(firstword $(subst :, ,$(m))),$(lastword $(subst :, ,$(m))))))
 
+# `make mutants` builds them; `make mutant-sources` only writes their sources
+# (no GPU needed either way; only the GPU suite runs them).
+.PHONY: mutant-sources
 mutants: $(MUTANTS)
+mutant-sources: $(MUTANT_SOURCES)
 
 # Generated sources (mutants, code hashes) are kept after a build, for reading.
 .SECONDARY:
 
-# test-banner comes first: on a fresh clone the build is the first three minutes.
-test: test-banner build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
-	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) TEST_MINUTES=$(TEST_MINUTES) bash tests/run_tests.sh
+# make test: first what the suites need (test-build), TEST_JOBS at a time
+# unless make was given its own -j, into build/test-build.log: the compiler's
+# command lines are shown when the build fails, or with V=1. Then every suite
+# (tests/run_tests.sh; SUITES=... picks some). The broken fixtures and the
+# mutants are built only where there is a GPU: the GPU suite alone runs them
+# (TEST_GPU=1 is need_gpu.sh's answer; make mutants builds them anywhere).
+# The suites run make a few hundred times: they get PLOT_PYTHON and OPENMP
+# as found here, so that none of those makes probes for them again.
+test:
+	@mkdir -p build; echo "make test: builds what is not built yet, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
+	     "(about $(TEST_BUILD_MINUTES) min on two cores from a fresh clone), then runs the suites"
+	+@gpu=1; bash tools/need_gpu.sh test >/dev/null 2>&1 || gpu=; \
+	 build="$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-build TEST_GPU=$$gpu"; \
+	 if [ -n "$(V)" ]; then $$build; else \
+	     $$build -Otarget > build/test-build.log 2>&1 || { cat build/test-build.log; \
+	         echo "make test: the build failed: its commands and errors are above (build/test-build.log)"; exit 2; }; \
+	 fi
+	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) OPENMP='$(OPENMP)' TEST_SECONDS=$(TEST_SECONDS) \
+	    bash tests/run_tests.sh
 
-.PHONY: test-banner
-test-banner:
-	@echo "make test: first builds what is not built yet (about 3 min on two cores from a fresh clone;" \
-	      "make -j4 test compiles four at once), then runs every suite (about $(TEST_MINUTES) min on two cores)"
+.PHONY: test-build
+test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) $(if $(TEST_GPU),$(BROKEN) $(MUTANTS))
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
@@ -385,8 +412,10 @@ gpu-check:
 
 # Registers, shared memory and spills of every kernel of both parts (no GPU;
 # ARCH=sm_90 for the figures part 2's READMEs quote: plots/reference/h200-ptxas.log).
+# PTXAS_DIRS="step8_vector rows/step3_vector" compiles those only.
+PTXAS_DIRS ?= $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_copy16 rows/baseline_cub
 ptxas: | build
-	@for d in $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_copy16 rows/baseline_cub; do \
+	@for d in $(PTXAS_DIRS); do \
 	    src=$$d/reduce.cu; [ -f $$src ] || src=$$d/rows.cu; \
 	    echo "== $$d"; \
 	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$src -o build/ptxas.o 2>&1 \
@@ -428,7 +457,7 @@ EXTRA_PROGRAMS := $(patsubst %/reduce.cu,%/run,$(sort $(wildcard extras/*/reduce
 
 .PHONY: accuracy clean-extras
 all: $(EXTRA_PROGRAMS)
-test: $(EXTRA_PROGRAMS)
+test-build: $(EXTRA_PROGRAMS)
 clean: clean-extras
 
 # Every program in check mode over three fills and n = 2^10 .. 2^28, the
@@ -458,7 +487,7 @@ accuracy-chart: $(NEED_VENV)
 # variance.c says why those are the GPU's bits). No GPU needed; the output
 # is the same on every machine, and make test checks the committed one.
 .PHONY: variance
-test: build/variance
+test-build: build/variance
 build/variance: tools/variance.c | build
 	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -ffp-contract=off -o $@ $< -lm
 variance: build/variance $(NEED_VENV)
@@ -471,7 +500,7 @@ variance: build/variance $(NEED_VENV)
 # by rounding a float, common/rows_ref.c). No GPU needed; make test checks
 # that the ones stall at 256 and that ACCURACY.md quotes its output.
 .PHONY: bf16-sum
-test: build/bf16_sum
+test-build: build/bf16_sum
 build/bf16_sum: tools/bf16_sum.c common/rows_ref.c common/harness.c $(HEADERS) | build
 	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Wno-unknown-pragmas -ffp-contract=off -Icommon \
 	    -o $@ tools/bf16_sum.c \
@@ -522,13 +551,13 @@ MG_ALLREDUCE_CSV ?= plots/reference/h200x2-allreduce.csv
 .PHONY: multigpu nccl-check multigpu-chart
 ifneq ($(NCCL_INC),)
 all: $(MG_PROGRAM)
-test: $(MG_PROGRAM)
+test-build: $(MG_PROGRAM)
 multigpu: $(MG_PROGRAM)
 else
 multigpu:
 	$(error $(NO_NCCL_LINE))
 endif
-test: build/multigpu_tests
+test-build: build/multigpu_tests
 clean: clean-multigpu
 
 # Step 9's kernel once more, as an object of its own: reused, not copied.

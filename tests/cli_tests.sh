@@ -3,8 +3,11 @@
 # of every built program of both parts, the no-device errors (programs, the
 # grader, and every GPU target of make: one line, nothing left behind),
 # `make stepK`, `make diff`, `make new` in both parts, `make check`'s errors
-# and its last line, `make help`, the mutants, and rebuilds when ARCH changes.
-# A "cli: <section> (at Ns)" line starts each part: the suite takes minutes.
+# and its last line, `make help`, the mutants, rebuilds when ARCH changes,
+# and the homework flow (make new, an edit, make, make diff, make check,
+# make test) in a scratch copy, in both parts.
+# A "cli: <section> (at Ns)" line starts each part. Each skipped check says
+# "skipped: CAUSE: detail" (tests/run_tests.sh counts them by cause).
 # Ends with "cli: N passed, N failed[, N skipped]".
 set -u
 cd "$(dirname "$0")/.."
@@ -16,6 +19,7 @@ passed=0 failed=0 skipped=0
 
 ok()   { passed=$((passed + 1)); }
 bad()  { failed=$((failed + 1)); echo "FAIL $*"; }
+skip() { skipped=$((skipped + 1)); echo "skipped: $*"; }
 # A progress line: this suite runs for minutes.
 section() { echo "cli: $* (at ${SECONDS}s)"; }
 
@@ -143,8 +147,7 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
         || bad "tools/determinism.sh left $(ls -A build/determinism-scratch)"
     rm -rf build/determinism-scratch
 else
-    skipped=$((skipped + 1))
-    echo "cli: a CUDA device is present: the no-device checks are skipped (the GPU suite runs instead)"
+    skip "a CUDA device is here: the no-device checks are left to machines without one (the GPU suite runs instead)"
 fi
 
 # tools/determinism.sh on programs that write no row (an empty CSV): one
@@ -175,12 +178,12 @@ if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/
     expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
     expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
 else
-    skipped=$((skipped + 1)); echo "cli: ncu is installed: the no-ncu checks are skipped"
+    skip "ncu is here: the no-ncu checks are left to machines without it"
 fi
 if ! command -v compute-sanitizer >/dev/null && [ ! -x /usr/local/cuda/bin/compute-sanitizer ]; then
     expect_only_line 3 "compute-sanitizer not found" bash tools/sanitize.sh 1000 step3_idle/run
 else
-    skipped=$((skipped + 1)); echo "cli: compute-sanitizer is installed: its no-tool check is skipped"
+    skip "compute-sanitizer is here: its no-tool check is left to machines without it"
 fi
 # Usage errors: what is wrong, in make check's one last line; no K = 0..9 anywhere.
 expect 2 "usage: make profile STEP=K (K = a step number, rows/K" make -s profile
@@ -210,39 +213,57 @@ $(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new
 [[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
     || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
 expect 2 "make new NAME=step$((last + 1))_slug" make -s new
-# tests/run_tests.sh (make test's runner) with stand-in suites: a line with
-# each suite's time; the counts first on the last line, and where the GPU
-# suite skipped itself, the rest of that line says no kernel ran.
+# tests/run_tests.sh (make test's runner) with stand-in suites: a green
+# suite shows its result line and time only, a failed one its output too;
+# the counts first on the last line, then the skips by cause, and where the
+# GPU suite skipped itself, that cause says no kernel ran.
 runner=$(mktemp -d)
 mkdir -p "$runner/tests" "$runner/build"
 cp tests/run_tests.sh "$runner/tests/"
 printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_tests"
 printf '#!/bin/sh\necho "multigpu unit: 1 passed, 0 failed"\n' > "$runner/build/multigpu_tests"
 chmod +x "$runner/build/unit_tests" "$runner/build/multigpu_tests"
-printf 'echo "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
-for t in multigpu schema plot docs scripts accuracy patterns editions claims grade_report; do
+printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
+for t in schema plot docs scripts patterns editions claims grade_report; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
+printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
+    > "$runner/tests/test_accuracy.py"
+printf 'print("skipped: no nccl.h: make multigpu says how to get NCCL (P.test_help)")\nprint("multigpu: 1 passed, 0 failed, 1 skipped")\n' \
+    > "$runner/tests/test_multigpu.py"
 printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed")\nprint("gpu: 0 passed, 0 failed, 1 skipped")\n' \
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline =~ ^16\ passed,\ 0\ failed,\ 1\ skipped:\ no\ CUDA\ device\ here,\ so\ no\ kernel\ ran ]] \
-    && [[ $lastline == *"make test on a machine with one, or make check STEP=K"* ]] && ok \
+[ $rc -eq 0 ] && [[ $lastline == "16 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
+    && [[ $lastline == *"make test on a machine with one, or make check STEP=K there" ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -c '^-- [0-9]* s: ')" -eq 14 ] && [[ $(echo "$out" | head -n 1) == *"about "*" min on two cores"* ]] \
-    && ok || bad "run_tests.sh: no start line or not one time line per suite: $(echo "$out" | head -n 3)"
+[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 14 ] \
+    && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
+    && [ "$(echo "$out" | wc -l)" -le 17 ] && ok \
+    || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
 printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
-printf 'print("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
+printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
+printf 'print("crashed")\n' > "$runner/tests/test_schema.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "21 passed, 2 failed, 0 skipped" ] && ok \
-    || bad "run_tests.sh with a device and a failure -> exit $rc, last line: $(echo "$out" | tail -n 1)"
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "20 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
+    && [[ $out == *"what went wrong"* ]] && [[ $out == *"schema: ended without a result line"* ]] && ok \
+    || bad "run_tests.sh with a device, a failure and a crash -> exit $rc: $out"
+out=$(SUITES="editions unit" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(echo "$out" | tail -n 1)" = "3 passed, 0 failed, 0 skipped" ] && ok \
+    || bad "run_tests.sh SUITES='editions unit' -> exit $rc: $out"
+out=$(SUITES="nope" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ $out == *"SUITES='nope' names no suite"*"editions"* ]] && ok \
+    || bad "run_tests.sh SUITES=nope -> exit $rc: $out"
 rm -rf "$runner"
 
-section "make ptxas and make sass: every step's kernel compiled again"
-# make ptxas needs only nvcc: every step's kernel reports its registers.
-ptx=$(make -s ptxas 2>&1)
-[ "$(echo "$ptx" | grep -c 'registers')" -ge 10 ] && [[ $ptx == *"== step8_vector"* ]] && ok \
+section "make ptxas and make sass"
+# make ptxas needs only nvcc; every kernel of the steps named reports its
+# registers (two steps for one architecture here: every kernel of every step
+# is minutes of compiling, for nothing the two do not show).
+ptx=$(make -s ptxas ARCH=sm_90 PTXAS_DIRS="step0_naive rows/step0_thread" 2>&1)
+[ "$(echo "$ptx" | grep -c 'Used [0-9]* registers')" -eq 2 ] && [ "$(echo "$ptx" | grep -c '^== ')" -eq 2 ] \
+    && [[ $ptx == *"== step0_naive"* ]] && [[ $ptx == *"== rows/step0_thread"* ]] && ok \
     || bad "make ptxas: $(echo "$ptx" | tail -n 3)"
 
 # make sass: loop lengths with cuobjdump, one clear line without it.
@@ -256,13 +277,21 @@ fi
 # The mutants: each sed script still changes its step (else the fixture would
 # be the step itself, and "the grader fails it" would prove nothing). Part 2's
 # are built under build/mutants/rows/, from rows.cu.
+# Where there is a GPU, make test has built them for the GPU suite; without
+# one only their sources are made here (tools/mutate.sh refuses a script
+# that no longer changes its step): compiling 20-odd programs that nothing
+# can run would be minutes for nothing.
 section "mutants, make diff"
-expect 0 "" make -s mutants
+if [ -n "$no_device" ]; then
+    expect 0 "" make -s mutant-sources
+else
+    expect 0 "" make -s mutants
+fi
 while IFS='|' read -r m step _; do
     m=$(echo "$m" | tr -d ' '); step=$(echo "$step" | tr -d ' ')
     case "$step" in rows/*) path=build/mutants/rows/$m/rows.cu ;; *) path=build/mutants/$m/reduce.cu ;; esac
-    [ -x "$(dirname "$path")/run" ] && head -n 1 "$path" | grep -q "^// MUTANT $m" \
-        && ok || bad "mutant $m was not built ($(dirname "$path")/run)"
+    { [ -n "$no_device" ] || [ -x "$(dirname "$path")/run" ]; } && head -n 1 "$path" | grep -q "^// MUTANT $m" \
+        && ok || bad "mutant $m was not made ($path, and its run where there is a GPU)"
 done < <(grep -E '^[a-z0-9_]+ *\|' tests/broken/mutants.txt)
 
 # make diff: the lesson of a step, and clear errors.

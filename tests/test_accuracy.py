@@ -540,7 +540,7 @@ class ScriptTest(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.out, "h200-accuracy.csv")))
 
 
-@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+@unittest.skipUnless(HAVE_MATPLOTLIB, "no matplotlib: pip install -r tools/requirements.txt")
 class MakeAccuracyTest(unittest.TestCase):
     """`make accuracy` in a scratch copy of the Makefile and the scripts, the
     fake programs as the steps (PROGRAMS= keeps make from building)."""
@@ -605,7 +605,7 @@ def block(rows, lang="en", source="x-accuracy.csv"):
     return accuracy_docs.accuracy_block(rows, lang, source)
 
 
-@unittest.skipUnless(HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+@unittest.skipUnless(HAVE_MATPLOTLIB, "no matplotlib: pip install -r tools/requirements.txt")
 class ChartTest(unittest.TestCase):
     def setUp(self):
         self.top = tempfile.mkdtemp(prefix="accuracy-chart-")
@@ -853,7 +853,8 @@ def find_tool(name):
 
 
 @unittest.skipUnless(find_tool("nvcc") and find_tool("cuobjdump"),
-                     "needs nvcc and cuobjdump (with nvdisasm) from the CUDA toolkit")
+                     f"no {'cuobjdump' if find_tool('nvcc') else 'nvcc'}: the machine code needs it "
+                     "(with nvdisasm), from the CUDA toolkit")
 class SassTest(unittest.TestCase):
     """The Kahan adds survive compilation: 7 FADD per float4 in the loop, step 8 has 4."""
 

@@ -116,7 +116,7 @@ FEWER_WITH_SAME_ISSUE = 0.9
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
-    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+    HAVE_MATPLOTLIB, "no matplotlib: pip install -r tools/requirements.txt")
 
 
 # ----------------------------------------------------------------------------

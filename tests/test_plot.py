@@ -31,7 +31,7 @@ CHARTS = ("progression", "sweep", "vs-cub")
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
-    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+    HAVE_MATPLOTLIB, "no matplotlib: pip install -r tools/requirements.txt")
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import schema  # noqa: E402
@@ -391,4 +391,4 @@ class ErrorTests(Workspace):
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
-    sys.exit(run_module("plots", verbosity=2))
+    sys.exit(run_module("plots", verbosity=1))

@@ -1387,7 +1387,7 @@ def plot_python():
 
 
 PLOT_PYTHON = plot_python()
-needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no Python with matplotlib (PLOT_PYTHON)")
+needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no matplotlib: no Python with it (PLOT_PYTHON)")
 
 README = "# Demo\n\n<!-- BEGIN results -->\nkept as it is\n<!-- END results -->\n"
 
