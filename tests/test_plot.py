@@ -119,42 +119,33 @@ class ChartFileTests(Workspace):
         # or failed figure is a few kB at most.
         self.assertGreater(os.path.getsize(path), 20_000, path)
 
-    def test_charts_without_profile(self):
-        self.assert_ok(run_plot("--results", RESULTS, "--out-dir", self.out))
-        for kind in CHARTS:
-            self.assert_png(os.path.join(self.out, f"fixture-{kind}.png"))
-        self.assertEqual(sorted(os.listdir(self.out)),
-                         sorted(f"fixture-{kind}.png" for kind in CHARTS))
-
-    def test_profile_chart_from_fixture(self):
-        self.assert_ok(run_plot("--results", RESULTS, "--profile", PROFILE,
-                                "--out-dir", self.out))
-        self.assert_png(os.path.join(self.out, "fixture-profile.png"))
-
-    def test_default_out_dir_is_the_results_folder(self):
+    def test_charts_without_profile_in_the_results_folder(self):
+        # Without --out-dir the charts go beside the results file; no profile,
+        # no profile chart.
         results = self.make_results(read(RESULTS), os.path.join("gpu", "h200.csv"))
         proc = run_plot("--results", results)
         self.assert_ok(proc)
         for kind in CHARTS:
             self.assert_png(self.path("gpu", f"h200-{kind}.png"))
+        self.assertEqual(sorted(os.listdir(self.path("gpu"))),
+                         sorted(["h200.csv"] + [f"h200-{kind}.png" for kind in CHARTS]))
         self.assertIn(f"plot.py: wrote {self.path('gpu', 'h200-sweep.png')}", proc.stdout)
 
-    def test_profile_value_na_is_skipped(self):
-        # ncu's "n/a" for an uncollected counter drops that value only.
+    def test_profile_chart_with_a_value_na_and_a_rerun_that_rewrites_nothing(self):
+        # ncu's "n/a" for an uncollected counter drops that value only; the
+        # same inputs drawn again write no file.
         text = read(PROFILE).replace(
             "step0_naive,reduce_kernel,gpu__time_duration.sum,208736,",
             "step0_naive,reduce_kernel,gpu__time_duration.sum,n/a,", 1)
         self.assertIn(",n/a,", text)
         profile = self.make_results(text, "na-profile.csv")
-        self.assert_ok(run_plot("--results", RESULTS, "--profile", profile,
-                                "--out-dir", self.out))
-        self.assert_png(os.path.join(self.out, "fixture-profile.png"))
-
-    def test_rerun_rewrites_nothing(self):
-        args = ("--results", RESULTS, "--profile", PROFILE, "--out-dir", self.out)
+        args = ("--results", RESULTS, "--profile", profile, "--out-dir", self.out)
         self.assert_ok(run_plot(*args))
+        self.assert_png(os.path.join(self.out, "fixture-profile.png"))
         before = {name: read(os.path.join(self.out, name), "rb")
                   for name in os.listdir(self.out)}
+        self.assertEqual(sorted(before), sorted(f"fixture-{kind}.png"
+                                                for kind in CHARTS + ("profile",)))
         second = run_plot(*args)
         self.assert_ok(second)
         self.assertEqual(second.stdout, "")  # nothing reported as written

@@ -443,7 +443,8 @@ with open(args.csv, "a", newline="") as f:
 
 def fill(template, **values):
     """A fake's text: @NAME@ replaced by repr(value), or by the value for PYTHON."""
-    text = template.replace("@PYTHON@", sys.executable)
+    # -S: no site-packages to scan at each of the fakes' many starts (stdlib only).
+    text = template.replace("@PYTHON@", sys.executable + " -S")
     for name, value in values.items():
         text = text.replace(f"@{name}@", value if isinstance(value, str) and
                             name in ("ARCH", "TOOLCHAIN") else repr(value))
@@ -1457,30 +1458,24 @@ class MakeTargetTest(ScriptTest):
         self.assert_readme_untouched()
 
     @needs_matplotlib
-    def test_bench_default_out_dir_is_plots_results(self):
-        proc = self.make("bench")
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
-            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
-        self.assert_readme_untouched()
-
-    @needs_matplotlib
-    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts(self):
-        proc = self.make("bench", "OUT_DIR=scratch", FAKE_WRONG_STEP="step1_b")
+    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts_in_plots_results(self):
+        # No OUT_DIR: the default, plots/results.
+        proc = self.make("bench", FAKE_WRONG_STEP="step1_b")
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("bench: 6 runs failed (see above)", proc.stderr)
-        with open(self.file("scratch", "h200-bench.log")) as f:
+        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
+            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
+        with open(self.file("plots", "results", "h200-bench.log")) as f:
             log = f.read()
         self.assertIn("bench: step1_b n=1048576 failed (exit 1): check -n 1048576", log)
-        rows = schema.read_results(self.file("scratch", "h200.csv"))
+        rows = schema.read_results(self.file("plots", "results", "h200.csv"))
         self.assertEqual(len(rows), 3 * 5 * 2 - 2)
         self.assertEqual(sum(1 for r in rows if not r.passed), 4)
         # Drawn all the same, and without the failed rows (the plot says so).
-        self.assertTrue(os.path.isfile(self.file("scratch", "h200-sweep.png")))
         self.assertIn("plot.py: h200.csv: left out 4 of 28 rows: 4 failed", proc.stderr)
         # Part 2's file gets part 2's three charts, never part 1's.
-        self.assertTrue(os.path.isfile(self.file("scratch", "h200-rows-progression.png")))
-        self.assertFalse(os.path.exists(self.file("scratch", "h200-rows-sweep.png")))
+        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-rows-progression.png")))
+        self.assertFalse(os.path.exists(self.file("plots", "results", "h200-rows-sweep.png")))
         self.assert_readme_untouched()
 
     def test_bench_fails_when_drawing_fails(self):
