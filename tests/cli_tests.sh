@@ -313,68 +313,139 @@ out=$(make -s diff STEP="3 4" 2>&1)
 [[ $out == *"STEP must be a step number or rows/K, got '3 4'"* && $out != *step.sh* ]] && ok \
     || bad "make diff STEP='3 4': $out"
 
-# make new: scaffold a student's step in a scratch copy, in both parts (only
-# the next free step number is taken), build it, see make diff, the grader
-# and make diagrams pick it up; make check's last line; a stale mutant stops
-# the build; ARCH changes rebuild.
+# The homework flow as the README teaches it, in a scratch copy of this tree
+# (with what make test built, and the same revision, so that make there
+# builds only what the flow adds), in both parts: make step0 (the first
+# command of "Start here"), make new with FROM=, an edit, make, make diff,
+# the new program, make check (no GPU: its one line, naming a program that
+# is there), make check SOURCE=, and make test (the suites that read the
+# tree's steps; this one would run itself again). Then make new's errors,
+# make diagrams, make check's last line with stand-in graders, a stale
+# mutant, ARCH changes and make clean.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-cp -r Makefile README.md common baseline_cub plots tools tests rows step[0-9]*_* "$scratch"/ 2>/dev/null
-rm -rf "$scratch"/step*/run "$scratch"/step*/run-* "$scratch"/tests/broken/*/run "$scratch"/rows/*/run \
-       "$scratch"/rows/step[0-9] "$scratch"/rows/step[0-9][0-9]
+tar -C "$root" --exclude=./.git --exclude=./.venv -cf - . | tar -C "$scratch" -xf -
+[ -d "$root/.venv" ] && ln -s "$root/.venv" "$scratch/.venv"
+built_rev=$(sed -n 's/.*"\(.*\)".*/\1/p' build/version.c 2>/dev/null)
 next=$((last + 1)) rnext=$((rlast + 1))
 (
     cd "$scratch" || exit 1
-    section "make new in a scratch copy: part 1"
-    expect 0 "created step${next}_mine from step${last}_" make -s new NAME=step${next}_mine
-    expect 2 "already exists" make -s new NAME=step${next}_mine
-    expect 2 "must look like" make -s new NAME=Step9
-    expect 2 "step 3 exists already" make -s new NAME=step3_again
-    # Only the next free number: no leading zeros, no gap, and the error names it.
-    n2=$((next + 1))
-    expect 2 "without leading zeros (step${n2}_" make -s new NAME=step0${n2}_x
-    expect 2 "the next free step number is $n2 (NAME=step${n2}_far)" make -s new NAME=step$((next + 3))_far
-    [ ! -e step0${n2}_x ] && [ ! -e step$((next + 3))_far ] && ok || bad "a refused NAME left a folder"
-    out=$(make -s new NAME="step$n2 x" 2>&1); rc=$?
-    [ $rc -eq 2 ] && [[ $out == *"must look like step${n2}_myidea"*"no spaces"* ]] && [[ $out != *step.sh* ]] \
-        && ok || bad "make new NAME='step$n2 x' -> exit $rc: $out"
-    expect 2 "usage: make new NAME=step${n2}_slug" make -s new
-    src=step${next}_mine/reduce.cu
-    head -n 1 "$src" | grep -q "^// step${next}_mine: say your one change" && ok || bad "new step's first line"
-    grep -q "^// Effect: not measured yet" "$src" && [ "$(grep -c '^// Effect:' "$src")" -eq 1 ] \
-        && ok || bad "new step keeps the old step's Effect line"
-    # Its README teaches the main README's commands: make stepK, then ./stepK/run.
-    readme=step${next}_mine/README.md
-    grep -qF "make step${next} && ./step${next}/run --check" "$readme" && grep -qF "make check STEP=${next}" "$readme" \
-        && ! grep -qF "step${next}_mine/run" "$readme" && ok || bad "new step README: $(grep make "$readme")"
-    grep -q "BEGIN measured" "$readme" && ok || bad "new step README has no markers"
-    expect 0 "" make -s step${next}
+    export GIT_REV=${built_rev:-unknown}
+    section "the homework flow in a scratch copy: make new FROM=, an edit, make, make diff, make check, make test"
+    expect 0 "" make -s step0
+    [ "$(readlink step0)" = "step0_naive" ] && ok || bad "make step0 made no step0 link"
+    expect 0 "created step${next}_mine from step3_idle" make -s new NAME=step${next}_mine FROM=3
+    expect 0 "created rows/step${rnext}_mine from rows/step3_vector" make -s new NAME=rows/step${rnext}_mine FROM=rows/3
+    src=step${next}_mine/reduce.cu rsrc=rows/step${rnext}_mine/rows.cu
+    # The edit: the one-line summary and one knob in each.
+    sed -i "1s|.*|// step${next}_mine: 512 threads a block, each adding two elements as it loads them.|; \
+            s|^#define BLOCK_SIZE 256 |#define BLOCK_SIZE 512 |" "$src"
+    sed -i "1s|.*|// rows/step${rnext}_mine: two float4 loads in flight per lane.|; \
+            s|^#define UNROLL 4 |#define UNROLL 2 |" "$rsrc"
+    grep -q "^#define BLOCK_SIZE 512 " "$src" && grep -q "^#define UNROLL 2 " "$rsrc" && ok \
+        || bad "the flow's edit did not apply: $(grep -h '^#define' "$src" "$rsrc")"
+    # make builds the two new programs, and nothing else.
+    out=$(make 2>&1); rc=$?
+    compiled=$(echo "$out" | grep -E '^(nvcc|cc|gcc) ')
+    [ $rc -eq 0 ] && [ "$(echo "$compiled" | grep -c ' -o [^ ]*/run ')" -eq 2 ] \
+        && [ -z "$(echo "$compiled" | grep -v -e "step${next}_mine" -e "step${rnext}_mine")" ] && ok \
+        || bad "make after make new -> exit $rc, built: $(echo "$compiled" | sed 's/ .* -o / -o /' | head -n 5)"
+    [ "$(make -s diff STEP=${next} | head -n 2)" = "--- step3_idle/reduce.cu
++++ step${next}_mine/reduce.cu" ] && ok || bad "make diff STEP=${next} is not against FROM: $(make -s diff STEP=${next} | head -n 2)"
+    expect 0 "+#define BLOCK_SIZE 512 " make -s diff STEP=${next}
+    expect 0 "--- rows/step3_vector/rows.cu" make -s diff STEP=rows/${rnext}
+    expect 0 "+#define UNROLL 2 " make -s diff STEP=rows/${rnext}
+    expect 0 "" make -s step${next} rows/step${rnext}
+    [ "$(readlink step${next})" = "step${next}_mine" ] && [ "$(readlink rows/step${rnext})" = "step${rnext}_mine" ] \
+        && ok || bad "make step${next} rows/step${rnext}: no links"
     expect 0 "usage:" ./step${next}/run --help
-    expect 0 "+++ step${next}_mine/reduce.cu" make -s diff STEP=${next}
-    expect 0 "--- step${last}_" make -s diff STEP=${next}
-    # make diagrams says which steps it cannot draw (before it needs matplotlib).
-    out=$(python3 tools/diagrams.py --root . --out-dir build/diagrams 2>&1)
-    [[ $out == *"diagrams.py: not drawn: step${next}_mine (no access-pattern model"* ]] && ok \
-        || bad "make diagrams does not say it skips step${next}_mine: $(echo "$out" | head -n 2)"
-
-    section "make new in a scratch copy: part 2"
-    expect 0 "created rows/step${rnext}_mine from rows/step${rlast}_" make -s new NAME=rows/step${rnext}_mine
-    expect 2 "step rows/3 exists already" make -s new NAME=rows/step3_again
-    expect 2 "the next free step number is $((rnext + 1))" make -s new NAME=rows/step$((rnext + 4))_x
-    rsrc=rows/step${rnext}_mine/rows.cu
-    [ ! -e rows/step${rnext}_mine/reduce.cu ] && head -n 1 "$rsrc" | grep -q "^// rows/step${rnext}_mine: say" \
-        && ok || bad "new part 2 step's source: $(head -n 1 "$rsrc")"
-    readme=rows/step${rnext}_mine/README.md
-    grep -qF "make rows/step${rnext} && ./rows/step${rnext}/run --check" "$readme" \
-        && grep -qF "make diff STEP=rows/${rnext}" "$readme" && ok || bad "new part 2 README: $(grep make "$readme")"
-    expect 0 "" make -s rows/step${rnext}
     expect 0 "usage:" ./rows/step${rnext}/run --help
-    [ "$(readlink rows/step${rnext})" = "step${rnext}_mine" ] && ok || bad "rows/step${rnext} is not a link"
-    expect 0 "--- rows/step${rlast}_" make -s diff STEP=rows/${rnext}
+    expect 0 "step${next}_mine code_hash=" ./step${next}/run --version
+    expect 0 "rows/step${rnext}_mine code_hash=" ./rows/step${rnext}/run --version
+    check_code_hash step${next}_mine/run
+    check_code_hash rows/step${rnext}_mine/run
+    if [ -n "$no_device" ]; then
+        expect_one_line 3 ./step${next}/run --check
+        expect_one_line 3 ./rows/step${rnext}/run --check
+        # make check: one line naming what would run on a GPU, which is there.
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step${next}_mine/run (here that exits 3)" \
+            make check STEP=${next}
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py rows/step${rnext}_mine/run" \
+            make check STEP=rows/${rnext}
+        # SOURCE=: built here, whatever the machine; said so; then that line.
+        mkdir -p alice && cp "$src" alice/reduce.cu
+        out=$(make check SOURCE=alice/reduce.cu 2>&1); rc=$?
+        [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 2 ] \
+            && [ "$(echo "$out" | head -n 1)" = "make check: alice/reduce.cu builds with this harness: build/graded/alice/run" ] \
+            && [[ $(echo "$out" | tail -n 1) == *"on one it runs the grader: python3 tools/grade.py build/graded/alice/run (here that exits 3)"* ]] \
+            && [ -x build/graded/alice/run ] && ok || bad "make check SOURCE=alice/reduce.cu without a GPU -> exit $rc: $out"
+        expect 3 "no CUDA device" python3 tools/grade.py build/graded/alice/run
+        expect 3 "builds with this harness: build/graded/alice/run" bash tools/grade_source.sh alice/reduce.cu
+    else
+        expect 0 "PASS" ./step${next}/run --check
+        expect 0 "grade: PASS step${next}_mine" make check STEP=${next} GRADE_FLAGS="--quick --no-sanitizer"
+    fi
+    # A source that does not compile: the compiler's errors, then one line;
+    # its own command exits 4 for it (on any machine: it stops before a GPU).
+    mkdir -p broken_src && printf 'this is not C++\n' > broken_src/reduce.cu
+    out=$(make check SOURCE=broken_src/reduce.cu 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: broken_src/reduce.cu does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh broken_src/reduce.cu exits 4 for this"* ]] \
+        && [[ $out == *"error"* ]] && [ "$(echo "$out" | grep -c 'does not build')" -eq 1 ] && ok \
+        || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
+    expect 4 "does not build with this harness" bash tools/grade_source.sh broken_src/reduce.cu
+    # make test: its build, then the suites that read the tree's steps (make
+    # step0's link and both new steps in place), and every program's hash.
+    suites="editions claims schema"
+    [ -n "$no_device" ] && suites="$suites gpu"
+    out=$(make test SUITES="$suites" 2>&1); rc=$?
+    [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \
+        || bad "make test after the flow -> exit $rc: $(echo "$out" | tail -n 12)"
     # The GPU suite's program list picks both new steps up.
     python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; p = g.step_programs(); \
                 sys.exit(0 if {'step${next}_mine/run', 'rows/step${rnext}_mine/run'} <= set(p) else 1)" \
         && ok || bad "the GPU suite does not grade step${next}_mine and rows/step${rnext}_mine"
+
+    section "make new in the scratch copy: errors, the new step's header and README, make diagrams"
+    n2=$((next + 1))
+    expect 2 "already exists" make -s new NAME=step${next}_mine
+    expect 2 "must look like" make -s new NAME=Step9
+    expect 2 "step 3 exists already" make -s new NAME=step3_again
+    # Only the next free number: no leading zeros, no gap, and the error names it.
+    expect 2 "without leading zeros (step${n2}_" make -s new NAME=step0${n2}_x
+    expect 2 "the next free step number is $n2 (NAME=step${n2}_far)" make -s new NAME=step$((next + 3))_far
+    expect 2 "FROM=99: no step 99" make -s new NAME=step${n2}_x FROM=99
+    expect 2 "FROM must be a step number of the same part" make -s new NAME=step${n2}_x FROM=rows/3
+    expect 2 "FROM=rows/99: no step rows/99" make -s new NAME=rows/step$((rnext + 1))_x FROM=rows/99
+    [ ! -e step0${n2}_x ] && [ ! -e step$((next + 3))_far ] && [ ! -e step${n2}_x ] && ok \
+        || bad "a refused NAME left a folder"
+    out=$(make -s new NAME="step$n2 x" 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $out == *"must look like step${n2}_myidea"*"no spaces"* ]] && [[ $out != *step.sh* ]] \
+        && ok || bad "make new NAME='step$n2 x' -> exit $rc: $out"
+    expect 2 "usage: make new NAME=step${n2}_slug" make -s new
+    expect 2 "step rows/3 exists already" make -s new NAME=rows/step3_again
+    expect 2 "the next free step number is $((rnext + 1))" make -s new NAME=rows/step$((rnext + 4))_x
+    grep -q "^// Effect: not measured yet (make bench; compare with step3_idle)" "$src" \
+        && [ "$(grep -c '^// Effect:' "$src")" -eq 1 ] && ok || bad "new step keeps the old step's Effect line"
+    grep -q "^// Started from step3_idle by make new: make diff STEP=${next} shows" "$src" && ok \
+        || bad "new step does not say where it started: $(sed -n 6p "$src")"
+    [ ! -e rows/step${rnext}_mine/reduce.cu ] && grep -q "^// Started from step3_vector by make new" "$rsrc" \
+        && ok || bad "new part 2 step's source: $(head -n 6 "$rsrc")"
+    # Its README teaches the main README's commands: make stepK, then ./stepK/run.
+    readme=step${next}_mine/README.md
+    grep -qF "make step${next} && ./step${next}/run --check" "$readme" && grep -qF "make check STEP=${next}" "$readme" \
+        && grep -qF "a diff against step3_idle" "$readme" && ! grep -qF "step${next}_mine/run" "$readme" \
+        && grep -q "BEGIN measured" "$readme" && ok || bad "new step README: $(grep make "$readme")"
+    readme=rows/step${rnext}_mine/README.md
+    grep -qF "make rows/step${rnext} && ./rows/step${rnext}/run --check" "$readme" \
+        && grep -qF "make diff STEP=rows/${rnext}" "$readme" && ok || bad "new part 2 README: $(grep make "$readme")"
+    # Without FROM, a step starts from the one below it.
+    expect 0 "created step${n2}_plain from step${next}_mine" make -s new NAME=step${n2}_plain
+    expect 0 "--- step${next}_mine/reduce.cu" make -s diff STEP=${n2}
+    rm -rf step${n2}_plain
+    # make diagrams says which steps it cannot draw (before it needs matplotlib).
+    out=$(python3 tools/diagrams.py --root . --out-dir build/diagrams 2>&1)
+    [[ $out == *"diagrams.py: not drawn: "*"step${next}_mine"*"(no access-pattern model"* ]] && ok \
+        || bad "make diagrams does not say it skips step${next}_mine: $(echo "$out" | head -n 2)"
 
     # make check's last line: the grader's own exit code and the command that
     # keeps it (make exits 2 whatever the grader said). need_gpu.sh is told a
@@ -394,11 +465,6 @@ next=$((last + 1)) rnext=$((rlast + 1))
     [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: the grader exited 1 (a check failed)"*"python3 tools/grade.py --quick $prog"* ]] \
         && [ "$(echo "$out" | head -n 1)" = "grade: FAIL fake: 1 of 2 checks failed" ] && ok \
         || bad "make check with the grader's exit 1 -> exit $rc: $(echo "$out" | tail -n 2)"
-    # A source that does not compile: the compiler's errors, then that line.
-    mkdir -p broken_src && printf 'this is not C++\n' > broken_src/reduce.cu
-    out=$(make check SOURCE=broken_src/reduce.cu 2>&1); rc=$?
-    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: broken_src/reduce.cu does not build (the compiler's errors are above)"* ]] \
-        && ok || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
     printf 'import sys\nprint("grade: PASS fake")\n' > tools/grade.py
     out=$(make check PROGRAM="$prog" 2>&1); rc=$?
     [ $rc -eq 0 ] && [ "$out" = "grade: PASS fake" ] && ok || bad "make check with the grader's exit 0 -> exit $rc: $out"
@@ -412,10 +478,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
     # A mutant whose sed script no longer applies is an error, not a silent copy.
     echo "stale_one | step3_idle | exact | s|no such line|x|" >> tests/broken/mutants.txt
     expect 2 "no longer changes" bash tools/mutate.sh stale_one build/stale.cu
-    # ARCH: a new value rebuilds, the same value does not.
-    make -s step0_naive/run >/dev/null 2>&1
-    expect 0 "-arch=sm_80" make ARCH=sm_80 step0_naive/run
-    out=$(make ARCH=sm_80 step0_naive/run 2>&1)
+    # ARCH: a new value rebuilds (the harness's GPU object, here), the same
+    # value does not.
+    expect 0 "-arch=sm_80" make ARCH=sm_80 build/flush.o
+    out=$(make ARCH=sm_80 build/flush.o 2>&1)
     [[ $out != *nvcc* ]] && ok || bad "make ARCH=sm_80 rebuilt twice: $out"
     expect 0 "" make -s clean
     [ ! -e build ] && [ ! -e step${next}_mine/run ] && [ ! -e step${next} ] && [ ! -e rows/step${rnext} ] \
