@@ -170,10 +170,22 @@ build/hash/%.c: %/rows.cu $(HASH_INPUTS) build/arch.stamp
 build/hash/%.o: build/hash/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-%/run: %/reduce.cu build/hash/%.o $(HARNESS) $(HEADERS) build/arch.stamp
+# A program's source is compiled once into build/obj/, with the same flags,
+# then linked with its code hash and the harness: a new revision (every
+# commit, any edit: build/version.o) relinks the programs, it does not
+# compile them again.
+build/obj/%/reduce.o: %/reduce.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+build/obj/%/rows.o: %/rows.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+%/run: build/obj/%/reduce.o build/hash/%.o $(HARNESS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(LDLIBS)
 
-%/run: %/rows.cu build/hash/%.o $(ROWS_HARNESS) $(HEADERS) build/arch.stamp
+%/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(LDLIBS)
 
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
