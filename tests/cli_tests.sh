@@ -137,7 +137,7 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     # Other suites run at the same time: their makes' own temporaries and
     # Python's caches are not this check's business.
     left=$(find . -newer "$stamp" -type f ! -path './.git/*' ! -path './build/*.tmp' \
-           ! -path '*/__pycache__/*' 2>/dev/null)
+           ! -path './build/pycache/*' ! -path '*/__pycache__/*' 2>/dev/null)
     [ -z "$left" ] && ok || bad "make's GPU targets left files behind: $left"
     rm -f "$stamp"
     [ ! -e plots/results/.determinism.csv.tmp ] && ok || bad "plots/results/.determinism.csv.tmp is left"
@@ -324,7 +324,7 @@ out=$(make -s diff STEP="3 4" 2>&1)
 # mutant, ARCH changes and make clean.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-tar -C "$root" --exclude=./.git --exclude=./.venv -cf - . | tar -C "$scratch" -xf -
+tar -C "$root" --exclude=./.git --exclude=./.venv --exclude=./build/pycache -cf - . | tar -C "$scratch" -xf -
 [ -d "$root/.venv" ] && ln -s "$root/.venv" "$scratch/.venv"
 built_rev=$(sed -n 's/.*"\(.*\)".*/\1/p' build/version.c 2>/dev/null)
 next=$((last + 1)) rnext=$((rlast + 1))

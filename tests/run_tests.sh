@@ -29,9 +29,12 @@ TEST_SECONDS=${TEST_SECONDS:-90}
 # PATH (pyenv's) costs a tenth of a second on each of the suites' many calls.
 python_bin=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)
 [ -x "$python_bin/python3" ] && PATH="$python_bin:$PATH"
-# The Python suites' output streams instead of arriving at their end; no
-# suite leaves __pycache__ folders in the tree while another one looks at it.
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+# The Python suites' output streams instead of arriving at their end. Their
+# hundreds of Python processes keep compiled modules under build/pycache (not
+# in __pycache__ folders beside the sources, which another suite may be
+# looking at), rather than compiling every module at every start.
+export PYTHONUNBUFFERED=1 PYTHONPYCACHEPREFIX="$PWD/build/pycache"
+unset PYTHONDONTWRITEBYTECODE
 # The suites run make themselves: none inherits `make -j`'s jobserver (whose
 # descriptors they do not get: make warns) or the flags of the make running this.
 unset MAKEFLAGS MFLAGS MAKELEVEL
