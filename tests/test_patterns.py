@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from types import SimpleNamespace
 from collections import Counter
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -140,6 +141,18 @@ def reference_sms(path=RESULTS):
     if len(counts) != 1:
         raise AssertionError(f"{path}: expected one SM count, found {sorted(counts)}")
     return int(counts.pop())
+
+
+def tiling_problem(loads, n):
+    """None if the loads' spans cover 0 .. n - 1 once each, else what is
+    wrong: sorted by their first element, each must start where the one
+    before it ended (a gap or an element loaded twice otherwise)."""
+    end = 0
+    for first, width in sorted((ld.first, ld.width) for ld in loads if ld.width):
+        if first != end:
+            return (f"a gap at {end}" if first > end else f"element {first} loaded twice")
+        end = first + width
+    return None if end == n else f"the loads end at {end}, not {n}"
 
 
 class Cache:
@@ -426,13 +439,17 @@ class ModelTests(unittest.TestCase):
                 for sms in (1, 3):
                     for offset in range(4):
                         grid = built.loads.grid(n, sms)
-                        seen = Counter()
-                        for load in built.loads.thread_loads(n, grid, offset):
-                            seen.update(range(load.first, load.first + load.width))
-                        self.assertEqual(set(seen), set(range(n)), f"{step} n={n}")
-                        self.assertEqual(max(seen.values()), 1, f"{step} n={n}")
+                        loads = built.loads.thread_loads(n, grid, offset)
+                        self.assertIsNone(tiling_problem(loads, n), f"{step} n={n}")
                         if not isinstance(built.loads, pt.VectorGridStride):
                             break  # the offset only matters to step 8
+
+    def test_a_gap_or_a_second_load_is_caught(self):
+        spans = [SimpleNamespace(first=f, width=w) for f, w in ((4, 4), (0, 4), (8, 2))]
+        self.assertIsNone(tiling_problem(spans, 10))
+        self.assertIn("gap", tiling_problem(spans[:2] + [SimpleNamespace(first=9, width=1)], 10))
+        self.assertIn("twice", tiling_problem(spans + [SimpleNamespace(first=5, width=1)], 10))
+        self.assertIn("end at 10, not 12", tiling_problem(spans, 12))
 
     def test_dropping_the_tail_is_caught(self):
         # The seed articles' float4 loop: no tail loads.
