@@ -352,7 +352,8 @@ class ScriptTest(unittest.TestCase):
         self.log = os.path.join(self.top, "calls.log")
 
     def run_script(self, *args, **env):
-        proc = subprocess.run([sys.executable, SCRIPT, "--root", self.root, "--out-dir", self.out,
+        # -S: accuracy.py needs the standard library only; site's start-up hooks cost more.
+        proc = subprocess.run([sys.executable, "-S", SCRIPT, "--root", self.root, "--out-dir", self.out,
                                *args], capture_output=True, text=True, timeout=300,
                               env=clean_env(FAKE_LOG=self.log, **env))
         self.assertNotIn("Traceback", proc.stderr)

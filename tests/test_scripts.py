@@ -539,7 +539,9 @@ class ScriptTest(unittest.TestCase):
         make_root(self.top, ("step9_singlepass",) + ROW_PROGRAMS)
 
     def run_script(self, script, args, **env):
-        proc = subprocess.run([sys.executable, script] + list(args), capture_output=True,
+        # -S: bench.py and profile.py need the standard library only, and
+        # site's start-up hooks cost more than the run of a small script.
+        proc = subprocess.run([sys.executable, "-S", script] + list(args), capture_output=True,
                               text=True, env=clean_env(FAKE_LOG=self.log, **env), timeout=300)
         self.assertNotIn("Traceback", proc.stderr)
         return proc
