@@ -88,7 +88,8 @@ run_suite() {   # index: runs suite k into its log, then writes k.done
         # shellcheck disable=SC2086
         $command > "$logs/$k.log" 2>&1 < /dev/null
     fi
-    echo "$((SECONDS - t0))" > "$logs/$k.done"
+    # Renamed into place: the loop below never reads a half-written file.
+    echo "$((SECONDS - t0))" > "$logs/$k.secs" && mv "$logs/$k.secs" "$logs/$k.done"
 }
 
 P=0 F=0 S=0
