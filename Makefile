@@ -71,9 +71,9 @@ NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 # make test builds what its suites need TEST_JOBS at a time (default: the
 # CPU count, or make's own -j), then runs the suites as many at a time.
 # TEST_BUILD_MINUTES and TEST_SECONDS are what it says it will take on two
-# cores, measured (nproc 2, no GPU, nvcc 13.0; load about 2, make test's own
-# two jobs): from a fresh clone 213 s (the build 125 s, the suites 88 s);
-# once built 80 to 98 s over five runs.
+# cores, measured (nproc 2, no GPU, nvcc 13.0; load 2 to 2.5, make test's own
+# two jobs and a little more): from a fresh clone 213 and 240 s (the build
+# 125 and 139 s, the suites 88 and 99 s); once built 80, 91 and 92 s.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD_MINUTES := 2
 TEST_SECONDS := 90
