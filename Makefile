@@ -68,10 +68,15 @@ VENV_PYTHON := $(CURDIR)/.venv/bin/python
 PLOT_PYTHON ?= $(shell $(PYTHON) -c 'import matplotlib, pylopdf_fonts_zh_cn' 2>/dev/null && echo $(PYTHON) || echo $(VENV_PYTHON))
 NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 
-# Measured on two cores (nproc 2, no GPU): `make` 80 s with -j2; `make test`
-# from a fresh clone 6 min with or without -j2, half of it the build (which
-# `make test` runs first: the fixtures too), half the suites (run_tests.sh).
-TEST_MINUTES := 3
+# make test builds what its suites need TEST_JOBS at a time (default: the
+# CPU count, or make's own -j), then runs the suites as many at a time.
+# TEST_BUILD_MINUTES and TEST_SECONDS are what it says it will take on two
+# cores, measured (nproc 2, no GPU, nvcc 13.0; load 2 to 2.5, make test's own
+# two jobs and a little more): from a fresh clone 213 and 240 s (the build
+# 125 and 139 s, the suites 88 and 99 s); once built 80, 91 and 92 s.
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_BUILD_MINUTES := 2
+TEST_SECONDS := 90
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
@@ -82,21 +87,22 @@ all: $(PROGRAMS) $(ROW_PROGRAMS)
 help:
 	@echo "Without a GPU (a laptop, a login node):"
 	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
-	@echo "                       (about 80 s on two cores with make -j2; make -j4: four compiles at once)"
+	@echo "                       (about 2 min on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
-	@echo "  make test            build, then every suite: about 6 min on two cores from a fresh clone, $(TEST_MINUTES) once"
-	@echo "                       built (make -j4 test builds in parallel); without a GPU no kernel runs, and the"
-	@echo "                       last line says so"
+	@echo "  make test            build what the suites need, then every suite: about $(TEST_BUILD_MINUTES) min + $(TEST_SECONDS) s on"
+	@echo "                       two cores from a fresh clone, $(TEST_SECONDS) s once built; without a GPU no kernel runs,"
+	@echo "                       and the last line says so (V=1: every command and suite output; SUITES=cli: one suite)"
 	@echo "  make diff STEP=K     what step K changed over the step before it (STEP=rows/K: part 2)"
 	@n=$$(bash tools/step.sh next); echo "  make new NAME=step$${n}_slug  start your own step $$n (the next free number) from step $$((n - 1))"
 	@n=$$(bash tools/step.sh next rows); echo "  make new NAME=rows/step$${n}_slug  the same in part 2, from rows/step$$((n - 1))"
+	@echo "                       (FROM=K starts it from step K of that part instead)"
 	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
 	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
 	@echo "  make diagrams        draw each step's access pattern into plots/diagrams (the steps with a model)"
 	@echo "  make ptxas           registers, shared memory and spills of every kernel"
 	@echo "  make sass            sm_90 machine code of every step, with loop lengths (needs cuobjdump)"
-	@echo "  make mutants         build the broken programs the grader must fail"
+	@echo "  make mutants         build the mutants: shipped steps with one bug put in, which the grader must fail"
 	@echo "  make variance        a row's variance three ways in float32: plots/results/variance.csv + chart"
 	@echo "  make bf16-sum        sums of ones and of values below 1 kept in bfloat16 and in float (CPU)"
 	@echo "  make tolerances      how wide part 2's checks are, fill by fill, at 1024 and 2^20 columns (CPU)"
@@ -105,9 +111,10 @@ help:
 	@echo "  make venv            install the pinned matplotlib into .venv (make test does it when needed)"
 	@echo "  make code-hash DIR=step3_idle   the code hash make builds into that program (its --version)"
 	@echo "  make clean           remove every build output"
-	@echo "With a CUDA GPU (without one, each stops at once in one line):"
+	@echo "With a CUDA GPU (without one, each stops in one line; make check first builds what it grades):"
 	@echo "  make check STEP=K    grade one program: sizes, fills, offsets, races (K, rows/K, cub or rows/cub)"
-	@echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness"
+	@echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness;"
+	@echo "                       bash tools/grade_source.sh path/reduce.cu: the same, exit 4 if it does not build"
 	@echo "  make check PROGRAM=path/run        grade a program built elsewhere"
 	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
 	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"
@@ -136,9 +143,11 @@ build/toolchain.o: common/toolchain.cu build/arch.stamp | build
 	$(NVCC) $(NVFLAGS) -c $< -o $@
 
 # Rewritten only when the revision changes, so it does not force relinks.
+# Each make writes its own temporary ($$$$: the shell's process id), so two
+# makes at once in one tree (make test's suites) never race on one file.
 build/version.c: FORCE | build
-	@printf 'const char reduce_git_rev[] = "%s";\n' '$(GIT_REV)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@tmp=$@.$$$$.tmp; printf 'const char reduce_git_rev[] = "%s";\n' '$(GIT_REV)' > $$tmp; \
+	 cmp -s $$tmp $@ && rm -f $$tmp || mv -f $$tmp $@
 
 build/version.o: build/version.c
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -146,8 +155,8 @@ build/version.o: build/version.c
 # The target GPU code and the flags: rewritten when either changes, so
 # `make ARCH=sm_80` after a default build rebuilds everything for sm_80.
 build/arch.stamp: FORCE | build
-	@echo '$(GENCODE) $(HASH_FLAGS)' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv -f $@.tmp $@
+	@tmp=$@.$$$$.tmp; echo '$(GENCODE) $(HASH_FLAGS)' > $$tmp; \
+	 cmp -s $$tmp $@ && rm -f $$tmp || mv -f $$tmp $@
 
 # The hash of everything that decides what a program runs and how it is
 # timed (its source, the harness it is built from, the flags): every
@@ -165,10 +174,22 @@ build/hash/%.c: %/rows.cu $(HASH_INPUTS) build/arch.stamp
 build/hash/%.o: build/hash/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
 
-%/run: %/reduce.cu build/hash/%.o $(HARNESS) $(HEADERS) build/arch.stamp
+# A program's source is compiled once into build/obj/, with the same flags,
+# then linked with its code hash and the harness: a new revision (every
+# commit, any edit: build/version.o) relinks the programs, it does not
+# compile them again.
+build/obj/%/reduce.o: %/reduce.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+build/obj/%/rows.o: %/rows.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+%/run: build/obj/%/reduce.o build/hash/%.o $(HARNESS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(LDLIBS)
 
-%/run: %/rows.cu build/hash/%.o $(ROWS_HARNESS) $(HEADERS) build/arch.stamp
+%/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(LDLIBS)
 
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
@@ -206,40 +227,66 @@ SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(sub
 ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
 MUTANTS := $(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS))) \
            $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS)))
-MUTATED_FROM := tests/broken/mutants.txt tools/mutate.sh $(wildcard step*_*/reduce.cu rows/step*_*/rows.cu)
+MUTANT_SOURCES := $(patsubst %/run,%/reduce.cu,$(filter-out build/mutants/rows/%,$(MUTANTS))) \
+                  $(patsubst %/run,%/rows.cu,$(filter build/mutants/rows/%,$(MUTANTS)))
 
-# Static patterns: each mutant's source is made by exactly one of these.
-$(addprefix build/mutants/,$(addsuffix /reduce.cu,$(SUM_MUTANTS))): build/mutants/%/reduce.cu: $(MUTATED_FROM)
-	@bash tools/mutate.sh $* $@
-$(addprefix build/mutants/rows/,$(addsuffix /rows.cu,$(ROW_MUTANTS))): build/mutants/rows/%/rows.cu: $(MUTATED_FROM)
-	@bash tools/mutate.sh $* $@
+# Each mutant's source is made from its own step's source only, so a step of
+# your own (make new), or an edit to another step, rebuilds no mutant.
+define MUTANT_RULE
+$(if $(filter rows/%,$(2)),build/mutants/rows/$(1)/rows.cu: $(2)/rows.cu,build/mutants/$(1)/reduce.cu: $(2)/reduce.cu) \
+        tests/broken/mutants.txt tools/mutate.sh
+	@bash tools/mutate.sh $(1) $$@
+endef
+$(foreach m,$(MUTANT_LINES),$(eval $(call MUTANT_RULE,$(firstword $(subst :, ,$(m))),$(lastword $(subst :, ,$(m))))))
 
+# `make mutants` builds them; `make mutant-sources` only writes their sources
+# (no GPU needed either way; only the GPU suite runs them).
+.PHONY: mutant-sources
 mutants: $(MUTANTS)
+mutant-sources: $(MUTANT_SOURCES)
 
 # Generated sources (mutants, code hashes) are kept after a build, for reading.
 .SECONDARY:
 
-# test-banner comes first: on a fresh clone the build is the first three minutes.
-test: test-banner build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS) $(NEED_VENV)
-	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) TEST_MINUTES=$(TEST_MINUTES) bash tests/run_tests.sh
+# make test: first what the suites need (test-build), TEST_JOBS at a time
+# unless make was given its own -j, into build/test-build.log: the compiler's
+# command lines are shown when the build fails, or with V=1. Then every suite
+# (tests/run_tests.sh; SUITES=... picks some). The broken fixtures and the
+# mutants are built only where there is a GPU: the GPU suite alone runs them
+# (TEST_GPU=1 is need_gpu.sh's answer; make mutants builds them anywhere).
+# The suites run make a few hundred times: they get PLOT_PYTHON and OPENMP
+# as found here, so that none of those makes probes for them again.
+test:
+	@mkdir -p build; echo "make test: builds what is not built yet, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
+	     "(about $(TEST_BUILD_MINUTES) min on two cores from a fresh clone), then runs the suites"
+	+@gpu=1; bash tools/need_gpu.sh test >/dev/null 2>&1 || gpu=; \
+	 build="$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-build TEST_GPU=$$gpu"; \
+	 if [ -n "$(V)" ]; then $$build; else \
+	     $$build -Otarget > build/test-build.log 2>&1 || { cat build/test-build.log; \
+	         echo "make test: the build failed: its commands and errors are above (build/test-build.log)"; exit 2; }; \
+	 fi
+	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) OPENMP='$(OPENMP)' TEST_SECONDS=$(TEST_SECONDS) \
+	    bash tests/run_tests.sh
 
-.PHONY: test-banner
-test-banner:
-	@echo "make test: first builds what is not built yet (about 3 min on two cores from a fresh clone;" \
-	      "make -j4 test compiles four at once), then runs every suite (about $(TEST_MINUTES) min on two cores)"
+.PHONY: test-build
+test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) $(if $(TEST_GPU),$(BROKEN) $(MUTANTS))
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
 #   STEP=K, STEP=rows/K, STEP=cub, STEP=rows/cub or STEP=rows/copy: a shipped program;
 #   SOURCE=path/reduce.cu (or .../rows.cu): a student's file, built here with
-#     this repository's harness into build/graded/, so the verdict is the harness's;
+#     this repository's harness into build/graded/ by tools/grade_source.sh, so
+#     the verdict is the harness's; it says whether the file built;
 #   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads
 #     its PASS lines, so it trusts the harness that program was built with.
+# The program is built first, on any machine; without a GPU one line then
+# names the grader's command that would run on one (here it exits 3).
 # JUNIT=file.xml and GRADESCOPE=results.json also write the checks in those formats.
 # Any failure ends in one line of make's own, the last: check-run writes it to
 # CHECK_VERDICT (named for this make's process) and check stops make with it.
 # make exits 2 for every failure; that line gives the grader's own exit code
-# (1 wrong, 2 usage, 3 no device) and the command that exits with it.
+# (1 wrong, 2 usage, 3 no device) and the command that exits with it, or, for
+# a source that does not build, bash tools/grade_source.sh's 4.
 CHECK_VERDICT = build/.check-verdict-$(shell echo $$PPID)
 check: check-run
 	@$(eval CHECK_LINE := $(shell cat $(CHECK_VERDICT) 2>/dev/null; rm -f $(CHECK_VERDICT)))$(if $(CHECK_LINE),$(error $(CHECK_LINE)))
@@ -252,10 +299,7 @@ check-run:
 	 if [ -n "$$src" ]; then \
 	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
 	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
-	     case "$$src" in *rows.cu) part=rows/; file=rows.cu ;; *.cu) part=; file=reduce.cu ;; \
-	         *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
-	     name=$$(basename "$$(dirname "$$(realpath "$$src")")" | tr -c 'a-zA-Z0-9_\n-' _); \
-	     dir=build/graded/$$part$$name; \
+	     case "$$src" in *.cu) ;; *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
 	 elif [ -n "$$prog" ]; then \
 	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
 	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
@@ -272,13 +316,17 @@ check-run:
 	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
 	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
 	 fi; \
-	 [ -z "$$dir" ] || prog=$$dir/run; \
-	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
-	 nogpu=$$(bash tools/need_gpu.sh check 2>&1) || stop "$${nogpu:-make check: tools/need_gpu.sh failed}; the grader exits 3 for this: $$direct"; \
-	 if [ -n "$$src" ]; then mkdir -p "$$dir"; cp "$$src" "$$dir/$$file"; fi; \
-	 if [ -n "$$dir" ]; then \
-	     $(MAKE) --no-print-directory "$$dir/run" || stop "make check: $${src:-$$dir/run} does not build (the compiler's errors are above)"; \
+	 if [ -n "$$src" ]; then \
+	     prog=$$(bash tools/grade_source.sh --build-only "$$src") || \
+	         stop "make check: $$src does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh $$src exits 4 for this"; \
+	     echo "make check: $$src builds with this harness: $$prog"; \
+	 elif [ -n "$$dir" ]; then \
+	     prog=$$dir/run; \
+	     $(MAKE) --no-print-directory $(if $(V),,-s) "$$prog" || stop "make check: $$prog does not build (the compiler's errors are above)"; \
 	 fi; \
+	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
+	 nogpu=$$(bash tools/need_gpu.sh check "the grader: $$direct (here that exits 3)" 2>&1) || \
+	     stop "$${nogpu:-make check: tools/need_gpu.sh failed}"; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
 	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
 	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
@@ -382,8 +430,10 @@ gpu-check:
 
 # Registers, shared memory and spills of every kernel of both parts (no GPU;
 # ARCH=sm_90 for the figures part 2's READMEs quote: plots/reference/h200-ptxas.log).
+# PTXAS_DIRS="step8_vector rows/step3_vector" compiles those only.
+PTXAS_DIRS ?= $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_copy16 rows/baseline_cub
 ptxas: | build
-	@for d in $(STEP_DIRS) baseline_cub $(ROW_STEP_DIRS) rows/baseline_copy rows/baseline_copy16 rows/baseline_cub; do \
+	@for d in $(PTXAS_DIRS); do \
 	    src=$$d/reduce.cu; [ -f $$src ] || src=$$d/rows.cu; \
 	    echo "== $$d"; \
 	    $(NVCC) $(NVFLAGS) -Xptxas -v -c $$src -o build/ptxas.o 2>&1 \
@@ -404,13 +454,13 @@ cuda12:
 	bash tools/cuda12.sh $(or $(CUDA12_LOG),plots/reference/cuda12-build.log)
 
 # ---------------------------------------------------------------- teaching
-# STEP and NAME reach the script through the environment (make exports what
+# STEP, NAME and FROM reach the script through the environment (make exports what
 # is given on its command line), so no quote or space in them can break a recipe.
 diff:
 	@bash tools/step.sh diff "$${STEP:-}"
 
 new:
-	@bash tools/step.sh new "$${NAME:-}"
+	@bash tools/step.sh new "$${NAME:-}" "$${FROM:-}"
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)
@@ -425,7 +475,7 @@ EXTRA_PROGRAMS := $(patsubst %/reduce.cu,%/run,$(sort $(wildcard extras/*/reduce
 
 .PHONY: accuracy clean-extras
 all: $(EXTRA_PROGRAMS)
-test: $(EXTRA_PROGRAMS)
+test-build: $(EXTRA_PROGRAMS)
 clean: clean-extras
 
 # Every program in check mode over three fills and n = 2^10 .. 2^28, the
@@ -455,7 +505,7 @@ accuracy-chart: $(NEED_VENV)
 # variance.c says why those are the GPU's bits). No GPU needed; the output
 # is the same on every machine, and make test checks the committed one.
 .PHONY: variance
-test: build/variance
+test-build: build/variance
 build/variance: tools/variance.c | build
 	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -ffp-contract=off -o $@ $< -lm
 variance: build/variance $(NEED_VENV)
@@ -476,7 +526,7 @@ variance-chart: $(NEED_VENV)
 # by rounding a float, common/rows_ref.c). No GPU needed; make test checks
 # that the ones stall at 256 and that ACCURACY.md quotes its output.
 .PHONY: bf16-sum
-test: build/bf16_sum
+test-build: build/bf16_sum
 build/bf16_sum: tools/bf16_sum.c common/rows_ref.c common/harness.c $(HEADERS) | build
 	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -Wno-unknown-pragmas -ffp-contract=off -Icommon \
 	    -o $@ tools/bf16_sum.c \
@@ -487,7 +537,7 @@ bf16-sum: build/bf16_sum
 # How wide part 2's checks are: every fill's tolerance at 1024 and 2^20
 # columns (rows/README.md, "How correctness is checked"). No GPU needed.
 .PHONY: tolerances
-test: build/tolerances
+test-build: build/tolerances
 build/tolerances: tools/tolerances.c common/rows_ref.c common/harness.c $(HEADERS) | build
 	$(CC) -O2 -std=c11 -Wall -Wextra -Wpedantic -fopenmp -Icommon -o $@ tools/tolerances.c \
 	    common/rows_ref.c common/harness.c -lm
@@ -537,13 +587,13 @@ MG_ALLREDUCE_CSV ?= plots/reference/h200x2-allreduce.csv
 .PHONY: multigpu nccl-check multigpu-chart
 ifneq ($(NCCL_INC),)
 all: $(MG_PROGRAM)
-test: $(MG_PROGRAM)
+test-build: $(MG_PROGRAM)
 multigpu: $(MG_PROGRAM)
 else
 multigpu:
 	$(error $(NO_NCCL_LINE))
 endif
-test: build/multigpu_tests
+test-build: build/multigpu_tests
 clean: clean-multigpu
 
 # Step 9's kernel once more, as an object of its own: reused, not copied.

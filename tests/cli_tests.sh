@@ -3,8 +3,11 @@
 # of every built program of both parts, the no-device errors (programs, the
 # grader, and every GPU target of make: one line, nothing left behind),
 # `make stepK`, `make diff`, `make new` in both parts, `make check`'s errors
-# and its last line, `make help`, the mutants, and rebuilds when ARCH changes.
-# A "cli: <section> (at Ns)" line starts each part: the suite takes minutes.
+# and its last line, `make help`, the mutants, rebuilds when ARCH changes,
+# and the homework flow (make new, an edit, make, make diff, make check,
+# make test) in a scratch copy, in both parts.
+# A "cli: <section> (at Ns)" line starts each part. Each skipped check says
+# "skipped: CAUSE: detail" (tests/run_tests.sh counts them by cause).
 # Ends with "cli: N passed, N failed[, N skipped]".
 set -u
 cd "$(dirname "$0")/.."
@@ -16,6 +19,7 @@ passed=0 failed=0 skipped=0
 
 ok()   { passed=$((passed + 1)); }
 bad()  { failed=$((failed + 1)); echo "FAIL $*"; }
+skip() { skipped=$((skipped + 1)); echo "skipped: $*"; }
 # A progress line: this suite runs for minutes.
 section() { echo "cli: $* (at ${SECONDS}s)"; }
 
@@ -121,10 +125,20 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
         # shellcheck disable=SC2086
         expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
     done
-    # make check's one line also names the grader's own code for it and the command.
-    expect_only_line 2 "the grader exits 3 for this: python3 tools/grade.py step3_idle/run" \
+    # make check's one line also names what it would run on a GPU, a program
+    # that is there, and the grader's own code for it.
+    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step3_idle/run (here that exits 3)" \
         make check STEP=3
-    left=$(find . -newer "$stamp" -type f ! -path './.git/*' 2>/dev/null)
+    expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
+    # Its list of what works without a GPU is the README's (one list: need_gpu.sh's).
+    listed=$(bash tools/need_gpu.sh --without-gpu)
+    readme=$(tr '\n' ' ' < README.md | sed -n 's/.*Without a GPU these work: \(.*\)\. These need one.*/\1/p' | tr -d '`' | tr -s ' ')
+    [ -n "$listed" ] && [ "$readme" = "$listed" ] && [[ $(make check STEP=3 2>&1) == *"Without one: $listed."* ]] \
+        && ok || bad "README.md's no-GPU list '$readme' is not need_gpu.sh's '$listed'"
+    # Other suites run at the same time: their makes' own temporaries and
+    # Python's caches are not this check's business.
+    left=$(find . -newer "$stamp" -type f ! -path './.git/*' ! -path './build/*.tmp' \
+           ! -path './build/pycache/*' ! -path '*/__pycache__/*' 2>/dev/null)
     [ -z "$left" ] && ok || bad "make's GPU targets left files behind: $left"
     rm -f "$stamp"
     [ ! -e plots/results/.determinism.csv.tmp ] && ok || bad "plots/results/.determinism.csv.tmp is left"
@@ -134,8 +148,7 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
         || bad "tools/determinism.sh left $(ls -A build/determinism-scratch)"
     rm -rf build/determinism-scratch
 else
-    skipped=$((skipped + 1))
-    echo "cli: a CUDA device is present: the no-device checks are skipped (the GPU suite runs instead)"
+    skip "a CUDA device is here: the no-device checks are left to machines without one (the GPU suite runs instead)"
 fi
 
 # tools/determinism.sh on programs that write no row (an empty CSV): one
@@ -166,12 +179,12 @@ if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/
     expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
     expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
 else
-    skipped=$((skipped + 1)); echo "cli: ncu is installed: the no-ncu checks are skipped"
+    skip "ncu is here: the no-ncu checks are left to machines without it"
 fi
 if ! command -v compute-sanitizer >/dev/null && [ ! -x /usr/local/cuda/bin/compute-sanitizer ]; then
     expect_only_line 3 "compute-sanitizer not found" bash tools/sanitize.sh 1000 step3_idle/run
 else
-    skipped=$((skipped + 1)); echo "cli: compute-sanitizer is installed: its no-tool check is skipped"
+    skip "compute-sanitizer is here: its no-tool check is left to machines without it"
 fi
 # Usage errors: what is wrong, in make check's one last line; no K = 0..9 anywhere.
 expect 2 "usage: make profile STEP=K (K = a step number, rows/K" make -s profile
@@ -201,39 +214,57 @@ $(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new
 [[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
     || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
 expect 2 "make new NAME=step$((last + 1))_slug" make -s new
-# tests/run_tests.sh (make test's runner) with stand-in suites: a line with
-# each suite's time; the counts first on the last line, and where the GPU
-# suite skipped itself, the rest of that line says no kernel ran.
+# tests/run_tests.sh (make test's runner) with stand-in suites: a green
+# suite shows its result line and time only, a failed one its output too;
+# the counts first on the last line, then the skips by cause, and where the
+# GPU suite skipped itself, that cause says no kernel ran.
 runner=$(mktemp -d)
 mkdir -p "$runner/tests" "$runner/build"
 cp tests/run_tests.sh "$runner/tests/"
 printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_tests"
 printf '#!/bin/sh\necho "multigpu unit: 1 passed, 0 failed"\n' > "$runner/build/multigpu_tests"
 chmod +x "$runner/build/unit_tests" "$runner/build/multigpu_tests"
-printf 'echo "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
-for t in multigpu schema plot docs scripts accuracy patterns editions claims grade_report; do
+printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
+for t in schema plot docs scripts patterns editions claims grade_report; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
+printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
+    > "$runner/tests/test_accuracy.py"
+printf 'print("skipped: no nccl.h: make multigpu says how to get NCCL (P.test_help)")\nprint("multigpu: 1 passed, 0 failed, 1 skipped")\n' \
+    > "$runner/tests/test_multigpu.py"
 printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed")\nprint("gpu: 0 passed, 0 failed, 1 skipped")\n' \
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline =~ ^16\ passed,\ 0\ failed,\ 1\ skipped:\ no\ CUDA\ device\ here,\ so\ no\ kernel\ ran ]] \
-    && [[ $lastline == *"make test on a machine with one, or make check STEP=K"* ]] && ok \
+[ $rc -eq 0 ] && [[ $lastline == "16 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
+    && [[ $lastline == *"make test on a machine with one, or make check STEP=K there" ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -c '^-- [0-9]* s: ')" -eq 14 ] && [[ $(echo "$out" | head -n 1) == *"about "*" min on two cores"* ]] \
-    && ok || bad "run_tests.sh: no start line or not one time line per suite: $(echo "$out" | head -n 3)"
+[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 14 ] \
+    && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
+    && [ "$(echo "$out" | wc -l)" -le 17 ] && ok \
+    || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
 printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
-printf 'print("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
+printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
+printf 'print("crashed")\n' > "$runner/tests/test_schema.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "21 passed, 2 failed, 0 skipped" ] && ok \
-    || bad "run_tests.sh with a device and a failure -> exit $rc, last line: $(echo "$out" | tail -n 1)"
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "20 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
+    && [[ $out == *"what went wrong"* ]] && [[ $out == *"schema: ended without a result line"* ]] && ok \
+    || bad "run_tests.sh with a device, a failure and a crash -> exit $rc: $out"
+out=$(SUITES="editions unit" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ "$(echo "$out" | tail -n 1)" = "3 passed, 0 failed, 0 skipped" ] && ok \
+    || bad "run_tests.sh SUITES='editions unit' -> exit $rc: $out"
+out=$(SUITES="nope" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ $out == *"SUITES='nope' names no suite"*"editions"* ]] && ok \
+    || bad "run_tests.sh SUITES=nope -> exit $rc: $out"
 rm -rf "$runner"
 
-section "make ptxas and make sass: every step's kernel compiled again"
-# make ptxas needs only nvcc: every step's kernel reports its registers.
-ptx=$(make -s ptxas 2>&1)
-[ "$(echo "$ptx" | grep -c 'registers')" -ge 10 ] && [[ $ptx == *"== step8_vector"* ]] && ok \
+section "make ptxas and make sass"
+# make ptxas needs only nvcc; every kernel of the steps named reports its
+# registers (one step of part 2, whose rows.cu the loop must find, for one
+# architecture here: every kernel of every step is minutes of compiling).
+ptx=$(make -s ptxas ARCH=sm_90 PTXAS_DIRS="rows/step0_thread" 2>&1)
+[ "$(echo "$ptx" | grep -c 'Used [0-9]* registers')" -eq 1 ] && [ "$(echo "$ptx" | grep -c '^== ')" -eq 1 ] \
+    && [[ $ptx == *"== rows/step0_thread"* ]] && ok \
     || bad "make ptxas: $(echo "$ptx" | tail -n 3)"
 
 # make sass: loop lengths with cuobjdump, one clear line without it.
@@ -247,13 +278,21 @@ fi
 # The mutants: each sed script still changes its step (else the fixture would
 # be the step itself, and "the grader fails it" would prove nothing). Part 2's
 # are built under build/mutants/rows/, from rows.cu.
+# Where there is a GPU, make test has built them for the GPU suite; without
+# one only their sources are made here (tools/mutate.sh refuses a script
+# that no longer changes its step): compiling 20-odd programs that nothing
+# can run would be minutes for nothing.
 section "mutants, make diff"
-expect 0 "" make -s mutants
+if [ -n "$no_device" ]; then
+    expect 0 "" make -s mutant-sources
+else
+    expect 0 "" make -s mutants
+fi
 while IFS='|' read -r m step _; do
     m=$(echo "$m" | tr -d ' '); step=$(echo "$step" | tr -d ' ')
     case "$step" in rows/*) path=build/mutants/rows/$m/rows.cu ;; *) path=build/mutants/$m/reduce.cu ;; esac
-    [ -x "$(dirname "$path")/run" ] && head -n 1 "$path" | grep -q "^// MUTANT $m" \
-        && ok || bad "mutant $m was not built ($(dirname "$path")/run)"
+    { [ -n "$no_device" ] || [ -x "$(dirname "$path")/run" ]; } && head -n 1 "$path" | grep -q "^// MUTANT $m" \
+        && ok || bad "mutant $m was not made ($path, and its run where there is a GPU)"
 done < <(grep -E '^[a-z0-9_]+ *\|' tests/broken/mutants.txt)
 
 # make diff: the lesson of a step, and clear errors.
@@ -261,6 +300,10 @@ expect 0 "+    float sum = (i < n) ? g_in[i] : 0.0f;" make -s diff STEP=3
 expect 0 "+        s_last = (ticket == gridDim.x - 1);" make -s diff STEP=9
 expect 0 "-    for (unsigned int s = 1; s < blockDim.x; s *= 2) {" make -s diff STEP=2
 expect 0 "starting point" make -s diff STEP=0
+# Its header names the two files and nothing else: no file times, the same
+# diff on every machine.
+[ "$(make -s diff STEP=3 | head -n 2)" = "--- step2_bankconflict/reduce.cu
++++ step3_idle/reduce.cu" ] && ok || bad "make diff STEP=3's header: $(make -s diff STEP=3 | head -n 2)"
 expect 0 "--- rows/step2_warp/rows.cu" make -s diff STEP=rows/3
 expect 0 "+++ rows/step3_vector/rows.cu" make -s diff STEP=rows/3
 expect 0 "starting point" make -s diff STEP=rows/0
@@ -271,68 +314,139 @@ out=$(make -s diff STEP="3 4" 2>&1)
 [[ $out == *"STEP must be a step number or rows/K, got '3 4'"* && $out != *step.sh* ]] && ok \
     || bad "make diff STEP='3 4': $out"
 
-# make new: scaffold a student's step in a scratch copy, in both parts (only
-# the next free step number is taken), build it, see make diff, the grader
-# and make diagrams pick it up; make check's last line; a stale mutant stops
-# the build; ARCH changes rebuild.
+# The homework flow as the README teaches it, in a scratch copy of this tree
+# (with what make test built, and the same revision, so that make there
+# builds only what the flow adds), in both parts: make step0 (the first
+# command of "Start here"), make new with FROM=, an edit, make, make diff,
+# the new program, make check (no GPU: its one line, naming a program that
+# is there), make check SOURCE=, and make test (the suites that read the
+# tree's steps; this one would run itself again). Then make new's errors,
+# make diagrams, make check's last line with stand-in graders, a stale
+# mutant, ARCH changes and make clean.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-cp -r Makefile README.md common baseline_cub plots tools tests rows step[0-9]*_* "$scratch"/ 2>/dev/null
-rm -rf "$scratch"/step*/run "$scratch"/step*/run-* "$scratch"/tests/broken/*/run "$scratch"/rows/*/run \
-       "$scratch"/rows/step[0-9] "$scratch"/rows/step[0-9][0-9]
+tar -C "$root" --exclude=./.git --exclude=./.venv --exclude=./build/pycache -cf - . | tar -C "$scratch" -xf -
+[ -d "$root/.venv" ] && ln -s "$root/.venv" "$scratch/.venv"
+built_rev=$(sed -n 's/.*"\(.*\)".*/\1/p' build/version.c 2>/dev/null)
 next=$((last + 1)) rnext=$((rlast + 1))
 (
     cd "$scratch" || exit 1
-    section "make new in a scratch copy: part 1"
-    expect 0 "created step${next}_mine from step${last}_" make -s new NAME=step${next}_mine
-    expect 2 "already exists" make -s new NAME=step${next}_mine
-    expect 2 "must look like" make -s new NAME=Step9
-    expect 2 "step 3 exists already" make -s new NAME=step3_again
-    # Only the next free number: no leading zeros, no gap, and the error names it.
-    n2=$((next + 1))
-    expect 2 "without leading zeros (step${n2}_" make -s new NAME=step0${n2}_x
-    expect 2 "the next free step number is $n2 (NAME=step${n2}_far)" make -s new NAME=step$((next + 3))_far
-    [ ! -e step0${n2}_x ] && [ ! -e step$((next + 3))_far ] && ok || bad "a refused NAME left a folder"
-    out=$(make -s new NAME="step$n2 x" 2>&1); rc=$?
-    [ $rc -eq 2 ] && [[ $out == *"must look like step${n2}_myidea"*"no spaces"* ]] && [[ $out != *step.sh* ]] \
-        && ok || bad "make new NAME='step$n2 x' -> exit $rc: $out"
-    expect 2 "usage: make new NAME=step${n2}_slug" make -s new
-    src=step${next}_mine/reduce.cu
-    head -n 1 "$src" | grep -q "^// step${next}_mine: say your one change" && ok || bad "new step's first line"
-    grep -q "^// Effect: not measured yet" "$src" && [ "$(grep -c '^// Effect:' "$src")" -eq 1 ] \
-        && ok || bad "new step keeps the old step's Effect line"
-    # Its README teaches the main README's commands: make stepK, then ./stepK/run.
-    readme=step${next}_mine/README.md
-    grep -qF "make step${next} && ./step${next}/run --check" "$readme" && grep -qF "make check STEP=${next}" "$readme" \
-        && ! grep -qF "step${next}_mine/run" "$readme" && ok || bad "new step README: $(grep make "$readme")"
-    grep -q "BEGIN measured" "$readme" && ok || bad "new step README has no markers"
-    expect 0 "" make -s step${next}
+    export GIT_REV=${built_rev:-unknown}
+    section "the homework flow in a scratch copy: make new FROM=, an edit, make, make diff, make check, make test"
+    expect 0 "" make -s step0
+    [ "$(readlink step0)" = "step0_naive" ] && ok || bad "make step0 made no step0 link"
+    expect 0 "created step${next}_mine from step3_idle" make -s new NAME=step${next}_mine FROM=3
+    expect 0 "created rows/step${rnext}_mine from rows/step3_vector" make -s new NAME=rows/step${rnext}_mine FROM=rows/3
+    src=step${next}_mine/reduce.cu rsrc=rows/step${rnext}_mine/rows.cu
+    # The edit: the one-line summary and one knob in each.
+    sed -i "1s|.*|// step${next}_mine: 512 threads a block, each adding two elements as it loads them.|; \
+            s|^#define BLOCK_SIZE 256 |#define BLOCK_SIZE 512 |" "$src"
+    sed -i "1s|.*|// rows/step${rnext}_mine: two float4 loads in flight per lane.|; \
+            s|^#define UNROLL 4 |#define UNROLL 2 |" "$rsrc"
+    grep -q "^#define BLOCK_SIZE 512 " "$src" && grep -q "^#define UNROLL 2 " "$rsrc" && ok \
+        || bad "the flow's edit did not apply: $(grep -h '^#define' "$src" "$rsrc")"
+    # make builds the two new programs, and nothing else.
+    out=$(make 2>&1); rc=$?
+    compiled=$(echo "$out" | grep -E '^(nvcc|cc|gcc) ')
+    [ $rc -eq 0 ] && [ "$(echo "$compiled" | grep -c ' -o [^ ]*/run ')" -eq 2 ] \
+        && [ -z "$(echo "$compiled" | grep -v -e "step${next}_mine" -e "step${rnext}_mine")" ] && ok \
+        || bad "make after make new -> exit $rc, built: $(echo "$compiled" | sed 's/ .* -o / -o /' | head -n 5)"
+    [ "$(make -s diff STEP=${next} | head -n 2)" = "--- step3_idle/reduce.cu
++++ step${next}_mine/reduce.cu" ] && ok || bad "make diff STEP=${next} is not against FROM: $(make -s diff STEP=${next} | head -n 2)"
+    expect 0 "+#define BLOCK_SIZE 512 " make -s diff STEP=${next}
+    expect 0 "--- rows/step3_vector/rows.cu" make -s diff STEP=rows/${rnext}
+    expect 0 "+#define UNROLL 2 " make -s diff STEP=rows/${rnext}
+    expect 0 "" make -s step${next} rows/step${rnext}
+    [ "$(readlink step${next})" = "step${next}_mine" ] && [ "$(readlink rows/step${rnext})" = "step${rnext}_mine" ] \
+        && ok || bad "make step${next} rows/step${rnext}: no links"
     expect 0 "usage:" ./step${next}/run --help
-    expect 0 "+++ step${next}_mine/reduce.cu" make -s diff STEP=${next}
-    expect 0 "--- step${last}_" make -s diff STEP=${next}
-    # make diagrams says which steps it cannot draw (before it needs matplotlib).
-    out=$(python3 tools/diagrams.py --root . --out-dir build/diagrams 2>&1)
-    [[ $out == *"diagrams.py: not drawn: step${next}_mine (no access-pattern model"* ]] && ok \
-        || bad "make diagrams does not say it skips step${next}_mine: $(echo "$out" | head -n 2)"
-
-    section "make new in a scratch copy: part 2"
-    expect 0 "created rows/step${rnext}_mine from rows/step${rlast}_" make -s new NAME=rows/step${rnext}_mine
-    expect 2 "step rows/3 exists already" make -s new NAME=rows/step3_again
-    expect 2 "the next free step number is $((rnext + 1))" make -s new NAME=rows/step$((rnext + 4))_x
-    rsrc=rows/step${rnext}_mine/rows.cu
-    [ ! -e rows/step${rnext}_mine/reduce.cu ] && head -n 1 "$rsrc" | grep -q "^// rows/step${rnext}_mine: say" \
-        && ok || bad "new part 2 step's source: $(head -n 1 "$rsrc")"
-    readme=rows/step${rnext}_mine/README.md
-    grep -qF "make rows/step${rnext} && ./rows/step${rnext}/run --check" "$readme" \
-        && grep -qF "make diff STEP=rows/${rnext}" "$readme" && ok || bad "new part 2 README: $(grep make "$readme")"
-    expect 0 "" make -s rows/step${rnext}
     expect 0 "usage:" ./rows/step${rnext}/run --help
-    [ "$(readlink rows/step${rnext})" = "step${rnext}_mine" ] && ok || bad "rows/step${rnext} is not a link"
-    expect 0 "--- rows/step${rlast}_" make -s diff STEP=rows/${rnext}
+    expect 0 "step${next}_mine code_hash=" ./step${next}/run --version
+    expect 0 "rows/step${rnext}_mine code_hash=" ./rows/step${rnext}/run --version
+    check_code_hash step${next}_mine/run
+    check_code_hash rows/step${rnext}_mine/run
+    if [ -n "$no_device" ]; then
+        expect_one_line 3 ./step${next}/run --check
+        expect_one_line 3 ./rows/step${rnext}/run --check
+        # make check: one line naming what would run on a GPU, which is there.
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step${next}_mine/run (here that exits 3)" \
+            make check STEP=${next}
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py rows/step${rnext}_mine/run" \
+            make check STEP=rows/${rnext}
+        # SOURCE=: built here, whatever the machine; said so; then that line.
+        mkdir -p alice && cp "$src" alice/reduce.cu
+        out=$(make check SOURCE=alice/reduce.cu 2>&1); rc=$?
+        [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 2 ] \
+            && [ "$(echo "$out" | head -n 1)" = "make check: alice/reduce.cu builds with this harness: build/graded/alice/run" ] \
+            && [[ $(echo "$out" | tail -n 1) == *"on one it runs the grader: python3 tools/grade.py build/graded/alice/run (here that exits 3)"* ]] \
+            && [ -x build/graded/alice/run ] && ok || bad "make check SOURCE=alice/reduce.cu without a GPU -> exit $rc: $out"
+        expect 3 "no CUDA device" python3 tools/grade.py build/graded/alice/run
+        expect 3 "builds with this harness: build/graded/alice/run" bash tools/grade_source.sh alice/reduce.cu
+    else
+        expect 0 "PASS" ./step${next}/run --check
+        expect 0 "grade: PASS step${next}_mine" make check STEP=${next} GRADE_FLAGS="--quick --no-sanitizer"
+    fi
+    # A source that does not compile: the compiler's errors, then one line;
+    # its own command exits 4 for it (on any machine: it stops before a GPU).
+    mkdir -p broken_src && printf 'this is not C++\n' > broken_src/reduce.cu
+    out=$(make check SOURCE=broken_src/reduce.cu 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: broken_src/reduce.cu does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh broken_src/reduce.cu exits 4 for this"* ]] \
+        && [[ $out == *"error"* ]] && [ "$(echo "$out" | grep -c 'does not build')" -eq 1 ] && ok \
+        || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
+    expect 4 "does not build with this harness" bash tools/grade_source.sh broken_src/reduce.cu
+    # make test: its build, then the suites that read the tree's list of
+    # steps (make step0's link and both new steps in place).
+    suites="editions"
+    [ -n "$no_device" ] && suites="$suites gpu"
+    out=$(make test SUITES="$suites" 2>&1); rc=$?
+    [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \
+        || bad "make test after the flow -> exit $rc: $(echo "$out" | tail -n 12)"
     # The GPU suite's program list picks both new steps up.
     python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; p = g.step_programs(); \
                 sys.exit(0 if {'step${next}_mine/run', 'rows/step${rnext}_mine/run'} <= set(p) else 1)" \
         && ok || bad "the GPU suite does not grade step${next}_mine and rows/step${rnext}_mine"
+
+    section "make new in the scratch copy: errors, the new step's header and README, make diagrams"
+    n2=$((next + 1))
+    expect 2 "already exists" make -s new NAME=step${next}_mine
+    expect 2 "must look like" make -s new NAME=Step9
+    expect 2 "step 3 exists already" make -s new NAME=step3_again
+    # Only the next free number: no leading zeros, no gap, and the error names it.
+    expect 2 "without leading zeros (step${n2}_" make -s new NAME=step0${n2}_x
+    expect 2 "the next free step number is $n2 (NAME=step${n2}_far)" make -s new NAME=step$((next + 3))_far
+    expect 2 "FROM=99: no step 99" make -s new NAME=step${n2}_x FROM=99
+    expect 2 "FROM must be a step number of the same part" make -s new NAME=step${n2}_x FROM=rows/3
+    expect 2 "FROM=rows/99: no step rows/99" make -s new NAME=rows/step$((rnext + 1))_x FROM=rows/99
+    [ ! -e step0${n2}_x ] && [ ! -e step$((next + 3))_far ] && [ ! -e step${n2}_x ] && ok \
+        || bad "a refused NAME left a folder"
+    out=$(make -s new NAME="step$n2 x" 2>&1); rc=$?
+    [ $rc -eq 2 ] && [[ $out == *"must look like step${n2}_myidea"*"no spaces"* ]] && [[ $out != *step.sh* ]] \
+        && ok || bad "make new NAME='step$n2 x' -> exit $rc: $out"
+    expect 2 "usage: make new NAME=step${n2}_slug" make -s new
+    expect 2 "step rows/3 exists already" make -s new NAME=rows/step3_again
+    expect 2 "the next free step number is $((rnext + 1))" make -s new NAME=rows/step$((rnext + 4))_x
+    grep -q "^// Effect: not measured yet (make bench; compare with step3_idle)" "$src" \
+        && [ "$(grep -c '^// Effect:' "$src")" -eq 1 ] && ok || bad "new step keeps the old step's Effect line"
+    grep -q "^// Started from step3_idle by make new: make diff STEP=${next} shows" "$src" && ok \
+        || bad "new step does not say where it started: $(sed -n 6p "$src")"
+    [ ! -e rows/step${rnext}_mine/reduce.cu ] && grep -q "^// Started from step3_vector by make new" "$rsrc" \
+        && ok || bad "new part 2 step's source: $(head -n 6 "$rsrc")"
+    # Its README teaches the main README's commands: make stepK, then ./stepK/run.
+    readme=step${next}_mine/README.md
+    grep -qF "make step${next} && ./step${next}/run --check" "$readme" && grep -qF "make check STEP=${next}" "$readme" \
+        && grep -qF "a diff against step3_idle" "$readme" && ! grep -qF "step${next}_mine/run" "$readme" \
+        && grep -q "BEGIN measured" "$readme" && ok || bad "new step README: $(grep make "$readme")"
+    readme=rows/step${rnext}_mine/README.md
+    grep -qF "make rows/step${rnext} && ./rows/step${rnext}/run --check" "$readme" \
+        && grep -qF "make diff STEP=rows/${rnext}" "$readme" && ok || bad "new part 2 README: $(grep make "$readme")"
+    # Without FROM, a step starts from the one below it.
+    expect 0 "created step${n2}_plain from step${next}_mine" make -s new NAME=step${n2}_plain
+    expect 0 "--- step${next}_mine/reduce.cu" make -s diff STEP=${n2}
+    rm -rf step${n2}_plain
+    # make diagrams says which steps it cannot draw (before it needs matplotlib).
+    out=$(python3 tools/diagrams.py --root . --out-dir build/diagrams 2>&1)
+    [[ $out == *"diagrams.py: not drawn: "*"step${next}_mine"*"(no access-pattern model"* ]] && ok \
+        || bad "make diagrams does not say it skips step${next}_mine: $(echo "$out" | head -n 2)"
 
     # make check's last line: the grader's own exit code and the command that
     # keeps it (make exits 2 whatever the grader said). need_gpu.sh is told a
@@ -352,11 +466,6 @@ next=$((last + 1)) rnext=$((rlast + 1))
     [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: the grader exited 1 (a check failed)"*"python3 tools/grade.py --quick $prog"* ]] \
         && [ "$(echo "$out" | head -n 1)" = "grade: FAIL fake: 1 of 2 checks failed" ] && ok \
         || bad "make check with the grader's exit 1 -> exit $rc: $(echo "$out" | tail -n 2)"
-    # A source that does not compile: the compiler's errors, then that line.
-    mkdir -p broken_src && printf 'this is not C++\n' > broken_src/reduce.cu
-    out=$(make check SOURCE=broken_src/reduce.cu 2>&1); rc=$?
-    [ $rc -eq 2 ] && [[ $(echo "$out" | tail -n 1) == *"make check: broken_src/reduce.cu does not build (the compiler's errors are above)"* ]] \
-        && ok || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
     printf 'import sys\nprint("grade: PASS fake")\n' > tools/grade.py
     out=$(make check PROGRAM="$prog" 2>&1); rc=$?
     [ $rc -eq 0 ] && [ "$out" = "grade: PASS fake" ] && ok || bad "make check with the grader's exit 0 -> exit $rc: $out"
@@ -370,10 +479,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
     # A mutant whose sed script no longer applies is an error, not a silent copy.
     echo "stale_one | step3_idle | exact | s|no such line|x|" >> tests/broken/mutants.txt
     expect 2 "no longer changes" bash tools/mutate.sh stale_one build/stale.cu
-    # ARCH: a new value rebuilds, the same value does not.
-    make -s step0_naive/run >/dev/null 2>&1
-    expect 0 "-arch=sm_80" make ARCH=sm_80 step0_naive/run
-    out=$(make ARCH=sm_80 step0_naive/run 2>&1)
+    # ARCH: a new value rebuilds (the harness's GPU object, here), the same
+    # value does not.
+    expect 0 "-arch=sm_80" make ARCH=sm_80 build/flush.o
+    out=$(make ARCH=sm_80 build/flush.o 2>&1)
     [[ $out != *nvcc* ]] && ok || bad "make ARCH=sm_80 rebuilt twice: $out"
     expect 0 "" make -s clean
     [ ! -e build ] && [ ! -e step${next}_mine/run ] && [ ! -e step${next} ] && [ ! -e rows/step${rnext} ] \

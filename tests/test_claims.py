@@ -616,6 +616,82 @@ def docs_outside_blocks(text):
     return re.sub(r"<!-- BEGIN (\w+) -->.*?<!-- END \1 -->", "", text, flags=re.S)
 
 
+
+# ---------------------------------------------------------------- charts
+# make plot draws every chart of plots/reference from its data; a data file
+# committed after its chart (h200-accuracy.csv at d3756b8, its chart left as
+# drawn at 809d091) leaves make plot rewriting a tracked file at HEAD.
+
+MULTIGPU_CHART_INPUTS = ("h200x2-multigpu.csv", "h200x2-allreduce.csv")
+
+
+def chart_inputs(png, csvs):
+    """The data files a committed chart is drawn from: the CSV whose name is
+    the chart's, or the longest one whose name the chart's extends with
+    "-kind" (h200-rows-sum.png: h200-rows.csv); multigpu_chart.py's two."""
+    stem = os.path.basename(png)[:-len(".png")]
+    if stem.startswith("h200x2-"):
+        return [os.path.join(REFERENCE, name) for name in MULTIGPU_CHART_INPUTS]
+    found = [c for c in csvs if stem == os.path.basename(c)[:-4]
+             or stem.startswith(os.path.basename(c)[:-4] + "-")]
+    return [max(found, key=len)] if found else []
+
+
+def git(*args):
+    return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+
+
+def stale_charts(pngs, csvs, last_commit, is_ancestor):
+    """[(chart, data file)] where the data file's last commit is not in the
+    chart's history: the data changed after the chart was drawn."""
+    stale = []
+    for png in pngs:
+        drawn = last_commit(png)
+        for data in chart_inputs(png, csvs):
+            measured = last_commit(data)
+            if drawn and measured and not is_ancestor(measured, drawn):
+                stale.append((rel(png), rel(data)))
+    return stale
+
+
+class ChartFreshnessTests(unittest.TestCase):
+    """Every committed chart was committed with, or after, the data it shows."""
+
+    def test_no_chart_is_older_than_its_data(self):
+        if git("rev-parse", "--git-dir").returncode != 0:
+            self.skipTest("no git history: a copy of the tree without .git")
+        pngs = sorted(glob.glob(os.path.join(REFERENCE, "*.png")))
+        csvs = sorted(glob.glob(os.path.join(REFERENCE, "*.csv")))
+        self.assertTrue(all(chart_inputs(png, csvs) for png in pngs),
+                        [rel(p) for p in pngs if not chart_inputs(p, csvs)])
+
+        def last_commit(path):
+            return git("log", "-1", "--format=%H", "--", path).stdout.strip()
+
+        def is_ancestor(a, b):
+            return git("merge-base", "--is-ancestor", a, b).returncode == 0
+        stale = stale_charts(pngs, csvs, last_commit, is_ancestor)
+        self.assertEqual(stale, [], "committed after their charts: run make plot and commit "
+                                    "the charts with the data")
+
+    def test_the_inputs_and_a_stale_chart(self):
+        csvs = [os.path.join(REFERENCE, n) for n in ("h200.csv", "h200-rows.csv",
+                                                     "h200-accuracy.csv", "variance.csv")]
+        self.assertEqual([rel(c) for c in chart_inputs(
+            os.path.join(REFERENCE, "h200-rows-sum.png"), csvs)], ["plots/reference/h200-rows.csv"])
+        self.assertEqual([rel(c) for c in chart_inputs(
+            os.path.join(REFERENCE, "h200-sweep.png"), csvs)], ["plots/reference/h200.csv"])
+        self.assertEqual(len(chart_inputs(os.path.join(REFERENCE, "h200x2-scaling.png"), csvs)), 2)
+        # d3756b8's history: the data in a commit the chart's does not contain.
+        commits = {"h200-accuracy.png": "809d091", "h200-accuracy.csv": "d3756b8",
+                   "variance.png": "v2", "variance.csv": "v1"}
+        history = {("d3756b8", "809d091"): False, ("v1", "v2"): True}
+        pngs = [os.path.join(REFERENCE, n) for n in ("h200-accuracy.png", "variance.png")]
+        self.assertEqual(stale_charts(pngs, csvs, lambda p: commits[os.path.basename(p)],
+                                      lambda a, b: history[(a, b)]),
+                         [("plots/reference/h200-accuracy.png",
+                           "plots/reference/h200-accuracy.csv")])
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module

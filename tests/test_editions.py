@@ -415,20 +415,19 @@ def generated_english(text):
 
 def source_summaries(root=ROOT):
     """{path: line 1 without '// '} of every program's source: part 1's
-    steps, part 2's rows steps, the baselines and extras/."""
+    steps, part 2's rows steps, the baselines and extras/. The links that
+    `make stepK` makes (step3 -> step3_idle) are not programs of their own."""
     found = {}
-    for folder in sorted(os.listdir(root)):
-        for name in ("reduce.cu",):
-            path = os.path.join(root, folder, name)
-            if (folder.startswith("step") or folder == schema.CUB_DIR) and os.path.isfile(path):
-                found[path] = None
-    for parent, name in (("rows", "rows.cu"), ("extras", "reduce.cu")):
+    for parent, name in (("", "reduce.cu"), ("rows", "rows.cu"), ("extras", "reduce.cu")):
         top = os.path.join(root, parent)
-        if os.path.isdir(top):
-            for folder in sorted(os.listdir(top)):
-                path = os.path.join(top, folder, name)
-                if os.path.isfile(path):
-                    found[path] = None
+        if not os.path.isdir(top):
+            continue
+        for folder in sorted(os.listdir(top)):
+            path = os.path.join(top, folder, name)
+            program = parent == "extras" or schema.step_number(folder) is not None or \
+                folder.startswith("baseline_")
+            if program and not os.path.islink(os.path.join(top, folder)) and os.path.isfile(path):
+                found[path] = None
     for path in found:
         with open(path, encoding="utf-8") as handle:
             first = handle.readline().strip()
@@ -436,9 +435,28 @@ def source_summaries(root=ROOT):
     return found
 
 
-def missing_summaries(summaries, table):
-    """[path] of the sources whose line-1 summary has no Chinese form in table."""
-    return [path for path, text in summaries.items() if text and text not in table]
+def shipped_source(path, root=ROOT):
+    """True for a program this repository ships (tools/schema.py SHIPPED,
+    SHIPPED_ROWS, extras/); False for a student's `make new` step."""
+    folder = os.path.dirname(os.path.relpath(path, root)).replace(os.sep, "/")
+    return folder.startswith("extras/") or schema.step_label(folder) in \
+        schema.SHIPPED + schema.SHIPPED_ROWS
+
+
+def missing_summaries(summaries, table, root=ROOT):
+    """[path] of the shipped sources whose line-1 summary has no Chinese form
+    in table. A student's own step needs none: tools/zh_strings.summary()
+    gives its English line on the Chinese pages."""
+    return [path for path, text in summaries.items()
+            if text and text not in table and shipped_source(path, root)]
+
+
+def missing_summary_message(paths, summaries, root=ROOT):
+    """What to do about the shipped sources that missing_summaries() found."""
+    lines = [f"{os.path.relpath(p, root)}: line 1 {summaries[p]!r} has no Chinese form in "
+             "tools/zh_strings.py SUMMARIES; add one there (a shipped program's results "
+             "tables quote line 1 in both editions)" for p in paths]
+    return "\n".join(lines)
 
 
 def parse_glossary(text):
@@ -643,8 +661,9 @@ class ChineseStringTests(unittest.TestCase):
     def test_every_summary_has_a_chinese_form(self):
         summaries = source_summaries()
         self.assertTrue(any("rows" in path for path in summaries), "part 2's sources not found")
-        self.assertEqual([os.path.relpath(p, ROOT)
-                          for p in missing_summaries(summaries, zh_strings.SUMMARIES)], [])
+        missing = missing_summaries(summaries, zh_strings.SUMMARIES)
+        if missing:
+            self.fail(missing_summary_message(missing, summaries))
 
     def test_no_summary_outlives_its_source(self):
         current = set(source_summaries().values())
@@ -885,6 +904,38 @@ class CheckerTests(unittest.TestCase):
         table = dict(zh_strings.SUMMARIES)
         del table[summaries[rows]]
         self.assertEqual(missing_summaries(summaries, table), [rows])
+
+    def test_a_students_step_falls_back_to_english_and_links_are_no_steps(self):
+        """`make step0`, `make new NAME=step10_mine` and rows/step13_mine: the
+        links are not counted, the student's lines need no Chinese form (the
+        Chinese pages show them in English), a shipped step's still does."""
+        with tempfile.TemporaryDirectory() as top:
+            def source(rel, line1):
+                os.makedirs(os.path.join(top, os.path.dirname(rel)), exist_ok=True)
+                with open(os.path.join(top, rel), "w", encoding="utf-8") as handle:
+                    handle.write(f"// {line1}\n#include \"check.h\"\n")
+            shipped = read(os.path.join(ROOT, "step0_naive", "reduce.cu")).split("\n")[0][3:]
+            source("step0_naive/reduce.cu", shipped)
+            source("step10_mine/reduce.cu", "step10_mine: eight loads in flight.")
+            source("rows/step3_vector/reduce.cu", "not a part 2 source: rows.cu is")
+            source("rows/step13_mine/rows.cu", "rows/step13_mine: two rows a warp.")
+            os.symlink("step0_naive", os.path.join(top, "step0"))
+            os.symlink("step10_mine", os.path.join(top, "step10"))
+            os.symlink("step13_mine", os.path.join(top, "rows", "step13"))
+            summaries = source_summaries(top)
+            self.assertEqual(sorted(os.path.relpath(p, top) for p in summaries),
+                             ["rows/step13_mine/rows.cu", "step0_naive/reduce.cu",
+                              "step10_mine/reduce.cu"])
+            self.assertEqual(missing_summaries(summaries, zh_strings.SUMMARIES, top), [])
+            self.assertEqual(zh_strings.summary("step10_mine: eight loads in flight.", "zh-CN"),
+                             "step10_mine: eight loads in flight.")
+            table = dict(zh_strings.SUMMARIES)
+            del table[shipped]
+            step0 = os.path.join(top, "step0_naive", "reduce.cu")
+            self.assertEqual(missing_summaries(summaries, table, top), [step0])
+            message = missing_summary_message([step0], summaries, top)
+            self.assertIn("step0_naive/reduce.cu: line 1", message)
+            self.assertIn("tools/zh_strings.py SUMMARIES", message)
 
     # -------------------------------------------------------------- glossary, headings, key
 

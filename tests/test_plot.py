@@ -7,6 +7,7 @@ are tools/docs.py's job: tests/test_docs.py. The last line printed is
 `plots: N passed, N failed` (plus `, N skipped` when some were skipped).
 """
 
+import contextlib
 import csv
 import importlib.util
 import io
@@ -31,10 +32,10 @@ CHARTS = ("progression", "sweep", "vs-cub")
 
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
 needs_matplotlib = unittest.skipUnless(
-    HAVE_MATPLOTLIB, "matplotlib missing: pip install -r tools/requirements.txt")
+    HAVE_MATPLOTLIB, "no matplotlib: pip install -r tools/requirements.txt")
 HAVE_FONT = importlib.util.find_spec("pylopdf_fonts_zh_cn") is not None
 needs_font = unittest.skipUnless(
-    HAVE_MATPLOTLIB and HAVE_FONT, "the chart font is missing: pip install -r tools/requirements.txt")
+    HAVE_MATPLOTLIB and HAVE_FONT, "no chart font: pip install -r tools/requirements.txt")
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import chart_zh  # noqa: E402
@@ -82,6 +83,16 @@ def load_plot_module():
     return module
 
 
+def draw_here(*args):
+    """plot.py's main() in this process, as run_plot() runs it in another:
+    the tests that are not about the command line skip a matplotlib import
+    (about a second) per drawing."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = load_plot_module().main(list(args))
+    return subprocess.CompletedProcess(["plot.py", *args], code, out.getvalue(), err.getvalue())
+
+
 class Workspace(unittest.TestCase):
     """A fresh temporary directory per test."""
 
@@ -123,43 +134,34 @@ class ChartFileTests(Workspace):
         # or failed figure is a few kB at most.
         self.assertGreater(os.path.getsize(path), 20_000, path)
 
-    def test_charts_without_profile(self):
-        self.assert_ok(run_plot("--results", RESULTS, "--out-dir", self.out))
-        for kind in CHARTS:
-            self.assert_png(os.path.join(self.out, f"fixture-{kind}.png"))
-        self.assertEqual(sorted(os.listdir(self.out)),
-                         sorted(f"fixture-{kind}.png" for kind in CHARTS))
-
-    def test_profile_chart_from_fixture(self):
-        self.assert_ok(run_plot("--results", RESULTS, "--profile", PROFILE,
-                                "--out-dir", self.out))
-        self.assert_png(os.path.join(self.out, "fixture-profile.png"))
-
-    def test_default_out_dir_is_the_results_folder(self):
+    def test_charts_without_profile_in_the_results_folder(self):
+        # Without --out-dir the charts go beside the results file; no profile,
+        # no profile chart.
         results = self.make_results(read(RESULTS), os.path.join("gpu", "h200.csv"))
         proc = run_plot("--results", results)
         self.assert_ok(proc)
         for kind in CHARTS:
             self.assert_png(self.path("gpu", f"h200-{kind}.png"))
+        self.assertEqual(sorted(os.listdir(self.path("gpu"))),
+                         sorted(["h200.csv"] + [f"h200-{kind}.png" for kind in CHARTS]))
         self.assertIn(f"plot.py: wrote {self.path('gpu', 'h200-sweep.png')}", proc.stdout)
 
-    def test_profile_value_na_is_skipped(self):
-        # ncu's "n/a" for an uncollected counter drops that value only.
+    def test_profile_chart_with_a_value_na_and_a_rerun_that_rewrites_nothing(self):
+        # ncu's "n/a" for an uncollected counter drops that value only; the
+        # same inputs drawn again write no file.
         text = read(PROFILE).replace(
             "step0_naive,reduce_kernel,gpu__time_duration.sum,208736,",
             "step0_naive,reduce_kernel,gpu__time_duration.sum,n/a,", 1)
         self.assertIn(",n/a,", text)
         profile = self.make_results(text, "na-profile.csv")
-        self.assert_ok(run_plot("--results", RESULTS, "--profile", profile,
-                                "--out-dir", self.out))
+        args = ("--results", RESULTS, "--profile", profile, "--out-dir", self.out)
+        self.assert_ok(draw_here(*args))
         self.assert_png(os.path.join(self.out, "fixture-profile.png"))
-
-    def test_rerun_rewrites_nothing(self):
-        args = ("--results", RESULTS, "--profile", PROFILE, "--out-dir", self.out)
-        self.assert_ok(run_plot(*args))
         before = {name: read(os.path.join(self.out, name), "rb")
                   for name in os.listdir(self.out)}
-        second = run_plot(*args)
+        self.assertEqual(sorted(before), sorted(f"fixture-{kind}.png"
+                                                for kind in CHARTS + ("profile",)))
+        second = draw_here(*args)
         self.assert_ok(second)
         self.assertEqual(second.stdout, "")  # nothing reported as written
         self.assertEqual(before, {name: read(os.path.join(self.out, name), "rb")
@@ -170,8 +172,8 @@ class ChartFileTests(Workspace):
         clean = self.make_results(csv_text(fixture_rows()), os.path.join("clean", "f.csv"))
         spoiled = self.make_results(csv_text(fixture_rows() + spoiled_rows()),
                                     os.path.join("spoiled", "f.csv"))
-        self.assert_ok(run_plot("--results", clean))
-        proc = run_plot("--results", spoiled)
+        self.assert_ok(draw_here("--results", clean))
+        proc = draw_here("--results", spoiled)
         self.assert_ok(proc)
         self.assertIn("left out 2 of 46 rows: 1 failed (pass != 1), 1 without timing",
                       proc.stderr)
@@ -185,7 +187,7 @@ class ChartFileTests(Workspace):
         early = [r for r in fixture_rows()
                  if (schema.step_number(r["step"]) or 0) < 6]
         results = self.make_results(csv_text(early), "early.csv")
-        self.assert_ok(run_plot("--results", results, "--out-dir", self.out))
+        self.assert_ok(draw_here("--results", results, "--out-dir", self.out))
         self.assertEqual(sorted(os.listdir(self.out)),
                          ["early-progression.png", "early-sweep.png"])
 
@@ -336,7 +338,7 @@ class ErrorTests(Workspace):
         results = self.make_results(out.getvalue(), "old.csv")
         self.assertNotIn("code_hash", read(results).split("\n")[0])
         if HAVE_MATPLOTLIB:
-            self.assert_ok(run_plot("--results", results, "--out-dir", self.out))
+            self.assert_ok(draw_here("--results", results, "--out-dir", self.out))
 
     def test_non_numeric_n(self):
         text = read(RESULTS).replace("step3_idle,33554432,", "step3_idle,32M,", 1)
@@ -477,4 +479,4 @@ class ChineseChartTests(Workspace):
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
-    sys.exit(run_module("plots", verbosity=2))
+    sys.exit(run_module("plots", verbosity=1))

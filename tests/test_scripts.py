@@ -443,7 +443,8 @@ with open(args.csv, "a", newline="") as f:
 
 def fill(template, **values):
     """A fake's text: @NAME@ replaced by repr(value), or by the value for PYTHON."""
-    text = template.replace("@PYTHON@", sys.executable)
+    # -S: no site-packages to scan at each of the fakes' many starts (stdlib only).
+    text = template.replace("@PYTHON@", sys.executable + " -S")
     for name, value in values.items():
         text = text.replace(f"@{name}@", value if isinstance(value, str) and
                             name in ("ARCH", "TOOLCHAIN") else repr(value))
@@ -538,7 +539,9 @@ class ScriptTest(unittest.TestCase):
         make_root(self.top, ("step9_singlepass",) + ROW_PROGRAMS)
 
     def run_script(self, script, args, **env):
-        proc = subprocess.run([sys.executable, script] + list(args), capture_output=True,
+        # -S: bench.py and profile.py need the standard library only, and
+        # site's start-up hooks cost more than the run of a small script.
+        proc = subprocess.run([sys.executable, "-S", script] + list(args), capture_output=True,
                               text=True, env=clean_env(FAKE_LOG=self.log, **env), timeout=300)
         self.assertNotIn("Traceback", proc.stderr)
         return proc
@@ -1387,7 +1390,7 @@ def plot_python():
 
 
 PLOT_PYTHON = plot_python()
-needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no Python with matplotlib (PLOT_PYTHON)")
+needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no matplotlib: no Python with it (PLOT_PYTHON)")
 # The font of the Chinese charts (tools/chart_zh.py), pinned beside matplotlib.
 PLOT_FONT = bool(PLOT_PYTHON) and subprocess.run(
     [PLOT_PYTHON, "-c", "import pylopdf_fonts_zh_cn"], capture_output=True).returncode == 0
@@ -1460,30 +1463,24 @@ class MakeTargetTest(ScriptTest):
         self.assert_readme_untouched()
 
     @needs_matplotlib
-    def test_bench_default_out_dir_is_plots_results(self):
-        proc = self.make("bench")
-        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
-            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
-        self.assert_readme_untouched()
-
-    @needs_matplotlib
-    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts(self):
-        proc = self.make("bench", "OUT_DIR=scratch", FAKE_WRONG_STEP="step1_b")
+    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts_in_plots_results(self):
+        # No OUT_DIR: the default, plots/results.
+        proc = self.make("bench", FAKE_WRONG_STEP="step1_b")
         self.assertNotEqual(proc.returncode, 0, proc.stdout)
         self.assertIn("bench: 6 runs failed (see above)", proc.stderr)
-        with open(self.file("scratch", "h200-bench.log")) as f:
+        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
+            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
+        with open(self.file("plots", "results", "h200-bench.log")) as f:
             log = f.read()
         self.assertIn("bench: step1_b n=1048576 failed (exit 1): check -n 1048576", log)
-        rows = schema.read_results(self.file("scratch", "h200.csv"))
+        rows = schema.read_results(self.file("plots", "results", "h200.csv"))
         self.assertEqual(len(rows), 3 * 5 * 2 - 2)
         self.assertEqual(sum(1 for r in rows if not r.passed), 4)
         # Drawn all the same, and without the failed rows (the plot says so).
-        self.assertTrue(os.path.isfile(self.file("scratch", "h200-sweep.png")))
         self.assertIn("plot.py: h200.csv: left out 4 of 28 rows: 4 failed", proc.stderr)
         # Part 2's file gets part 2's three charts, never part 1's.
-        self.assertTrue(os.path.isfile(self.file("scratch", "h200-rows-progression.png")))
-        self.assertFalse(os.path.exists(self.file("scratch", "h200-rows-sweep.png")))
+        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-rows-progression.png")))
+        self.assertFalse(os.path.exists(self.file("plots", "results", "h200-rows-sweep.png")))
         self.assert_readme_untouched()
 
     def test_bench_fails_when_drawing_fails(self):
@@ -1546,8 +1543,8 @@ class MakeTargetTest(ScriptTest):
         return self.make("profile-all", *args,
                          PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
 
-    def test_profile_all_writes_out_dir_for_both_parts(self):
-        proc = self.profile_all("OUT_DIR=prof")
+    def test_profile_all_writes_out_dir_for_both_parts_and_device_selects_the_gpu(self):
+        proc = self.profile_all("OUT_DIR=prof", "DEVICE=3")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         self.assertEqual(sorted(os.listdir(self.file("prof"))),
                          ["h200-profile.csv", "h200-rows-profile.csv"])
@@ -1558,9 +1555,7 @@ class MakeTargetTest(ScriptTest):
         rows = schema.load_profile(self.file("prof", "h200-rows-profile.csv"))
         self.assertEqual({r.step for r in rows}, set(ROW_LABELS))
         self.assert_readme_untouched()
-
-    def test_device_selects_cuda_visible_devices(self):
-        self.assertEqual(self.profile_all("OUT_DIR=prof", "DEVICE=3").returncode, 0)
+        # DEVICE=3 reaches every program as CUDA_VISIBLE_DEVICES; without it, nothing does.
         with open(self.env_log) as f:
             seen = [line.split() for line in f]
         self.assertEqual({step for step, _ in seen}, set(PART1_LABELS) | {"step9_singlepass"} |
@@ -1570,7 +1565,6 @@ class MakeTargetTest(ScriptTest):
         self.assertEqual(self.profile_all("OUT_DIR=prof").returncode, 0)
         with open(self.env_log) as f:
             self.assertEqual({line.split()[1] for line in f}, {"CUDA_VISIBLE_DEVICES=-"})
-
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -206,6 +206,13 @@ def save(mpl, fig, path):
         print(f"diagrams.py: wrote {path}")
 
 
+def add_cell(ax, patch):
+    """ax.add_patch() without its update of the data limits, the slowest part
+    of drawing thousands of cells: every picture sets its own limits, and the
+    same bytes come out (tests/test_patterns.py compares them)."""
+    return ax.add_artist(patch)
+
+
 def hex_rgb(colour):
     return tuple(int(colour[k:k + 2], 16) for k in (1, 3, 5))
 
@@ -334,7 +341,7 @@ def draw_lanes(mpl, built, path):
             x = warp * (pt.WARP + gap) - 0.5
             if warp in stage.issuing_warps() and warp not in working:
                 # The whole warp idles, yet spends an issue slot on the level.
-                ax.add_patch(mpl.Rectangle((x, y - 0.5), pt.WARP, 1, fill=False,
+                add_cell(ax, mpl.Rectangle((x, y - 0.5), pt.WARP, 1, fill=False,
                                            hatch="////", edgecolor="#8a8a8a",
                                            linewidth=0))
         ax.text(width + 3, y, row_note(stage), va="center", fontsize=8.5)
@@ -344,7 +351,7 @@ def draw_lanes(mpl, built, path):
     for first, count in sections:
         for warp in range(warps):
             x = warp * (pt.WARP + gap) - 0.5
-            ax.add_patch(mpl.Rectangle((x, first - 0.5), pt.WARP, count, fill=False,
+            add_cell(ax, mpl.Rectangle((x, first - 0.5), pt.WARP, count, fill=False,
                                        edgecolor=EDGE_COLOUR, linewidth=0.6))
     for y in range(1, len(rows)):
         ax.axhline(y - 0.5, color="#ffffff", linewidth=1.2)
@@ -375,7 +382,7 @@ def draw_banks(mpl, built, path):
         worst = stage.worst()
         counts = worst.words_per_bank() if worst else [0] * pt.NUM_BANKS
         for b, count in enumerate(counts):
-            ax.add_patch(mpl.Rectangle((b - 0.5, y - 0.5), 1, 1,
+            add_cell(ax, mpl.Rectangle((b - 0.5, y - 0.5), 1, 1,
                                        facecolor=degree_colour(count),
                                        edgecolor="#ffffff", linewidth=1))
             if count > 1:
@@ -474,7 +481,7 @@ def draw_loads(mpl, built, path):
         for t in range(threads):
             load = by_cell.get((slot, t))
             colour = PART_COLOURS[load.part] if load else SKIPPED_COLOUR
-            ax.add_patch(mpl.Rectangle((t - 0.5, y - 0.5), 1, 1, facecolor=colour,
+            add_cell(ax, mpl.Rectangle((t - 0.5, y - 0.5), 1, 1, facecolor=colour,
                                        edgecolor="#ffffff", linewidth=1.5))
             ax.text(t, y, cell_text(load) if load else "-", ha="center",
                     va="center", fontsize=8.5, color="#222222")
@@ -530,7 +537,7 @@ def draw_ticket(mpl, built, path):
     dark, light = STATE_COLOURS[pt.WORK], STATE_COLOURS[pt.SPARE]
 
     def cell(x, y, text, colour, text_colour="#222222", height=0.8):
-        ax.add_patch(mpl.Rectangle((x - 0.46, y - height / 2), 0.92, height,
+        add_cell(ax, mpl.Rectangle((x - 0.46, y - height / 2), 0.92, height,
                                    facecolor=colour, edgecolor="#ffffff", linewidth=1.5))
         ax.text(x, y, text, ha="center", va="center", fontsize=8.5, color=text_colour,
                 linespacing=1.3)
@@ -664,7 +671,7 @@ def draw_row_loads(mpl, step, path):
     for r in range(rows):
         for c in range(cols):
             warp = cells.get((r, c))
-            ax.add_patch(mpl.Rectangle((c, rows - 1 - r), 1, 1,
+            add_cell(ax, mpl.Rectangle((c, rows - 1 - r), 1, 1,
                                        facecolor=ROW_WARP_COLOURS[warp] if warp is not None
                                        else "#ffffff", edgecolor="#d0d0d0", linewidth=0.3))
     for c in range(0, cols + 1, SECTOR_FLOATS):   # sector boundaries
@@ -723,7 +730,7 @@ def draw_row_split(mpl, step, path):
                 colour = SPLIT_BODY[(c - head) // pack % 2]
             else:
                 colour = SPLIT_TAIL
-            ax.add_patch(mpl.Rectangle((c, y), 1, 1, facecolor=colour, edgecolor="#ffffff",
+            add_cell(ax, mpl.Rectangle((c, y), 1, 1, facecolor=colour, edgecolor="#ffffff",
                                        linewidth=0.6))
         for c in range(cols + 1):   # 16-byte boundaries of the flat array, in this row
             if (r * cols + c) % pack == 0:

@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# need_gpu.sh TARGET: exit 0 if this machine has a CUDA GPU the programs can
-# use, else one line saying so and exit 3. Make's GPU targets run it before
-# they build or measure anything.
+# need_gpu.sh TARGET [WHAT]: exit 0 if this machine has a CUDA GPU the
+# programs can use, else one line saying so and exit 3: what TARGET needs,
+# what it would run on a GPU (WHAT, if given), and what works without one.
+# Make's GPU targets run it before they measure anything.
+# need_gpu.sh --without-gpu: that last list alone, the one list of the make
+# targets that need no GPU (README.md's "Without a GPU these work" sentence
+# repeats it, and tests/cli_tests.sh compares the two).
 set -u
+WITHOUT_GPU="make, make stepK, make test, make diff, make new, make docs, make plot, make diagrams,"
+WITHOUT_GPU="$WITHOUT_GPU make ptxas, make mutants, make cuda12, make variance, make bf16-sum,"
+WITHOUT_GPU="$WITHOUT_GPU make multigpu (where NCCL is found)"
+if [ "${1:-}" = --without-gpu ]; then
+    echo "$WITHOUT_GPU"
+    exit 0
+fi
 target=${1:-this target}
+what=${2:-}
 # The driver's library is what every program loads first (common/device.c).
 if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || ls /usr/lib*/*/libcuda.so.1 /usr/lib*/libcuda.so.1 \
         /usr/local/nvidia/lib*/libcuda.so.1 >/dev/null 2>&1; then
@@ -14,5 +26,6 @@ if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || ls /usr/lib*/*/libcuda.
 else
     why="no NVIDIA driver, libcuda.so.1 not found"
 fi
-echo "make ${target}: needs a CUDA GPU and this machine has none ($why). Without one: make, make test, make diff, make new, make docs, make plot, make diagrams"
+echo "make ${target}: needs a CUDA GPU and this machine has none ($why)${what:+; on one it runs $what}." \
+     "Without one: $WITHOUT_GPU"
 exit 3

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # step.sh: the teaching helpers behind `make diff STEP=K` and `make new NAME=...`.
 #   step.sh diff K | rows/K    unified diff of the step before K (the nearest
-#                              lower number) against step K's source
-#   step.sh new stepN_slug     a new step directory, started from the step
-#   step.sh new rows/stepN_slug  below it, with a header for you to fill in;
-#                              N must be the next free number of that part
+#                              lower number, or the step a `make new` step
+#                              started from) against step K's source
+#   step.sh new stepN_slug [K]   a new step directory, started from step K of
+#   step.sh new rows/stepN_slug [K]  that part (default: the step below it),
+#                              with a header for you to fill in; N must be
+#                              the next free number of that part
 #   step.sh next [rows]        the next free step number of part 1 (or 2)
 #   step.sh usage              make new's usage, with the next free numbers
 # Errors are one line on stderr and exit 2; they name make's commands, never
@@ -53,7 +55,8 @@ cmd_usage() {
     local one two
     one=$(next_free "") two=$(next_free rows/)
     echo "usage: make new NAME=step${one}_slug (your step $one, from step $((one - 1))) or" \
-         "NAME=rows/step${two}_slug (part 2); slug: lowercase letters, digits, _." \
+         "NAME=rows/step${two}_slug (part 2), and FROM=K to start from step K instead;" \
+         "slug: lowercase letters, digits, _." \
          "Only the next free number: steps are a sequence, each diffed against and" \
          "charted after the one before it" >&2
     exit 2
@@ -77,13 +80,19 @@ cmd_diff() {
         exit 0
     fi
     prev=$(step_dir "$part" "$below")
-    diff -u "$prev/$file" "$this/$file"
+    # A step made by `make new FROM=K` names the step it started from.
+    local origin
+    origin=$(sed -n 's|^// Started from \(step[0-9]*_[a-z0-9_]*\) by make new.*|\1|p' \
+             "$this/$file" | head -n 1)
+    [ -n "$origin" ] && [ -f "$part$origin/$file" ] && prev=$part$origin
+    # Labels, not file times: the same diff on every machine.
+    diff -u --label "$prev/$file" --label "$this/$file" "$prev/$file" "$this/$file"
     [ $? -le 1 ] || exit 2   # diff: 1 means "they differ", which is the point
     exit 0
 }
 
 cmd_new() {
-    local name=$1 part base
+    local name=$1 from_arg=$2 part base
     part=$(part_of "$name"); base=${name#"$part"}
     local next
     next=$(next_free "$part")
@@ -100,9 +109,19 @@ cmd_new() {
     [ "$k" = "$next" ] || die "make new: NAME=$name: the next free step number is $next" \
         "(NAME=${part}step${next}_${base#step*_}): steps are a sequence, each diffed against the one before it"
     local below from
-    below=$(step_below "$part" "$k")
-    [ -n "$below" ] || die "make new: no step below $part$k to start from"
-    from=$(step_dir "$part" "$below")
+    if [ -n "$from_arg" ]; then
+        # FROM=K, or FROM=rows/K for a part 2 step: any step of the same part.
+        local want=${from_arg#"$part"}
+        [[ $want =~ ^[0-9]+$ ]] || die "make new: FROM must be a step number of the same part as" \
+            "NAME (FROM=3${part:+ or FROM=rows/3}), got '$from_arg'"
+        from=$(step_dir "$part" "$((10#$want))")
+        [ -n "$from" ] || die "make new: FROM=$from_arg: no step $part$((10#$want))" \
+            "(no ${part}step$((10#$want))_*/$file)"
+    else
+        below=$(step_below "$part" "$k")
+        [ -n "$below" ] || die "make new: no step below $part$k to start from"
+        from=$(step_dir "$part" "$below")
+    fi
     mkdir "$name" || exit 2
     # A header of your own in place of the step's: its claims (the Effect
     # line above all) were measured on that step, not on yours.
@@ -112,6 +131,7 @@ cmd_new() {
         echo "// Change: what you changed, in a line or two."
         echo "// Why it helps: the hardware reason you expect it to be faster."
         echo "// Effect: not measured yet (make bench; compare with $from)."
+        echo "// Started from ${from#"$part"} by make new: make diff STEP=$part$k shows your change against it."
         awk 'started || !/^\/\// { started = 1; print }' "$from/$file"
     } > "$name/$file"
     # The commands of the main README: `make stepK` builds and links stepK.
@@ -143,8 +163,8 @@ MD
 case "${1:-}" in
 diff)  [ $# -eq 2 ] && [ -n "$2" ] || die "usage: make diff STEP=K (a step number, or rows/K for part 2)"
        cmd_diff "$2" ;;
-new)   [ $# -eq 2 ] && [ -n "$2" ] || cmd_usage
-       cmd_new "$2" ;;
+new)   [ $# -ge 2 ] && [ $# -le 3 ] && [ -n "$2" ] || cmd_usage
+       cmd_new "$2" "${3:-}" ;;
 next)  next_free "$([ "${2:-}" = rows ] && echo rows/)" ;;
 usage) cmd_usage ;;
 *)     die "usage: make diff STEP=K | make new NAME=stepN_slug" ;;

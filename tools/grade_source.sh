@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# grade_source.sh [GRADER OPTIONS] SOURCE: grade a student's source file, the
+# command behind `make check SOURCE=...` that keeps its own exit codes.
+#
+# SOURCE is a reduce.cu (part 1) or a rows.cu (part 2). It is copied to
+# build/graded/<folder>/ (part 2: build/graded/rows/<folder>/), <folder> being
+# the name of the folder it came from, built there with this repository's
+# harness and Makefile on any machine, then graded by tools/grade.py with the
+# options given (--quick, --junit FILE, ...).
+#   --build-only SOURCE   build it and print the program's path (exit 0), or
+#                         print the compiler's errors only (exit 4)
+# Exit status: the grader's (0 every check passed, 1 a check failed, 2 usage,
+# 3 no CUDA device: the file built, and the grader needs a GPU), or 4: the file
+# does not build (the compiler's errors are printed above that line).
+set -u
+cd "$(dirname "$0")/.."
+EXIT_USAGE=2 EXIT_NO_BUILD=4
+
+die() { echo "grade_source: $*" >&2; exit $EXIT_USAGE; }
+
+build_only="" options=()
+while [ $# -gt 1 ]; do
+    case "$1" in
+        --build-only) build_only=1 ;;
+        *) options+=("$1") ;;
+    esac
+    shift
+done
+src=${1:-}
+[ -n "$src" ] || die "usage: bash tools/grade_source.sh [--build-only] [grader options] path/reduce.cu (or rows.cu)"
+[ ! -d "$src" ] || die "$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"
+[ -f "$src" ] || die "$src: no such file"
+case "$src" in
+    *rows.cu) part=rows/ file=rows.cu ;;
+    *.cu) part="" file=reduce.cu ;;
+    *) die "$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;;
+esac
+name=$(basename "$(dirname "$(realpath "$src")")" | tr -c 'a-zA-Z0-9_\n-' _)
+dir=build/graded/$part$name
+mkdir -p "$dir"
+# Copied only when it differs, so that grading the same file again does not
+# build it again (and never onto itself: SOURCE=build/graded/...).
+cmp -s "$src" "$dir/$file" || cp "$src" "$dir/$file" || exit $EXIT_USAGE
+# The compiler's errors, if any, on stderr; make's command lines only with V=1.
+# No jobserver of a make that runs this one (make check) is inherited.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+if ! make --no-print-directory ${V:+V=$V} $([ -n "${V:-}" ] || echo -s) "$dir/run" >&2; then
+    # make check says this in its own last line.
+    [ -n "$build_only" ] || echo "grade_source: $src does not build with this harness" \
+                                 "(the compiler's errors are above)" >&2
+    exit $EXIT_NO_BUILD
+fi
+if [ -n "$build_only" ]; then
+    echo "$dir/run"
+    exit 0
+fi
+echo "grade_source: $src builds with this harness: $dir/run"
+exec python3 tools/grade.py "${options[@]}" "$dir/run"
