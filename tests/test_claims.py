@@ -628,8 +628,9 @@ MULTIGPU_CHART_INPUTS = ("h200x2-multigpu.csv", "h200x2-allreduce.csv")
 def chart_inputs(png, csvs):
     """The data files a committed chart is drawn from: the CSV whose name is
     the chart's, or the longest one whose name the chart's extends with
-    "-kind" (h200-rows-sum.png: h200-rows.csv); multigpu_chart.py's two."""
-    stem = os.path.basename(png)[:-len(".png")]
+    "-kind" (h200-rows-sum.png: h200-rows.csv); multigpu_chart.py's two. A
+    Chinese twin (name.zh-CN.png) is drawn from its English chart's data."""
+    stem = os.path.basename(png)[:-len(".png")].removesuffix(".zh-CN")
     if stem.startswith("h200x2-"):
         return [os.path.join(REFERENCE, name) for name in MULTIGPU_CHART_INPUTS]
     found = [c for c in csvs if stem == os.path.basename(c)[:-4]
