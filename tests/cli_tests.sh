@@ -15,6 +15,8 @@ root=$PWD
 # Every make below is this suite's own: none inherits `make -j`'s jobserver
 # or `-s` from a `make test` that runs this file.
 unset MAKEFLAGS MFLAGS MAKELEVEL
+# make test SUITES=cli V=1 exports them; the runs below pick their own.
+unset SUITES V
 passed=0 failed=0 skipped=0
 
 ok()   { passed=$((passed + 1)); }
