@@ -193,6 +193,38 @@ build/obj/%/rows.o: %/rows.cu $(HEADERS) build/arch.stamp
 %/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(LDLIBS)
 
+# The grader's builds: the same program with its watch on where the work is
+# done (common/gpu_work.c, the "gpu-work" check), wrapped around the
+# contract's reduce_pass() or row_forward() by the linker. Never linked into
+# the programs make bench times. build/graded/<name>/run is a student's
+# source (tools/grade_source.sh); build/monitored/<dir>/run is <dir>/run's
+# twin, from the same object and code hash (make check STEP=, the GPU suite).
+CUPTI_LIBRARY := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/lib/libcupti.so \
+                   $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so $(CUDA_HOME)/targets/*/lib/libcupti.so))
+WATCH_CFLAGS := $(CFLAGS) -I$(CUDA_HOME)/extras/CUPTI/include $(if $(CUPTI_LIBRARY),-DCUPTI_LIBRARY='"$(CUPTI_LIBRARY)"')
+WATCH_SUM  := build/gpu_work_sum.o -Xlinker --wrap=reduce_pass
+WATCH_ROWS := build/gpu_work_rows.o -Xlinker --wrap=row_forward
+
+build/gpu_work_sum.o: common/gpu_work.c $(HEADERS) | build
+	$(CC) $(WATCH_CFLAGS) -c $< -o $@
+
+build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) | build
+	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_ROWS -c $< -o $@
+
+build/graded/%/run: build/obj/build/graded/%/reduce.o build/hash/build/graded/%.o $(HARNESS) build/gpu_work_sum.o build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/build/graded/$*.o $(HARNESS) $(WATCH_SUM) $(LDLIBS)
+
+build/graded/%/run: build/obj/build/graded/%/rows.o build/hash/build/graded/%.o $(ROWS_HARNESS) build/gpu_work_rows.o build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/build/graded/$*.o $(ROWS_HARNESS) $(WATCH_ROWS) $(LDLIBS)
+
+build/monitored/%/run: build/obj/%/reduce.o build/hash/%.o $(HARNESS) build/gpu_work_sum.o build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(WATCH_SUM) $(LDLIBS)
+
+build/monitored/%/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/gpu_work_rows.o build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(WATCH_ROWS) $(LDLIBS)
+
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
 code-hash:
 	@test -n "$(DIR)" || { echo "usage: make code-hash DIR=step3_idle"; exit 2; }
@@ -222,7 +254,8 @@ build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
 # one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).
-BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu))
+BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu)) \
+           $(patsubst %/rows.cu,%/run,$(wildcard tests/broken/rows/*/rows.cu))
 MUTANT_LINES := $(shell sed -n 's/^\([a-z0-9_]*\) *| *\([a-z0-9_/]*\) *|.*/\1:\2/p' tests/broken/mutants.txt)
 SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
 ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
@@ -269,8 +302,16 @@ test:
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) OPENMP='$(OPENMP)' TEST_SECONDS=$(TEST_SECONDS) \
 	    bash tests/run_tests.sh
 
+# What the GPU suite grades: every program and fixture as the grader builds
+# it, with its watch on the work (build/monitored/, above).
+MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS))
+.PHONY: monitored broken
+monitored: $(MONITORED)
+broken: $(BROKEN)
 .PHONY: test-build
-test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) $(if $(TEST_GPU),$(BROKEN) $(MUTANTS))
+test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o \
+            $(if $(TEST_GPU),$(BROKEN) $(MUTANTS) $(MONITORED))
+
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
@@ -289,6 +330,13 @@ test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) $(if $(TES
 # (1 wrong, 2 usage, 3 no device) and the command that exits with it, or, for
 # a source that does not build, bash tools/grade_source.sh's 4.
 CHECK_VERDICT = build/.check-verdict-$(shell echo $$PPID)
+# SPEED="1.5x step2" (or "0.8x copy", ">= step8") also times the program
+# against that one of its part, in alternating rounds (tools/grade.py --speed);
+# SPEED_AT=n or ROWSxCOLS, SPEED_ROUNDS, SPEED_POINTS, SPEED_CREDIT=all|ratio
+# and SPEED_TIE=pass|fail set how (docs/grading.md, "A speed lab").
+SPEED_FLAGS = $(if $(SPEED),--speed '$(SPEED)' $(if $(SPEED_AT),--speed-at '$(SPEED_AT)') \
+    $(if $(SPEED_ROUNDS),--speed-rounds '$(SPEED_ROUNDS)') $(if $(SPEED_POINTS),--speed-points '$(SPEED_POINTS)') \
+    $(if $(SPEED_CREDIT),--speed-credit '$(SPEED_CREDIT)') $(if $(SPEED_TIE),--speed-tie '$(SPEED_TIE)'))
 check: check-run
 	@$(eval CHECK_LINE := $(shell cat $(CHECK_VERDICT) 2>/dev/null; rm -f $(CHECK_VERDICT)))$(if $(CHECK_LINE),$(error $(CHECK_LINE)))
 
@@ -322,16 +370,30 @@ check-run:
 	         stop "make check: $$src does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh $$src exits 4 for this"; \
 	     echo "make check: $$src builds with this harness: $$prog"; \
 	 elif [ -n "$$dir" ]; then \
-	     prog=$$dir/run; \
+	     prog=build/monitored/$$dir/run; \
 	     $(MAKE) --no-print-directory $(if $(V),,-s) "$$prog" || stop "make check: $$prog does not build (the compiler's errors are above)"; \
 	 fi; \
-	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS)),$(strip $(GRADE_FLAGS)) )$$prog"; \
+	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS) $(SPEED_FLAGS)),$(strip $(GRADE_FLAGS) $(SPEED_FLAGS)) )$$prog"; \
 	 nogpu=$$(bash tools/need_gpu.sh check "the grader: $$direct (here that exits 3)" 2>&1) || \
 	     stop "$${nogpu:-make check: tools/need_gpu.sh failed}"; \
-	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
-	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') "$$prog"; rc=$$?; \
+	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(SPEED_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
+	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') $(if $(SUMMARY),--summary '$(SUMMARY)') "$$prog"; rc=$$?; \
 	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
 	 [ $$rc -eq 0 ] || stop "make check: the grader exited $$rc ($$why); make exits 2 for any failure, this keeps the grader's code: $$direct"
+
+# A whole class: every SUBMISSIONS/<student>/reduce.cu (or rows.cu) graded as
+# make check SOURCE= grades it, one at a time, with SPEED=... if given, into
+# REPORTS (default reports/): a report per student, class.md, class.csv and
+# the chart class.png (tools/grade_class.py; CLASS_TIMEOUT minutes each).
+REPORTS ?= reports
+CLASS_TIMEOUT ?= 30
+.PHONY: class
+class: $(NEED_VENV)
+	@$(if $(SUBMISSIONS),,$(error usage: make class SUBMISSIONS=folder [SPEED='1.5x step2'] [REPORTS=reports]))$(eval NO_GPU := $(shell \
+	    out=$$(bash tools/need_gpu.sh class "the grader on every submission: tools/grade_class.py $(SUBMISSIONS)" 2>&1) \
+	    || echo "$${out:-make class: tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
+	@$(PLOT_PYTHON) tools/grade_class.py --out '$(REPORTS)' --timeout '$(CLASS_TIMEOUT)' \
+	    $(GRADE_FLAGS) $(SPEED_FLAGS) '$(SUBMISSIONS)'
 
 # ---------------------------------------------------------------- results
 venv: $(NEED_VENV)

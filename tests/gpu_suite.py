@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The GPU suite of `make test`: the grader (tools/grade.py) over every step
 program and CUB, and over every broken fixture, each of which must FAIL it.
+Each is graded as make check grades it: its twin under build/monitored/,
+with the grader's watch on GPU work linked in.
 
   - every stepN_*/run (the shipped steps and any student's) and
     baseline_cub/run: the full grader; each check counts as one test;
@@ -38,7 +40,15 @@ CUB = "baseline_cub/run"
 # "odd" marks a bug seen only at widths that are not a power of two: the
 # default 1024 is one, and the centered fill's sums of squares are exact
 # there, so a one-pass variance gets them right (ln_bf16_one_pass_var).
-PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd")
+# "gpu-work": a fixture whose every answer is right, computed on the host; only
+# the grader's watch on the work sees it (common/gpu_work.c).
+PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd", "gpu-work")
+
+
+def twin(run):
+    """The program as the grader builds it, with its watch on GPU work: the
+    same object and code hash, under build/monitored/ (make test builds it)."""
+    return os.path.join("build", "monitored", run)
 
 
 def parts():
@@ -66,7 +76,9 @@ def fixtures():
     """[(run path, what must catch it)] for the hand-written and mutant fixtures."""
     found = []
     sums, rows = [p for p, _ in parts()] == [""], [p for p, _ in parts()] == ["rows/"]
-    for src in [] if rows else sorted(glob.glob("tests/broken/*/reduce.cu")):
+    hand = [] if rows else sorted(glob.glob("tests/broken/*/reduce.cu"))
+    hand += [] if sums else sorted(glob.glob("tests/broken/rows/*/rows.cu"))
+    for src in hand:
         with open(src) as handle:
             match = re.search(r"^// caught by: (.+)$", handle.read(), re.M)
         found.append((os.path.join(os.path.dirname(src), "run"),
@@ -157,7 +169,8 @@ def main():
         print(f"gpu: skipped: {probe.stderr.strip().removeprefix('error: ')}")
         print("gpu: 0 passed, 0 failed, 1 skipped")
         return 0
-    missing = [p for p in programs + [f for f, _ in broken] if not os.access(p, os.X_OK)]
+    missing = [p for p in programs + [f for f, _ in broken] for p in (p, twin(p))
+               if not os.access(p, os.X_OK)]
     if missing:
         print(f"gpu: not built: {', '.join(missing)} (run make test, which builds them)")
         print("gpu: 0 passed, 1 failed")
@@ -173,14 +186,18 @@ def main():
     plain = [f for f in fixture_runs if f not in sanitized]
     try:
         progress = open(os.environ["GPU_PROGRESS"], "w") if os.environ.get("GPU_PROGRESS") else None
-        reports, gpu = grade.grade(programs + sanitized, jobs, quick=quick,
-                                   sanitizer=sanitizer, progress=progress)
-        more, plain_gpu = grade.grade(plain, jobs, quick=quick, sanitizer=None, progress=progress)
+        reports, gpu = grade.grade([twin(p) for p in programs + sanitized], jobs,
+                                   quick={twin(f) for f in quick}, sanitizer=sanitizer,
+                                   progress=progress)
+        more, plain_gpu = grade.grade([twin(f) for f in plain], jobs,
+                                      quick={twin(f) for f in quick}, sanitizer=None,
+                                      progress=progress)
     except grade.GradeError as err:
         print(f"gpu: the grader stopped: {err}")
         print("gpu: 0 passed, 1 failed")
         return 1
     by_program = {r.program: r for r in reports[len(programs):] + more}
+    fixture_runs = [twin(f) for f in fixture_runs]
     gpu = gpu or plain_gpu
     reports = reports[:len(programs)] + [by_program[f] for f in fixture_runs]
     passed = failed = skipped = 0

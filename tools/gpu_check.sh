@@ -36,8 +36,7 @@ slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
        python3 -c 'import sys; sys.path.insert(0, "tools"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
   nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
-step build make -j"$(nproc)" all mutants step4_warp/run-racy build/unit_tests \
-    tests/broken/drop_tail/run tests/broken/no_write/run tests/broken/bad_count/run
+step build make -j"$(nproc)" all mutants broken monitored step4_warp/run-racy build/unit_tests
 if [ "$phase" = measure ] || [ "$phase" = all ]; then
     # Profile first: ncu replays kernels and must not share the GPU with timing.
     step profile make --no-print-directory profile-all

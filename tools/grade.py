@@ -33,30 +33,60 @@ The harness (common/) surrounds every buffer a kernel is given with NaN
 guards and poisons outputs and scratch before every run, so a read past
 either end, or of a value nothing wrote this run, shows as NaN.
 
+Both parts: the work itself, on the GPU (the "gpu-work" check): with
+REDUCE_GPU_WORK set, a program built by the grader (make check STEP= or
+SOURCE=: common/gpu_work.c is linked in) records, through CUPTI, the kernels
+and the copies to the host that its reduce_pass() or row_forward() caused.
+No kernel, or an eighth of the input's bytes or more on their way to the
+host, fails it. A program built without the watch (PROGRAM=) gets the check
+skipped, and said.
+
 What the grader cannot see: a memory-ordering bug that the hardware happens
 not to expose (a relaxed ticket, a missing release), or two launches running
 at once: every check runs one launch at a time.
+
+--speed "1.5x step2" (or "0.8x copy", ">= step8", "2x cub") also times the
+program against that program of the same part, in alternating rounds in this
+one grading, after every other check has finished (so nothing else runs on
+the GPU), at --speed-at (part 1: n floats, default 2^25; part 2: ROWSxCOLS,
+default 32768x1024). Each round runs both once, in their own processes; the
+ratio is of GB/s (the bytes each must move per second: for two steps of one
+part, the ratio of their times). The target is met where every round of the
+program beats the target times every round of the reference, missed where
+every round falls short, and a tie where the rounds overlap (the project's
+rule, tools/compare.py). The speed check is one more check in the reports,
+worth --speed-points, scored 0 when any other check failed.
 
 --quick leaves out the large sizes and the grid-scale onehot sweep: the matrix
 the broken fixtures must fail (a subset of the full one, so failing it means
 failing the full grader too).
 
-Prints the failed checks as a table, then one verdict line per program:
-  grade: PASS step3_idle: 172 of 172 checks passed
-  grade: FAIL drop_head: 21 of 162 checks failed
+Prints the failed checks as a table, then the speed line if asked, then
+one verdict line per program:
+  grade: PASS step3_idle: 173 of 173 checks passed
+  grade: FAIL drop_head: 21 of 163 checks failed
+--summary FILE writes the same as JSON (tools/grade_class.py reads it).
 Exit status: 0 all passed, 1 some check failed, 2 usage error, 3 no CUDA device.
 """
 import argparse
 import concurrent.futures
+import csv
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402  (the win/tie rule of the project's results)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = 1, 2, 3
 FILLS = ("random", "positive", "wide", "ones", "ints", "onehot", "exact")
@@ -64,6 +94,7 @@ ROW_FILLS = FILLS + ("shifted", "tiny")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 SANITIZER_GRIDS = 16          # the sanitizers' n: 16 x the resident threads + 3, a full grid
 SANITIZER_EXIT = 99           # what compute-sanitizer returns when it reports anything
+SANITIZER_SKIPPED = ["compute-sanitizer not found"]   # or, asked: not run (--no-sanitizer)
 LARGE_JOBS = 4                # large checks at once, at most (MemoryBudget decides)
 TIMEOUT_S = {"large": 900, "sanitizer": 900}
 DEFAULT_TIMEOUT_S = 180       # a case that runs longer than this hangs
@@ -96,6 +127,19 @@ ROW_LARGE = ((1 << 22) + 3, 1024)   # 2^32 + 3072 elements: a 32-bit row * cols 
 ROW_LARGE_EVERY = 64                # its CPU check: every 64th row and the last 64
 ROW_WIDE = (1, 1 << 20)             # one row as wide as the harness allows
 
+# The watch on where the work is done (common/gpu_work.c): a pass may bring
+# at most this share of its input's bytes to the host. A sum's or a row's
+# work needs none: the harness itself reads the results back.
+GPU_WORK = "gpu-work"
+GPU_WORK_HOST_SHARE = 1 / 8
+
+# Speed (--speed): rounds, the size, and each run's repetitions (make bench's).
+SPEED_ROUNDS = 5
+SPEED_AT = {"sum": "33554432", "rows": "32768x1024"}
+SPEED_REPS, SPEED_WARMUP = 20, 3
+SPEED_POINTS = 10
+MET, TIE, MISSED = "met", "tie", "missed"
+
 BATCH_KINDS = ("exact", "offset", "fill", "onehot", "shape", "stat", "masked")
 BATCH_SIZE = 40               # checks per process (--checks): one CUDA context for many
 
@@ -107,6 +151,7 @@ class Case:
     tool: str = ""       # compute-sanitizer tool, if any
     cells: int = 0       # floats the check moves, to size the large ones
     need: tuple = (0, 0)  # a large check's device and host bytes (large_need)
+    entry: str = ""       # gpu-work: the contract's function the watch wraps
 
     @property
     def label(self):
@@ -126,6 +171,9 @@ class Outcome:
     skipped: bool = False
     code: object = None
     reason: str = ""
+    score: float = None       # the speed check's points (every other check: 1 if ok)
+    max_score: float = None
+    speed: dict = None        # the speed check's measurement (Speed.as_dict)
 
 
 @dataclass
@@ -223,6 +271,9 @@ def build_cases(device, quick=False, sanitizer=True):
         cases += [Case("large", check_args(big28, "exact", seed=11, offset=1), cells=big28),
                   Case("large", check_args(big28, "exact", seed=12, offset=2), cells=big28),
                   Case("large", check_args(big31, "exact", seed=13, offset=3), cells=big31)]
+    # The work on the GPU: kernels launched, the input left where it is.
+    cases.append(Case(GPU_WORK, check_args(1048579, "random", seed=41, offset=1),
+                      entry="reduce_pass()"))
     # Repetitions: a race or a stale counter shows as a sum that moves, or
     # as a second run that differs from the first.
     cases += [Case("timed", ["-n", "1000003", "--reps", "25", "--warmup", "2", "--fill", "random"]),
@@ -358,6 +409,8 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
                   Case("large", row_args(2, c2, "levels" if softmax else "centered", seed=13,
                                          offset=3, extra=("--mask", "causal") if softmax else ()),
                        cells=2 * c2)]
+    cases.append(Case(GPU_WORK, row_args(37, 4097, "random", seed=41, offset=1),
+                      entry="row_forward()"))
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
                              "--fill", "random"]),
               Case("timed", ["--rows", "4099", "--cols", "33", "--reps", "25", "--warmup", "0",
@@ -475,8 +528,40 @@ THREADS = {"small": 1, "large": 1}
 
 def child_env(kind):
     env = dict(os.environ)
-    env["OMP_NUM_THREADS"] = str(THREADS["large" if kind == "large" else "small"])
+    env.pop("REDUCE_GPU_WORK", None)
+    if kind == "speed":   # alone on the machine: every CPU fills and checks
+        env["OMP_NUM_THREADS"] = str(os.cpu_count() or 1)
+    else:
+        env["OMP_NUM_THREADS"] = str(THREADS["large" if kind == "large" else "small"])
     return env
+
+
+def gpu_work_verdict(text, entry):
+    """(ok, skipped, reason) from the line common/gpu_work.c wrote ("" if none).
+
+    entry: the contract's function the watch wraps, for the messages."""
+    if not text.strip():
+        return False, True, ("built without the grader's watch on GPU work: make check "
+                             "STEP= or SOURCE= builds it in, PROGRAM= cannot")
+    fields = dict(f.split("=", 1) for f in text.split() if "=" in f)
+    state = fields.get("monitor", "")
+    if state == "error":
+        return False, True, f"the watch on GPU work could not run: {fields.get('why', '?').replace('_', ' ')}"
+    if state != "ok":
+        return False, False, f"the watch saw no call of {entry}: the harness always makes one"
+    try:
+        kernels, calls = int(fields["kernels"]), int(fields["calls"])
+        to_host = int(fields["d2h_bytes"]) + int(fields["um_d2h_bytes"])
+        size = int(fields["input_bytes"])
+    except (KeyError, ValueError):
+        return False, False, f"the watch's line is not readable: {text.strip()}"
+    if kernels == 0:
+        return False, False, (f"launched no kernel in {calls} calls of {entry}: "
+                              "the work was not done on the GPU")
+    if to_host >= GPU_WORK_HOST_SHARE * size:
+        return False, False, (f"moved {to_host} bytes to the host during {entry} "
+                              f"(its input is {size} bytes): the work was done on the host")
+    return True, False, ""
 
 
 def run_case(program, case, sanitizer, budget):
@@ -485,21 +570,36 @@ def run_case(program, case, sanitizer, budget):
         cmd = [sanitizer, "--tool", case.tool, "--error-exitcode", str(SANITIZER_EXIT), *cmd]
     timeout = TIMEOUT_S.get("sanitizer" if case.tool else case.kind, DEFAULT_TIMEOUT_S)
     slot = budget if case.kind == "large" else None
-    if slot:
-        slot.acquire(case.need)
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              errors="replace", timeout=timeout, env=child_env(case.kind))
-    except subprocess.TimeoutExpired:
-        return Outcome(case, False, code="timeout", reason=f"no answer in {timeout} s: a hang?")
-    except OSError as err:
-        return Outcome(case, False, code="?", reason=f"cannot run: {err.strerror}")
-    finally:
+    env = child_env(case.kind)
+    with tempfile.TemporaryDirectory() as tmp:
+        watch = os.path.join(tmp, "gpu-work.txt")
+        if case.kind == GPU_WORK:
+            env["REDUCE_GPU_WORK"] = watch
         if slot:
-            slot.release(case.need)
+            slot.acquire(case.need)
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                  text=True, errors="replace", timeout=timeout, env=env)
+        except subprocess.TimeoutExpired:
+            return Outcome(case, False, code="timeout", reason=f"no answer in {timeout} s: a hang?")
+        except OSError as err:
+            return Outcome(case, False, code="?", reason=f"cannot run: {err.strerror}")
+        finally:
+            if slot:
+                slot.release(case.need)
+        watched = ""
+        if case.kind == GPU_WORK and os.path.isfile(watch):
+            with open(watch, errors="replace") as handle:
+                watched = handle.read()
     ok = proc.returncode == 0 and re.search(r"^PASS$", proc.stdout, re.M) is not None
     code = proc.returncode if proc.returncode >= 0 else f"signal {-proc.returncode}"
-    return Outcome(case, ok, code=code, reason="" if ok else why(code, proc.stdout, case.tool))
+    if not ok:
+        return Outcome(case, False, code=code, reason=why(code, proc.stdout, case.tool))
+    if case.kind == GPU_WORK:
+        ok, skipped, reason = gpu_work_verdict(watched, case.entry)
+        return Outcome(case, ok, skipped=skipped, code=code if ok or skipped else EXIT_FAILED,
+                       reason=reason)
+    return Outcome(case, True, code=code)
 
 
 def run_batch(program, cases, sanitizer, budget):
@@ -538,6 +638,223 @@ def run_batch(program, cases, sanitizer, budget):
         else:
             outcomes.append(run_case(program, case, sanitizer, budget))
     return outcomes
+
+
+# ------------------------------------------------------------------ speed
+
+@dataclass
+class SpeedTarget:
+    factor: float        # the program must reach factor x the reference's GB/s
+    reference: str       # as written: step2, copy, cub
+    text: str
+
+
+@dataclass
+class SpeedRules:
+    target: SpeedTarget
+    at: str = ""         # n (part 1) or ROWSxCOLS (part 2); "" for the part's default
+    rounds: int = SPEED_ROUNDS
+    points: float = SPEED_POINTS
+    credit: str = "all"  # all: the points or none; ratio: points x ratio / factor, up to all
+    tie: str = "pass"    # what a tie with the target scores
+
+
+def parse_speed(text):
+    """SpeedTarget from "1.5x step2", "0.8x copy", ">= step8", "2 x cub"."""
+    match = re.fullmatch(r"\s*(?:>=\s*|(\d+(?:\.\d+)?|\.\d+)\s*[xX]\s*)([A-Za-z0-9_/]+)\s*",
+                         text or "")
+    if not match or (match.group(1) is not None and float(match.group(1)) <= 0):
+        raise GradeError(EXIT_USAGE, f"--speed '{text}': give a target such as '1.5x step2', "
+                                     "'0.8x copy', '>= step8' or '2x cub'")
+    factor = float(match.group(1)) if match.group(1) is not None else 1.0
+    return SpeedTarget(factor, match.group(2), " ".join(text.split()))
+
+
+def speed_reference(name, rows, dtype="f32", root=REPO):
+    """The folder of the program a target names, in the graded program's part:
+    stepK (or K), cub, or copy (part 2's copy of the same bytes; for part 1's
+    sums, the same floats copied as one array)."""
+    ref = name.lower().removeprefix("rows/")
+    if ref == "copy":
+        return "rows/baseline_copy16" if dtype == "bf16" else "rows/baseline_copy"
+    if ref == "cub":
+        return "rows/baseline_cub" if rows else "baseline_cub"
+    match = re.fullmatch(r"(?:step)?(\d+)(_\w+)?", ref)
+    part = "rows/" if rows else ""
+    source = "rows.cu" if rows else "reduce.cu"
+    if match:
+        prefix = f"step{int(match.group(1))}_"
+        found = sorted(d for d in os.listdir(os.path.join(root, part) if part else root)
+                       if d.startswith(prefix) and (match.group(2) is None or d == ref)
+                       and os.path.isfile(os.path.join(root, part, d, source)))
+        if found:
+            return part + found[0]
+    raise GradeError(EXIT_USAGE, f"--speed: no program '{name}' in part {2 if rows else 1} "
+                                 f"(a step number such as step2, cub or copy)")
+
+
+def speed_size(at, rows):
+    """(the graded program's size arguments, a label) at --speed-at."""
+    text = (at or SPEED_AT["rows" if rows else "sum"]).replace(" ", "")
+    if rows:
+        match = re.fullmatch(r"(\d+)[xX](\d+)", text)
+        if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
+            raise GradeError(EXIT_USAGE, f"--speed-at '{at}': part 2 takes ROWSxCOLS, e.g. 32768x1024")
+        r, c = match.groups()
+        return ["--rows", r, "--cols", c], f"{r} x {c}"
+    if not re.fullmatch(r"\d+", text) or int(text) < 2:
+        raise GradeError(EXIT_USAGE, f"--speed-at '{at}': part 1 takes n, a number of floats "
+                                     "of at least 2, e.g. 33554432")
+    return ["-n", text], f"n = {text}"
+
+
+def copy_size(size_args):
+    """Part 1's n floats as the copy program's rows x cols (the same floats)."""
+    n = int(size_args[1])
+    cols = 1024 if n % 1024 == 0 else 1
+    return ["--rows", str(n // cols), "--cols", str(cols)]
+
+
+class SpeedError(Exception):
+    pass
+
+
+def ratio_text(value):
+    """1.82x; a ratio below 0.1 with two significant digits (0.0043x), not 0.00x."""
+    return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
+
+
+def timed_run(program, size_args):
+    """GB/s of one timed run (make bench's repetitions), its output verified."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "speed.csv")
+        cmd = [program, *size_args, "--reps", str(SPEED_REPS), "--warmup", str(SPEED_WARMUP),
+               "--fill", "random", "--csv", path]
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  errors="replace", timeout=DEFAULT_TIMEOUT_S, env=child_env("speed"))
+        except subprocess.TimeoutExpired:
+            raise SpeedError(f"{' '.join(cmd[:-2])}: no answer in {DEFAULT_TIMEOUT_S} s") from None
+        except OSError as err:
+            raise SpeedError(f"{program}: cannot run: {err.strerror}") from None
+        rows = []
+        if os.path.isfile(path):
+            with open(path, newline="") as handle:
+                rows = list(csv.DictReader(handle))
+    if proc.returncode != 0 or not rows or rows[-1].get("pass") != "1":
+        code = proc.returncode if proc.returncode >= 0 else f"signal {-proc.returncode}"
+        raise SpeedError(f"{' '.join(cmd[:-2])} (exit {code}): {why(code, proc.stdout, '')}")
+    return float(rows[-1]["gbps"])
+
+
+@dataclass
+class Speed:
+    rules: SpeedRules
+    reference: str              # its folder: step2_bankconflict, rows/baseline_copy
+    at: str                     # the size, as the line says it
+    mine: list                  # GB/s of the graded program, round by round
+    theirs: list                # GB/s of the reference, the same rounds
+
+    @property
+    def ratio(self):
+        return statistics.median(self.mine) / statistics.median(self.theirs)
+
+    @property
+    def round_ratios(self):
+        return [a / b for a, b in zip(self.mine, self.theirs)]
+
+    @property
+    def verdict(self):
+        """met, tie or missed: compare.verdict on the time each takes per byte,
+        the reference's rounds sped up by the target's factor."""
+        f = self.rules.target.factor
+        mine = (1 / max(self.mine), 1 / min(self.mine))
+        target = (1 / (f * max(self.theirs)), 1 / (f * min(self.theirs)))
+        return {compare.WIN: MET, compare.TIE: TIE, compare.LOSS: MISSED}[
+            compare.verdict(mine, target)]
+
+    @property
+    def passed(self):
+        return self.verdict == MET or (self.verdict == TIE and self.rules.tie == "pass")
+
+    def score(self):
+        if self.passed:
+            return self.rules.points
+        if self.rules.credit == "ratio":
+            return round(self.rules.points * min(1.0, self.ratio / self.rules.target.factor), 2)
+        return 0
+
+    def line(self):
+        ratios = self.round_ratios
+        name = self.reference.removeprefix("rows/baseline_").removeprefix("baseline_")
+        return (f"{ratio_text(self.ratio)} {name} (rounds {ratio_text(min(ratios))} to "
+                f"{ratio_text(max(ratios))}; "
+                f"median {statistics.median(self.mine):.0f} against "
+                f"{statistics.median(self.theirs):.0f} GB/s) at {self.at}, {len(ratios)} rounds: "
+                f"target {self.rules.target.text} {self.verdict}")
+
+    def as_dict(self):
+        ratios = self.round_ratios
+        return {"target": self.rules.target.text, "factor": self.rules.target.factor,
+                "reference": self.reference, "at": self.at, "ratio": round(self.ratio, 4),
+                "ratio_lo": round(min(ratios), 4), "ratio_hi": round(max(ratios), 4),
+                "gbps": [round(v, 2) for v in self.mine],
+                "reference_gbps": [round(v, 2) for v in self.theirs],
+                "verdict": self.verdict, "score": self.score(), "max_score": self.rules.points}
+
+
+def build_reference(folder):
+    """The reference as the grader builds its programs (build/monitored/), by make."""
+    target = f"build/monitored/{folder}/run"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    try:
+        proc = subprocess.run(["make", "--no-print-directory", "-s", target], cwd=REPO, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              errors="replace", timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise GradeError(EXIT_USAGE, f"--speed: cannot build {target}: {err}") from None
+    if proc.returncode != 0:
+        tail = [line for line in proc.stdout.splitlines() if line.strip()][-1:]
+        raise GradeError(EXIT_USAGE, f"--speed: make {target} failed: {' '.join(tail)}")
+    return os.path.join(REPO, target)
+
+
+def measure_speed(program, reference, rules, rows, dtype, progress=None):
+    """Speed: the program and the reference timed in alternating rounds (the
+    order swaps every round, so that neither always runs first)."""
+    size_args, label = speed_size(rules.at, rows)
+    ref_args = copy_size(size_args) if reference.endswith("/baseline_copy") and not rows \
+        else size_args
+    ref_program = build_reference(reference)
+    mine, theirs = [], []
+    for k in range(rules.rounds):
+        runs = [(program, size_args, mine), (ref_program, ref_args, theirs)]
+        for path, args, into in (runs if k % 2 == 0 else runs[::-1]):
+            into.append(timed_run(path, args))
+        if progress is not None:
+            print(f"speed round {k + 1}/{rules.rounds}: {mine[-1]:.0f} against "
+                  f"{theirs[-1]:.0f} GB/s", file=progress, flush=True)
+    return Speed(rules, reference, label, mine, theirs)
+
+
+def speed_check(report, rules, rows, dtype, progress=None):
+    """The speed check's Outcome: measured after every other check of the program."""
+    case = Case("speed", [rules.target.text])
+    try:
+        reference = speed_reference(rules.target.reference, rows is not None, dtype)
+        case.args = [rules.target.text, "at", speed_size(rules.at, rows is not None)[1]]
+        speed = measure_speed(report.program, reference, rules, rows is not None, dtype, progress)
+    except SpeedError as err:
+        return Outcome(case, False, code=EXIT_FAILED, reason=f"not measured: {err}",
+                       score=0, max_score=rules.points)
+    others = [o for o in report.failed if o.case.kind != "speed"]
+    if others:
+        return Outcome(case, False, code=EXIT_FAILED, score=0, max_score=rules.points,
+                       reason=f"not scored: {len(others)} other checks failed; measured "
+                              f"{speed.line()}", speed=speed.as_dict())
+    return Outcome(case, speed.passed, code=0 if speed.passed else EXIT_FAILED,
+                   reason=speed.line(), score=speed.score(), max_score=rules.points,
+                   speed=speed.as_dict())
 
 
 def probe(program):
@@ -582,12 +899,14 @@ def probe(program):
     return name, match.group(2), device, row_program(fields) if is_rows else None
 
 
-def grade(programs, jobs, quick=(), sanitizer=None, progress=None):
+def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
     """Grade every program in one pool of jobs; returns ([Report] in order, GPU name).
 
     quick: the programs that get the --quick matrix. progress: a file that
-    gets one line per finished process, with its time (for slow machines)."""
+    gets one line per finished process, with its time (for slow machines).
+    speed: SpeedRules, timed for each program once every check has finished."""
     reports, jobs_for = [], []
+    row_info = {}
     gpu = None
     device = None
     for program in programs:
@@ -605,6 +924,11 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None):
             continue
         report = Report(program, f"{name} (code {code_hash})" if code_hash else name)
         reports.append(report)
+        row_info[id(report)] = rows
+        if speed:   # a wrong target or size, or a reference that does not build: now, not at the end
+            build_reference(speed_reference(speed.target.reference, rows is not None,
+                                            rows.dtype if rows else "f32"))
+            speed_size(speed.at, rows is not None)
         if rows is not None:
             cases = build_row_cases(device, rows, quick=program in quick,
                                     sanitizer=sanitizer is not None)
@@ -653,13 +977,19 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None):
         for report, future in futures:
             result = future.result()
             report.outcomes.extend(result if isinstance(result, list) else [result])
+    # Speed last, one program at a time: nothing else of this grading is on the GPU.
+    for report in reports if speed else ():
+        if id(report) in row_info:
+            rows = row_info[id(report)]
+            report.outcomes.append(speed_check(report, speed, rows,
+                                               rows.dtype if rows else "f32", progress))
     if sanitizer is None:
         for report in reports:
             if report.failed and report.failed[0].case.kind == "probe":
                 continue
             for tool in SANITIZER_TOOLS:
                 report.outcomes.append(Outcome(Case(tool, [], tool), False, skipped=True,
-                                               reason="compute-sanitizer not found"))
+                                               reason=SANITIZER_SKIPPED[0]))
     return reports, gpu
 
 
@@ -690,7 +1020,38 @@ def print_report(report, out=sys.stdout):
         print(f"{report.name}: failed checks (kind, exit, command -> why)", file=out)
         for line in failure_table(report):
             print(line, file=out)
+    for o in report.outcomes:
+        if o.case.kind == "speed":
+            points = f" ({o.score:g} of {o.max_score:g} points)" if o.max_score is not None else ""
+            print(f"speed: {o.reason}{points}", file=out)
     print(verdict(report), file=out, flush=True)
+
+
+def summary(reports, gpu):
+    """What --summary writes: per program, its checks by state, the first
+    failures, the gpu-work check and the speed check (tools/grade_class.py)."""
+    programs = []
+    for report in reports:
+        work = [o for o in report.outcomes if o.case.kind == GPU_WORK]
+        fast = [o for o in report.outcomes if o.case.kind == "speed"]
+        kinds = {}
+        for o in report.failed:
+            kinds[o.case.kind] = kinds.get(o.case.kind, 0) + 1
+        programs.append({
+            "program": report.program, "name": report.name,
+            "verdict": "PASS" if report.passed else "FAIL",
+            "checks": len(report.outcomes) - len(report.skipped),
+            "failed": len(report.failed), "skipped": len(report.skipped),
+            "failed_kinds": kinds,
+            "first_failures": [f"{o.case.kind}: {o.case.label} -> {o.reason}"
+                               for o in report.failed[:3]],
+            "gpu_work": {"state": ("skipped" if work[0].skipped else
+                                   "passed" if work[0].ok else "failed"),
+                         "reason": work[0].reason} if work else None,
+            "speed": dict(fast[0].speed or {}, passed=fast[0].ok, score=fast[0].score,
+                          max_score=fast[0].max_score, line=fast[0].reason) if fast else None,
+        })
+    return {"gpu": gpu or "", "programs": programs}
 
 
 def parse_args(argv):
@@ -708,6 +1069,23 @@ def parse_args(argv):
     parser.add_argument("--junit", metavar="FILE", help="also write the checks as JUnit XML")
     parser.add_argument("--gradescope", metavar="FILE",
                         help="also write the checks as Gradescope's results.json")
+    parser.add_argument("--summary", metavar="FILE",
+                        help="also write each program's result as JSON (tools/grade_class.py)")
+    parser.add_argument("--speed", metavar="TARGET",
+                        help="also time the program against another, e.g. '1.5x step2', "
+                             "'0.8x copy', '>= step8'")
+    parser.add_argument("--speed-at", metavar="SIZE", default="",
+                        help="n (part 1, default 33554432) or ROWSxCOLS (part 2, default "
+                             "32768x1024)")
+    parser.add_argument("--speed-rounds", type=int, default=SPEED_ROUNDS,
+                        help=f"rounds, each timing both programs once (default {SPEED_ROUNDS})")
+    parser.add_argument("--speed-points", type=float, default=SPEED_POINTS,
+                        help=f"what the speed check is worth in the reports (default {SPEED_POINTS})")
+    parser.add_argument("--speed-credit", choices=("all", "ratio"), default="all",
+                        help="all: the points or none; ratio: a missed target still scores "
+                             "points x ratio / target")
+    parser.add_argument("--speed-tie", choices=("pass", "fail"), default="pass",
+                        help="a tie with the target (rounds overlap) passes (default) or fails")
     return parser.parse_args(argv)
 
 
@@ -717,10 +1095,20 @@ def main(argv=None):
         print("grade: error: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
     sanitizer = None if args.no_sanitizer else find_sanitizer()
+    if args.no_sanitizer:
+        SANITIZER_SKIPPED[0] = "not run (--no-sanitizer)"
     quick = set(args.programs) if args.quick else set()
     try:
+        speed = None
+        if args.speed is not None:
+            if not 2 <= args.speed_rounds <= 100:
+                raise GradeError(EXIT_USAGE, "--speed-rounds must be 2 to 100")
+            if args.speed_points < 0:
+                raise GradeError(EXIT_USAGE, "--speed-points must be 0 or more")
+            speed = SpeedRules(parse_speed(args.speed), args.speed_at, args.speed_rounds,
+                               args.speed_points, args.speed_credit, args.speed_tie)
         reports, gpu = grade(args.programs, args.jobs, quick, sanitizer,
-                             sys.stderr if args.progress else None)
+                             sys.stderr if args.progress else None, speed)
     except GradeError as err:
         print(f"grade: {err}", file=sys.stderr)
         return err.code
@@ -736,6 +1124,9 @@ def main(argv=None):
             grade_report.write_junit(reports, args.junit, gpu or "")
         if args.gradescope:
             grade_report.write_gradescope(reports, args.gradescope, gpu or "")
+    if args.summary:
+        import grade_report  # noqa: E402
+        grade_report.write_json(summary(reports, gpu), args.summary)
     return 0 if all(r.passed for r in reports) else EXIT_FAILED
 
 

@@ -22,7 +22,9 @@ against): name, tests, failures and errors on every <testsuite>, name on every
 Gradescope: the results.json format documented at
     https://gradescope-autograders.readthedocs.io/en/latest/specs/
 ("Output format" and "Test case status"). Every check is one test worth one
-point: score 1 and status "passed", or score 0 and status "failed". A skipped
+point: score 1 and status "passed", or score 0 and status "failed". A check
+with points of its own (outcome.score and outcome.max_score: grade.py's
+speed check) is worth those, and its output is its measurement. A skipped
 check (compute-sanitizer not installed, say) is listed with score 0 of
 max_score 0, so it neither adds nor costs a point, and its output says why it
 was skipped. The top-level score is the sum of the tests' scores.
@@ -127,6 +129,8 @@ def junit_tree(reports, gpu=""):
                                          f"{outcome.reason}\n")
             elif state == SKIPPED:
                 ET.SubElement(case, "skipped", message=_xml_text(outcome.reason))
+            elif outcome.reason:   # a passed check that measured something (speed)
+                ET.SubElement(case, "system-out").text = _xml_text(outcome.reason)
         for key, value in suite_counts.items():
             totals[key] += value
     for key, value in totals.items():
@@ -161,6 +165,15 @@ def summary(reports, gpu=""):
     return _one_line(line)
 
 
+def points(outcome):
+    """(score, max_score): the check's own where it has them (the speed check,
+    the instructor's points and credit rule), else 1 or 0 of 1."""
+    most = getattr(outcome, "max_score", None)
+    if most is None:
+        return (1 if status(outcome) == PASSED else 0), 1
+    return getattr(outcome, "score", 0) or 0, most
+
+
 def gradescope_results(reports, gpu=""):
     """The results.json object of the reports."""
     tests = []
@@ -174,10 +187,11 @@ def gradescope_results(reports, gpu=""):
                         "status": PASSED,
                         "output": f"Skipped, not scored: {outcome.reason}"}
             elif state == PASSED:
-                test = {"name": name, "score": 1, "max_score": 1, "status": PASSED,
-                        "output": "passed"}
+                test = {"name": name, "score": points(outcome)[0], "max_score": points(outcome)[1],
+                        "status": PASSED, "output": outcome.reason or "passed"}
             else:
-                test = {"name": name, "score": 0, "max_score": 1, "status": FAILED,
+                test = {"name": name, "score": points(outcome)[0], "max_score": points(outcome)[1],
+                        "status": FAILED,
                         "output": f"{outcome.reason}\nexit status: {outcome.code}"}
             test["tags"] = [str(outcome.case.kind)]
             tests.append(test)
@@ -187,6 +201,12 @@ def gradescope_results(reports, gpu=""):
             "visibility": "visible",
             "stdout_visibility": "visible",
             "tests": tests}
+
+
+def write_json(data, path):
+    """Writes any JSON object (grade.py's --summary) the same way."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    _write_atomic(path, (text + "\n").encode("utf-8"))
 
 
 def write_gradescope(reports, path, gpu=""):
