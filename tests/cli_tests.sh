@@ -129,7 +129,7 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     done
     # make check's one line also names what it would run on a GPU, a program
     # that is there, and the grader's own code for it.
-    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step3_idle/run (here that exits 3)" \
+    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step3_idle/run (here that exits 3)" \
         make check STEP=3
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
     # Its list of what works without a GPU is the README's (one list: need_gpu.sh's).
@@ -138,9 +138,10 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     [ -n "$listed" ] && [ "$readme" = "$listed" ] && [[ $(make check STEP=3 2>&1) == *"Without one: $listed."* ]] \
         && ok || bad "README.md's no-GPU list '$readme' is not need_gpu.sh's '$listed'"
     # Other suites run at the same time: their makes' own temporaries and
-    # Python's caches are not this check's business.
+    # Python's caches are not this check's business. make check builds what
+    # it grades on any machine: the step's twin under build/monitored/.
     left=$(find . -newer "$stamp" -type f ! -path './.git/*' ! -path './build/*.tmp' \
-           ! -path './build/pycache/*' ! -path '*/__pycache__/*' 2>/dev/null)
+           ! -path './build/pycache/*' ! -path '*/__pycache__/*' ! -path './build/monitored/*' 2>/dev/null)
     [ -z "$left" ] && ok || bad "make's GPU targets left files behind: $left"
     rm -f "$stamp"
     [ ! -e plots/results/.determinism.csv.tmp ] && ok || bad "plots/results/.determinism.csv.tmp is left"
@@ -201,6 +202,10 @@ expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/suc
 expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
 expect_only_line 2 "no step 3 4" make -s check STEP="3 4"
 expect 2 "no such file" python3 tools/grade.py no/such/run
+expect 2 "give a target such as '1.5x step2'" python3 tools/grade.py --speed "1.5y step2" step3_idle/run
+expect 2 "--speed-rounds must be 2 to 100" python3 tools/grade.py --speed "1.5x step2" --speed-rounds 1 step3_idle/run
+expect 2 "usage: make class SUBMISSIONS=folder" make -s class
+expect 2 "no such folder" python3 tools/grade_class.py no/such/folder
 expect 2 "not an executable" python3 tools/grade.py step3_idle/reduce.cu
 expect 2 "is a directory" python3 tools/grade.py step3_idle
 last=$(ls -d step[0-9]*_*/ | sed 's/^step\([0-9]*\)_.*/\1/' | sort -n | tail -n 1)
@@ -227,7 +232,7 @@ printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_test
 printf '#!/bin/sh\necho "multigpu unit: 1 passed, 0 failed"\n' > "$runner/build/multigpu_tests"
 chmod +x "$runner/build/unit_tests" "$runner/build/multigpu_tests"
 printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
-for t in schema plot docs scripts patterns editions claims grade_report; do
+for t in schema plot docs scripts patterns editions claims grade_report grade; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
 printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
@@ -238,18 +243,18 @@ printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed"
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline == "16 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
+[ $rc -eq 0 ] && [[ $lastline == "17 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
     && [[ $lastline == *"make test on a machine with one, or make check STEP=K there" ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 14 ] \
+[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 15 ] \
     && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
-    && [ "$(echo "$out" | wc -l)" -le 17 ] && ok \
+    && [ "$(echo "$out" | wc -l)" -le 18 ] && ok \
     || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
 printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
 printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
 printf 'print("crashed")\n' > "$runner/tests/test_schema.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "20 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "21 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
     && [[ $out == *"what went wrong"* ]] && [[ $out == *"schema: ended without a result line"* ]] && ok \
     || bad "run_tests.sh with a device, a failure and a crash -> exit $rc: $out"
 out=$(SUITES="editions unit" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
@@ -371,10 +376,13 @@ next=$((last + 1)) rnext=$((rlast + 1))
         expect_one_line 3 ./step${next}/run --check
         expect_one_line 3 ./rows/step${rnext}/run --check
         # make check: one line naming what would run on a GPU, which is there.
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py step${next}_mine/run (here that exits 3)" \
+        # STEP= grades the step's twin with the watch on GPU work linked in.
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step${next}_mine/run (here that exits 3)" \
             make check STEP=${next}
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py rows/step${rnext}_mine/run" \
+        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/rows/step${rnext}_mine/run" \
             make check STEP=rows/${rnext}
+        expect_only_line 2 "python3 tools/grade.py --speed '1.5x step2' --speed-at '1048576' build/monitored/step${next}_mine/run" \
+            make check STEP=${next} SPEED="1.5x step2" SPEED_AT=1048576
         # SOURCE=: built here, whatever the machine; said so; then that line.
         mkdir -p alice && cp "$src" alice/reduce.cu
         out=$(make check SOURCE=alice/reduce.cu 2>&1); rc=$?
@@ -384,6 +392,16 @@ next=$((last + 1)) rnext=$((rlast + 1))
             && [ -x build/graded/alice/run ] && ok || bad "make check SOURCE=alice/reduce.cu without a GPU -> exit $rc: $out"
         expect 3 "no CUDA device" python3 tools/grade.py build/graded/alice/run
         expect 3 "builds with this harness: build/graded/alice/run" bash tools/grade_source.sh alice/reduce.cu
+        # The grader's builds carry the watch (the linker's wrap of
+        # reduce_pass and row_forward); the programs make bench times do not.
+        nm build/graded/alice/run | grep -q ' T __wrap_reduce_pass$' \
+            && nm build/monitored/rows/step${rnext}_mine/run | grep -q ' T __wrap_row_forward$' \
+            && ! nm step${next}_mine/run | grep -q '__wrap_' && ok \
+            || bad "the watch on GPU work is not where it belongs (graded and monitored builds only)"
+        # A whole class without a GPU: one line naming what would run.
+        mkdir -p class/alice && cp "$src" class/alice/reduce.cu
+        expect_only_line 2 "on one it runs the grader on every submission: tools/grade_class.py class" \
+            make class SUBMISSIONS=class
     else
         expect 0 "PASS" ./step${next}/run --check
         expect 0 "grade: PASS step${next}_mine" make check STEP=${next} GRADE_FLAGS="--quick --no-sanitizer"

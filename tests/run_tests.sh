@@ -56,6 +56,7 @@ claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
+grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
 '
 
 names=() labels=() commands=()

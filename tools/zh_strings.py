@@ -366,6 +366,15 @@ SUMMARIES = {
 # ----------------------------------------------------------------------------
 
 CHART_STRINGS = {
+    # tools/grade_class.py, the class chart (docs/grading.md)
+    "speed ratio: the submission's GB/s over the reference's":
+        "速度比：提交程序的 GB/s 除以参照程序的 GB/s",
+    "(median of rounds; whiskers: slowest and fastest round)": "（各轮的中位数；误差线：最慢和最快的一轮）",
+    "every check passed": "全部检查通过",
+    "every check passed, target met": "全部检查通过，达到目标",
+    "every check passed, target missed": "全部检查通过，未达目标",
+    "checks failed": "有检查未通过",
+    "share of the grader's checks passed": "通过的评分器检查所占比例",
     # tools/plot.py, part 1
     "Numbers above bars: speed-up over the previous step / over step 0, from median time at "
     "the same n": "柱上的数字：相对上一步 / 相对第 0 步的加速比，按同一 n 下的中位数耗时计算",
@@ -435,6 +444,16 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/grade_class.py, the class chart (docs/grading.md)
+    (r"Class results on (.+): speed against (\S+) (\S+) \((\S+) at (.+)\)",
+     "{0} 上的全班结果：速度对照 {3}，目标 {1} {2}（{4}）"),
+    (r"Class results on (.+)", "{0} 上的全班结果"),
+    (r"\s*target (\S+)", " 目标 {0}"),
+    (r"\s*(\S+)  \((\d+) checks failed\)", "  {0}（{1} 项检查未通过）"),
+    (r"not timed: (\d+) checks failed", "未计时：{0} 项检查未通过"),
+    (r"does not build: compiler errors in (\S+)", "无法编译：编译器报错见 {0}"),
+    (r"not graded: ran out of its (\S+) minutes", "未评分：用完了 {0} 分钟的时限"),
+    (r"not graded: no reduce\.cu or rows\.cu", "未评分：没有 reduce.cu 或 rows.cu"),
     (r"Sum reduction on (.+), step by step: achieved bandwidth", "{0} 上的求和归约：每一步的实测带宽"),
     (r"Sum reduction on (.+): bandwidth against input size", "{0} 上的求和归约：带宽随输入规模的变化"),
     (r"Sum reduction on (.+): (\S+) and later against CUB, across n",

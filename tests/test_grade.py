@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+"""Tests for what the grader decides without a GPU: the gpu-work check's
+verdict on the watch's line (common/gpu_work.c), the speed check (targets,
+references, sizes, the win/tie rule, points, the alternating rounds, with
+stand-in programs), the --summary JSON, and the class table and chart
+(tools/grade_class.py, with a stand-in for tools/grade_source.sh).
+
+Run: python3 tests/test_grade.py. The last line printed is
+`grade: N passed, N failed`.
+"""
+import csv
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import unittest
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, TESTS)
+sys.path.insert(0, os.path.join(os.path.dirname(TESTS), "tools"))
+import fakes  # noqa: E402
+import grade  # noqa: E402
+import grade_class  # noqa: E402
+
+OK_LINE = ("monitor=ok calls=5 kernels=3 d2h_bytes=0 um_d2h_bytes=0 input_bytes=4194316 "
+           "um=on dropped=0")
+
+
+class GpuWorkVerdict(unittest.TestCase):
+    """Each way the watch's line can read, and what the check makes of it."""
+
+    def verdict(self, text):
+        return grade.gpu_work_verdict(text, "reduce_pass()")
+
+    def test_kernels_and_nothing_to_the_host_pass(self):
+        self.assertEqual(self.verdict(OK_LINE), (True, False, ""))
+
+    def test_no_kernel_fails(self):
+        ok, skipped, reason = self.verdict(OK_LINE.replace("kernels=3", "kernels=0"))
+        self.assertEqual((ok, skipped), (False, False))
+        self.assertIn("launched no kernel in 5 calls of reduce_pass()", reason)
+
+    def test_the_input_copied_to_the_host_fails(self):
+        # host_sum on the H200: every byte of the input, and no kernel.
+        ok, _, reason = self.verdict(OK_LINE.replace(" d2h_bytes=0", " d2h_bytes=4194316"))
+        self.assertFalse(ok)
+        self.assertIn("moved 4194316 bytes to the host", reason)
+
+    def test_an_eighth_of_it_fails_and_less_passes(self):
+        eighth = 4194316 // 8 + 1
+        self.assertFalse(self.verdict(OK_LINE.replace(" d2h_bytes=0", f" d2h_bytes={eighth}"))[0])
+        self.assertTrue(self.verdict(OK_LINE.replace(" d2h_bytes=0", " d2h_bytes=4096"))[0])
+
+    def test_unified_memory_counts_too(self):
+        ok, _, reason = self.verdict(OK_LINE.replace("um_d2h_bytes=0", "um_d2h_bytes=4194304"))
+        self.assertFalse(ok)
+        self.assertIn("to the host", reason)
+
+    def test_no_line_is_a_skip_never_a_pass(self):
+        ok, skipped, reason = self.verdict("")
+        self.assertEqual((ok, skipped), (False, True))
+        self.assertIn("built without the grader's watch", reason)
+
+    def test_a_watch_that_could_not_run_is_a_skip(self):
+        ok, skipped, reason = self.verdict("monitor=error why=CUPTI_(libcupti.so)_could_not_be_loaded")
+        self.assertEqual((ok, skipped), (False, True))
+        self.assertIn("CUPTI (libcupti.so) could not be loaded", reason)
+
+    def test_linked_but_never_called_fails(self):
+        ok, skipped, reason = self.verdict("monitor=linked\n")
+        self.assertEqual((ok, skipped), (False, False))
+        self.assertIn("no call of reduce_pass()", reason)
+
+    def test_an_unreadable_line_fails(self):
+        self.assertFalse(self.verdict("monitor=ok calls=x")[0])
+
+    def test_every_program_gets_the_check(self):
+        device = grade.Device("G", 132, 2048, 1 << 36)
+        for cases, entry in ((grade.build_cases(device, quick=True), "reduce_pass()"),
+                             (grade.build_row_cases(device, quick=True), "row_forward()")):
+            work = [c for c in cases if c.kind == grade.GPU_WORK]
+            self.assertEqual(len(work), 1)
+            self.assertEqual(work[0].entry, entry)
+            self.assertFalse(work[0].batchable)
+
+
+class SpeedTargets(unittest.TestCase):
+
+    def test_forms(self):
+        for text, factor, ref in (("1.5x step2", 1.5, "step2"), ("0.8x copy", 0.8, "copy"),
+                                  (">= step8", 1.0, "step8"), (">=step8", 1.0, "step8"),
+                                  ("2 x cub", 2.0, "cub"), (".9X 3", 0.9, "3")):
+            target = grade.parse_speed(text)
+            self.assertEqual((target.factor, target.reference), (factor, ref), text)
+
+    def test_bad_targets_are_usage_errors(self):
+        for text in ("", "1.5y step2", "0x step2", "fast", "1.5x", "x step2", "1.5x step 2"):
+            with self.assertRaises(grade.GradeError) as caught:
+                grade.parse_speed(text)
+            self.assertEqual(caught.exception.code, grade.EXIT_USAGE, text)
+
+    def test_references(self):
+        ref = grade.speed_reference
+        self.assertEqual(ref("step2", False), "step2_bankconflict")
+        self.assertEqual(ref("2", False), "step2_bankconflict")
+        self.assertEqual(ref("step2_bankconflict", False), "step2_bankconflict")
+        self.assertEqual(ref("step6", True), "rows/step6_registers")
+        self.assertEqual(ref("rows/step6", True), "rows/step6_registers")
+        self.assertEqual(ref("cub", False), "baseline_cub")
+        self.assertEqual(ref("cub", True), "rows/baseline_cub")
+        self.assertEqual(ref("copy", False), "rows/baseline_copy")
+        self.assertEqual(ref("copy", True, "bf16"), "rows/baseline_copy16")
+        for bad, rows in (("step99", False), ("step2_other", False), ("torch", True)):
+            with self.assertRaises(grade.GradeError):
+                ref(bad, rows)
+
+    def test_sizes(self):
+        self.assertEqual(grade.speed_size("", False), (["-n", "33554432"], "n = 33554432"))
+        self.assertEqual(grade.speed_size("", True)[0], ["--rows", "32768", "--cols", "1024"])
+        self.assertEqual(grade.speed_size("4096 x 50257", True)[1], "4096 x 50257")
+        for bad, rows in (("1", False), ("32M", False), ("1024", True), ("0x5", True)):
+            with self.assertRaises(grade.GradeError):
+                grade.speed_size(bad, rows)
+        # Part 1's n as the copy's matrix: the same floats.
+        self.assertEqual(grade.copy_size(["-n", "33554432"]), ["--rows", "32768", "--cols", "1024"])
+        self.assertEqual(grade.copy_size(["-n", "1000003"]), ["--rows", "1000003", "--cols", "1"])
+
+
+def speed(mine, theirs, factor=1.5, credit="all", tie="pass", points=10):
+    rules = grade.SpeedRules(grade.SpeedTarget(factor, "step2", f"{factor}x step2"), "", len(mine),
+                             points, credit, tie)
+    return grade.Speed(rules, "step2_bankconflict", "n = 33554432", mine, theirs)
+
+
+class SpeedVerdicts(unittest.TestCase):
+    """The project's rule: met only where no round of the program overlaps the
+    target times a round of the reference."""
+
+    def test_met(self):
+        s = speed([1489, 1490, 1488], [817, 818, 816])
+        self.assertEqual(s.verdict, grade.MET)
+        self.assertTrue(s.passed)
+        self.assertEqual(s.score(), 10)
+        self.assertAlmostEqual(s.ratio, 1489 / 817)
+        self.assertIn("1.82x step2_bankconflict (rounds 1.82x to 1.82x", s.line())
+        self.assertIn("target 1.5x step2 met", s.line())
+
+    def test_missed(self):
+        s = speed([820, 818, 819], [817, 818, 816])
+        self.assertEqual(s.verdict, grade.MISSED)
+        self.assertFalse(s.passed)
+        self.assertEqual(s.score(), 0)
+
+    def test_overlap_is_a_tie(self):
+        s = speed([1480, 1530], [1000, 1010])   # 1.5 x 1000..1010 = 1500..1515
+        self.assertEqual(s.verdict, grade.TIE)
+        self.assertTrue(s.passed)
+        self.assertFalse(speed([1480, 1530], [1000, 1010], tie="fail").passed)
+
+    def test_ratio_credit(self):
+        s = speed([1000, 1001], [1000, 1001], credit="ratio")
+        self.assertEqual(s.verdict, grade.MISSED)
+        self.assertAlmostEqual(s.score(), round(10 / 1.5, 2))
+        self.assertEqual(speed([1600, 1601], [1000, 1001], credit="ratio").score(), 10)
+
+    def test_tiny_ratio_is_not_zero(self):
+        self.assertEqual(grade.ratio_text(0.0043), "0.0043x")
+        self.assertEqual(grade.ratio_text(1.8234), "1.82x")
+        self.assertIn("0.0037x", speed([3, 3], [817, 818]).line())
+
+    def test_dict(self):
+        d = speed([1489, 1490], [817, 818]).as_dict()
+        self.assertEqual((d["verdict"], d["score"], d["max_score"], d["reference"]),
+                         (grade.MET, 10, 10, "step2_bankconflict"))
+        self.assertLessEqual(d["ratio_lo"], d["ratio"])
+        self.assertLessEqual(d["ratio"], d["ratio_hi"])
+
+
+FAKE_TIMED = """#!/usr/bin/env python3
+# Stands in for a program's timed run: one CSV row, at {gbps} GB/s.
+import csv, os, sys
+args = sys.argv[1:]
+with open(os.environ["ORDER_LOG"], "a") as log:
+    log.write(os.path.basename(os.path.dirname(sys.argv[0])) + " " + " ".join(args[:4]) + "\\n")
+path = args[args.index("--csv") + 1]
+columns = {columns!r}
+row = dict.fromkeys(columns, "")
+row.update(gbps="{gbps}", median_us="10")
+row["pass"] = "{passed}"
+new = not os.path.exists(path)
+with open(path, "a", newline="") as handle:
+    writer = csv.DictWriter(handle, fieldnames=columns)
+    if new:
+        writer.writeheader()
+    writer.writerow(row)
+sys.exit({code})
+"""
+
+
+class SpeedRounds(unittest.TestCase):
+    """measure_speed and speed_check with stand-ins for both programs."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="grade-speed-test-")
+        self.log = os.path.join(self.tmp, "order.log")
+        os.environ["ORDER_LOG"] = self.log
+        self.saved = grade.build_reference
+        self.ref = self.fake("ref", 800)
+        grade.build_reference = lambda folder: self.ref
+
+    def tearDown(self):
+        grade.build_reference = self.saved
+        os.environ.pop("ORDER_LOG", None)
+        shutil.rmtree(self.tmp)
+
+    def fake(self, name, gbps, passed=True, code=0):
+        os.makedirs(os.path.join(self.tmp, name), exist_ok=True)
+        path = os.path.join(self.tmp, name, "run")
+        with open(path, "w") as handle:
+            handle.write(FAKE_TIMED.format(gbps=gbps, passed=1 if passed else 0, code=code,
+                                           columns=list(fakes.HARNESS_COLUMNS)))
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def rules(self, text="1.5x step2", rounds=4, at=""):
+        return grade.SpeedRules(grade.parse_speed(text), at, rounds)
+
+    def test_alternating_rounds(self):
+        mine = self.fake("mine", 1300)
+        s = grade.measure_speed(mine, "step2_bankconflict", self.rules(), False, "f32")
+        self.assertEqual((s.mine, s.theirs), ([1300.0] * 4, [800.0] * 4))
+        with open(self.log) as handle:
+            order = [line.split()[0] for line in handle]
+        self.assertEqual(order, ["mine", "ref", "ref", "mine", "mine", "ref", "ref", "mine"])
+        self.assertEqual(s.verdict, grade.MET)
+
+    def test_copy_reference_gets_the_same_floats(self):
+        grade.measure_speed(self.fake("mine", 1300), "rows/baseline_copy", self.rules("0.8x copy", 2),
+                            False, "f32")
+        with open(self.log) as handle:
+            lines = handle.read().splitlines()
+        self.assertIn("mine -n 33554432 --reps", lines[0])
+        self.assertIn("ref --rows 32768 --cols 1024", lines[1])
+
+    def test_a_failed_timed_run_is_not_measured(self):
+        report = grade.Report(self.fake("wrong", 2000, passed=False, code=1), "wrong")
+        outcome = grade.speed_check(report, self.rules(), None, "f32")
+        self.assertFalse(outcome.ok)
+        self.assertEqual((outcome.score, outcome.max_score), (0, grade.SPEED_POINTS))
+        self.assertIn("not measured", outcome.reason)
+
+    def test_not_scored_when_another_check_failed(self):
+        report = grade.Report(self.fake("fast", 2000), "fast")
+        report.outcomes.append(grade.Outcome(grade.Case("exact", ["--check"]), False, reason="x"))
+        outcome = grade.speed_check(report, self.rules(), None, "f32")
+        self.assertFalse(outcome.ok)
+        self.assertEqual(outcome.score, 0)
+        self.assertIn("not scored: 1 other checks failed", outcome.reason)
+        self.assertEqual(outcome.speed["verdict"], grade.MET)   # measured all the same
+
+    def test_met_and_missed_as_outcomes(self):
+        met = grade.speed_check(grade.Report(self.fake("a", 1300), "a"), self.rules(), None, "f32")
+        missed = grade.speed_check(grade.Report(self.fake("b", 900), "b"), self.rules(), None, "f32")
+        self.assertEqual((met.ok, met.score), (True, grade.SPEED_POINTS))
+        self.assertEqual((missed.ok, missed.score), (False, 0))
+        self.assertEqual(met.case.label, "1.5x step2 at n = 33554432")
+        # The line grade.py prints, and a failed speed check in the verdict.
+        report = grade.Report("b/run", "b")
+        report.outcomes.append(missed)
+        self.assertIn("1 of 1 checks failed", grade.verdict(report))
+
+
+def graded(name, failed=0, ratio=None, verdict="met", work="passed", checks=174):
+    speed = None
+    if ratio is not None:
+        speed = {"target": "1.5x step2", "factor": 1.5, "reference": "step2_bankconflict",
+                 "at": "n = 33554432", "ratio": ratio, "ratio_lo": round(ratio * 0.994, 6),
+                 "ratio_hi": round(ratio * 1.006, 6), "verdict": verdict, "passed": verdict == "met",
+                 "score": 10 if verdict == "met" else 0, "max_score": 10, "line": "..."}
+    return {"program": f"build/graded/{name}/run", "name": name,
+            "verdict": "PASS" if not failed and verdict == "met" else "FAIL",
+            "checks": checks, "failed": failed + (1 if speed and verdict != "met" else 0),
+            "skipped": 0, "failed_kinds": {}, "first_failures": ["exact: -n 1 -> FAIL"] * bool(failed),
+            "gpu_work": {"state": work, "reason": ""}, "speed": speed}
+
+
+class ClassTable(unittest.TestCase):
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="grade-class-test-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def rows(self):
+        rows = [dict({"submission": "alice"}, **grade_class.summary_row(graded("alice", ratio=1.81))),
+                dict({"submission": "bob"}, **grade_class.summary_row(graded("bob", failed=112))),
+                dict({"submission": "carol"},
+                     **grade_class.summary_row(graded("carol", failed=1, ratio=0.004,
+                                                      verdict="missed", work="failed"))),
+                dict({"submission": "dave"},
+                     **grade_class.summary_row(graded("dave", ratio=1.2, verdict="missed"))),
+                {"submission": "erin", "verdict": "does not build", "note": "compiler errors"}]
+        return grade_class.sort_rows(rows)
+
+    def test_leaderboard_order(self):
+        rows = self.rows()
+        self.assertEqual([r["submission"] for r in rows], ["alice", "dave", "carol", "bob", "erin"])
+        self.assertEqual([r["rank"] for r in rows], [1, 2, 3, 4, 5])
+
+    def test_points_and_notes(self):
+        alice, dave, carol, bob, _ = self.rows()
+        self.assertEqual((alice["checks_passed"], alice["checks"]), (173, 173))
+        self.assertEqual((alice["points"], alice["max_points"]), (183, 183))
+        self.assertEqual((dave["checks_passed"], dave["points"]), (173, 173))
+        self.assertIn("speed target was missed", dave["note"])
+        self.assertEqual(carol["checks_passed"], 172)
+        self.assertIn("1 checks failed", carol["note"])
+        self.assertNotIn("ratio", bob)
+
+    def test_files(self):
+        text = grade_class.write_tables(self.rows(), self.tmp, " on NVIDIA H200")
+        self.assertIn("| 1 | alice | PASS | 173 of 173 | passed | 1.81x (1.80-1.82x) |", text)
+        self.assertIn("0.004x (0.004-0.004x)", text)
+        with open(os.path.join(self.tmp, "class.csv"), newline="") as handle:
+            table = list(csv.DictReader(handle))
+        self.assertEqual([r["submission"] for r in table], ["alice", "dave", "carol", "bob", "erin"])
+        self.assertEqual(tuple(table[0].keys()), grade_class.COLUMNS)
+
+    def test_chart(self):
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("no matplotlib: this Python cannot draw charts")
+        written = grade_class.draw_chart(self.rows(), self.tmp, "Class results")
+        self.assertEqual(written, [os.path.join(self.tmp, "class.png")])
+        with open(written[0], "rb") as handle:
+            self.assertEqual(handle.read(8), b"\x89PNG\r\n\x1a\n")
+
+
+FAKE_GRADE_SOURCE = r'''#!/usr/bin/env bash
+# Stands in for tools/grade_source.sh: what the file says decides the outcome.
+summary=$2 src=${!#}
+case "$(cat "$src")" in
+    nobuild) echo "error: this is not C++"; exit 4 ;;
+    nodevice) echo "grade: no CUDA device"; exit 3 ;;
+    hang) sleep 30 ;;
+    *) cp "$(dirname "$0")/$(cat "$src").json" "$summary"; echo "grade: done"; exit 0 ;;
+esac
+'''
+
+
+class ClassRun(unittest.TestCase):
+    """grade_class.main over a folder, with a stand-in grade_source.sh."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="grade-class-run-")
+        self.repo = os.path.join(self.tmp, "repo")
+        os.makedirs(os.path.join(self.repo, "tools"))
+        script = os.path.join(self.repo, "tools", "grade_source.sh")
+        with open(script, "w") as handle:
+            handle.write(FAKE_GRADE_SOURCE)
+        for name, data in (("good", graded("good", ratio=1.8)), ("bad", graded("bad", failed=3))):
+            with open(os.path.join(self.repo, "tools", f"{name}.json"), "w") as handle:
+                json.dump({"gpu": "NVIDIA H200", "programs": [data]}, handle)
+        self.saved = grade_class.REPO
+        grade_class.REPO = self.repo
+        os.environ["GRADE_LOCK"] = os.path.join(self.tmp, "lock")
+
+    def tearDown(self):
+        grade_class.REPO = self.saved
+        os.environ.pop("GRADE_LOCK", None)
+        shutil.rmtree(self.tmp)
+
+    def submit(self, **students):
+        folder = os.path.join(self.tmp, "class")
+        for name, text in students.items():
+            os.makedirs(os.path.join(folder, name), exist_ok=True)
+            with open(os.path.join(folder, name, "reduce.cu"), "w") as handle:
+                handle.write(text)
+        return folder
+
+    def run_class(self, folder, *options):
+        out = os.path.join(self.tmp, "reports")
+        code = grade_class.main(["--out", out, *options, folder])
+        return code, out
+
+    def test_a_class(self):
+        folder = self.submit(ann="bad", ben="good", cal="nobuild")
+        os.makedirs(os.path.join(folder, "empty"))
+        code, out = self.run_class(folder, "--speed", "1.5x step2")
+        self.assertEqual(code, 0)
+        with open(os.path.join(out, "class.csv"), newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        self.assertEqual([(r["submission"], r["verdict"]) for r in rows],
+                         [("ben", "PASS"), ("ann", "FAIL"), ("cal", "does not build"),
+                          ("empty", "not graded")])
+        self.assertTrue(os.path.isfile(os.path.join(out, "ann.txt")))
+        with open(os.path.join(out, "class.md")) as handle:
+            self.assertIn("# Class results on NVIDIA H200", handle.read())
+
+    def test_no_device_stops_the_class(self):
+        code, _ = self.run_class(self.submit(ann="nodevice"))
+        self.assertEqual(code, grade_class.EXIT_DEVICE)
+
+    def test_a_hang_runs_out_of_its_time(self):
+        code, out = self.run_class(self.submit(ann="hang"), "--timeout", "0.02")
+        self.assertEqual(code, 0)
+        with open(os.path.join(out, "class.csv"), newline="") as handle:
+            self.assertIn("ran out of its 0.02 minutes", next(csv.DictReader(handle))["note"])
+
+    def test_usage(self):
+        self.assertEqual(grade_class.main([os.path.join(self.tmp, "none")]), grade_class.EXIT_USAGE)
+        self.assertEqual(grade_class.main(["--timeout", "0", self.tmp]), grade_class.EXIT_USAGE)
+
+
+class Summary(unittest.TestCase):
+
+    def test_summary_of_reports(self):
+        report = grade.Report("build/graded/a/run", "a (code 0123)")
+        work = grade.Case(grade.GPU_WORK, ["--check"], entry="reduce_pass()")
+        report.outcomes += [grade.Outcome(grade.Case("exact", ["--check"]), True),
+                            grade.Outcome(work, False, reason="launched no kernel")]
+        data = grade.summary([report], "NVIDIA H200")
+        [one] = data["programs"]
+        self.assertEqual((one["verdict"], one["checks"], one["failed"]), ("FAIL", 2, 1))
+        self.assertEqual(one["gpu_work"], {"state": "failed", "reason": "launched no kernel"})
+        self.assertIsNone(one["speed"])
+        self.assertEqual(one["failed_kinds"], {grade.GPU_WORK: 1})
+
+
+if __name__ == "__main__":
+    from counting import run_module
+    sys.exit(run_module("grade", verbosity=1))
