@@ -387,12 +387,16 @@ check-run:
 # the chart class.png (tools/grade_class.py; CLASS_TIMEOUT minutes each).
 REPORTS ?= reports
 CLASS_TIMEOUT ?= 30
+# Its chart needs matplotlib, not the pinned one: where only the system's
+# Python is at hand (a GPU machine without the network) it draws with that,
+# or says it cannot; --redraw draws it again elsewhere, from class.csv.
+CLASS_PYTHON = $(if $(NEED_VENV),$(if $(wildcard $(VENV_PYTHON)),$(VENV_PYTHON),$(PYTHON)),$(PLOT_PYTHON))
 .PHONY: class
-class: $(NEED_VENV)
+class:
 	@$(if $(SUBMISSIONS),,$(error usage: make class SUBMISSIONS=folder [SPEED='1.5x step2'] [REPORTS=reports]))$(eval NO_GPU := $(shell \
 	    out=$$(bash tools/need_gpu.sh class "the grader on every submission: tools/grade_class.py $(SUBMISSIONS)" 2>&1) \
 	    || echo "$${out:-make class: tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
-	@$(PLOT_PYTHON) tools/grade_class.py --out '$(REPORTS)' --timeout '$(CLASS_TIMEOUT)' \
+	@$(CLASS_PYTHON) tools/grade_class.py --out '$(REPORTS)' --timeout '$(CLASS_TIMEOUT)' \
 	    $(GRADE_FLAGS) $(SPEED_FLAGS) '$(SUBMISSIONS)'
 
 # ---------------------------------------------------------------- results
