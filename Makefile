@@ -117,6 +117,8 @@ help:
 	@echo "  make check SOURCE=path/reduce.cu   grade a source file (or a rows.cu) built with this harness;"
 	@echo "                       bash tools/grade_source.sh path/reduce.cu: the same, exit 4 if it does not build"
 	@echo "  make check PROGRAM=path/run        grade a program built elsewhere"
+	@echo "  make check ... SPEED=\"1.5x step2\"   also time it against step 2 (or copy, cub), in rounds"
+	@echo "  make class SUBMISSIONS=dir         grade every dir/<student>/reduce.cu: reports/class.md + chart"
 	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
 	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"
 	@echo "  make profile-all     the same for every program, into plots/results/<gpu>-profile.csv"

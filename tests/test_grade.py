@@ -416,6 +416,41 @@ class ClassRun(unittest.TestCase):
         self.assertEqual(grade_class.main(["--timeout", "0", self.tmp]), grade_class.EXIT_USAGE)
 
 
+class LabDocs(unittest.TestCase):
+    """docs/grading.md (both languages) quotes the lab as the H200 wrote it
+    (docs/lab/): the speed lines, the miss, the class table, the cheats."""
+
+    def lines(self, *path):
+        with open(os.path.join(os.path.dirname(TESTS), *path)) as handle:
+            return [line.rstrip("\n") for line in handle]
+
+    def test_quotes(self):
+        quoted = [line for line in self.lines("docs", "lab", "step3.txt")
+                  if line.startswith(("speed:", "grade:"))]
+        quoted += [line for line in self.lines("docs", "lab", "miss.txt")
+                   if line.startswith(("speed:", "grade: FAIL", "bob", "  "))]
+        quoted += [line for line in self.lines("docs", "lab", "class", "class.md")
+                   if line.startswith("| ")]
+        quoted += [line for line in self.lines("plots", "reference", "h200-gpu-check.log")
+                   if "caught by gpu-work" in line]
+        self.assertGreaterEqual(len(quoted), 14)
+        for page in ("grading.md", "grading.zh-CN.md"):
+            text = "\n".join(self.lines("docs", page))
+            for line in quoted:
+                if line.startswith("| rank") or line.startswith("| --:"):
+                    continue
+                self.assertTrue(line in text, f"docs/{page} does not quote docs/lab as "
+                                              f"written: {line[:100]}")
+
+    def test_points_of_the_miss(self):
+        with open(os.path.join(os.path.dirname(TESTS), "docs", "lab", "miss.json")) as handle:
+            data = json.load(handle)
+        most = sum(t["max_score"] for t in data["tests"])
+        self.assertEqual((data["score"], most), (173, 183))
+        for page in ("grading.md",):
+            self.assertIn("173 of 183 points", "\n".join(self.lines("docs", page)))
+
+
 class Summary(unittest.TestCase):
 
     def test_summary_of_reports(self):

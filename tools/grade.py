@@ -796,8 +796,8 @@ class Speed:
     def as_dict(self):
         ratios = self.round_ratios
         return {"target": self.rules.target.text, "factor": self.rules.target.factor,
-                "reference": self.reference, "at": self.at, "ratio": round(self.ratio, 4),
-                "ratio_lo": round(min(ratios), 4), "ratio_hi": round(max(ratios), 4),
+                "reference": self.reference, "at": self.at, "ratio": float(f"{self.ratio:.4g}"),
+                "ratio_lo": float(f"{min(ratios):.4g}"), "ratio_hi": float(f"{max(ratios):.4g}"),
                 "gbps": [round(v, 2) for v in self.mine],
                 "reference_gbps": [round(v, 2) for v in self.theirs],
                 "verdict": self.verdict, "score": self.score(), "max_score": self.rules.points}
