@@ -108,7 +108,11 @@ static struct {
     CUptiResult (*flush_all)(uint32_t);
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*configure_um)(CUpti_ActivityUnifiedMemoryCounterConfig *, uint32_t);
+    CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
 } cupti;
+
+/* CUPTI may deliver buffers on a thread of its own. */
+#define ADD(counter, value) __atomic_fetch_add(&(counter), (value), __ATOMIC_RELAXED)
 
 #define BUFFER_BYTES (1u << 20)
 
@@ -122,29 +126,32 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
                                       size_t size, size_t valid)
 {
-    (void)ctx;
-    (void)stream;
     (void)size;
+    size_t lost = 0;
+    if (cupti.dropped && cupti.dropped(ctx, stream, &lost) == CUPTI_SUCCESS && lost)
+        ADD(watch.dropped, (unsigned long long)lost);
     CUpti_Activity *record = NULL;
     while (cupti.next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
         switch (record->kind) {
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
         case CUPTI_ACTIVITY_KIND_KERNEL:
-            watch.kernels++;
+            ADD(watch.kernels, 1ull);
             break;
+        /* The first versions of both records: every CUPTI since CUDA 8 has
+         * them, and the fields read here lead every later version too. */
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
-            const CUpti_ActivityMemcpy6 *copy = (const CUpti_ActivityMemcpy6 *)record;
+            const CUpti_ActivityMemcpy *copy = (const CUpti_ActivityMemcpy *)record;
             /* To host memory, from device memory or a CUDA array. */
             if (copy->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
                 copy->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH)
-                watch.d2h_bytes += copy->bytes;
+                ADD(watch.d2h_bytes, (unsigned long long)copy->bytes);
             break;
         }
         case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
-            const CUpti_ActivityUnifiedMemoryCounter3 *um =
-                (const CUpti_ActivityUnifiedMemoryCounter3 *)record;
+            const CUpti_ActivityUnifiedMemoryCounter2 *um =
+                (const CUpti_ActivityUnifiedMemoryCounter2 *)record;
             if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH)
-                watch.um_d2h_bytes += um->value;
+                ADD(watch.um_d2h_bytes, (unsigned long long)um->value);
             break;
         }
         default:
@@ -180,6 +187,7 @@ static void watch_start(void)
     FIND(flush_all, "cuptiActivityFlushAll");
     FIND(next_record, "cuptiActivityGetNextRecord");
     FIND(configure_um, "cuptiActivityConfigureUnifiedMemoryCounter");
+    FIND(dropped, "cuptiActivityGetNumDroppedRecords");
 #undef FIND
     if (!cupti.register_callbacks || !cupti.enable || !cupti.disable || !cupti.flush_all ||
         !cupti.next_record) {

@@ -63,10 +63,20 @@ class GpuWorkVerdict(unittest.TestCase):
         self.assertEqual((ok, skipped), (False, True))
         self.assertIn("built without the grader's watch", reason)
 
-    def test_a_watch_that_could_not_run_is_a_skip(self):
+    def test_a_watch_that_could_not_run_fails(self):
+        # Not a skip: a program could make the watch fail (a CUPTI client of its own).
         ok, skipped, reason = self.verdict("monitor=error why=CUPTI_(libcupti.so)_could_not_be_loaded")
-        self.assertEqual((ok, skipped), (False, True))
+        self.assertEqual((ok, skipped), (False, False))
         self.assertIn("CUPTI (libcupti.so) could not be loaded", reason)
+
+    def test_lost_records_fail(self):
+        ok, _, reason = self.verdict(OK_LINE.replace("dropped=0", "dropped=12"))
+        self.assertFalse(ok)
+        self.assertIn("lost 12", reason)
+
+    def test_unified_memory_unwatched_is_said(self):
+        self.assertEqual(self.verdict(OK_LINE.replace("um=on", "um=off")),
+                         (True, False, "unified memory's traffic is not watched on this machine"))
 
     def test_linked_but_never_called_fails(self):
         ok, skipped, reason = self.verdict("monitor=linked\n")
@@ -84,6 +94,10 @@ class GpuWorkVerdict(unittest.TestCase):
             self.assertEqual(len(work), 1)
             self.assertEqual(work[0].entry, entry)
             self.assertFalse(work[0].batchable)
+        # Its size is drawn anew for each grading: none to key on.
+        sizes = {tuple(c.args) for _ in range(5) for c in grade.build_cases(device, quick=True)
+                 if c.kind == grade.GPU_WORK}
+        self.assertGreater(len(sizes), 1)
 
 
 class SpeedTargets(unittest.TestCase):
@@ -112,7 +126,8 @@ class SpeedTargets(unittest.TestCase):
         self.assertEqual(ref("cub", True), "rows/baseline_cub")
         self.assertEqual(ref("copy", False), "rows/baseline_copy")
         self.assertEqual(ref("copy", True, "bf16"), "rows/baseline_copy16")
-        for bad, rows in (("step99", False), ("step2_other", False), ("torch", True)):
+        for bad, rows in (("step99", False), ("step2_other", False), ("torch", True),
+                          ("rows/step2", False)):
             with self.assertRaises(grade.GradeError):
                 ref(bad, rows)
 
@@ -125,10 +140,11 @@ class SpeedTargets(unittest.TestCase):
                 grade.speed_size(bad, rows)
         # Part 1's n as the copy's matrix: the same floats.
         self.assertEqual(grade.copy_size(["-n", "33554432"]), ["--rows", "32768", "--cols", "1024"])
-        self.assertEqual(grade.copy_size(["-n", "1000003"]), ["--rows", "1000003", "--cols", "1"])
+        with self.assertRaises(grade.GradeError):   # n x 1 rows: a slow copy, a target met for free
+            grade.copy_size(["-n", "1000003"])
 
 
-def speed(mine, theirs, factor=1.5, credit="all", tie="pass", points=10):
+def speed(mine, theirs, factor=1.5, credit="all", tie="median", points=10):
     rules = grade.SpeedRules(grade.SpeedTarget(factor, "step2", f"{factor}x step2"), "", len(mine),
                              points, credit, tie)
     return grade.Speed(rules, "step2_bankconflict", "n = 33554432", mine, theirs)
@@ -144,8 +160,9 @@ class SpeedVerdicts(unittest.TestCase):
         self.assertTrue(s.passed)
         self.assertEqual(s.score(), 10)
         self.assertAlmostEqual(s.ratio, 1489 / 817)
-        self.assertIn("1.82x step2_bankconflict (rounds 1.82x to 1.82x", s.line())
-        self.assertIn("target 1.5x step2 met", s.line())
+        self.assertEqual(s.line(), "1.82x step2_bankconflict at n = 33554432, 3 rounds: "
+                                   "1488-1490 GB/s (median 1489) against 1.5 x 816-818 = "
+                                   "1224-1227 GB/s: target 1.5x step2 met")
 
     def test_missed(self):
         s = speed([820, 818, 819], [817, 818, 816])
@@ -153,22 +170,31 @@ class SpeedVerdicts(unittest.TestCase):
         self.assertFalse(s.passed)
         self.assertEqual(s.score(), 0)
 
-    def test_overlap_is_a_tie(self):
-        s = speed([1480, 1530], [1000, 1010])   # 1.5 x 1000..1010 = 1500..1515
+    def test_overlap_is_a_tie_decided_by_the_medians(self):
+        s = speed([1480, 1530, 1520], [1000, 1010, 1005])   # 1.5 x 1000..1010 = 1500..1515
         self.assertEqual(s.verdict, grade.TIE)
-        self.assertTrue(s.passed)
-        self.assertFalse(speed([1480, 1530], [1000, 1010], tie="fail").passed)
+        self.assertTrue(s.passed)                           # 1520 / 1005 = 1.51
+        self.assertIn("a tie, passed by the medians", s.line())
+        self.assertFalse(speed([1480, 1530, 1520], [1000, 1010, 1005], tie="fail").passed)
+        # One slow reference round makes a tie; the medians still see a miss.
+        low = speed([900, 905, 910, 903, 902], [820, 600, 822, 819, 821])
+        self.assertEqual((low.verdict, low.passed), (grade.TIE, False))
+        self.assertTrue(speed([900, 905, 910, 903, 902], [820, 600, 822, 819, 821], tie="pass").passed)
 
     def test_ratio_credit(self):
         s = speed([1000, 1001], [1000, 1001], credit="ratio")
         self.assertEqual(s.verdict, grade.MISSED)
-        self.assertAlmostEqual(s.score(), round(10 / 1.5, 2))
+        self.assertAlmostEqual(s.score(), round(10 * (1000 / 1001) / 1.5, 2))
         self.assertEqual(speed([1600, 1601], [1000, 1001], credit="ratio").score(), 10)
+        # A check that failed never scores all the points: a tie failed by rule.
+        tie = speed([1480, 1530, 1520], [1000, 1010, 1005], credit="ratio", tie="fail")
+        self.assertFalse(tie.passed)
+        self.assertLess(tie.score(), 10)
 
     def test_tiny_ratio_is_not_zero(self):
         self.assertEqual(grade.ratio_text(0.0043), "0.0043x")
         self.assertEqual(grade.ratio_text(1.8234), "1.82x")
-        self.assertIn("0.0037x", speed([3, 3], [817, 818]).line())
+        self.assertTrue(speed([3, 3], [817, 818]).line().startswith("0.0037x"))
 
     def test_dict(self):
         d = speed([1489, 1490], [817, 818]).as_dict()
@@ -187,7 +213,7 @@ with open(os.environ["ORDER_LOG"], "a") as log:
 path = args[args.index("--csv") + 1]
 columns = {columns!r}
 row = dict.fromkeys(columns, "")
-row.update(gbps="{gbps}", median_us="10")
+row.update(gbps="{gbps}", median_us="10", bytes=str({gbps} * 10000))
 row["pass"] = "{passed}"
 new = not os.path.exists(path)
 with open(path, "a", newline="") as handle:
@@ -243,6 +269,19 @@ class SpeedRounds(unittest.TestCase):
             lines = handle.read().splitlines()
         self.assertIn("mine -n 33554432 --reps", lines[0])
         self.assertIn("ref --rows 32768 --cols 1024", lines[1])
+
+    def test_a_failed_reference_stops_the_grading(self):
+        self.ref = self.fake("ref", 800, passed=False, code=1)
+        with self.assertRaises(grade.GradeError) as caught:
+            grade.speed_check(grade.Report(self.fake("mine", 1300), "mine"), self.rules(), None, "f32")
+        self.assertEqual(caught.exception.code, grade.EXIT_USAGE)
+        self.assertIn("the reference failed", str(caught.exception))
+
+    def test_too_fast_to_time(self):
+        path = self.fake("zero", 0)
+        with self.assertRaises(grade.SpeedError) as caught:
+            grade.timed_run(path, ["-n", "2"])
+        self.assertIn("too fast to time", str(caught.exception))
 
     def test_a_failed_timed_run_is_not_measured(self):
         report = grade.Report(self.fake("wrong", 2000, passed=False, code=1), "wrong")
@@ -323,6 +362,7 @@ class ClassTable(unittest.TestCase):
     def test_files(self):
         text = grade_class.write_tables(self.rows(), self.tmp, " on NVIDIA H200")
         self.assertIn("| 1 | alice | PASS | 173 of 173 | passed | 1.81x (1.80-1.82x) |", text)
+        self.assertIn("| s | note |", text)
         self.assertIn("0.004x (0.004-0.004x)", text)
         with open(os.path.join(self.tmp, "class.csv"), newline="") as handle:
             table = list(csv.DictReader(handle))
@@ -362,12 +402,17 @@ class ClassRun(unittest.TestCase):
         script = os.path.join(self.repo, "tools", "grade_source.sh")
         with open(script, "w") as handle:
             handle.write(FAKE_GRADE_SOURCE)
+        self.need_gpu(0)
         for name, data in (("good", graded("good", ratio=1.8)), ("bad", graded("bad", failed=3))):
             with open(os.path.join(self.repo, "tools", f"{name}.json"), "w") as handle:
                 json.dump({"gpu": "NVIDIA H200", "programs": [data]}, handle)
         self.saved = grade_class.REPO
         grade_class.REPO = self.repo
         os.environ["GRADE_LOCK"] = os.path.join(self.tmp, "lock")
+
+    def need_gpu(self, code):
+        with open(os.path.join(self.repo, "tools", "need_gpu.sh"), "w") as handle:
+            handle.write(f"echo 'make class: needs a CUDA GPU'; exit {code}\n" if code else "exit 0\n")
 
     def tearDown(self):
         grade_class.REPO = self.saved
@@ -402,8 +447,23 @@ class ClassRun(unittest.TestCase):
             self.assertIn("# Class results on NVIDIA H200", handle.read())
 
     def test_no_device_stops_the_class(self):
-        code, _ = self.run_class(self.submit(ann="nodevice"))
+        self.need_gpu(3)
+        code, _ = self.run_class(self.submit(ann="good"))
         self.assertEqual(code, grade_class.EXIT_DEVICE)
+
+    def test_a_submission_that_stops_the_grader_is_a_row(self):
+        # A program's constructor can print anything and exit 3: it ends its row only.
+        code, out = self.run_class(self.submit(ann="nodevice", ben="good"))
+        self.assertEqual(code, 0)
+        with open(os.path.join(out, "class.csv"), newline="") as handle:
+            rows = {r["submission"]: r for r in csv.DictReader(handle)}
+        self.assertEqual(rows["ben"]["verdict"], "PASS")
+        self.assertIn("the grader stopped (exit 3): grade: no CUDA device", rows["ann"]["note"])
+
+    def test_a_bad_target_stops_before_grading(self):
+        code, out = self.run_class(self.submit(ann="good"), "--speed", "fast")
+        self.assertEqual(code, grade_class.EXIT_USAGE)
+        self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
 
     def test_a_hang_runs_out_of_its_time(self):
         code, out = self.run_class(self.submit(ann="hang"), "--timeout", "0.02")

@@ -33,13 +33,13 @@ The harness (common/) surrounds every buffer a kernel is given with NaN
 guards and poisons outputs and scratch before every run, so a read past
 either end, or of a value nothing wrote this run, shows as NaN.
 
-Both parts: the work itself, on the GPU (the "gpu-work" check): with
-REDUCE_GPU_WORK set, a program built by the grader (make check STEP= or
-SOURCE=: common/gpu_work.c is linked in) records, through CUPTI, the kernels
-and the copies to the host that its reduce_pass() or row_forward() caused.
-No kernel, or an eighth of the input's bytes or more on their way to the
-host, fails it. A program built without the watch (PROGRAM=) gets the check
-skipped, and said.
+Both parts: the work itself, on the GPU (the "gpu-work" check, at a size
+drawn for each grading): with REDUCE_GPU_WORK set, a program built by the
+grader (make check STEP= or SOURCE=: common/gpu_work.c is linked in) records,
+through CUPTI, the kernels and the copies to the host that its reduce_pass()
+or row_forward() caused. No kernel, an eighth of the input's bytes or more on
+their way to the host, or a watch that could not run, fails it. A program
+built without the watch (PROGRAM=) gets the check skipped, and said.
 
 What the grader cannot see: a memory-ordering bug that the hardware happens
 not to expose (a relaxed ticket, a missing release), or two launches running
@@ -50,12 +50,14 @@ program against that program of the same part, in alternating rounds in this
 one grading, after every other check has finished (so nothing else runs on
 the GPU), at --speed-at (part 1: n floats, default 2^25; part 2: ROWSxCOLS,
 default 32768x1024). Each round runs both once, in their own processes; the
-ratio is of GB/s (the bytes each must move per second: for two steps of one
-part, the ratio of their times). The target is met where every round of the
+ratio is of GB/s (the bytes each must move per second: for two programs of
+the same operation and element type, the ratio of their times). The target is met where every round of the
 program beats the target times every round of the reference, missed where
 every round falls short, and a tie where the rounds overlap (the project's
-rule, tools/compare.py). The speed check is one more check in the reports,
-worth --speed-points, scored 0 when any other check failed.
+rule, tools/compare.py); a tie is decided by the ratio of the medians
+(--speed-tie pass or fail decides it outright). The speed check is one more
+check in the reports, worth --speed-points, scored 0 when any other check
+failed. A reference that fails stops the grading with exit 2.
 
 --quick leaves out the large sizes and the grid-scale onehot sweep: the matrix
 the broken fixtures must fail (a subset of the full one, so failing it means
@@ -73,12 +75,14 @@ import concurrent.futures
 import csv
 import json
 import os
+import random
 import re
 import shutil
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
-import statistics
 import threading
 import time
 from dataclasses import dataclass, field
@@ -132,6 +136,9 @@ ROW_WIDE = (1, 1 << 20)             # one row as wide as the harness allows
 # work needs none: the harness itself reads the results back.
 GPU_WORK = "gpu-work"
 GPU_WORK_HOST_SHARE = 1 / 8
+# Its size is drawn anew for every grading (and shown in the check's label),
+# so that no program can key on a published one.
+WATCH_SIZES = random.SystemRandom()
 
 # Speed (--speed): rounds, the size, and each run's repetitions (make bench's).
 SPEED_ROUNDS = 5
@@ -272,7 +279,8 @@ def build_cases(device, quick=False, sanitizer=True):
                   Case("large", check_args(big28, "exact", seed=12, offset=2), cells=big28),
                   Case("large", check_args(big31, "exact", seed=13, offset=3), cells=big31)]
     # The work on the GPU: kernels launched, the input left where it is.
-    cases.append(Case(GPU_WORK, check_args(1048579, "random", seed=41, offset=1),
+    n = WATCH_SIZES.randrange(1 << 20, 1 << 21)
+    cases.append(Case(GPU_WORK, check_args(n, "random", seed=41, offset=n % 4),
                       entry="reduce_pass()"))
     # Repetitions: a race or a stale counter shows as a sum that moves, or
     # as a second run that differs from the first.
@@ -409,7 +417,8 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
                   Case("large", row_args(2, c2, "levels" if softmax else "centered", seed=13,
                                          offset=3, extra=("--mask", "causal") if softmax else ()),
                        cells=2 * c2)]
-    cases.append(Case(GPU_WORK, row_args(37, 4097, "random", seed=41, offset=1),
+    rows, cols = WATCH_SIZES.randrange(17, 64), WATCH_SIZES.randrange(2049, 8192)
+    cases.append(Case(GPU_WORK, row_args(rows, cols, "random", seed=41, offset=cols % pack),
                       entry="row_forward()"))
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
                              "--fill", "random"]),
@@ -545,23 +554,49 @@ def gpu_work_verdict(text, entry):
                              "STEP= or SOURCE= builds it in, PROGRAM= cannot")
     fields = dict(f.split("=", 1) for f in text.split() if "=" in f)
     state = fields.get("monitor", "")
-    if state == "error":
-        return False, True, f"the watch on GPU work could not run: {fields.get('why', '?').replace('_', ' ')}"
+    if state == "error":   # not a skip: a watch that cannot run proves nothing, and a program could make it so
+        return False, False, ("the watch on GPU work could not run, so the check cannot pass: "
+                              f"{fields.get('why', '?').replace('_', ' ')}")
     if state != "ok":
         return False, False, f"the watch saw no call of {entry}: the harness always makes one"
     try:
         kernels, calls = int(fields["kernels"]), int(fields["calls"])
         to_host = int(fields["d2h_bytes"]) + int(fields["um_d2h_bytes"])
         size = int(fields["input_bytes"])
+        lost = int(fields.get("dropped", 0))
     except (KeyError, ValueError):
         return False, False, f"the watch's line is not readable: {text.strip()}"
+    if lost:
+        return False, False, f"the watch lost {lost} of CUPTI's records, so it cannot tell"
     if kernels == 0:
         return False, False, (f"launched no kernel in {calls} calls of {entry}: "
                               "the work was not done on the GPU")
     if to_host >= GPU_WORK_HOST_SHARE * size:
         return False, False, (f"moved {to_host} bytes to the host during {entry} "
                               f"(its input is {size} bytes): the work was done on the host")
+    if fields.get("um") == "off":   # said, in the reports; the check still passes
+        return True, False, "unified memory's traffic is not watched on this machine"
     return True, False, ""
+
+
+def run_isolated(cmd, timeout, env):
+    """subprocess.run in a session of its own, stdout and stderr together: on
+    a timeout, and again when it ends, every process it started is killed, so
+    that none outlives its check (and shares the GPU with the next one)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace", env=env, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        raise subprocess.TimeoutExpired(cmd, timeout, output=out) from None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return subprocess.CompletedProcess(cmd, proc.returncode, out)
 
 
 def run_case(program, case, sanitizer, budget):
@@ -578,8 +613,7 @@ def run_case(program, case, sanitizer, budget):
         if slot:
             slot.acquire(case.need)
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  text=True, errors="replace", timeout=timeout, env=env)
+            proc = run_isolated(cmd, timeout, env)
         except subprocess.TimeoutExpired:
             return Outcome(case, False, code="timeout", reason=f"no answer in {timeout} s: a hang?")
         except OSError as err:
@@ -615,9 +649,7 @@ def run_batch(program, cases, sanitizer, budget):
                 handle.write(" ".join(a for a in case.args if a != "--check") + "\n")
         timeout = DEFAULT_TIMEOUT_S * 2
         try:
-            proc = subprocess.run([program, "--checks", path], stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True, errors="replace",
-                                  timeout=timeout, env=child_env("small"))
+            proc = run_isolated([program, "--checks", path], timeout, child_env("small"))
             output = proc.stdout
         except subprocess.TimeoutExpired as err:
             output = err.stdout or ""
@@ -655,8 +687,8 @@ class SpeedRules:
     at: str = ""         # n (part 1) or ROWSxCOLS (part 2); "" for the part's default
     rounds: int = SPEED_ROUNDS
     points: float = SPEED_POINTS
-    credit: str = "all"  # all: the points or none; ratio: points x ratio / factor, up to all
-    tie: str = "pass"    # what a tie with the target scores
+    credit: str = "all"  # all: the points or none; ratio: a miss scores points x ratio / factor
+    tie: str = "median"  # a tie with the target: decided by the medians, or pass, or fail
 
 
 def parse_speed(text):
@@ -674,7 +706,11 @@ def speed_reference(name, rows, dtype="f32", root=REPO):
     """The folder of the program a target names, in the graded program's part:
     stepK (or K), cub, or copy (part 2's copy of the same bytes; for part 1's
     sums, the same floats copied as one array)."""
-    ref = name.lower().removeprefix("rows/")
+    ref = name.lower()
+    if ref.startswith("rows/") and not rows:
+        raise GradeError(EXIT_USAGE, f"--speed: '{name}' is a part 2 program, and this one "
+                                     "is part 1's: name a step of its own part")
+    ref = ref.removeprefix("rows/")
     if ref == "copy":
         return "rows/baseline_copy16" if dtype == "bf16" else "rows/baseline_copy"
     if ref == "cub":
@@ -709,14 +745,20 @@ def speed_size(at, rows):
 
 
 def copy_size(size_args):
-    """Part 1's n floats as the copy program's rows x cols (the same floats)."""
+    """Part 1's n floats as the copy program's 1024-wide rows (the same floats)."""
     n = int(size_args[1])
-    cols = 1024 if n % 1024 == 0 else 1
-    return ["--rows", str(n // cols), "--cols", str(cols)]
+    if n % 1024:
+        raise GradeError(EXIT_USAGE, f"--speed-at {n}: against the copy, part 1 takes a "
+                                     "multiple of 1024 floats (the copy's rows are 1024 wide)")
+    return ["--rows", str(n // 1024), "--cols", "1024"]
 
 
 class SpeedError(Exception):
-    pass
+    """A timed run that gave no speed; reference: it was the reference's."""
+
+    def __init__(self, message, reference=False):
+        super().__init__(message)
+        self.reference = reference
 
 
 def ratio_text(value):
@@ -724,27 +766,36 @@ def ratio_text(value):
     return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
 
 
-def timed_run(program, size_args):
-    """GB/s of one timed run (make bench's repetitions), its output verified."""
+def timed_run(program, size_args, reference=False):
+    """GB/s of one timed run (make bench's repetitions), its output verified:
+    the bytes the program must move over its median time (the CSV's own GB/s
+    column has two decimals, 0.00 for the smallest sizes)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "speed.csv")
         cmd = [program, *size_args, "--reps", str(SPEED_REPS), "--warmup", str(SPEED_WARMUP),
                "--fill", "random", "--csv", path]
+        shown = " ".join(cmd[:-2])
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  errors="replace", timeout=DEFAULT_TIMEOUT_S, env=child_env("speed"))
+            proc = run_isolated(cmd, DEFAULT_TIMEOUT_S, child_env("speed"))
         except subprocess.TimeoutExpired:
-            raise SpeedError(f"{' '.join(cmd[:-2])}: no answer in {DEFAULT_TIMEOUT_S} s") from None
+            raise SpeedError(f"{shown}: no answer in {DEFAULT_TIMEOUT_S} s", reference) from None
         except OSError as err:
-            raise SpeedError(f"{program}: cannot run: {err.strerror}") from None
+            raise SpeedError(f"{program}: cannot run: {err.strerror}", reference) from None
         rows = []
         if os.path.isfile(path):
             with open(path, newline="") as handle:
                 rows = list(csv.DictReader(handle))
     if proc.returncode != 0 or not rows or rows[-1].get("pass") != "1":
         code = proc.returncode if proc.returncode >= 0 else f"signal {-proc.returncode}"
-        raise SpeedError(f"{' '.join(cmd[:-2])} (exit {code}): {why(code, proc.stdout, '')}")
-    return float(rows[-1]["gbps"])
+        raise SpeedError(f"{shown} (exit {code}): {why(code, proc.stdout, '')}", reference)
+    try:
+        us, size = float(rows[-1]["median_us"]), float(rows[-1]["bytes"])
+    except (KeyError, ValueError):
+        raise SpeedError(f"{shown}: its CSV row has no median_us or bytes", reference) from None
+    if not us > 0 or not size > 0:
+        raise SpeedError(f"{shown}: a median of {us} us for {size:.0f} bytes is too fast to "
+                         "time; choose a larger --speed-at", reference)
+    return size / us / 1e3
 
 
 @dataclass
@@ -757,11 +808,8 @@ class Speed:
 
     @property
     def ratio(self):
+        """The ratio of the medians."""
         return statistics.median(self.mine) / statistics.median(self.theirs)
-
-    @property
-    def round_ratios(self):
-        return [a / b for a, b in zip(self.mine, self.theirs)]
 
     @property
     def verdict(self):
@@ -775,32 +823,44 @@ class Speed:
 
     @property
     def passed(self):
-        return self.verdict == MET or (self.verdict == TIE and self.rules.tie == "pass")
+        if self.verdict == TIE:   # the rounds cannot tell it from the target
+            return {"pass": True, "fail": False}.get(self.rules.tie,
+                                                      self.ratio >= self.rules.target.factor)
+        return self.verdict == MET
 
     def score(self):
+        """All the points, or none; with credit "ratio", a check that did not
+        pass scores points x the worst ratio its rounds allow (its slowest
+        round against the reference's fastest) over the target: less than all."""
         if self.passed:
             return self.rules.points
         if self.rules.credit == "ratio":
-            return round(self.rules.points * min(1.0, self.ratio / self.rules.target.factor), 2)
+            worst = min(self.mine) / max(self.theirs)
+            return round(self.rules.points * min(1.0, worst / self.rules.target.factor), 2)
         return 0
 
     def line(self):
-        ratios = self.round_ratios
         name = self.reference.removeprefix("rows/baseline_").removeprefix("baseline_")
-        return (f"{ratio_text(self.ratio)} {name} (rounds {ratio_text(min(ratios))} to "
-                f"{ratio_text(max(ratios))}; "
-                f"median {statistics.median(self.mine):.0f} against "
-                f"{statistics.median(self.theirs):.0f} GB/s) at {self.at}, {len(ratios)} rounds: "
-                f"target {self.rules.target.text} {self.verdict}")
+        f = self.rules.target.factor
+        verdict = self.verdict
+        if verdict == TIE:
+            verdict = f"a tie, {'passed' if self.passed else 'failed'}" + \
+                (" by the medians" if self.rules.tie == "median" else f" (--speed-tie {self.rules.tie})")
+        return (f"{ratio_text(self.ratio)} {name} at {self.at}, {len(self.mine)} rounds: "
+                f"{min(self.mine):.0f}-{max(self.mine):.0f} GB/s (median "
+                f"{statistics.median(self.mine):.0f}) against {f:g} x {min(self.theirs):.0f}-"
+                f"{max(self.theirs):.0f} = {f * min(self.theirs):.0f}-{f * max(self.theirs):.0f} "
+                f"GB/s: target {self.rules.target.text} {verdict}")
 
     def as_dict(self):
-        ratios = self.round_ratios
+        ratios = [a / b for a, b in zip(self.mine, self.theirs)]
         return {"target": self.rules.target.text, "factor": self.rules.target.factor,
                 "reference": self.reference, "at": self.at, "ratio": float(f"{self.ratio:.4g}"),
                 "ratio_lo": float(f"{min(ratios):.4g}"), "ratio_hi": float(f"{max(ratios):.4g}"),
                 "gbps": [round(v, 2) for v in self.mine],
                 "reference_gbps": [round(v, 2) for v in self.theirs],
-                "verdict": self.verdict, "score": self.score(), "max_score": self.rules.points}
+                "verdict": self.verdict, "passed": self.passed, "score": self.score(),
+                "max_score": self.rules.points}
 
 
 def build_reference(folder):
@@ -828,9 +888,9 @@ def measure_speed(program, reference, rules, rows, dtype, progress=None):
     ref_program = build_reference(reference)
     mine, theirs = [], []
     for k in range(rules.rounds):
-        runs = [(program, size_args, mine), (ref_program, ref_args, theirs)]
-        for path, args, into in (runs if k % 2 == 0 else runs[::-1]):
-            into.append(timed_run(path, args))
+        runs = [(program, size_args, mine, False), (ref_program, ref_args, theirs, True)]
+        for path, args, into, is_ref in (runs if k % 2 == 0 else runs[::-1]):
+            into.append(timed_run(path, args, is_ref))
         if progress is not None:
             print(f"speed round {k + 1}/{rules.rounds}: {mine[-1]:.0f} against "
                   f"{theirs[-1]:.0f} GB/s", file=progress, flush=True)
@@ -838,15 +898,20 @@ def measure_speed(program, reference, rules, rows, dtype, progress=None):
 
 
 def speed_check(report, rules, rows, dtype, progress=None):
-    """The speed check's Outcome: measured after every other check of the program."""
+    """The speed check's Outcome: measured after every other check of the
+    program. A reference that fails stops the grading (exit 2): it is the
+    grader's setup, not the student's, that broke."""
     case = Case("speed", [rules.target.text])
+    reference = speed_reference(rules.target.reference, rows is not None, dtype)
+    case.args = [rules.target.text, "at", speed_size(rules.at, rows is not None)[1]]
     try:
-        reference = speed_reference(rules.target.reference, rows is not None, dtype)
-        case.args = [rules.target.text, "at", speed_size(rules.at, rows is not None)[1]]
         speed = measure_speed(report.program, reference, rules, rows is not None, dtype, progress)
     except SpeedError as err:
+        if err.reference:
+            raise GradeError(EXIT_USAGE, f"--speed: the reference failed, so nothing was "
+                                         f"graded for speed: {err}") from None
         return Outcome(case, False, code=EXIT_FAILED, reason=f"not measured: {err}",
-                       score=0, max_score=rules.points)
+                       score=0, max_score=rules.points, speed={"measured": False})
     others = [o for o in report.failed if o.case.kind != "speed"]
     if others:
         return Outcome(case, False, code=EXIT_FAILED, score=0, max_score=rules.points,
@@ -1082,10 +1147,12 @@ def parse_args(argv):
     parser.add_argument("--speed-points", type=float, default=SPEED_POINTS,
                         help=f"what the speed check is worth in the reports (default {SPEED_POINTS})")
     parser.add_argument("--speed-credit", choices=("all", "ratio"), default="all",
-                        help="all: the points or none; ratio: a missed target still scores "
-                             "points x ratio / target")
-    parser.add_argument("--speed-tie", choices=("pass", "fail"), default="pass",
-                        help="a tie with the target (rounds overlap) passes (default) or fails")
+                        help="all: the points or none; ratio: a speed check that did not pass "
+                             "still scores points x (its slowest round over the reference's "
+                             "fastest) / target")
+    parser.add_argument("--speed-tie", choices=("median", "pass", "fail"), default="median",
+                        help="a tie with the target (rounds overlap): decided by the ratio of "
+                             "the medians (default), or passes, or fails")
     return parser.parse_args(argv)
 
 

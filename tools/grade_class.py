@@ -23,8 +23,14 @@ Writes in DIR (default reports/):
                                        matplotlib imports; --redraw DIR draws it
                                        again from DIR's class.csv and class.md
                                        (as make plot draws the results charts)
-Exit status: 0 every submission was graded or found ungradable (its row says
-why), 2 usage error, 3 no CUDA device.
+A submission that cannot be graded (it does not build, runs out of time, or
+stops the grader: a program that cannot even say what it is) gets a row that
+says why, and the class goes on; the table is written after every student,
+so a class stopped halfway keeps what it graded. SIGTERM or Ctrl-C stops the
+grading running then, with every process it started.
+Exit status: 0 every submission was graded or found ungradable, 2 usage
+error (a wrong speed target stops it before the first student), 3 no CUDA
+device, 130 stopped.
 """
 import argparse
 import csv
@@ -34,6 +40,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grade  # noqa: E402
@@ -43,7 +50,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXIT_USAGE, EXIT_DEVICE, EXIT_NO_BUILD = 2, 3, 4
 SOURCES = ("reduce.cu", "rows.cu")
 COLUMNS = ("rank", "submission", "verdict", "checks_passed", "checks", "gpu_work", "ratio",
-           "ratio_lo", "ratio_hi", "target", "target_verdict", "points", "max_points", "note")
+           "ratio_lo", "ratio_hi", "target", "target_verdict", "points", "max_points", "seconds",
+           "note")
+CHILD = {}   # the grading running now, for the signal handler
 
 
 class ClassError(Exception):
@@ -83,23 +92,36 @@ def grade_one(name, source, out, options, timeout_min):
     cmd = ["bash", os.path.join(REPO, "tools", "grade_source.sh"), "--summary",
            os.path.abspath(files["json"]), "--junit", os.path.abspath(files["xml"]),
            *options, os.path.abspath(source)]
+    start = time.monotonic()
     with open(files["txt"], "w") as log:
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        CHILD["proc"] = proc
         try:
             code = proc.wait(timeout=timeout_min * 60)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            code = None
+        finally:   # whatever it started goes with it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
             proc.wait()
-            row["note"] = f"ran out of its {timeout_min:g} minutes"
-            return row
+            CHILD.pop("proc", None)
+    row["seconds"] = round(time.monotonic() - start)
+    if code is None:
+        row["note"] = f"ran out of its {timeout_min:g} minutes"
+        return row
     if code == EXIT_NO_BUILD:
         row["verdict"], row["note"] = "does not build", f"compiler errors in {name}.txt"
         return row
     if code in (EXIT_USAGE, EXIT_DEVICE):
+        # Its own doing (a program that cannot even say what it is), or the
+        # machine's: the row says which line ended it, and the class goes on.
         with open(files["txt"], errors="replace") as log:
             lines = [line.strip() for line in log if line.strip()]
-        raise ClassError(code, f"{name}: {lines[-1] if lines else f'exit {code}'}")
+        row["note"] = f"the grader stopped (exit {code}): {lines[-1] if lines else ''}"
+        return row
     try:
         with open(files["json"]) as handle:
             graded = json.load(handle)["programs"][0]
@@ -131,7 +153,8 @@ def summary_row(graded):
         first = (graded.get("first_failures") or [""])[0]
         row["note"] = f"{graded['failed'] - speed_failed} checks failed; first: {first}"
     elif speed and not speed.get("passed"):
-        row["note"] = "every check passed; the speed target was missed"
+        row["note"] = ("every check passed; the speed target was missed" if "ratio" in speed
+                       else f"every check passed; the speed was {speed.get('line', '')}")
     return row
 
 
@@ -164,15 +187,16 @@ def write_tables(rows, out, gpu_line):
         for row in rows:
             writer.writerow({c: row.get(c, "") for c in COLUMNS})
     lines = [f"# Class results{gpu_line}", "",
-             "| rank | submission | verdict | checks passed | GPU work | speed (rounds) | target | points | note |",
-             "| --: | --- | --- | --: | --- | --- | --- | --: | --- |"]
+             "| rank | submission | verdict | checks passed | GPU work | speed (rounds) | target | points | s | note |",
+             "| --: | --- | --- | --: | --- | --- | --- | --: | --: | --- |"]
     for row in rows:
         checks = f"{row['checks_passed']} of {row['checks']}" if "checks" in row else ""
         points = f"{row['points']:g} of {row['max_points']:g}" if "points" in row else ""
-        target = f"{row.get('target', '')} {row.get('target_verdict', '')}".strip()
+        target = f"{row.get('target', '')} {row.get('target_verdict', '')}".strip().replace("|", "\\|")
         note = row.get("note", "").replace("|", "\\|")
         lines.append(f"| {row['rank']} | {row['submission']} | {row['verdict']} | {checks} | "
-                     f"{row.get('gpu_work', '')} | {speed_cell(row)} | {target} | {points} | {note} |")
+                     f"{row.get('gpu_work', '')} | {speed_cell(row)} | {target} | {points} | "
+                     f"{row.get('seconds', '')} | {note} |")
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "class.md"), "w") as handle:
         handle.write(text)
@@ -257,7 +281,7 @@ def read_table(folder):
     except OSError as err:
         raise ClassError(EXIT_USAGE, f"--redraw {folder}: {err.strerror}: {err.filename}") from None
     for row in rows:
-        for key in ("rank", "checks_passed", "checks"):
+        for key in ("rank", "checks_passed", "checks", "seconds"):
             if row.get(key):
                 row[key] = int(row[key])
         for key in ("ratio", "ratio_lo", "ratio_hi", "points", "max_points"):
@@ -272,6 +296,29 @@ def read_table(folder):
 def chart_title(rows, heading):
     target = next((row["target"] for row in rows if row.get("target")), "")
     return heading + (f": speed against {target}" if target else "")
+
+
+def open_lock(path):
+    """The lock file, opened for flock (read-only where another account made it)."""
+    for mode in ("a", "r"):
+        try:
+            return open(path, mode)
+        except PermissionError:
+            continue
+        except OSError as err:
+            raise ClassError(EXIT_USAGE, f"the lock {path}: {err.strerror}") from None
+    raise ClassError(EXIT_USAGE, f"the lock {path} cannot be opened (GRADE_LOCK= names another)")
+
+
+def stop_grading(signum, frame):
+    """SIGTERM: the grading running now goes too, then the class stops."""
+    proc = CHILD.get("proc")
+    if proc is not None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    raise KeyboardInterrupt
 
 
 def parse_args(argv):
@@ -307,7 +354,16 @@ def main(argv=None):
     try:
         if args.timeout <= 0:
             raise ClassError(EXIT_USAGE, "--timeout must be more than 0 minutes")
+        if args.speed is not None:
+            try:
+                grade.parse_speed(args.speed)
+            except grade.GradeError as err:
+                raise ClassError(err.code, str(err)) from None
         found = submissions(args.submissions)
+        nogpu = subprocess.run(["bash", os.path.join(REPO, "tools", "need_gpu.sh"), "class"],
+                               capture_output=True, text=True)
+        if nogpu.returncode != 0:
+            raise ClassError(EXIT_DEVICE, (nogpu.stdout or nogpu.stderr).strip())
         options = [f for f in ("--quick", "--no-sanitizer") if getattr(args, f[2:].replace("-", "_"))]
         for flag in ("jobs", "speed", "speed_at", "speed_rounds", "speed_points", "speed_credit",
                      "speed_tie"):
@@ -315,8 +371,9 @@ def main(argv=None):
             if value is not None:
                 options += ["--" + flag.replace("_", "-"), value]
         os.makedirs(args.out, exist_ok=True)
-        lock_path = os.environ.get("GRADE_LOCK", "/tmp/grade.lock")
-        with open(lock_path, "a") as lock:
+        lock = open_lock(os.environ.get("GRADE_LOCK", "/tmp/grade.lock"))
+        signal.signal(signal.SIGTERM, stop_grading)
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             rows, gpu = [], ""
             for k, (name, source, why_not) in enumerate(found, 1):
@@ -330,9 +387,15 @@ def main(argv=None):
                         gpu = gpu or json.load(handle).get("gpu", "")
                 except (OSError, ValueError):
                     pass
+                # The table so far, after every student: a stopped class keeps it.
+                write_tables(sort_rows([dict(r) for r in rows]), args.out,
+                             f" on {gpu}" if gpu else "")
     except ClassError as err:
         print(f"grade_class: {err}", file=sys.stderr)
         return err.code
+    except KeyboardInterrupt:
+        print("grade_class: stopped; the table so far is in class.md", file=sys.stderr)
+        return 130
     rows = sort_rows(rows)
     gpu_line = f" on {gpu}" if gpu else ""
     print(write_tables(rows, args.out, gpu_line), end="")
