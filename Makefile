@@ -207,10 +207,15 @@ WATCH_CFLAGS := $(CFLAGS) -I$(CUDA_HOME)/extras/CUPTI/include $(if $(CUPTI_LIBRA
 WATCH_SUM  := build/gpu_work_sum.o -Xlinker --wrap=reduce_pass
 WATCH_ROWS := build/gpu_work_rows.o -Xlinker --wrap=row_forward
 
-build/gpu_work_sum.o: common/gpu_work.c $(HEADERS) | build
+# Rewritten when the toolkit (its CUPTI) or the flags change, as arch.stamp.
+build/watch.stamp: FORCE | build
+	@tmp=$@.$$$$.tmp; echo '$(WATCH_CFLAGS)' > $$tmp; \
+	 cmp -s $$tmp $@ && rm -f $$tmp || mv -f $$tmp $@
+
+build/gpu_work_sum.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 	$(CC) $(WATCH_CFLAGS) -c $< -o $@
 
-build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) | build
+build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_ROWS -c $< -o $@
 
 build/graded/%/run: build/obj/build/graded/%/reduce.o build/hash/build/graded/%.o $(HARNESS) build/gpu_work_sum.o build/arch.stamp
