@@ -255,8 +255,8 @@ endef
 $(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
 
 # ---------------------------------------------------------------- tests
-build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/rows_options.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/rows_options.c -lm $(LDLIBS)
+build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/rows_options.c common/back_ref.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/rows_options.c common/back_ref.c -lm $(LDLIBS)
 
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with

@@ -1,6 +1,7 @@
 /* unit_tests.c: the harness's CPU half (common/harness.c), no GPU needed.
  * Prints one line per failed check and ends with "unit: N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
+#include "back_ref.h"
 #include "harness.h"
 #include "rows_options.h"
 #include "rows_ref.h"
@@ -1028,6 +1029,204 @@ static void test_verify_set(void)
     EXPECT(parse("--no-verify", &o, err) == PARSE_OK && !o.verify);
 }
 
+/* ------------------------------------------------ part 3: back_ref.c */
+
+static unsigned long long back_state = 88172645463325252ull;
+
+static float back_uniform(float lo, float hi)   /* xorshift64: the tests' own inputs */
+{
+    back_state ^= back_state << 13;
+    back_state ^= back_state >> 7;
+    back_state ^= back_state << 17;
+    return lo + (hi - lo) * (float)((back_state >> 40) * 0x1p-24);
+}
+
+/* A float sum in one of three orders: left to right, right to left, pairwise. */
+static float back_sum(const float *t, size_t n, int order)
+{
+    if (order == 2) {
+        if (n <= 2)
+            return n == 0 ? 0.0f : n == 1 ? t[0] : t[0] + t[1];
+        return back_sum(t, n / 2, 2) + back_sum(t + n / 2, n - n / 2, 2);
+    }
+    float s = 0.0f;
+    for (size_t k = 0; k < n; k++)
+        s += t[order == 1 ? n - 1 - k : k];
+    return s;
+}
+
+/* LayerNorm's dx for one row as a float kernel would compute it. broken:
+ * 0 none, 1 no m2 term, 2 means over N - 1, 3 xhat without the mean,
+ * 4 no rstd. fma: xhat as fma(x, rstd, -mean * rstd). */
+static void back_ln_dx_float(const float *x, const float *dy, const float *gamma, float mean,
+                             float rstd, size_t n, int order, int fma_form, int broken,
+                             float *t1, float *t2, float *xh, float *dx)
+{
+    for (size_t k = 0; k < n; k++) {
+        xh[k] = fma_form ? fmaf(x[k], rstd, -(mean * rstd)) : (x[k] - mean) * rstd;
+        if (broken == 3)
+            xh[k] = x[k] * rstd;
+        t1[k] = dy[k] * gamma[k];
+        t2[k] = t1[k] * xh[k];
+    }
+    float inv = 1.0f / (float)(broken == 2 ? n - 1 : n);
+    float m1 = back_sum(t1, n, order) * inv, m2 = back_sum(t2, n, order) * inv;
+    for (size_t j = 0; j < n; j++) {
+        float v = t1[j] - m1 - (broken == 1 ? 0.0f : xh[j] * m2);
+        dx[j] = broken == 4 ? v : rstd * v;
+    }
+}
+
+/* Every output within its tolerance (want 1), or at least one outside (want 0). */
+static int back_within(const float *got, const double *ref, const double *tol, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        if (!(fabs((double)got[j] - ref[j]) <= tol[j]))
+            return 0;
+    return 1;
+}
+
+static void test_backward(void)
+{
+    /* By hand: x = 0, 1, 2 with mean 1 and rstd 1 (given), gamma 1, dy = 1, 0, 0:
+     * g = 1, 0, 0; m1 = 1/3; m2 = -1/3; dx = 1/3, -1/3, 0. */
+    {
+        float x[3] = {0, 1, 2}, dy[3] = {1, 0, 0}, gamma[3] = {1, 1, 1};
+        double dx[3], tol[3];
+        ln_backward_row_ref(x, dy, gamma, 1.0f, 1.0f, 3, dx, tol);
+        EXPECT(fabs(dx[0] - 1.0 / 3) < 1e-15 && fabs(dx[1] + 1.0 / 3) < 1e-15 && fabs(dx[2]) < 1e-15);
+        EXPECT(tol[0] > 0 && tol[0] < 1e-6);
+        /* y = 0.25, 0.75, dy = 1, 0: s = 0.25, dx = 0.1875, -0.1875. */
+        float y[2] = {0.25f, 0.75f}, sdy[2] = {1, 0};
+        softmax_backward_row_ref(y, sdy, 2, dx, tol);
+        EXPECT(dx[0] == 0.1875 && dx[1] == -0.1875);
+    }
+    /* Float kernels in three orders and two forms of xhat stay within every
+     * tolerance; four broken ones leave it, on rows of mean 0 and of mean
+     * 100 (where xhat's error follows |x| + |mean|, not |xhat|). */
+    size_t widths[] = {3, 7, 1024, 4097};
+    size_t rows = 48;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t n = widths[w];
+        for (int shifted = 0; shifted < 2; shifted++) {
+            float *x = malloc(rows * n * sizeof *x), *dy = malloc(rows * n * sizeof *dy);
+            float *gamma = malloc(n * sizeof *gamma), *mean = malloc(rows * sizeof *mean);
+            float *rstd = malloc(rows * sizeof *rstd);
+            float *t1 = malloc(n * sizeof *t1), *t2 = malloc(n * sizeof *t2);
+            float *xh = malloc(n * sizeof *xh), *got = malloc(n * sizeof *got);
+            double *ref = malloc(n * sizeof *ref), *tol = malloc(n * sizeof *tol);
+            double *dg = calloc(n, sizeof *dg), *dg_mag = calloc(n, sizeof *dg_mag);
+            double *db = calloc(n, sizeof *db), *db_mag = calloc(n, sizeof *db_mag);
+            double *dg_amag = calloc(n, sizeof *dg_amag);
+            for (size_t j = 0; j < n; j++)
+                gamma[j] = back_uniform(0.5f, 1.5f);
+            for (size_t r = 0; r < rows; r++) {
+                double s = 0, ss = 0;
+                for (size_t j = 0; j < n; j++) {
+                    x[r * n + j] = (shifted ? 100.0f : 0.0f) + back_uniform(-1.0f, 1.0f);
+                    dy[r * n + j] = back_uniform(-1.0f, 1.0f);
+                    s += x[r * n + j];
+                }
+                mean[r] = (float)(s / n);
+                for (size_t j = 0; j < n; j++)
+                    ss += (x[r * n + j] - s / n) * (x[r * n + j] - s / n);
+                rstd[r] = (float)(1.0 / sqrt(ss / n + 1e-5));
+            }
+            int good = 1, caught[5] = {0, 0, 0, 0, 0};
+            for (size_t r = 0; r < rows; r++) {
+                const float *xr = x + r * n, *dyr = dy + r * n;
+                ln_backward_row_ref(xr, dyr, gamma, mean[r], rstd[r], n, ref, tol);
+                ln_param_grads_add(xr, dyr, mean[r], rstd[r], n, dg, dg_mag, dg_amag, db, db_mag);
+                for (int order = 0; order < 3; order++)
+                    for (int fma_form = 0; fma_form < 2; fma_form++) {
+                        back_ln_dx_float(xr, dyr, gamma, mean[r], rstd[r], n, order, fma_form, 0,
+                                         t1, t2, xh, got);
+                        good &= back_within(got, ref, tol, n);
+                    }
+                for (int broken = 1; broken <= 4; broken++) {
+                    back_ln_dx_float(xr, dyr, gamma, mean[r], rstd[r], n, 0, 0, broken, t1, t2,
+                                     xh, got);
+                    caught[broken] |= !back_within(got, ref, tol, n);
+                }
+            }
+            EXPECT(good);
+            /* Means over N - 1 move m1 by m1 / N: at 4097 columns of random dy
+             * that is under the worst case of the sum itself, g(N) sum|g| / N,
+             * which no order of adds can be held to less than; an exact fill
+             * (sums exact in any order, as part 2's levels) is what catches it there. */
+            EXPECT(caught[1] && caught[3] && caught[4]);
+            EXPECT(n > 1024 || caught[2]);
+            /* dgamma and dbeta: column sums over the rows, in three orders;
+             * broken: dgamma without the mean, dbeta times gamma. */
+            float *col = malloc(rows * sizeof *col), *col2 = malloc(rows * sizeof *col2);
+            float *col3 = malloc(rows * sizeof *col3);
+            int params_good = 1, no_mean = 0, with_gamma = 0;
+            for (size_t j = 0; j < n; j++) {
+                for (size_t r = 0; r < rows; r++) {
+                    float d = dy[r * n + j];
+                    col[r] = d * ((x[r * n + j] - mean[r]) * rstd[r]);
+                    col2[r] = d;
+                    col3[r] = d * (x[r * n + j] * rstd[r]);
+                }
+                double gt = ln_dgamma_tol(rows, dg_mag[j], dg_amag[j]), bt = ln_dbeta_tol(rows, db_mag[j]);
+                for (int order = 0; order < 3; order++) {
+                    params_good &= fabs(back_sum(col, rows, order) - dg[j]) <= gt;
+                    params_good &= fabs(back_sum(col2, rows, order) - db[j]) <= bt;
+                }
+                no_mean |= !(fabs(back_sum(col3, rows, 0) - dg[j]) <= gt);
+                with_gamma |= !(fabs(back_sum(col2, rows, 0) * gamma[j] - db[j]) <= bt);
+            }
+            EXPECT(params_good);
+            EXPECT(no_mean && with_gamma);
+            free(col), free(col2), free(col3);
+            free(x), free(dy), free(gamma), free(mean), free(rstd), free(t1), free(t2);
+            free(xh), free(got), free(ref), free(tol), free(dg), free(dg_mag), free(db), free(db_mag);
+            free(dg_amag);
+        }
+        /* Softmax: y a softmax of uniform(-4, 4); float kernels in three
+         * orders within tolerance; s without y, and y dy - s, outside. */
+        float *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy), *t = malloc(n * sizeof *t);
+        float *got = malloc(n * sizeof *got);
+        double *ref = malloc(n * sizeof *ref), *tol = malloc(n * sizeof *tol);
+        int good = 1, no_y = 0, misplaced = 0;
+        for (size_t r = 0; r < rows; r++) {
+            double z = 0;
+            for (size_t j = 0; j < n; j++) {
+                y[j] = back_uniform(-4.0f, 4.0f);
+                z += exp(y[j]);
+                dy[j] = back_uniform(-1.0f, 1.0f);
+            }
+            for (size_t j = 0; j < n; j++)
+                y[j] = (float)(exp(y[j]) / z);
+            softmax_backward_row_ref(y, dy, n, ref, tol);
+            for (int order = 0; order < 3; order++) {
+                for (size_t j = 0; j < n; j++)
+                    t[j] = y[j] * dy[j];
+                float s = back_sum(t, n, order);
+                for (size_t j = 0; j < n; j++)
+                    got[j] = y[j] * (dy[j] - s);
+                good &= back_within(got, ref, tol, n);
+                for (size_t j = 0; j < n; j++)
+                    got[j] = fmaf(y[j], dy[j], -(y[j] * s));
+                good &= back_within(got, ref, tol, n);
+            }
+            float s_no_y = back_sum(dy, n, 0);
+            for (size_t j = 0; j < n; j++)
+                got[j] = y[j] * (dy[j] - s_no_y);
+            no_y |= !back_within(got, ref, tol, n);
+            for (size_t j = 0; j < n; j++)
+                t[j] = y[j] * dy[j];
+            float s = back_sum(t, n, 0);
+            for (size_t j = 0; j < n; j++)
+                got[j] = y[j] * dy[j] - s;
+            misplaced |= !back_within(got, ref, tol, n);
+        }
+        EXPECT(good);
+        EXPECT(no_y && misplaced);
+        free(y), free(dy), free(t), free(got), free(ref), free(tol);
+    }
+}
+
 int main(void)
 {
     test_parse_size();
@@ -1045,6 +1244,7 @@ int main(void)
     test_masks();
     test_exact_bounds();
     test_row_options();
+    test_backward();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,68 @@
+/* back_ref.h: part 3's CPU references (the backward pass of LayerNorm and
+ * softmax) and the tolerances a float kernel's outputs are held to, for any
+ * order of its adds. No CUDA; tests/unit_tests.c checks them against float
+ * kernels written out in C, in several orders, and against broken ones.
+ *
+ * The inputs are floats, as a kernel gets them: x, dy, gamma, and the mean
+ * and rstd the forward pass saved (PyTorch's layer_norm backward takes them
+ * so), or softmax's saved output y. The references are computed in double
+ * from those floats: their own error is some 1e-16 of the magnitudes below,
+ * far inside every tolerance.
+ *
+ * u = 2^-24, and g(k) = k u / (1 - k u) bounds k roundings (Higham, Accuracy
+ * and Stability of Numerical Algorithms, 2nd ed., Lemma 3.1). A sum of n
+ * computed terms t_i, added in any order (any tree, partial sums stored as
+ * floats, per block then across blocks), is within g(n - 1) sum |t_i| of the
+ * exact sum of the t_i (ibid., eq. 4.4).
+ *
+ * xhat = (x - mean) rstd. A kernel may form it as (x - mean) * rstd, or as
+ * fma(x, rstd, -mean * rstd); either is within g(3) A of xhat, with
+ *   A = (|x| + |mean|) rstd,
+ * which can be hundreds of times |xhat| where the mean is large: A enters
+ * each bound once, where that error of one xhat does, never multiplied by a
+ * sum's g(N).
+ *
+ * LayerNorm backward, over a row of N = cols, with g_k = dy_k gamma_k:
+ *   dx_j = rstd (g_j - m1 - xhat_j m2),  m1 = (1/N) sum_k g_k,
+ *                                        m2 = (1/N) sum_k g_k xhat_k
+ *   e(m1) = g(N + 2) (1/N) sum |g_k|          the products, N - 1 adds, 1/N
+ *   e(m2) = (1/N) [g(N + 3) sum |g_k xhat_k|   the same, one product more
+ *                  + g(6) sum |g_k| A_k]      each term's xhat
+ *   tol(dx_j) = rstd [g(5) (|g_j| + |m1| + |xhat_j m2|)   the last roundings
+ *                     + e(m1) + (|xhat_j| + g(3) A_j) e(m2) + g(3) A_j |m2|]
+ * Over R rows, for each column j:
+ *   dbeta_j  = sum_r dy_rj          tol = g(R) sum_r |dy_rj|
+ *   dgamma_j = sum_r dy_rj xhat_rj  tol = g(R + 1) sum_r |dy_rj xhat_rj|
+ *                                         + g(4) sum_r |dy_rj| A_rj
+ *
+ * Softmax backward, over a row: dx_j = y_j (dy_j - s), s = sum_k y_k dy_k
+ *   e(s) = g(N) sum |y_k dy_k|
+ *   tol(dx_j) = |y_j| e(s) + g(3) |y_j| (|dy_j| + |s| + e(s))
+ * (y_j (dy_j - s) or fma(y_j, dy_j, -y_j s): three roundings at most.)
+ *
+ * Each tolerance gets a relative margin of 2^-20 on top, for the second-order
+ * terms (an error times an error) the lines above leave out. */
+#ifndef REDUCE_BACK_REF_H
+#define REDUCE_BACK_REF_H
+
+#include <stddef.h>
+
+/* One row of LayerNorm's dx, and each output's tolerance. */
+void ln_backward_row_ref(const float *x, const float *dy, const float *gamma, float mean,
+                         float rstd, size_t cols, double *dx, double *dx_tol);
+
+/* dgamma and dbeta, a row at a time: adds a row's terms to the column sums
+ * (dgamma, dbeta) and to the magnitudes of their bounds (sum |dy xhat|,
+ * sum |dy| A, sum |dy|), which ln_dgamma_tol and ln_dbeta_tol turn into
+ * tolerances once every row is in. */
+void ln_param_grads_add(const float *x, const float *dy, float mean, float rstd, size_t cols,
+                        double *dgamma, double *dgamma_mag, double *dgamma_amag, double *dbeta,
+                        double *dbeta_mag);
+double ln_dgamma_tol(size_t rows, double dgamma_mag, double dgamma_amag);
+double ln_dbeta_tol(size_t rows, double dbeta_mag);
+
+/* One row of softmax's dx, from the saved output y, and each tolerance. */
+void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, double *dx,
+                              double *dx_tol);
+
+#endif
