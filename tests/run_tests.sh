@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# run_tests.sh: every suite, then one total line "N passed, N failed, N skipped",
-# followed by the skips counted by cause.
+# run_tests.sh: every suite, then (where committed results measured an earlier
+# version of the code) one "stale: ..." line, then one total line "N passed,
+# N failed, N skipped", followed by the skips counted by cause.
 #
 # Suites run TEST_JOBS at a time (default: the CPU count), each into a log of
 # its own. A suite that passes prints only its result line, "name: N passed,
@@ -142,5 +143,9 @@ counted=$(cat "$logs/skips" 2>/dev/null | wc -l)
 [ "$counted" -eq "$S" ] || causes="$causes; $((S - counted)) skipped: their suite gave no cause"
 
 echo "tests: ${#names[@]} suites in $((SECONDS - started)) s"
+# Committed results that measured an earlier version of the code: not a
+# failure (the docs and charts mark them), one line naming them and the
+# command that measures them again (tools/stale.py).
+[ ! -f tools/stale.py ] || $PYTHON -S tools/stale.py --line 2>&1 | head -n 1
 echo "$P passed, $F failed, $S skipped$causes"
 [ $F -eq 0 ]

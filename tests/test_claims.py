@@ -137,6 +137,11 @@ THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
 
 # ----------------------------------------------------------------- code hashes
 
+import stale  # noqa: E402  (tools/stale.py: rows that measured an earlier version)
+
+HASHES = stale.Hashes(ROOT)
+
+
 def hash_mismatches(path, rows, command):
     """One message per program in the tree whose rows carry a hash other than
     the one make builds into it now (`make code-hash DIR=...`)."""
@@ -158,34 +163,40 @@ def hash_mismatches(path, rows, command):
 
 
 class CodeHashTests(unittest.TestCase):
-    """A committed row must describe the code as it is now: a kernel edit
-    without a re-measure fails here, naming the step and the command."""
+    """A committed row whose code hash is not the code's now is stale: not a
+    failure (make test names it in one line, tools/stale.py), but never shown
+    as current. These tests hold the marking, and the hash itself."""
 
-    def check_file(self, path, rows, old, command):
-        if old:
-            self.fail(f"{rel(path)} is in the old schema, written before the code_hash column "
-                      "existed, so no row can be matched with the code it measured; "
-                      f"re-measure on the reference GPU: {REMEASURE}")
-        problems = hash_mismatches(path, rows, command)
-        self.assertEqual(problems, [], "\n" + "\n".join(problems))
+    def test_every_file_has_the_code_hash_column(self):
+        # Without it no row can be matched with the code it measured.
+        for path in (RESULTS, PROFILE):
+            self.assertFalse("code_hash" not in schema.header_of(path),
+                             f"{rel(path)} is in the old schema, written before the code_hash "
+                             f"column existed; re-measure on the reference GPU: {REMEASURE}")
 
-    def test_results_measured_the_code_as_it_is(self):
-        self.check_file(RESULTS, RESULT_ROWS, OLD_RESULTS,
-                        "make bench OUT_DIR=plots/reference && make plot && make docs")
-
-    def test_profile_measured_the_code_as_it_is(self):
-        self.check_file(PROFILE, PROFILE_ROWS, OLD_PROFILE,
-                        "make profile-all OUT_DIR=plots/reference && make plot && make docs")
-
-    def test_other_reference_files(self):
-        # Accuracy, determinism, ...: every committed CSV that carries code hashes.
+    def test_stale_py_agrees_with_the_make_hashes(self):
+        # tools/stale.py's judgement is the one `make code-hash` would give.
         for path in sorted(glob.glob(os.path.join(REFERENCE, "*.csv"))):
-            if path in (RESULTS, PROFILE) or "code_hash" not in schema.header_of(path):
+            if "code_hash" not in schema.header_of(path):
                 continue
-            with self.subTest(rel(path)):
-                rows = [HashedRow(record) for _, record in schema.read_records(path)[1]]
-                problems = hash_mismatches(path, rows, f"re-measure {rel(path)}")
-                self.assertEqual(problems, [], "\n" + "\n".join(problems))
+            rows = [HashedRow(record) for _, record in schema.read_records(path)[1]]
+            mismatched = {p.split(":")[0] for p in hash_mismatches(path, rows, "")}
+            flagged = {label for label in stale.stale_rows(path, HASHES)
+                       if program_directory(label) is not None}
+            self.assertEqual(flagged, mismatched, rel(path))
+
+    def test_every_stale_row_is_marked_where_it_is_shown(self):
+        # The pages and the stale line say what tools/stale.py finds.
+        found = stale.scan(ROOT, HASHES)
+        line = stale.summary_line(found, ROOT, HASHES)
+        self.assertEqual(bool(line), bool(found))
+        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        block = readme.split("<!-- BEGIN stale -->")[1].split("<!-- END stale -->")[0]
+        self.assertEqual(bool(block.strip()), bool(found), "README.md's stale block")
+
+    def test_the_makefile_flags_are_the_ones_make_hashes(self):
+        self.assertEqual(code_hash_module.makefile_flags(ROOT), FLAGS)
 
 
 class HashedRow:
@@ -193,6 +204,71 @@ class HashedRow:
 
     def __init__(self, record):
         self.step, self.code_hash = record.get("step", ""), record.get("code_hash", "")
+
+
+class MovedHashes(stale.Hashes):
+    """This tree's hashes, but one program's moved: as if its code changed."""
+
+    def __init__(self, moved):
+        super().__init__(ROOT)
+        self.moved = moved
+
+    def current(self, label):
+        now = super().current(label)
+        return "000000000000" if label in self.moved and now else now
+
+
+class StaleMarkTests(unittest.TestCase):
+    """When a program's hash moves, every page, table and Effect line that
+    shows its figures says so; the others do not change."""
+
+    def regenerate(self, moved):
+        src = docs.Sources(ROOT, RESULTS, PROFILE)
+        hashes = MovedHashes(moved)
+        # The sources as docs.py builds them, judged with the moved hashes.
+        src.hashes = hashes
+        src.m = compare.Measurements.load(RESULTS, hashes.is_stale)
+        src.stale_found = stale.scan(ROOT, hashes)
+        if src.rows is not None:
+            src.rows.hashes = hashes
+            src.rows.m = compare.RowMeasurements.load(src.rows.m.path, hashes.is_stale)
+        return {path: new for path, _, new in docs.regenerate(src)}
+
+    def test_the_mark_appears_when_a_hash_moves(self):
+        step, row_step = "step3_idle", "rows/step7_wide"
+        pages = self.regenerate({step, row_step})
+        now = self.regenerate(set())
+        mark = stale.MARK
+        for path in (os.path.join(ROOT, step, "README.md"),
+                     os.path.join(ROOT, step, "README.zh-CN.md"),
+                     os.path.join(ROOT, row_step, "README.md"),
+                     os.path.join(ROOT, row_step, "README.zh-CN.md")):
+            with self.subTest(rel(path)):
+                self.assertNotIn(mark, now[path])
+                self.assertIn(mark, pages[path])
+                block = pages[path].split("<!-- BEGIN stale -->")[1].split("<!-- END stale")[0]
+                self.assertIn(f"make verify ONLY={schema.program_dir(step) if 'rows' not in path else row_step}",
+                              block)
+        # The tables of the top pages mark the program, and only it.
+        readme = pages[os.path.join(ROOT, "README.md")]
+        self.assertIn(f"{mark} Measured on an earlier version of the code", readme)
+        self.assertIn(f"{step} (", readme.split("<!-- BEGIN results")[1])
+        rows_readme = pages[os.path.join(ROOT, "rows", "README.md")]
+        self.assertIn(row_step, rows_readme.split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
+        # An untouched step's page does not change.
+        other = os.path.join(ROOT, "step5_unroll", "README.md")
+        self.assertEqual(pages[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0],
+                         now[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
+        # The Effect line of the step's source says it too.
+        effect = pages[os.path.join(ROOT, step, "reduce.cu")]
+        self.assertIn("measured on an earlier version", effect.split("// Effect:")[1][:400])
+
+    def test_the_stale_line_names_the_program_and_the_command(self):
+        found = stale.scan(ROOT, MovedHashes({"rows/step7_wide"}))
+        line = stale.summary_line(found, ROOT, MovedHashes({"rows/step7_wide"}))
+        self.assertTrue(line.startswith("stale: rows/step7_wide: measured on an earlier "
+                                        "version of the code"), line)
+        self.assertIn("make verify ONLY=rows/step7_wide OUT_DIR=plots/reference", line)
 
 
 class HashCheckSelfTest(unittest.TestCase):
@@ -561,7 +637,7 @@ class GeneratedDocsTests(unittest.TestCase):
     def test_readmes_are_what_make_docs_writes(self):
         # Both parts' pages and the Effect comments in the shipped sources.
         src = docs.Sources(ROOT, RESULTS, PROFILE)
-        folders = {ROOT, os.path.join(ROOT, "rows")}
+        folders = {ROOT, os.path.join(ROOT, "rows"), os.path.join(ROOT, "multigpu")}
         folders |= {os.path.join(ROOT, schema.program_dir(s)) for s in PRESENT}
         folders |= {os.path.join(ROOT, s) for s in schema.SHIPPED_ROWS}
         changes = docs.regenerate(src)
@@ -585,8 +661,8 @@ class GeneratedDocsTests(unittest.TestCase):
             known = top.get(path, set(docs.STEP_BLOCKS))
             self.assertEqual(sorted(set(names) - known), [], rel(path))
             seen.update(names)
-        self.assertEqual(seen, {"results", "accuracy", "variance", "measured", "counters",
-                                "diff", "figures", "vs-cub", "determinism", "tried"})
+        self.assertEqual(seen, {"stale", "results", "accuracy", "variance", "measured",
+                                "counters", "diff", "figures", "vs-cub", "determinism", "tried"})
 
     def test_both_languages_covered(self):
         # A Chinese README, where there is one, is among those checked above.

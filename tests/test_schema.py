@@ -25,7 +25,7 @@ HARNESS_HEADER = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,resu
                   "abs_err,tol,pass,gpu,cc,driver,cuda,peak_gbps,l2_mb,sms,flush,offset,fill,"
                   "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan,rows,cols,"
                   "op,bytes,arch,toolchain")
-BENCH_COLUMNS = ("round",)
+BENCH_COLUMNS = ("round", "run", "role")
 FIXTURE = os.path.join(ROOT, "tests", "plots", "fixture.csv")
 
 
@@ -60,7 +60,7 @@ def csv_header_macro():
 
 
 class ColumnTests(unittest.TestCase):
-    def test_result_columns_are_the_harness_header_and_the_round(self):
+    def test_result_columns_are_the_harness_header_and_the_bench_columns(self):
         self.assertEqual(",".join(schema.RESULT_COLUMNS),
                          HARNESS_HEADER + "".join("," + c for c in BENCH_COLUMNS))
 

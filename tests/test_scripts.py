@@ -58,6 +58,10 @@ ROW_LABELS = ("rows/step0_thread", "rows/step5_layernorm", "rows/copy", "rows/cu
 ROW_OPS = {"rows/step0_thread": "sum", "rows/step5_layernorm": "layernorm", "rows/copy": "copy",
            "rows/cub": "sum"}
 QUICK = (1 << 20, 1 << 25)
+# PyTorch's float ops as a whole part 2 bench asks for them: each but the copy
+# also compiled.
+TORCH_OPS = ("sum", "compiled/sum", "layernorm", "compiled/layernorm", "softmax",
+             "compiled/softmax", "copy")
 
 
 def fake_hash(step):
@@ -435,7 +439,8 @@ with open(args.csv, "a", newline="") as f:
                              "warmup": args.warmup, "median_us": "50.000", "min_us": "49.000",
                              "max_us": "51.000", "gbps": "1000.00", "result": "0",
                              "reference": "0", "abs_err": "0", "tol": "0", "pass": 1,
-                             "gpu": "NVIDIA H200 (torch)", "rows": rows, "cols": cols, "op": op,
+                             "gpu": "NVIDIA H200 (torch)", "rows": rows, "cols": cols,
+                             "op": op.removeprefix("compiled/"),
                              "mode": "timed", "round": args.round,
                              "toolchain": "torch 2.9.0 CUDA 13.0"})
 '''
@@ -698,7 +703,8 @@ class BenchUnitTest(ScriptTest):
     def test_plans_of_both_parts(self):
         self.add_rows_programs()
         args = bench.parse_args(["--root", self.root, "--quick"])
-        [(sum_suffix, sums), (rows_suffix, rows)] = bench.plans(args)
+        [(sum_suffix, sums, roles1, _), (rows_suffix, rows, roles2, ops)] = bench.plans(args)
+        self.assertEqual((set(roles1.values()), set(roles2.values()), ops), ({""}, {""}, None))
         self.assertEqual((sum_suffix, rows_suffix), ("", "-rows"))
         self.assertEqual([name for name, _, _ in sums], list(PART1[:2]) +
                          ["step9_singlepass", "step10_c", "baseline_cub"])
@@ -711,7 +717,7 @@ class BenchUnitTest(ScriptTest):
                                         for r, c in bench.QUICK_ROW_SHAPES])
             else:
                 self.assertEqual(args, [["-n", str(r * c)] for r, c in bench.QUICK_ROW_SHAPES])
-        [(suffix, _)] = bench.plans(bench.parse_args(["--root", self.root, "--part", "sum"]))
+        [(suffix, _, _, _)] = bench.plans(bench.parse_args(["--root", self.root, "--part", "sum"]))
         self.assertEqual(suffix, "")
 
 
@@ -758,10 +764,15 @@ class BenchRunTest(ScriptTest):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         with open(os.path.join(self.out, "h200.csv")) as f:
             self.assertEqual(f.readline().strip().split(","), CONTRACT_COLUMNS)
-        self.assertEqual(CONTRACT_COLUMNS[-1], "round")
-        self.assertNotIn("round", HARNESS_COLUMNS)   # the programs do not write it: bench does
+        self.assertEqual(CONTRACT_COLUMNS[-3:], ["round", "run", "role"])
+        for column in ("round", "run", "role"):   # the programs do not write them: bench does
+            self.assertNotIn(column, HARNESS_COLUMNS)
         rows = self.results()
         self.assertEqual([r["round"] for r in rows], ["1"] * 8 + ["2"] * 8 + ["3"] * 8)
+        # One run id in every row of one bench, and every program asked for.
+        self.assertEqual(len({r["run"] for r in rows}), 1)
+        self.assertRegex(rows[0]["run"], r"^\d{8}T\d{6}Z$")
+        self.assertEqual({r["role"] for r in rows}, {""})
         for k, batch in enumerate(self.rounds(self.processes()), 1):
             ran = [step for _, step, _, _, _ in batch]
             filed = [r["step"] for r in rows if r["round"] == str(k)]
@@ -824,7 +835,8 @@ class BenchRunTest(ScriptTest):
                          ["a100.csv", "h200-bench.log", "h200.csv"])
         lines = proc.stdout.splitlines()
         self.assertTrue(lines[-2].startswith("results: ") and lines[-2].endswith("h200.csv"))
-        self.assertRegex(lines[-1], r"^bench: 24 runs in 3 rounds, \d+\.\d s -> .*h200\.csv$")
+        self.assertRegex(lines[-1], r"^bench: 24 runs in 3 rounds \(run \d{8}T\d{6}Z\), \d+\.\d s -> "
+                                    r".*h200\.csv$")
 
     def test_slug_of_consumer_gpu(self):
         proc = self.bench("--quick", FAKE_GPU="NVIDIA GeForce RTX 4090")
@@ -880,7 +892,7 @@ class BenchRunTest(ScriptTest):
         self.assertEqual(len(rows), 4 * len(sizes) - 1)
         self.assertTrue(all(r["pass"] == "1" for r in rows))
         self.assertRegex(proc.stdout.splitlines()[-1],
-                         rf"^bench: {4 * len(sizes) - 1} runs \(1 failed\) in 1 rounds")
+                         rf"^bench: {4 * len(sizes) - 1} runs \(1 failed\) in 1 round ")
 
     def test_an_unreadable_csv_is_a_failure_of_that_program(self):
         proc = self.bench("--quick", FAKE_BAD_CSV_STEP="step10_c")
@@ -1009,7 +1021,8 @@ class BenchRowsTest(ScriptTest):
         self.assertRegex(proc.stdout, r"\[round 1/3\] rows/step0_thread\s+2 runs  "
                                       r"32768x1024 \d+\.\d us  PASS\n")
         self.assertRegex(proc.stdout.splitlines()[-1],
-                         rf"^bench: {len(part1) + len(rows)} runs in 3 rounds, \d+\.\d s -> "
+                         rf"^bench: {len(part1) + len(rows)} runs in 3 rounds \(run \d{{8}}T\d{{6}}Z\), "
+                         r"\d+\.\d s -> "
                          r"\S*h200\.csv, \S*h200-rows\.csv$")
 
     def test_one_array_rows_once_per_size(self):
@@ -1079,16 +1092,154 @@ class BenchRowsTest(ScriptTest):
         shapes = ",".join(f"{r}x{c}" for r, c in bench.QUICK_ROW_SHAPES)
         for k, (_, argv) in enumerate(torch[1:], 1):
             self.assertEqual(argv[0], os.path.join(REPO, "tools", "torch_rows.py"))
-            self.assertEqual(argv[3:], ["--shapes", shapes, "--ops", "sum,layernorm,softmax,copy",
+            self.assertEqual(argv[3:], ["--shapes", shapes, "--ops", ",".join(TORCH_OPS),
                                         "--reps", "20", "--warmup", "3", "--round", str(k)])
         self.assertEqual(len(torch), 4)
         rows = [r for r in self.results("h200-rows.csv") if r["step"].startswith("torch/")]
         self.assertEqual(sorted((r["round"], r["step"], r["rows"], r["cols"]) for r in rows),
                          sorted((k, "torch/" + op, str(r), str(c)) for k in "123"
-                                for op in ("sum", "layernorm", "softmax", "copy")
-                                for r, c in bench.QUICK_ROW_SHAPES))
+                                for op in TORCH_OPS for r, c in bench.QUICK_ROW_SHAPES))
+        # The compiled ops keep the op's own name in the op column.
+        self.assertEqual({r["op"] for r in rows if r["step"].startswith("torch/compiled/")},
+                         {"sum", "layernorm", "softmax"})
         self.assertEqual(len([l for l in proc.stdout.splitlines()
-                              if re.match(r"\[round \d/3\] torch +8 runs .* PASS$", l)]), 3)
+                              if re.match(r"\[round \d/3\] torch +14 runs .* PASS$", l)]), 3)
+
+
+class BenchOnlyTest(ScriptTest):
+    """--only: the programs named and what their ratios are read against, in
+    one run, merged into the files; --round and --run-id: one run over calls."""
+
+    OPS = {"rows/step0_thread": "SUM", "rows/step5_layernorm": "LAYERNORM",
+           "rows/baseline_copy": "COPY", "rows/baseline_cub": "SUM"}
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+        # What each program computes, as its rows.cu says it (bench.row_program_op).
+        for name, op in self.OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"// {name}\nconst enum row_op step_op = ROW_{op};\n")
+        self.python = make_torch_python(self.top)
+
+    def ran(self):
+        return sorted({step for _, step, _, _, _ in self.processes() if step != "torch"})
+
+    def test_comparisons_of_each_part(self):
+        self.assertEqual(bench.comparisons(self.root, "step10_c"),
+                         (["step9_singlepass", "step0_a", "baseline_cub"], []))
+        self.assertEqual(bench.comparisons(self.root, "step0_a"), (["baseline_cub"], []))
+        self.assertEqual(bench.comparisons(self.root, "rows/step5_layernorm"),
+                         (["rows/step0_thread", "rows/baseline_copy"],
+                          ["layernorm", "compiled/layernorm"]))
+        self.assertEqual(bench.comparisons(self.root, "rows/step0_thread"),
+                         (["step9_singlepass", "rows/baseline_cub"], ["sum", "compiled/sum"]))
+        self.assertEqual(bench.comparisons(self.root, "rows/baseline_copy"), ([], ["copy"]))
+        # A bfloat16 step: its float twin and the bfloat16 copy.
+        make_root(self.top, ("rows/step7_bf16_layernorm", "rows/baseline_copy16"))
+        for name, text in (("rows/step7_bf16_layernorm", "LAYERNORM;\nconst enum row_dtype "
+                            "step_dtype = ROW_BF16"), ("rows/baseline_copy16", "COPY")):
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{text};\n")
+        self.assertEqual(bench.comparisons(self.root, "rows/step7_bf16_layernorm"),
+                         (["rows/step5_layernorm", "rows/baseline_copy16"],
+                          ["layernorm_bf16", "compiled/layernorm_bf16"]))
+
+    def test_only_runs_the_named_and_their_comparisons_in_one_run(self):
+        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "R2",
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.ran(), ["rows/copy", "rows/step0_thread",
+                                      "rows/step5_layernorm"])
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-rows-bench.log", "h200-rows.csv"])
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {"R2"})
+        roles = {r["step"]: r["role"] for r in rows}
+        self.assertEqual(roles, {"rows/step5_layernorm": "", "rows/step0_thread": "compared",
+                                 "rows/copy": "compared", "torch/layernorm": "compared",
+                                 "torch/compiled/layernorm": "compared"})
+        self.assertIn("(compared)", proc.stdout)
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         r"^bench: \d+ runs in 3 rounds, only rows/step5_layernorm and what it is "
+                         r"compared with \(run R2\)")
+
+    def test_merge_keeps_other_runs_and_drops_dead_ones(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", "A",
+                                    "--torch-python", self.python).returncode, 0)
+        full = self.results("h200-rows.csv")
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "B",
+                                    "--torch-python", self.python).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        # Run A is whole (every other program's figures, and step 5's old rows
+        # for what reads them); run B beside it.
+        self.assertEqual([r for r in rows if r["run"] == "A"], full)
+        self.assertEqual({r["step"] for r in rows if r["run"] == "B"},
+                         {"rows/step5_layernorm", "rows/step0_thread", "rows/copy",
+                          "torch/layernorm", "torch/compiled/layernorm"})
+        # Step 5 again: run B holds nobody's figures any more and goes.
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "C",
+                                    "--torch-python", self.python).returncode, 0)
+        self.assertEqual(sorted({r["run"] for r in self.results("h200-rows.csv")}), ["A", "C"])
+        # Every program named: run A goes too.
+        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", "D",
+                                    "--torch-python", self.python).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {"D"})
+        self.assertEqual({r["role"] for r in rows}, {""})
+        with open(os.path.join(self.out, "h200-rows-bench.log")) as f:
+            log = f.read()
+        self.assertEqual(log.count("$ bench.py"), 4)   # every run's lines, the earlier first
+
+    def test_figures_and_ratios_come_from_one_run(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", "A").returncode, 0)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    "B").returncode, 0, )
+        path = os.path.join(self.out, "h200-rows.csv")
+        rows = schema.read_results(path)
+        # Make run B's copy slower, so that a ratio across runs would show.
+        rows = [r if not (r.step == "rows/copy" and r.run == "B")
+                else r.__class__(**{**r.__dict__, "median_us": r.median_us * 2,
+                                    "gbps": r.gbps / 2}) for r in rows]
+        import compare
+        m = compare.RowMeasurements(path, rows)
+        shape = (32768, 1024)
+        self.assertEqual(m.current["rows/step5_layernorm"], "B")
+        self.assertEqual(m.current["rows/copy"], "A")
+        self.assertEqual(m.get("rows/copy", shape).run, "A")
+        self.assertEqual(m.within("rows/step5_layernorm").get("rows/copy", shape).run, "B")
+        self.assertEqual(m.within("rows/step0_thread").get("rows/copy", shape).run, "A")
+        self.assertEqual(m.previous("rows/step5_layernorm"), "rows/step0_thread")
+
+    def test_a_run_over_calls(self):
+        for k in "12":
+            proc = self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", k,
+                              "--run-id", "S")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn(f"in round {k} of 2", proc.stdout.splitlines()[-1])
+        rows = self.results("h200-rows.csv")
+        self.assertEqual(sorted({r["round"] for r in rows}), ["1", "2"])
+        count = len(rows)
+        # A call again takes the place of its own rows only.
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", "2",
+                                    "--run-id", "S").returncode, 0)
+        self.assertEqual(len(self.results("h200-rows.csv")), count)
+        # Round 1 makes the exact checks; round 2 does not.
+        checked = [l for _, step, _, lines, _ in self.processes() for l in lines
+                   if "--no-verify" not in l]
+        self.assertTrue(checked)
+
+    def test_only_refuses_what_is_not_a_program(self):
+        proc = self.bench("--quick", "--only", "rows/step99_none")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: --only: no program rows/step99_none")
+        proc = self.bench("--quick", "--rounds", "2", "--round", "3")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--round 3 is past --rounds 2", proc.stderr)
+
+    def test_only_accepts_labels_and_parts(self):
+        self.assertEqual(bench.resolve_only(self.root, ["rows/copy", "cub", "step1_b"]),
+                         ["rows/baseline_copy", "baseline_cub", "step1_b"])
+        self.assertEqual(bench.resolve_only(self.root, ["sum"]), bench.program_dirs(self.root))
 
 
 # ---------------------------------------------------------------- profile

@@ -18,6 +18,17 @@ OUT_DIR/<gpu>-bench.log. The tables and charts report the median over rounds
 and the spread (fastest and slowest round): a ratio counts as a win or a
 loss only where the spreads do not overlap (tools/compare.py).
 
+Every row of one bench carries its run id (--run-id; its UTC start by
+default). --only NAMES times the programs named together with everything
+their ratios are read against (comparisons(): the previous step, step 0 or
+the float step a bfloat16 step converts, the copy, step 9 on one array, CUB,
+PyTorch's op eager and compiled), in one run, and merges its rows into the
+files: the programs' figures then come from this run, every other program's
+from its own, and a ratio is never taken across runs (tools/compare.py).
+Rows of runs that no program's figures come from any more are dropped.
+--round K runs round K alone, so that one run can be split over calls that
+each have a time limit (give them one --run-id).
+
 Exit codes: 0 all runs passed, 1 some run failed (results still written),
 2 usage error or programs not built, 3 no CUDA device.
 """
@@ -25,6 +36,7 @@ import argparse
 import csv
 import os
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -53,10 +65,15 @@ ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32
               (4096, 50257), (512, 128256))
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
+ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
 TORCH_OPS = "sum,layernorm,softmax,copy"
 # PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
 # (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
 TORCH_BF16_OPS = "layernorm_bf16,softmax_bf16,copy_bf16"
+# Each op but the copies also through torch.compile, as users run PyTorch
+# (tools/torch_rows.py: compiled/<op>, compiled once per shape, untimed).
+COMPILED = "compiled/"
+TORCH = "torch"   # --only's name for PyTorch's kernels
 DEFAULT_ROUNDS = 3
 # A single run does at most ~25 launches over 1 GiB; minutes means a hang.
 RUN_TIMEOUT_S = 600
@@ -101,6 +118,60 @@ def row_program_dirs(root):
     baselines = sorted(d for d in os.listdir(rows_root) if d.startswith("baseline_")
                        and os.path.isdir(os.path.join(rows_root, d)))
     return ["rows/" + d for d in steps + baselines]
+
+
+_STEP_OP = re.compile(r"^\s*const\s+enum\s+row_op\s+step_op\s*=\s*ROW_(\w+)\s*;", re.M)
+_STEP_BF16 = re.compile(r"^\s*const\s+enum\s+row_dtype\s+step_dtype\s*=\s*ROW_BF16\s*;", re.M)
+
+
+def row_program_op(root, name):
+    """What a part 2 program computes, read from its rows.cu (common/rows.h's
+    step_op and step_dtype): sum, layernorm, softmax or copy, with _bf16 for
+    bfloat16 data; "" if it does not say."""
+    try:
+        with open(os.path.join(root, name, "rows.cu"), encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return ""
+    found = _STEP_OP.search(text)
+    if not found:
+        return ""
+    return found.group(1).lower() + ("_bf16" if _STEP_BF16.search(text) else "")
+
+
+def torch_ops_of(op):
+    """PyTorch's ops that a program computing op is compared with: the op
+    eager and compiled (a copy only eager: there is nothing to compile)."""
+    if not op:
+        return []
+    return [op] if op.startswith("copy") else [op, COMPILED + op]
+
+
+def comparisons(root, name):
+    """(programs, torch ops) that name's ratios are read against: the tables'
+    and charts' columns. Part 1: the previous step, step 0 and CUB. Part 2:
+    the previous step, the float step a bfloat16 step converts, its bar (the
+    copy, the bfloat16 copy, or step 9 on one array and CUB's segmented sum
+    for a row sum) and PyTorch's op."""
+    if not name.startswith("rows/"):
+        steps = program_dirs(root)
+        earlier = [d for d in steps if d != schema.CUB_DIR and
+                   schema.step_sort_key(d) < schema.step_sort_key(name)]
+        found = earlier[-1:] + [d for d in steps if schema.step_number(d) == 0]
+        return [d for d in dict.fromkeys(found + [schema.CUB_DIR]) if d != name], []
+    steps = [d for d in row_program_dirs(root) if schema.step_number(d) is not None]
+    earlier = [d for d in steps if schema.step_sort_key(d) < schema.step_sort_key(name)]
+    op = row_program_op(root, name)
+    found = earlier[-1:] if schema.step_number(name) is not None else []
+    if op.endswith("_bf16"):
+        twins = [d for d in earlier if row_program_op(root, d) == op[:-len("_bf16")]]
+        found += twins[-1:]
+        found.append(COPY16_DIR)
+    elif op == "sum":
+        found += [ONE_ARRAY, ROW_CUB_DIR]
+    elif op:
+        found.append(COPY_DIR)
+    return [d for d in dict.fromkeys(found) if d != name], torch_ops_of(op)
 
 
 def run_path(root, name):
@@ -239,22 +310,33 @@ class Run:
 class Sweep:
     """Runs every program over its sizes, ROUNDS times, and keeps the tallies."""
 
-    def __init__(self, plan, rounds, reps, warmup, seed, tmp_dir, output, torch=None):
+    def __init__(self, plan, rounds, reps, warmup, seed, tmp_dir, output, torch=None,
+                 run_id="", roles=None, only_round=None):
         self.plan = plan             # [(name, path, [Run])]
         self.rounds, self.reps, self.warmup = rounds, reps, warmup
         self.seed, self.tmp_dir, self.output, self.torch = seed, tmp_dir, output, torch
+        self.run_id = run_id         # the run column of every row
+        self.roles = roles or {}     # {name: schema.COMPARED} for comparisons; "" otherwise
+        self.only_round = only_round # run this round alone (--round), else every one
         self.rows = []               # every row of every round, with its round
         self.width = max(len(name) for name, _, _ in plan)
         self.runs = self.skipped = self.failed = 0
 
+    def rounds_run(self):
+        return [self.only_round] if self.only_round else list(range(1, self.rounds + 1))
+
     def run_all(self):
-        for r in range(1, self.rounds + 1):
+        for r in self.rounds_run():
             order = list(self.plan)
             random.Random(self.seed * 1000 + r).shuffle(order)
             for name, path, runs in order:
                 self.run_program(r, name, path, runs)
             if self.torch:
                 self.run_torch(r)
+
+    def stamp(self, row, r, name):
+        """The bench's own columns: the round, the run and the row's role."""
+        return dict(row, round=str(r), run=self.run_id, role=self.roles.get(name, ""))
 
     def flags(self, r):
         flags = ["--reps", str(self.reps), "--warmup", str(self.warmup)]
@@ -297,7 +379,7 @@ class Sweep:
                     self.output.err(f"bench:   command: {' '.join(cmd)}")
                     continue
                 row = rows1[-1]
-            row = dict(row, round=str(r))
+            row = self.stamp(row, r, name)
             self.rows.append(row)
             done.append(row)
             self.runs += 1
@@ -308,14 +390,19 @@ class Sweep:
         self.output.out(self.progress_line(r, name, done))
 
     def torch_ops(self):
-        """PyTorch's float ops, and its bfloat16 ones once a program of ours
+        """PyTorch's ops for this run: the ones given (--only), else its float
+        ops, eager and compiled, and its bfloat16 ones once a program of ours
         wrote a bfloat16 row (op softmax_bf16, ...): the programs run first."""
+        _, _, ops = self.torch
+        if ops is not None:
+            return ",".join(ops)
         bf16 = any(row.get("op", "").endswith("_bf16") for row in self.rows)
-        return TORCH_OPS + ("," + TORCH_BF16_OPS if bf16 else "")
+        names = TORCH_OPS.split(",") + (TORCH_BF16_OPS.split(",") if bf16 else [])
+        return ",".join(o for name in names for o in torch_ops_of(name))
 
     def run_torch(self, r):
         """PyTorch's kernels on the same shapes, timed the same way (tools/torch_rows.py)."""
-        python, shapes = self.torch
+        python, shapes, _ = self.torch
         csv_path = os.path.join(self.tmp_dir, f"torch{r}.csv")
         if os.path.exists(csv_path):
             os.remove(csv_path)
@@ -325,7 +412,7 @@ class Sweep:
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
         got, unreadable = rows_written(csv_path)
         for row in got:
-            self.rows.append(dict(row, round=str(r)))
+            self.rows.append(self.stamp(row, r, TORCH))
             self.runs += 1
             self.failed += row.get("pass") != "1"
         if code not in (0, 1) or not got:
@@ -349,23 +436,35 @@ class Sweep:
             except (KeyError, ValueError):
                 shown.append(f"{label} ?")
         verdict = "PASS" if rows and all(x.get("pass") == "1" for x in rows) else "FAIL"
+        role = "  (compared)" if self.roles.get(name) else ""
         return (f"[round {r}/{self.rounds}] {name:<{self.width}} {len(rows):>3} runs  "
-                f"{'  '.join(shown)}  {verdict}")
+                f"{'  '.join(shown)}  {verdict}{role}")
 
 
 # ----------------------------------------------------------------- results
 
-def file_results(rows, out_dir, suffix=""):
-    """Write the rows to OUT_DIR/<gpu><suffix>.csv, replacing that GPU's older file."""
+def file_results(rows, out_dir, suffix="", replaced=None):
+    """Write the rows to OUT_DIR/<gpu><suffix>.csv. Without `replaced` they
+    replace that GPU's older file; with it (--only, --round) they are merged
+    into it: its rows that `replaced` is true for go, these come in, and
+    then every run that no program's figures come from any more goes
+    (merge_runs)."""
     if not rows:
         raise BenchError(EXIT_FAILED, "no results: every run was skipped or failed")
-    gpus = sorted({row.get("gpu", "") for row in rows if not row["step"].startswith("torch/")})
+    gpus = gpus_of(rows)
     if len(gpus) != 1:
         # One file per GPU model: rows from two GPUs cannot be filed together.
         raise BenchError(EXIT_FAILED, f"rows from several GPUs in one run ({', '.join(gpus)}); "
                                       "nothing written")
     os.makedirs(out_dir, exist_ok=True)
     dest = os.path.join(out_dir, schema.gpu_slug(gpus[0]) + suffix + ".csv")
+    if replaced is not None and os.path.isfile(dest) and os.path.getsize(dest) > 0:
+        old = read_rows(dest)
+        if old and gpus_of(old) != gpus:
+            raise BenchError(EXIT_FAILED, f"{display_path(dest)} holds rows of "
+                                          f"{', '.join(gpus_of(old))}, this run {gpus[0]}: "
+                                          "nothing written (one file per GPU model)")
+        rows = merge_runs(old, rows, replaced)
     tmp = dest + ".tmp"
     with open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(schema.RESULT_COLUMNS),
@@ -374,6 +473,33 @@ def file_results(rows, out_dir, suffix=""):
         writer.writerows(rows)
     os.replace(tmp, dest)
     return dest
+
+
+def gpus_of(rows):
+    return sorted({row.get("gpu", "") for row in rows if not row["step"].startswith("torch/")})
+
+
+def current_runs(rows):
+    """{step: the run its figures come from}, as tools/compare.py decides it:
+    the newest run that timed it as a program asked for (role empty)."""
+    asked, any_run = {}, {}
+    for row in rows:
+        step, run = row.get("step", ""), row.get("run") or ""
+        any_run[step] = max(any_run.get(step, run), run)
+        if row.get("role") != schema.COMPARED:
+            asked[step] = max(asked.get(step, run), run)
+    return {step: asked.get(step, run) for step, run in any_run.items()}
+
+
+def merge_runs(old, new, replaced):
+    """old's rows but those replaced() is true for, then new's; then only the
+    runs that some program's figures come from. A run that still holds one
+    program's figures is kept whole: the rows of its other programs are what
+    that program's ratios are read against."""
+    rows = [row for row in old if not replaced(row)] + list(new)
+    live = set(current_runs(rows).values())
+    rows = [row for row in rows if (row.get("run") or "") in live]
+    return sorted(rows, key=lambda row: (row.get("run") or "", int(row.get("round") or 0)))
 
 
 def log_path(results_path):
@@ -395,13 +521,17 @@ def display_path(path):
     return path if rel.startswith("..") else rel
 
 
-def summary(sweeps, seconds, dests):
+def summary(sweeps, seconds, dests, args):
     runs = sum(s.runs for s in sweeps)
     extras = [f"{count} {what}" for count, what in
               ((sum(s.skipped for s in sweeps), "skipped"), (sum(s.failed for s in sweeps), "failed"))
               if count]
     note = f" ({', '.join(extras)})" if extras else ""
-    return (f"bench: {runs} runs{note} in {sweeps[0].rounds} rounds, {seconds:.1f} s -> "
+    which = (f"round {args.only_round} of {args.rounds}" if args.only_round else
+             f"{args.rounds} round{'s' if args.rounds != 1 else ''}")
+    if args.only is not None:
+        which += f", only {','.join(args.only)} and what it is compared with"
+    return (f"bench: {runs} runs{note} in {which} (run {args.run_id}), {seconds:.1f} s -> "
             f"{', '.join(display_path(d) for d in dests)}")
 
 
@@ -433,7 +563,28 @@ def parse_args(argv):
     parser.add_argument("--record-path", metavar="FILE",
                         help="after filing the results, write their paths to FILE, one per "
                              "line (make bench reads it to draw their charts)")
+    parser.add_argument("--only", metavar="NAMES",
+                        type=lambda text: [n.strip().rstrip("/") for n in text.split(",")
+                                           if n.strip()],
+                        help="time only these programs (folders such as rows/step12_bf16_layernorm "
+                             "or step9_singlepass, comma-separated; sum or rows: every program of "
+                             "that part) and what their ratios are read against, in one run, and "
+                             "merge the rows into the files in OUT_DIR")
+    parser.add_argument("--run-id", metavar="ID",
+                        help="the run column of every row (default: the UTC time now, e.g. "
+                             "20261202T052253Z; later runs must sort after earlier ones); give "
+                             "the same to the calls of one split run")
+    parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
+                        help="run round K of --rounds alone and merge its rows into the files "
+                             "(a run split over calls; round 1 makes the exact checks)")
     args = parser.parse_args(argv)
+    if args.only_round and args.only_round > args.rounds:
+        parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
+    if args.only is not None and not args.only:
+        parser.error("--only names no program")
+    if args.run_id is not None and not re.fullmatch(r"[0-9A-Za-z._:-]+", args.run_id):
+        parser.error(f"--run-id {args.run_id!r}: letters, digits and . _ : - only")
+    args.run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
     return args
@@ -465,25 +616,76 @@ def torch_ok(python, output):
     return True
 
 
-def plans(args):
-    """[(suffix, [(name, path, [Run])])] for the parts asked for."""
+def resolve_only(root, names):
+    """{folder} of the programs --only names: folders (rows/baseline_copy), CSV
+    labels (rows/copy, cub), or sum / rows for every program of that part."""
+    part1, part2 = program_dirs(root), row_program_dirs(root)
+    known = part1 + part2
     found = []
-    if args.part in ("sum", "all"):
+    for name in names:
+        if name == "sum":
+            found += part1
+        elif name == "rows":
+            found += part2
+        elif name in known or schema.program_dir(name) in known:
+            found.append(name if name in known else schema.program_dir(name))
+        else:
+            raise BenchError(EXIT_USAGE, f"--only: no program {name} (give a folder such as "
+                                         f"{part2[-1] if part2 else part1[-1]}, or sum or rows "
+                                         "for a whole part)")
+    return list(dict.fromkeys(found))
+
+
+def plans(args):
+    """[(suffix, [(name, path, [Run])], {name: role}, torch ops or None)] for the
+    parts asked for; torch ops None: every op (a whole part)."""
+    found = []
+    named = resolve_only(args.root, args.only) if args.only is not None else None
+    part1, part2 = program_dirs(args.root), row_program_dirs(args.root)
+    if named is None:
+        chosen1 = part1 if args.part in ("sum", "all") else []
+        chosen2 = part2 if args.part in ("rows", "all") else []
+        if args.part == "rows" and not part2:
+            raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; "
+                                         "run `make` first")
+    else:
+        chosen1 = [n for n in named if n in part1]
+        chosen2 = [n for n in named if n in part2]
+    if chosen1:
+        roles = {n: "" for n in chosen1}
+        if named is not None:
+            for n in chosen1:
+                for other in comparisons(args.root, n)[0]:
+                    roles.setdefault(other, schema.COMPARED)
+        names = [n for n in part1 if n in roles]
+        check_built(args.root, names)
         sizes = sweep_sizes(args.quick)
-        found.append(("", [(n, p, [Run(n=s) for s in sizes]) for n, p in find_programs(args.root)]))
-    names = row_program_dirs(args.root) if args.part in ("rows", "all") else []
-    if names:
-        check_built(args.root, names + [ONE_ARRAY])
+        found.append(("", [(n, run_path(args.root, n), [Run(n=s) for s in sizes]) for n in names],
+                      roles, None))
+    if chosen2:
+        roles, ops = {n: "" for n in chosen2}, None
+        whole = named is None or set(chosen2) == set(part2)
+        if not whole:
+            ops = []
+            roles[TORCH] = schema.COMPARED
+            for n in chosen2:
+                others, theirs = comparisons(args.root, n)
+                for other in others:
+                    roles.setdefault(other, schema.COMPARED)
+                ops += [o for o in theirs if o not in ops]
+        names = [n for n in part2 if n in roles]
+        one_array = whole or ONE_ARRAY in roles
+        check_built(args.root, names + ([ONE_ARRAY] if one_array else []))
         shapes = QUICK_ROW_SHAPES if args.quick else ROW_SHAPES
         plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
                 for n in names]
-        # Shapes of one size are one array to step 9 (four shapes hold 2^25
-        # floats): one run per size, or each would be filed with the first's row.
-        sizes = dict.fromkeys(r * c for r, c in shapes)
-        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
-        found.append(("-rows", plan))
-    elif args.part == "rows":
-        raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")
+        if one_array:
+            # Shapes of one size are one array to step 9 (four shapes hold 2^25
+            # floats): one run per size, or each would be filed with the first's row.
+            sizes = dict.fromkeys(r * c for r, c in shapes)
+            plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
+            roles.setdefault(ONE_ARRAY, "" if whole else schema.COMPARED)
+        found.append(("-rows", plan, roles, ops))
     return found
 
 
@@ -492,23 +694,41 @@ def bench(args, command):
     output = Output()
     output.lines.append(f"$ {command}")
     sweeps, dests = [], []
+    merging = args.only is not None or args.only_round is not None
     with tempfile.TemporaryDirectory() as tmp:
-        for suffix, plan in plans(args):
+        for suffix, plan, roles, ops in plans(args):
             torch = None
-            if suffix == "-rows" and torch_ok(args.torch_python, output):
-                torch = (args.torch_python, QUICK_ROW_SHAPES if args.quick else ROW_SHAPES)
-            sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch)
+            if suffix == "-rows" and (ops is None or ops) and torch_ok(args.torch_python, output):
+                torch = (args.torch_python, QUICK_ROW_SHAPES if args.quick else ROW_SHAPES, ops)
+            sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
+                          args.run_id, roles, args.only_round)
             sweep.run_all()
             sweeps.append(sweep)
-            dests.append(file_results(sweep.rows, args.out_dir, suffix))
+            replaced = None
+            if merging:
+                # A call of the same run (--round, or the same --run-id) again:
+                # its rows take the place of that call's.
+                labels = {schema.step_label(name) for name, _, _ in plan}
+                rounds_run = {str(r) for r in sweep.rounds_run()}
+                replaced = (lambda row, labels=labels, rounds_run=rounds_run:
+                            row.get("run") == args.run_id and row.get("round") in rounds_run and
+                            (row.get("step") in labels or
+                             (torch is not None and row.get("step", "").startswith("torch/"))))
+            dests.append(file_results(sweep.rows, args.out_dir, suffix, replaced))
+    if not sweeps:
+        raise BenchError(EXIT_USAGE, "nothing to run: no program of the part asked for")
     failed = sum(s.failed for s in sweeps)
     if failed:
         output.err(f"bench: {failed} runs failed (see above); rows of wrong results are kept, "
                    "with pass = 0")
     for dest in dests:
         output.out(f"results: {display_path(dest)}")
-    output.out(summary(sweeps, time.monotonic() - start, dests))
-    write_text(log_path(dests[0]), "\n".join(output.lines) + "\n")
+    output.out(summary(sweeps, time.monotonic() - start, dests, args))
+    log = "\n".join(output.lines) + "\n"
+    if merging and os.path.isfile(log_path(dests[0])):
+        with open(log_path(dests[0])) as handle:   # the earlier runs' lines first
+            log = handle.read() + "\n" + log
+    write_text(log_path(dests[0]), log)
     if args.record_path:
         write_text(args.record_path, "".join(d + "\n" for d in dests))
     return EXIT_FAILED if failed else 0

@@ -119,9 +119,15 @@ def translate_line(line):
     return None if english_words(line) else line
 
 
+STALE_MARK = " †"   # tools/stale.py's mark after a label: kept, not translated
+
+
 def translate(text):
     """A text of a figure in Chinese: whole, else line by line. None when a
     part has no Chinese form."""
+    if text.endswith(STALE_MARK):
+        inner = translate(text[:-len(STALE_MARK)])
+        return None if inner is None else inner + STALE_MARK
     whole = translate_line(text)
     if whole is not None or "\n" not in text:
         return whole

@@ -59,10 +59,19 @@ def normalize(text):
 
 
 def code_hash(paths, flags=""):
-    digest = hashlib.sha256()
+    texts = []
     for path in paths:
         with open(path, encoding="utf-8") as handle:
-            digest.update(normalize(handle.read()).encode("utf-8"))
+            texts.append(handle.read())
+    return texts_hash(texts, flags)
+
+
+def texts_hash(texts, flags=""):
+    """code_hash() of files given by their text (a tuning variant's source
+    exists only as the text tools/tune.sh would write)."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(normalize(text).encode("utf-8"))
         digest.update(b"\0")
     digest.update(" ".join(flags.split()).encode("utf-8"))
     return digest.hexdigest()[:HASH_CHARS]
@@ -82,6 +91,21 @@ def program_files(directory, root="."):
 
 def program_hash(directory, flags, root="."):
     return code_hash(program_files(directory, root), flags)
+
+
+_MAKE_VAR = re.compile(r"^(NVFLAGS_BASE|CFLAGS_BASE)\s*:=\s*(.*?)\s*$", re.M)
+
+
+def makefile_flags(root="."):
+    """The Makefile's HASH_FLAGS ("nvcc $(NVFLAGS_BASE) cc $(CFLAGS_BASE)"),
+    read from its two plain assignments, so that the scripts that mark stale
+    results need no make; tests/test_claims.py checks it against `make
+    hash-flags`."""
+    with open(os.path.join(root, "Makefile"), encoding="utf-8") as handle:
+        found = dict(_MAKE_VAR.findall(handle.read()))
+    if set(found) != {"NVFLAGS_BASE", "CFLAGS_BASE"}:
+        raise OSError(f"{root}/Makefile: no NVFLAGS_BASE := or CFLAGS_BASE := line")
+    return f"nvcc {found['NVFLAGS_BASE']} cc {found['CFLAGS_BASE']}"
 
 
 def main(argv):

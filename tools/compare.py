@@ -10,9 +10,16 @@ the fastest and slowest round. A ratio between two programs is a win or a
 loss only where their spreads do not overlap; otherwise it is a tie
 (verdict()). Files without rounds keep the latest row per (step, n).
 
+A file may hold several runs (make bench ONLY=... adds one for the programs it
+names, with what they are compared against: schema.py's run and role
+columns). Each program's figures come from its current run, the newest that
+measured it as a program asked for; a ratio of two programs is only ever
+taken within the first one's current run (within()), never across runs.
+
 Rows come through tools/schema.py, so failed runs (pass != 1) and check-mode
 rows never get here.
 """
+import copy
 import os
 import statistics
 from dataclasses import dataclass
@@ -91,6 +98,83 @@ def median_round(rows):
 WIN, TIE, LOSS = "win", "tie", "loss"
 
 
+def current_runs(rows):
+    """{program: its current run}: the newest run (run ids are UTC times; a
+    file from before runs is run "") that measured it as a program asked for,
+    or, for one only ever timed as a comparison, its newest run."""
+    asked, any_run = {}, {}
+    for row in rows:
+        run = row.run or ""
+        any_run[row.step] = max(any_run.get(row.step, run), run)
+        if row.role != schema.COMPARED:
+            asked[row.step] = max(asked.get(row.step, run), run)
+    return {step: asked.get(step, run) for step, run in any_run.items()}
+
+
+def summarize(group):
+    """(row, (fastest, slowest) median_us, rounds) of one program at one size
+    in one run: the median round, or the latest row where there are no rounds."""
+    with_round = [r for r in group if r.round is not None]
+    if len(with_round) > 1:
+        return median_round(with_round)
+    row = group[-1]   # a later run replaces an earlier one
+    return row, (row.median_us, row.median_us), 1
+
+
+class RunIndex:
+    """Rows of (program, key) summarized per run, the current run of each
+    program, and views of one run (within()). Measurements and
+    RowMeasurements share it; key is n in part 1, a shape or n in part 2."""
+
+    def index(self, grouped, stale=None):
+        """grouped: {(step, key): [rows]}. stale: label, code hash -> True when
+        that hash is not the program's now (tools/stale.py), or None."""
+        self.current = current_runs([r for group in grouped.values() for r in group])
+        self.by_run = {}
+        for key, group in grouped.items():
+            per_run = {}
+            for row in group:
+                per_run.setdefault(row.run or "", []).append(row)
+            self.by_run[key] = {run: summarize(rows) for run, rows in per_run.items()}
+        self.runs = sorted({run for entries in self.by_run.values() for run in entries})
+        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
+                                     if r.round is not None})
+        self.stale_check = stale
+        self._views = {}
+        self._fill(lambda step: self.current[step])
+
+    def _fill(self, run_of):
+        self.rows, self.spreads, self.rounds = {}, {}, {}
+        for key, entries in self.by_run.items():
+            run = run_of(key[0])
+            if run in entries:
+                self.rows[key], self.spreads[key], self.rounds[key] = entries[run]
+
+    def within(self, step):
+        """This file as step's current run saw it: every program's row from
+        that run (None where the run did not time it), so that a ratio of
+        step to anything is a ratio of one run. A file of one run is itself."""
+        if len(self.runs) <= 1 or step not in self.current:
+            return self
+        run = self.current[step]
+        if run not in self._views:
+            view = copy.copy(self)
+            view._fill(lambda _step: run)
+            view._views = {}
+            view.within = lambda _step, view=view: view
+            self._views[run] = view
+        return self._views[run]
+
+    def is_stale(self, row):
+        """True when row measured an earlier version of its program's code."""
+        return bool(row) and self.stale_check is not None and \
+            self.stale_check(row.step, row.code_hash)
+
+    def stale_rows(self, rows):
+        """{label: revision} of the stale rows among rows (None skipped)."""
+        return {row.step: row.git_rev for row in rows if row is not None and self.is_stale(row)}
+
+
 def verdict(spread, other_spread):
     """WIN if every round of the first ran faster than every round of the
     second, LOSS if every one ran slower, else TIE (the spreads overlap)."""
@@ -102,33 +186,23 @@ def verdict(spread, other_spread):
     return TIE
 
 
-class Measurements:
+class Measurements(RunIndex):
     """The usable rows of one results file: one per (step, n), the median
-    round where there are rounds, else the latest row."""
+    round of the step's current run where there are rounds, else the latest row."""
 
-    def __init__(self, path, rows):
+    def __init__(self, path, rows, stale=None):
         self.path = path
-        self.rows, self.spreads, self.rounds = {}, {}, {}
         grouped = {}
         for row in rows:
             if schema.is_program(row.step) and not row.rows:
                 grouped.setdefault((row.step, row.n), []).append(row)
-        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
-                                     if r.round is not None})
-        for key, group in grouped.items():
-            with_round = [r for r in group if r.round is not None]
-            if len(with_round) > 1:
-                self.rows[key], self.spreads[key], self.rounds[key] = median_round(with_round)
-            else:
-                row = group[-1]   # a later run replaces an earlier one
-                self.rows[key], self.spreads[key], self.rounds[key] = \
-                    row, (row.median_us, row.median_us), 1
+        self.index(grouped, stale)
         if not self.rows:
             raise schema.SchemaError(f"{path}: no usable rows of stepN_name or cub programs")
 
     @classmethod
-    def load(cls, path):
-        return cls(path, schema.load_results(path, need_speed=True))
+    def load(cls, path, stale=None):
+        return cls(path, schema.load_results(path, need_speed=True), stale)
 
     def require_table_sizes(self):
         if not any(n in TABLE_SIZES for _, n in self.rows):
@@ -162,8 +236,10 @@ class Measurements:
         return len(self.round_numbers) or 1
 
     def verdict_vs(self, step, other, n):
-        """win, tie or loss of step against other at n (tie if either is missing)."""
-        a, b = self.spread(step, n), self.spread(other, n)
+        """win, tie or loss of step against other at n, in step's current run
+        (tie if either is missing)."""
+        view = self.within(step)
+        a, b = view.spread(step, n), view.spread(other, n)
         return verdict(a, b) if a and b else TIE
 
     def steps_at(self, n):
@@ -196,12 +272,14 @@ class Measurements:
         return str(reps[0]) if len(reps) == 1 else f"{reps[0]}–{reps[-1]}"
 
     def previous(self, step, n):
-        """The nearest lower-numbered step measured at n; CUB has none."""
+        """The nearest lower-numbered step measured at n in step's current
+        run; CUB has none."""
         if step == schema.CUB:
             return None
-        earlier = [other for other in self.steps_at(n) if other != schema.CUB and
+        view = self.within(step)
+        earlier = [other for other in view.steps_at(n) if other != schema.CUB and
                    schema.step_sort_key(other) < schema.step_sort_key(step)]
-        return self.get(earlier[-1], n) if earlier else None
+        return view.get(earlier[-1], n) if earlier else None
 
     def step0(self, n):
         for step in self.steps_at(n):
@@ -211,9 +289,11 @@ class Measurements:
 
     def speedups(self, step, n):
         """Speed-ups compare median times at the same n; vs CUB compares GB/s,
-        so 0.98x reads as "reaches 98 % of CUB's bandwidth"."""
-        row, prev, base = self.get(step, n), self.previous(step, n), self.step0(n)
-        cub = self.get(schema.CUB, n)
+        so 0.98x reads as "reaches 98 % of CUB's bandwidth". All within
+        step's current run."""
+        view = self.within(step)
+        row, prev, base = view.get(step, n), view.previous(step, n), view.step0(n)
+        cub = view.get(schema.CUB, n)
         return Speedups(
             vs_previous=prev.median_us / row.median_us if prev else None,
             vs_step0=base.median_us / row.median_us if base and base.step != step else None,
@@ -234,12 +314,13 @@ class Counters:
     def __init__(self, path, rows, metrics=None):
         self.path = path
         self.shown = metrics or [metric for metric, _ in COUNTERS]
-        self.values, self.units = {}, {}
+        self.values, self.units, self.versions = {}, {}, {}
         gpus, revs = [], []
         for row in rows:
             if not schema.is_program(row.step) or row.value is None:
                 continue  # ncu's "n/a" for a counter it could not collect
             self.values[(row.step, row.metric)] = row.value  # the last row wins
+            self.versions[row.step] = row
             self.units.setdefault(row.metric, row.unit)
             gpus.append(row.gpu)
             revs.append(row.git_rev)
@@ -268,6 +349,11 @@ class Counters:
 
     def value(self, step, metric):
         return self.values.get((step, metric))
+
+    def version(self, step):
+        """The profile row that says which code step's counters measured
+        (step, code_hash, git_rev), or None."""
+        return self.versions.get(step)
 
     def lanes_on(self, step):
         """smsp__thread_inst_executed_pred_on.sum / smsp__inst_executed.sum, or None."""
@@ -305,7 +391,8 @@ COPY = "rows/copy"
 COPY16 = "rows/copy16"   # the copy in bfloat16: the bar of the bfloat16 steps
 BF16 = "_bf16"           # an op's suffix when its data are bfloat16 (softmax_bf16)
 ROW_CUB = "rows/cub"
-TORCH = "torch/"
+TORCH = "torch/"                     # PyTorch eager: torch/<op> (tools/torch_rows.py)
+TORCH_COMPILED = TORCH + "compiled/"  # the same op through torch.compile (Inductor)
 
 
 def shape_label(shape):
@@ -316,12 +403,13 @@ def shape_mib(shape, elem=4):
     return elem * shape[0] * shape[1] / (1 << 20)
 
 
-class RowMeasurements:
+class RowMeasurements(RunIndex):
     """Part 2's results file (make bench's <gpu>-rows.csv): one row per
-    (program, shape), the median round, with its spread; part 1's step 9 on
-    the same floats as one array is filed under the shape of the same size."""
+    (program, shape), the median round of its current run, with its spread;
+    part 1's step 9 on the same floats as one array is filed under the shape
+    of the same size."""
 
-    def __init__(self, path, rows):
+    def __init__(self, path, rows, stale=None):
         self.path = path
         grouped = {}
         for row in rows:
@@ -329,22 +417,15 @@ class RowMeasurements:
                 grouped.setdefault((row.step, (row.rows, row.cols)), []).append(row)
             elif row.step == ONE_ARRAY:
                 grouped.setdefault((row.step, row.n), []).append(row)
-        self.rows, self.spreads, self.rounds = {}, {}, {}
-        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
-                                     if r.round is not None})
-        for key, group in grouped.items():
-            with_round = [r for r in group if r.round is not None]
-            self.rows[key], self.spreads[key], self.rounds[key] = (
-                median_round(with_round) if with_round else
-                (group[-1], (group[-1].median_us, group[-1].median_us), 1))
+        self.index(grouped, stale)
         self.shapes = sorted({shape for step, shape in self.rows if isinstance(shape, tuple)},
                              key=lambda s: (s != ROW_SEED_SHAPE, s[1], s[0]))
         if not self.shapes:
             raise schema.SchemaError(f"{path}: no usable rows of part 2 programs")
 
     @classmethod
-    def load(cls, path):
-        return cls(path, schema.load_results(path, need_speed=True, quiet=True))
+    def load(cls, path, stale=None):
+        return cls(path, schema.load_results(path, need_speed=True, quiet=True), stale)
 
     @property
     def programs(self):
@@ -367,7 +448,9 @@ class RowMeasurements:
         return self.spreads.get(key)
 
     def verdict_vs(self, step, other, shape):
-        a, b = self.spread(step, shape), self.spread(other, shape)
+        """win, tie or loss of step against other, in step's current run."""
+        view = self.within(step)
+        a, b = view.spread(step, shape), view.spread(other, shape)
         return verdict(a, b) if a and b else TIE
 
     def op(self, step):
@@ -382,8 +465,9 @@ class RowMeasurements:
         return found[-1] if found else None
 
     def previous(self, step):
-        """The nearest lower-numbered step (of any op)."""
-        earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
+        """The nearest lower-numbered step (of any op) in step's current run."""
+        earlier = [s for s in self.within(step).steps
+                   if schema.step_sort_key(s) < schema.step_sort_key(step)]
         return earlier[-1] if earlier else None
 
     def ceiling(self, step):

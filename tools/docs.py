@@ -39,6 +39,7 @@ import os
 import re
 import sys
 import textwrap
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -51,6 +52,7 @@ import diagrams  # noqa: E402  (which pictures a step has, their alt text)
 import patterns  # noqa: E402  (the access-pattern model behind the pictures)
 import rows_docs  # noqa: E402  (part 2's blocks)
 import schema  # noqa: E402  (the CSV files and step names)
+import stale  # noqa: E402  (rows measured on an earlier version of the code)
 import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
 from compare import TABLE_SIZES  # noqa: E402
 from generated import fill_blocks, has_block, markers, read_text, write_if_changed  # noqa: E402
@@ -182,6 +184,7 @@ STRINGS = {
 }
 
 STRINGS.update(rows_docs.STRINGS)
+STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: ""})
 STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: ""})
 # The alt text of the results charts: the English pages name the chart's kind.
 CHART_ALT = {kind: kind for kind in ("progression", "sweep", "vs-cub", "profile")}
@@ -243,7 +246,14 @@ class Sources:
 
     def __init__(self, root, results_path, profile_path, accuracy_path=None):
         self.root = root
-        self.m = compare.Measurements.load(results_path)
+        # The code hash of every program now: rows with another measured an
+        # earlier version, and every block that shows one says so.
+        self.hashes = stale.Hashes(root)
+        self.m = compare.Measurements.load(results_path, self.hashes.is_stale)
+        # [(file, {label: revisions})]: the stale rows of every file beside the
+        # results, for each page's stale block.
+        self.stale_found = stale.scan(root, self.hashes, os.path.dirname(os.path.abspath(
+            results_path)))
         self.m.require_table_sizes()
         self.counters = compare.Counters.load(profile_path) if profile_path else None
         # Not measured yet is a state the accuracy block describes, not an error.
@@ -255,7 +265,8 @@ class Sources:
         self.models = {}
         self.linked = []    # every chart and picture a block links, for missing_charts()
         rows_path = sibling(results_path, "-rows.csv")
-        self.rows = (rows_docs.RowSources(root, rows_path, sibling(results_path, "-rows-profile.csv"))
+        self.rows = (rows_docs.RowSources(root, rows_path, sibling(results_path, "-rows-profile.csv"),
+                                          self.hashes)
                      if os.path.isfile(rows_path) else None)
         rows_root = os.path.join(root, "rows")
         self.row_steps = (["rows/" + d for d in schema.step_dirs(rows_root, has=("rows.cu",))]
@@ -341,25 +352,30 @@ def size_heading(n, lang):
               n=f"{n:,}", size=size)
 
 
-def step_cells(m, step, n, lang):
-    """median, rounds, GB/s, % of peak, vs previous, vs step 0, vs CUB."""
-    row, ratios = m.get(step, n), m.speedups(step, n)
+def step_cells(m, step, n, lang, marks):
+    """median, rounds, GB/s, % of peak, vs previous, vs step 0, vs CUB: every
+    ratio within step's current run; a cell from a stale row is marked."""
+    view = m.within(step)
+    row, ratios = view.get(step, n), m.speedups(step, n)
     prev = m.previous(step, n)
-    vs_prev = (fmt_verdict(ratios.vs_previous, m.verdict_vs(step, prev.step, n), lang)
+    vs_prev = (marks.cell(fmt_verdict(ratios.vs_previous, m.verdict_vs(step, prev.step, n), lang),
+                          prev)
                if prev else NONE_MARK)
     vs_cub = (fmt_verdict(ratios.vs_cub, m.verdict_vs(step, schema.CUB, n), lang)
               if step != schema.CUB and ratios.vs_cub is not None else fmt_ratio(ratios.vs_cub))
-    return (f"{row.median_us:.1f} | {fmt_spread(m.spread(step, n))} | {row.gbps:.0f} | "
-            f"{100 * row.gbps / row.peak_gbps:.1f} | {vs_prev} | {fmt_ratio(ratios.vs_step0)} | "
-            f"{vs_cub}")
+    base = view.step0(n)
+    return (f"{marks.cell(f'{row.median_us:.1f}', row)} | {fmt_spread(m.spread(step, n))} | "
+            f"{row.gbps:.0f} | {100 * row.gbps / row.peak_gbps:.1f} | {vs_prev} | "
+            f"{marks.cell(fmt_ratio(ratios.vs_step0), base) if ratios.vs_step0 else NONE_MARK} | "
+            f"{marks.cell(vs_cub, view.get(schema.CUB, n)) if step != schema.CUB else vs_cub}")
 
 
-def results_table(src, n, lang):
+def results_table(src, n, lang, marks):
     lines = [tr("| step | what changed | median us | rounds us | GB/s | % of peak | vs previous "
                 "| vs step 0 | vs CUB |", lang), "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for step in src.m.steps_at(n):
         lines.append(f"| {step} | {md_cell(zh_strings.summary(src.what_changed(step), lang))} | "
-                     f"{step_cells(src.m, step, n, lang)} |")
+                     f"{step_cells(src.m, step, n, lang, marks)} |")
     return lines
 
 
@@ -384,9 +400,11 @@ def results_block(src, folder, lang):
         src.linked.append(chart)
         link = os.path.relpath(chart, folder).replace(os.sep, "/")
         parts += ["", f"![{tr(CHART_ALT.get(kind, kind), lang)}]({link})"]
+    marks = stale.Marks(src.m.stale_rows)
     for n in TABLE_SIZES:
         if src.m.steps_at(n):
-            parts += ["", size_heading(n, lang), "", *results_table(src, n, lang)]
+            parts += ["", size_heading(n, lang), "", *results_table(src, n, lang, marks)]
+    parts += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(parts + [""] + seed_lines(lang))
 
 
@@ -403,12 +421,16 @@ def measured_block(src, step, lang):
                   "in plots/results/.", lang, source=src.path(m.path), step=step)
     lines = [tr("| n | median us | rounds us | GB/s | % of peak | vs previous step | vs step 0 "
                 "| vs CUB |", lang), "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    marks = stale.Marks(m.stale_rows)
     for n in sizes:
-        lines.append(f"| {power_label(n)} | {step_cells(m, step, n, lang)} |")
+        lines.append(f"| {power_label(n)} | {step_cells(m, step, n, lang, marks)} |")
+    view = m.within(step)
     lines += ["", tr("Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, "
-                     "from {source}.", lang, gpu=m.gpu, driver=m.describe("driver"),
-                     cuda=m.describe("cuda"), rev=m.describe("git_rev"),
+                     "from {source}.", lang, gpu=view.gpu, driver=view.describe("driver"),
+                     cuda=view.describe("cuda"),
+                     rev=compare.distinct(view.get(step, n).git_rev for n in sizes),
                      source=src.path(m.path))]
+    lines += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(lines)
 
 
@@ -435,8 +457,10 @@ def counters_block(src, step, lang):
     if step not in counters.steps:
         return tr("No counters for {step} in {source} yet.", lang, step=step, source=source)
     prev = counters.previous(step)
+    marks = stale.Marks(stale.rows_stale(src.hashes))
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |", lang,
-                prev=prev or NONE_MARK, step=step), "|---|--:|--:|--:|"]
+                prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
+                step=marks.cell(step, counters.version(step))), "|---|--:|--:|--:|"]
     for metric in counters.metrics_present():
         now = counters.value(step, metric)
         if now is not None:
@@ -452,6 +476,7 @@ def counters_block(src, step, lang):
     lines += ["", tr("Nsight Compute, {gpu} at revision {rev}, from {source}.", lang,
                      gpu=counters.gpu or tr("GPU not recorded", lang),
                      rev=counters.git_rev or tr("not recorded", lang), source=source)]
+    lines += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(lines)
 
 
@@ -502,8 +527,18 @@ def accuracy_block(src, folder, lang):
     if accuracy_data.errors(src.accuracy_rows):
         src.linked.append(chart)
     source = os.path.relpath(src.accuracy_path, folder).replace(os.sep, "/")
-    return accuracy_docs.accuracy_block(src.accuracy_rows, lang, source,
-                                        chart=os.path.relpath(chart, folder).replace(os.sep, "/"))
+    block = accuracy_docs.accuracy_block(src.accuracy_rows, lang, source,
+                                         chart=os.path.relpath(chart, folder).replace(os.sep, "/"))
+    marks = stale.Marks(stale.rows_stale(src.hashes))
+    for record in src.accuracy_rows:   # untyped rows: the three columns the marks read
+        marks.cell("", schema_row(record))
+    return "\n".join([block] + marks.note(lambda text, **values: tr(text, lang, **values)))
+
+
+def schema_row(record):
+    """A row of an untyped CSV as what stale.Marks reads (step, code_hash, git_rev)."""
+    return types.SimpleNamespace(**{c: record.get(c, "") for c in ("step", "code_hash",
+                                                                   "git_rev")})
 
 
 VARIANCE_SHIFTS = (0, 10, 100, 1000, 2000, 3000, 10000, 100000)   # the table's rows
@@ -551,8 +586,9 @@ GEOMEAN_SIZES = tuple(1 << k for k in range(12, 23))   # the launch-bound middle
 
 
 def vs_cub_block(src, step, lang):
-    """This step against the previous one and CUB at every size both have."""
-    m = src.m
+    """This step against the previous one and CUB at every size both have,
+    in this step's current run."""
+    m = src.m.within(step)
     sizes = [n for n in m.sizes_of(step) if m.get(schema.CUB, n) and m.previous(step, n)]
     if not sizes:
         return tr("Not measured yet: {source} has no rows for {step} and CUB at the same "
@@ -560,13 +596,15 @@ def vs_cub_block(src, step, lang):
     prev = m.previous(step, sizes[0]).step
     lines = [tr("| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |",
                 lang, prev=prev, step=step), "|---|--:|--:|--:|--:|--:|"]
+    marks = stale.Marks(m.stale_rows)
     vs_cub, verdicts = {}, []
     for n in sizes:
         row, before, cub = m.get(step, n), m.previous(step, n), m.get(schema.CUB, n)
         vs_cub[n] = cub.median_us / row.median_us
         verdicts.append(m.verdict_vs(step, schema.CUB, n))
-        lines.append(f"| {power_label(n)} | {before.median_us:.2f} | {row.median_us:.2f} | "
-                     f"{cub.median_us:.2f} | "
+        lines.append(f"| {power_label(n)} | {marks.cell(f'{before.median_us:.2f}', before)} | "
+                     f"{marks.cell(f'{row.median_us:.2f}', row)} | "
+                     f"{marks.cell(f'{cub.median_us:.2f}', cub)} | "
                      f"{fmt_verdict(before.median_us / row.median_us, m.verdict_vs(step, before.step, n), lang)} | "
                      f"{fmt_verdict(vs_cub[n], verdicts[-1], lang)} |")
     worst = min(vs_cub, key=vs_cub.get)
@@ -582,6 +620,7 @@ def vs_cub_block(src, step, lang):
                      losses=verdicts.count(compare.LOSS), sizes=len(sizes),
                      worst=fmt_ratio(vs_cub[worst]), worst_n=power_label(worst), mean=mean,
                      source=src.path(m.path))]
+    lines += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(lines)
 
 
@@ -599,12 +638,14 @@ def determinism_block(src, step, lang):
                   "`make docs`.", lang)
     lines = [tr("| program | n | runs | different sums | median us |", lang),
              "|---|--:|--:|--:|--:|"]
+    marks = stale.Marks(stale.rows_stale(src.hashes))
     for row in rows:
-        lines.append(f"| {row.step} | {power_label(row.n)} | {row.reps} | {row.distinct} | "
-                     f"{row.median_us:.1f} |")
+        lines.append(f"| {marks.cell(row.step, row)} | {power_label(row.n)} | {row.reps} | "
+                     f"{row.distinct} | {row.median_us:.1f} |")
     lines += ["", tr("From {source}, on {gpu} at revision {rev} (`make determinism`).", lang,
                      source=src.path(path), gpu=compare.distinct(r.gpu for r in rows),
                      rev=compare.distinct(r.git_rev for r in rows))]
+    lines += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(lines)
 
 
@@ -618,9 +659,11 @@ def tried_block(src, step, lang):
     rows = [r for r in extra_rows(path) if r.passed and r.timed]
     if not rows:
         return tr("Not measured yet: {source} does not exist.", lang, source=src.path(path))
-    table = {}
+    table, latest = {}, {}
     for row in rows:   # a later row replaces an earlier one, as everywhere
         table.setdefault(row.step, {})[row.n] = row.median_us
+        latest[row.step] = row
+    marks = stale.Marks(stale.rows_stale(src.hashes))
     sizes = [n for n in TRIED_SIZES if any(n in by_n for by_n in table.values())]
     lines = [tr("| variant | {sizes} |", lang, sizes=" | ".join(power_label(n) for n in sizes)),
              "|---|" + "--:|" * len(sizes)]
@@ -632,18 +675,60 @@ def tried_block(src, step, lang):
         else:
             label = name
         cells = " | ".join(f"{by_n[n]:.2f}" if n in by_n else NONE_MARK for n in sizes)
-        lines.append(f"| {label} | {cells} |")
+        lines.append(f"| {marks.cell(label, latest[name])} | {cells} |")
     lines += ["", tr("Median us per n, L2 flushed, from {source} (`make tune`, on {gpu} at "
                      "revision {rev}); a variant is this step with one `#define` changed.",
                      lang, source=src.path(path), gpu=compare.distinct(r.gpu for r in rows),
                      rev=compare.distinct(r.git_rev for r in rows))]
+    lines += marks.note(lambda text, **values: tr(text, lang, **values))
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------
+# Every page: stale (what its hand-written figures may quote from rows that
+# measured an earlier version of the code)
+# ----------------------------------------------------------------------------
+
+def file_kind(path):
+    """part1, rows, accuracy or multigpu: which pages a committed file feeds."""
+    name = os.path.basename(path)
+    if "-rows" in name:
+        return "rows"
+    if "-multigpu" in name or "-allreduce" in name:
+        return "multigpu"
+    if "-accuracy" in name or "-determinism" in name:
+        return "accuracy"
+    return "part1"
+
+
+def stale_note(src, lang, kinds=None, step=None):
+    """A page's stale block: the stale rows of the files of kinds (None: all)
+    and, on a step's page, of that step (and its tuning variants)."""
+    keep_file = (lambda path: True) if kinds is None else (lambda path: file_kind(path) in kinds)
+    keep_label = ((lambda label: True) if step is None else
+                  (lambda label: label == step or label.startswith(step + "-")))
+    return stale.page_note(src.stale_found, lambda text, **values: tr(text, lang, **values),
+                           keep_file, keep_label)
+
+
+def top_stale_block(src, folder, lang):
+    return stale_note(src, lang)
+
+
+def accuracy_stale_block(src, folder, lang):
+    return stale_note(src, lang, kinds=("accuracy",))
+
+
+def step_stale_block(src, step, lang):
+    return stale_note(src, lang, kinds=("part1", "accuracy"), step=step)
+
+
 # block name -> (src, folder or step, lang) -> markdown
-TOP_BLOCKS = {"results": results_block}
-ACCURACY_BLOCKS = {"accuracy": accuracy_block, "variance": variance_block}
-STEP_BLOCKS = {"measured": measured_block, "counters": counters_block, "diff": diff_block,
+TOP_BLOCKS = {"stale": top_stale_block, "results": results_block}
+ACCURACY_BLOCKS = {"stale": accuracy_stale_block, "accuracy": accuracy_block,
+                   "variance": variance_block}
+STEP_BLOCKS = {"stale": step_stale_block, "measured": measured_block,
+               "counters": counters_block, "diff": diff_block,
                "figures": figures_block, "vs-cub": vs_cub_block,
                "determinism": determinism_block, "tried": tried_block}
 # The pages at the top of the repository and the blocks each may hold; a
@@ -683,6 +768,10 @@ def regenerate(src):
         changes += effect_change(src.source_file(step), part1_effect(src, step))
     if src.rows is not None:
         changes += rows_changes(src)
+    for path, lang in pages(os.path.join(src.root, "multigpu")):
+        old = read_text(path)
+        changes.append((path, old, fill_blocks(old, [
+            ("stale", lambda lang=lang: stale_note(src, lang, kinds=("multigpu",)))])))
     return changes
 
 
@@ -723,14 +812,17 @@ def part1_effect(src, step):
     prev = m.previous(step, mid)
     if prev is None:
         return effect_lines(f"the starting point, {row.median_us:.1f} us for "
-                            f"{power_label(mid)} floats on an {row.gpu}", source)
-    parts = []
+                            f"{power_label(mid)} floats on an {row.gpu}"
+                            f"{rows_docs.effect_stale(m, [row])}", source)
+    parts, shown = [], []
     for n in (mid, big):
         this, before = m.get(step, n), m.previous(step, n)
         if this and before:
             parts.append(f"{before.median_us / this.median_us:.2f}x at {power_label(n)} floats, "
                          f"a {m.verdict_vs(step, before.step, n)}")
-    return effect_lines(f"against {prev.step} on an {row.gpu}: {'; '.join(parts)}", source)
+            shown += [this, before]
+    return effect_lines(f"against {prev.step} on an {row.gpu}: {'; '.join(parts)}"
+                        f"{rows_docs.effect_stale(m, shown)}", source)
 
 
 def row_figures(src, step, translate):
@@ -752,7 +844,8 @@ def rows_changes(src):
         old = read_text(path)
         tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
         summary = (lambda text, lang=lang: zh_strings.summary(text, lang))
-        new = fill_blocks(old, [("rows-results",
+        new = fill_blocks(old, [("stale", lambda lang=lang: stale_note(src, lang, kinds=("rows",))),
+                                ("rows-results",
                                  lambda tr_lang=tr_lang, summary=summary:
                                  rows_docs.results_block(
                                      rsrc, summary, tr_lang,
@@ -762,7 +855,9 @@ def rows_changes(src):
         for path, lang in pages(os.path.join(src.root, step)):
             old = read_text(path)
             tr_lang = (lambda text, lang=lang, **values: tr(text, lang, **values))
-            blocks = [("measured", lambda t=tr_lang: rows_docs.measured_block(rsrc, step, t)),
+            blocks = [("stale", lambda lang=lang, step=step: stale_note(src, lang, kinds=("rows",),
+                                                                      step=step)),
+                      ("measured", lambda t=tr_lang: rows_docs.measured_block(rsrc, step, t)),
                       ("counters", lambda t=tr_lang: rows_docs.counters_block(
                           rsrc, step, t, counter_row, fmt_count)),
                       ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t,

@@ -38,6 +38,8 @@ def replace_block(text, name, body):
     if span is None:
         return None
     first, last = span
+    if not body:   # an empty block (nothing stale) stays two lines
+        return "\n".join(lines[:first + 1] + lines[last:])
     # Blank lines around the body keep a table or an image from gluing onto
     # the comment lines (markdown would read them as one paragraph).
     return "\n".join(lines[:first + 1] + [""] + body.split("\n") + [""] + lines[last:])

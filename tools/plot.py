@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
+import stale  # noqa: E402  (rows measured on an earlier version of the code)
 from generated import write_if_changed  # noqa: E402
 from compare import N_MID, TABLE_SIZES  # noqa: E402
 from schema import CUB  # noqa: E402
@@ -97,14 +98,39 @@ FLUSH_TEXT = {"all": "L2 flushed before every repetition",
 def provenance_caption(m):
     return (f"{m.gpu}  ·  driver {m.describe('driver')}  ·  CUDA {m.describe('cuda')}"
             f"  ·  git {m.describe('git_rev')}  ·  {FLUSH_TEXT[m.flush_state()]}  ·  "
-            f"median of {m.reps_text()} reps  ·  {compare.repo_path(m.path, REPO)}")
+            f"median of {m.reps_text()} reps  ·  {compare.repo_path(m.path, REPO)}"
+            f"{stale_caption(m)}")
 
 
-def tick_label(step):
+def stale_found(m):
+    """{program: revision} of the programs whose figures in m measured an
+    earlier version of their code (tools/stale.py)."""
+    return m.stale_rows(m.rows.values())
+
+
+def stale_caption(m):
+    """A second caption line naming the stale programs, or ''."""
+    found = stale_found(m)
+    if not found:
+        return ""
+    names = ", ".join(f"{step} ({rev})" for step, rev in
+                      sorted(found.items(), key=lambda kv: schema.step_sort_key(kv[0])))
+    return f"\n{stale.MARK} measured on an earlier version of the code: {names}"
+
+
+def marked(m, step, label=None):
+    """A program's label with the stale mark where its figures are stale."""
+    label = step if label is None else label
+    return f"{label} {stale.MARK}" if step in stale_found(m) else label
+
+
+def tick_label(step, m=None):
     if step == CUB:
-        return "CUB\n(library)"
-    head, _, tail = step.partition("_")
-    return f"{head}\n{tail}"
+        text = "CUB\n(library)"
+    else:
+        head, _, tail = step.partition("_")
+        text = f"{head}\n{tail}"
+    return marked(m, step, text) if m is not None else text
 
 
 # ----------------------------------------------------------------------------
@@ -230,7 +256,7 @@ def draw_progression(mpl, m, path):
     tallest = max(row.gbps for row in m.rows.values() if row.n in TABLE_SIZES)
     ax.set_ylim(0, 1.15 * max(m.peak, tallest))
     ax.set_xlim(-0.6, len(steps) - 0.4)
-    ax.set_xticks(range(len(steps)), [tick_label(s) for s in steps])
+    ax.set_xticks(range(len(steps)), [tick_label(s, m) for s in steps])
     ax.set_ylabel("GB/s  (4·n bytes / median time, decimal GB)")
     ax.grid(axis="y", alpha=0.3)
     ax.set_title("Numbers above bars: speed-up over the previous step / over step 0, "
@@ -256,7 +282,7 @@ def draw_sweep(mpl, m, path):
     for step, colour in step_colours(mpl, m).items():
         sizes = m.sizes_of(step)
         ax.plot(sizes, [m.get(step, n).gbps for n in sizes], marker="o", color=colour,
-                linewidth=1.6, label=step)
+                linewidth=1.6, label=marked(m, step))
     cub_sizes = m.sizes_of(CUB)
     if cub_sizes:
         ax.plot(cub_sizes, [m.get(CUB, n).gbps for n in cub_sizes], marker="s",
@@ -330,15 +356,17 @@ def draw_vs_cub(mpl, m, path):
     shade_launch_bound(ax, m)
     ratios = [1.0]
     for step in steps:
-        sizes = [n for n in m.sizes_of(step) if m.get(CUB, n)]
-        values = [m.get(step, n).gbps / m.get(CUB, n).gbps for n in sizes]
+        view = m.within(step)   # CUB from the same run as this step
+        sizes = [n for n in view.sizes_of(step) if view.get(CUB, n)]
+        values = [view.get(step, n).gbps / view.get(CUB, n).gbps for n in sizes]
         # The whisker: the ratio from the rounds least and most in this step's favour.
-        low = [m.spread(CUB, n)[0] / m.spread(step, n)[1] for n in sizes]
-        high = [m.spread(CUB, n)[1] / m.spread(step, n)[0] for n in sizes]
+        low = [view.spread(CUB, n)[0] / view.spread(step, n)[1] for n in sizes]
+        high = [view.spread(CUB, n)[1] / view.spread(step, n)[0] for n in sizes]
         ratios += low + high
         ax.errorbar(sizes, values, yerr=[[max(0.0, v - lo) for v, lo in zip(values, low)],
                                          [max(0.0, hi - v) for v, hi in zip(values, high)]],
-                    marker="o", color=colours[step], linewidth=1.8, capsize=2.5, label=step)
+                    marker="o", color=colours[step], linewidth=1.8, capsize=2.5,
+                    label=marked(m, step))
     ax.axhline(1.0, color="black", linestyle="--", linewidth=2.0,
                label="CUB DeviceReduce (= 1.0)")
     log2_size_axis(ax, m.sizes)
@@ -442,7 +470,14 @@ def row_caption(rm):
     return (f"{rm.describe('gpu')}, {rm.describe('toolchain')}, revision {rm.describe('git_rev')}; "
             f"median of {rm.round_count} rounds, whiskers the fastest and slowest; L2 flushed; "
             f"PyTorch: {rm.torch_version() or 'not measured'}. Source: "
-            f"{compare.repo_path(rm.path, REPO)}")
+            f"{compare.repo_path(rm.path, REPO)}{stale_caption(rm)}")
+
+
+def torch_style(step, colour):
+    """PyTorch's bars: eager plain, compiled hatched."""
+    if step.startswith(compare.TORCH_COMPILED):
+        return dict(color=colour, hatch="//", edgecolor="#7a4a12", linewidth=0.5)
+    return dict(color=colour)
 
 
 def row_chart_path(rm, kind, out_dir):
@@ -459,8 +494,9 @@ def draw_rows_progression(mpl, rm, path):
         colour = (COLOUR_TORCH if step.startswith(compare.TORCH) else
                   COLOUR_COPY if not step.startswith("rows/step") else
                   dict((op, c) for op, c, _ in ROW_OP_COLOURS).get(row.op, COLOUR_BIG))
-        ax.bar(x, row.gbps, 0.7, color=colour, yerr=gbps_whisker(row, rm.spread(step, shape)),
-               error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"))
+        ax.bar(x, row.gbps, 0.7, yerr=gbps_whisker(row, rm.spread(step, shape)),
+               error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"),
+               **torch_style(step, colour))
         ax.annotate(f"{row.median_us:.1f} us", (x, row.gbps), xytext=(0, 4),
                     textcoords="offset points", ha="center", fontsize=8.5)
     copy, one = rm.get(compare.COPY, shape), rm.get(compare.ONE_ARRAY, shape)
@@ -475,7 +511,7 @@ def draw_rows_progression(mpl, rm, path):
         ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
                    label=f"theoretical peak {peak:.0f} GB/s")
     ax.set_xticks(range(len(programs)),
-                  [p.replace("rows/", "").replace("_", "\n").replace("/", "\n")
+                  [marked(rm, p, p.replace("rows/", "").replace("_", "\n").replace("/", "\n"))
                    for p in programs], fontsize=8.5)
     ax.set_ylabel("GB/s  (bytes one run must move / median time)")
     ax.set_ylim(0, 1.3 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
@@ -486,7 +522,10 @@ def draw_rows_progression(mpl, rm, path):
         if label and (op in ops or op.endswith(compare.BF16) and
                       any(o.endswith(compare.BF16) for o in ops))] + [
         mpl.Patch(color=COLOUR_COPY, label="copy and CUB segmented sum"),
-        mpl.Patch(color=COLOUR_TORCH, label="PyTorch")], loc="upper left", fontsize=9.5, ncol=2)
+        mpl.Patch(color=COLOUR_TORCH, label="PyTorch"),
+        mpl.Patch(label="PyTorch, torch.compile", **torch_style(compare.TORCH_COMPILED,
+                                                                 COLOUR_TORCH))],
+        loc="upper left", fontsize=9.5, ncol=2)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
                  fontsize=15, fontweight="bold")
     fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
@@ -498,20 +537,21 @@ def draw_rows_shares(mpl, rm, path, ops, bar, title):
     shapes = rm.shapes
     programs = [p for p in rm.programs if rm.op(p) in ops and p.startswith("rows/step")]
     programs += [p for p in [compare.ROW_CUB if "sum" in ops else None] +
-                 [compare.TORCH + op for op in ops]
+                 [compare.TORCH + op for op in ops] + [compare.TORCH_COMPILED + op for op in ops]
                  if p and any(rm.get(p, s) for s in shapes)]
     fig, ax = mpl.plt.subplots(figsize=(15, 7.5), layout="constrained")
     cmap = mpl.plt.get_cmap("viridis")
     width = 0.8 / max(1, len(programs))
     for k, step in enumerate(programs):
         xs, ys, lo, hi = [], [], [], []
+        view = rm.within(step)   # the bar from the same run as this program
         for x, s in enumerate(shapes):
-            row, ref = rm.get(step, s), rm.get(bar, s)
+            row, ref = view.get(step, s), view.get(bar, s)
             if row is None or ref is None:
                 continue
             # A share of the bar's speed: its time over this one's for the same floats
             # (a sum), or GB/s over GB/s for the same bytes moved (the copy).
-            a, b = rm.spread(bar, s), rm.spread(step, s)
+            a, b = view.spread(bar, s), view.spread(step, s)
             if bar == compare.ONE_ARRAY:
                 value = ref.median_us / row.median_us
             else:
@@ -523,13 +563,13 @@ def draw_rows_shares(mpl, rm, path, ops, bar, title):
             ys.append(value)
             lo.append(max(0.0, value - low))
             hi.append(max(0.0, high - value))
-        torch_k = [p for p in programs if p.startswith(compare.TORCH)].index(step) \
-            if step.startswith(compare.TORCH) else 0
-        colour = COLOUR_TORCH_LIGHT if torch_k else COLOUR_TORCH if step.startswith(compare.TORCH) \
-            else COLOUR_COPY if step == compare.ROW_CUB else \
+        # PyTorch's ops in turn (dark, light), each eager plain and compiled hatched.
+        op_k = ops.index(rm.op(step)) if rm.op(step) in ops else 0
+        colour = (COLOUR_TORCH_LIGHT if op_k else COLOUR_TORCH) \
+            if step.startswith(compare.TORCH) else COLOUR_COPY if step == compare.ROW_CUB else \
             cmap(0.15 + 0.7 * k / max(1, len(programs)))
-        ax.bar(xs, ys, width, color=colour, yerr=[lo, hi], capsize=2,
-               error_kw=dict(elinewidth=1), label=step)
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, error_kw=dict(elinewidth=1),
+               label=marked(rm, step), **torch_style(step, colour))
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.5,
                label={compare.COPY: "copy of the same bytes (= 1)",
                       compare.COPY16: "bfloat16 copy of the same bytes (= 1)"}.get(
@@ -610,8 +650,11 @@ def run(args):
     chart_zh.enabled = args.chinese
     # Check every input before drawing anything, so a bad input leaves no
     # half-drawn set of charts behind.
+    # Rows that measured an earlier version of this tree's code are marked.
+    hashes = stale.hashes_for(args.results)
+    judge = hashes.is_stale if hashes else None
     if os.path.isfile(args.results) and is_rows_file(args.results):
-        rm = compare.RowMeasurements.load(args.results)
+        rm = compare.RowMeasurements.load(args.results, judge)
         mpl = load_matplotlib()
         if mpl is None:
             print("plot.py: error: matplotlib is not installed; run "
@@ -620,7 +663,7 @@ def run(args):
             return 3
         draw_row_charts(mpl, rm, args.out_dir or os.path.dirname(os.path.abspath(args.results)))
         return 0
-    m = compare.Measurements.load(args.results)
+    m = compare.Measurements.load(args.results, judge)
     m.require_table_sizes()
     counters = compare.Counters.load(args.profile) if args.profile else None
     mpl = load_matplotlib()

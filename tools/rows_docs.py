@@ -17,6 +17,7 @@ import os
 
 import compare
 import schema
+import stale
 from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
 
 NONE_MARK = "—"
@@ -43,12 +44,14 @@ BF16_CHART_ALT = "the bfloat16 steps against the bfloat16 copy and PyTorch, per 
 STRINGS = {
     "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
         "", "| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
-        "previous | vs PyTorch |": "",
+        "previous | vs PyTorch | vs torch.compile |": "",
     "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
     "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
-    "PyTorch compares the same operation in the same run ({torch}).": "",
+    "PyTorch compares the same operation in the same run ({torch}), eager and through "
+    "torch.compile (compiled once per shape before the timing).": "",
     "LayerNorm, {step}, at every shape": "",
-    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |": "",
+    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch | vs "
+    "torch.compile |": "",
     "Row sum, {step}, at every shape": "",
     "Softmax, {step}, at every shape": "",
     SOFTMAX_CHART_ALT: "",
@@ -58,11 +61,11 @@ STRINGS = {
     "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
     "(rows/copy16), and PyTorch runs the same operation on bfloat16 tensors.": "",
     "| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us | vs "
-    "PyTorch |": "",
+    "PyTorch | vs torch.compile |": "",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
-    "| PyTorch us | vs PyTorch |": "",
-    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
-        "",
+    "| PyTorch us | vs PyTorch | vs torch.compile |": "",
+    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch "
+    "| vs torch.compile |": "",
     "Not measured yet: {source} has no rows for {step}.": "",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "",
     "{step} is the first step of part 2; there is no previous step.": "",
@@ -70,15 +73,17 @@ STRINGS = {
     "warp-level global load instructions": "", "registers per thread": "",
     "32-byte sectors per global load request": "",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.": "",
+    stale.Marks.NOTE: "",
 }
 
 
 class RowSources:
     """Part 2's inputs: the results file and, when it exists, its profile."""
 
-    def __init__(self, root, results_path, profile_path):
+    def __init__(self, root, results_path, profile_path, hashes=None):
         self.root = root
-        self.m = compare.RowMeasurements.load(results_path)
+        self.hashes = hashes    # stale.Hashes: marks what measured an earlier version
+        self.m = compare.RowMeasurements.load(results_path, hashes.is_stale if hashes else None)
         self.counters = None
         if profile_path and os.path.isfile(profile_path):
             self.counters = compare.Counters(profile_path, schema.load_profile(profile_path),
@@ -107,24 +112,28 @@ def fmt_spread(spread):
     return NONE_MARK if not spread else f"[{spread[0]:.1f}–{spread[1]:.1f}]"
 
 
-def verdict_cell(m, a, b, shape, tr):
-    """a's speed over b's at shape, and what the rounds say of it."""
-    ra, rb = m.get(a, shape), m.get(b, shape)
+def verdict_cell(m, a, b, shape, tr, marks=None):
+    """a's speed over b's at shape, in a's current run, and what the rounds
+    say of it; marked where b's row measured an earlier version."""
+    view = m.within(a)
+    ra, rb = view.get(a, shape), view.get(b, shape)
     if ra is None or rb is None:
         return NONE_MARK
-    return tr("{ratio} {verdict}", ratio=fmt_ratio(rb.median_us / ra.median_us),
+    text = tr("{ratio} {verdict}", ratio=fmt_ratio(rb.median_us / ra.median_us),
               verdict=tr(m.verdict_vs(a, b, shape)))
+    return marks.cell(text, rb) if marks else text
 
 
-def torch_of(m, step):
+def torch_of(m, step, compiled=False):
+    """PyTorch's program for step's op: eager (torch/<op>) or compiled."""
     op = m.op(step)
-    return compare.TORCH + op if op else None
+    return (compare.TORCH_COMPILED if compiled else compare.TORCH) + op if op else None
 
 
 def share(m, step, shape):
     """This program's bandwidth as a share of its bar's (copy or step 9), or None."""
-    bar = m.ceiling(step)
-    row, ref = m.get(step, shape), m.get(bar, shape)
+    bar, view = m.ceiling(step), m.within(step)
+    row, ref = view.get(step, shape), view.get(bar, shape)
     if row is None or ref is None:
         return None
     if bar == ONE_ARRAY:   # the same floats read: compare times
@@ -136,15 +145,20 @@ def fmt_share(value):
     return NONE_MARK if value is None else f"{100 * value:.0f}%"
 
 
-def step_row_cells(m, step, shape, tr):
-    row = m.get(step, shape)
+def step_row_cells(m, step, shape, tr, marks):
+    view = m.within(step)
+    row = view.get(step, shape)
     prev = m.previous(step)
     torch = torch_of(m, step)
-    vs_prev = verdict_cell(m, step, prev, shape, tr) if prev and m.op(prev) == m.op(step) \
-        else NONE_MARK
-    vs_torch = verdict_cell(m, step, torch, shape, tr) if torch else NONE_MARK
-    return (f"{row.median_us:.1f} | {fmt_spread(m.spread(step, shape))} | {row.gbps:.0f} | "
-            f"{fmt_share(share(m, step, shape))} | {vs_prev} | {vs_torch}")
+    vs_prev = verdict_cell(m, step, prev, shape, tr, marks) \
+        if prev and m.op(prev) == m.op(step) else NONE_MARK
+    vs_torch = verdict_cell(m, step, torch, shape, tr, marks) if torch else NONE_MARK
+    compiled = torch_of(m, step, compiled=True)
+    vs_compiled = verdict_cell(m, step, compiled, shape, tr, marks) if compiled else NONE_MARK
+    bar = view.get(m.ceiling(step), shape)
+    return (f"{marks.cell(f'{row.median_us:.1f}', row)} | {fmt_spread(m.spread(step, shape))} | "
+            f"{row.gbps:.0f} | {marks.cell(fmt_share(share(m, step, shape)), bar)} | {vs_prev} | "
+            f"{vs_torch} | {vs_compiled}")
 
 
 def results_block(rsrc, summary, tr, chart=lambda path: path):
@@ -153,51 +167,60 @@ def results_block(rsrc, summary, tr, chart=lambda path: path):
     (tools/plot.py draws it beside the others once a softmax step is measured)."""
     m = rsrc.m
     shape = ROW_SEED_SHAPE
+    marks = stale.Marks(m.stale_rows)
     lines = [tr("Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)",
                 shape=shape_label(shape)), "",
              tr("| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
-                "previous | vs PyTorch |"), "|---|---|--:|--:|--:|--:|--:|--:|"]
+                "previous | vs PyTorch | vs torch.compile |"),
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for step in m.programs:
         if step.startswith(compare.TORCH) or m.get(step, shape) is None:
             continue
         what = summary(rsrc.what_changed(step)).replace("|", "\\|")
-        lines.append(f"| {step} | {what} | {step_row_cells(m, step, shape, tr)} |")
+        lines.append(f"| {step} | {what} | {step_row_cells(m, step, shape, tr, marks)} |")
     lines += ["", tr("A row sum's bar is part 1's step 9 summing the same floats as one array; "
                      "the bar of LayerNorm, softmax and the copy is the copy kernel, which moves "
                      "the same bytes. vs PyTorch compares the same operation in the same run "
-                     "({torch}).", torch=m.torch_version() or NONE_MARK)]
-    lines += copy_bar_table(m, "layernorm", "LayerNorm, {step}, at every shape", tr)
+                     "({torch}), eager and through torch.compile (compiled once per shape "
+                     "before the timing).", torch=m.torch_version() or NONE_MARK)]
+    lines += copy_bar_table(m, "layernorm", "LayerNorm, {step}, at every shape", tr, marks)
     total = m.last_step("sum")
     if total:
         lines += ["", tr("Row sum, {step}, at every shape", step=total), "",
                   tr("| shape | {step} us | step 9, one array, us | share of step 9 | CUB "
-                     "segmented us | vs CUB | PyTorch us | vs PyTorch |", step=total),
-                  "|---|--:|--:|--:|--:|--:|--:|--:|"]
+                     "segmented us | vs CUB | PyTorch us | vs PyTorch | vs torch.compile |",
+                     step=total),
+                  "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        view = m.within(total)
+        compiled = compare.TORCH_COMPILED + "sum"
         for s in m.shapes:
-            row, one, cub, torch = (m.get(total, s), m.get(ONE_ARRAY, s), m.get(ROW_CUB, s),
-                                    m.get("torch/sum", s))
+            row, one, cub, torch = (view.get(total, s), view.get(ONE_ARRAY, s),
+                                    view.get(ROW_CUB, s), view.get("torch/sum", s))
             if row is None:
                 continue
-            lines.append(f"| {shape_label(s)} | {row.median_us:.1f} | "
-                         f"{f'{one.median_us:.1f}' if one else NONE_MARK} | "
+            lines.append(f"| {shape_label(s)} | {marks.cell(f'{row.median_us:.1f}', row)} | "
+                         f"{marks.cell(f'{one.median_us:.1f}', one) if one else NONE_MARK} | "
                          f"{fmt_share(share(m, total, s))} | "
-                         f"{f'{cub.median_us:.1f}' if cub else NONE_MARK} | "
+                         f"{marks.cell(f'{cub.median_us:.1f}', cub) if cub else NONE_MARK} | "
                          f"{verdict_cell(m, total, ROW_CUB, s, tr)} | "
                          f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
-                         f"{verdict_cell(m, total, 'torch/sum', s, tr)} |")
-    softmax = copy_bar_table(m, "softmax", "Softmax, {step}, at every shape", tr)
+                         f"{verdict_cell(m, total, 'torch/sum', s, tr)} | "
+                         f"{verdict_cell(m, total, compiled, s, tr)} |")
+    softmax = copy_bar_table(m, "softmax", "Softmax, {step}, at every shape", tr, marks)
     if softmax:
         link = os.path.relpath(chart(softmax_chart(rsrc)), os.path.join(rsrc.root, "rows"))
         lines += softmax + ["", f"![{tr(SOFTMAX_CHART_ALT)}]({link.replace(os.sep, '/')})"]
-    bf16 = (copy_bar_table(m, "softmax" + BF16, "Softmax in bfloat16, {step}, at every shape", tr)
+    bf16 = (copy_bar_table(m, "softmax" + BF16, "Softmax in bfloat16, {step}, at every shape", tr,
+                           marks)
             + copy_bar_table(m, "layernorm" + BF16, "LayerNorm in bfloat16, {step}, at every shape",
-                             tr))
+                             tr, marks))
     if bf16:
         link = os.path.relpath(chart(bf16_chart(rsrc)), os.path.join(rsrc.root, "rows"))
         lines += (["", tr("The bfloat16 steps move 2 bytes an element: their bar is the copy in "
                           "bfloat16 (rows/copy16), and PyTorch runs the same operation on "
                           "bfloat16 tensors.")] + bf16 +
                   ["", f"![{tr(BF16_CHART_ALT)}]({link.replace(os.sep, '/')})"])
+    lines += marks.note(tr)
     return "\n".join(lines)
 
 
@@ -219,27 +242,34 @@ def bf16_chart(rsrc):
     return (path[:-len(".csv")] if path.endswith(".csv") else path) + "-bf16.png"
 
 
-def copy_bar_table(m, op, title, tr):
+def copy_bar_table(m, op, title, tr, marks):
     """[lines]: op's last step at every shape against its copy (float or
-    bfloat16) and PyTorch's op; none while no step computing op is measured."""
+    bfloat16) and PyTorch's op, eager and compiled, all in the step's current
+    run; none while no step computing op is measured."""
     step, torch = m.last_step(op), compare.TORCH + op
     if not step:
         return []
+    compiled = compare.TORCH_COMPILED + op
     bf16 = op.endswith(BF16)
     header = ("| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us "
-              "| vs PyTorch |" if bf16 else
+              "| vs PyTorch | vs torch.compile |" if bf16 else
               "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs "
-              "PyTorch |")
-    lines = ["", tr(title, step=step), "", tr(header, step=step), "|---|--:|--:|--:|--:|--:|--:|"]
+              "PyTorch | vs torch.compile |")
+    lines = ["", tr(title, step=step), "", tr(header, step=step),
+             "|---|--:|--:|--:|--:|--:|--:|--:|"]
+    view = m.within(step)
     for s in m.shapes:
-        copy, row, theirs = m.get(COPY16 if bf16 else COPY, s), m.get(step, s), m.get(torch, s)
+        copy, row, theirs = (view.get(COPY16 if bf16 else COPY, s), view.get(step, s),
+                             view.get(torch, s))
         if row is None:
             continue
         lines.append(f"| {shape_label(s)} | {shape_mib(s, 2 if bf16 else 4):g} | "
-                     f"{copy.median_us if copy else 0:.1f} | {row.median_us:.1f} | "
+                     f"{marks.cell(f'{copy.median_us if copy else 0:.1f}', copy)} | "
+                     f"{marks.cell(f'{row.median_us:.1f}', row)} | "
                      f"{fmt_share(share(m, step, s))} | "
                      f"{f'{theirs.median_us:.1f}' if theirs else NONE_MARK} | "
-                     f"{verdict_cell(m, step, torch, s, tr)} |")
+                     f"{verdict_cell(m, step, torch, s, tr)} | "
+                     f"{verdict_cell(m, step, compiled, s, tr)} |")
     return lines
 
 
@@ -249,11 +279,12 @@ def measured_block(rsrc, step, tr):
     if not shapes:
         return tr("Not measured yet: {source} has no rows for {step}.",
                   source=rsrc.path(m.path), step=step)
+    marks = stale.Marks(m.stale_rows)
     lines = [tr("| shape | median us | rounds us | GB/s | share of its bar | vs previous step | "
-                "vs PyTorch |"), "|---|--:|--:|--:|--:|--:|--:|"]
+                "vs PyTorch | vs torch.compile |"), "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for s in shapes:
-        lines.append(f"| {shape_label(s)} | {step_row_cells(m, step, s, tr)} |")
-    return "\n".join(lines)
+        lines.append(f"| {shape_label(s)} | {step_row_cells(m, step, s, tr, marks)} |")
+    return "\n".join(lines + marks.note(tr))
 
 
 def counters_block(rsrc, step, tr, counter_row, fmt_count):
@@ -265,8 +296,10 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
         return tr("No counters for {step} in {source} yet.", step=step, source=source)
     # A bfloat16 step is compared with its float twin, the step it converts.
     prev = rsrc.m.float_twin(step) or counters.previous(step)
+    marks = stale.Marks(stale.rows_stale(rsrc.hashes))
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
-                prev=prev or NONE_MARK, step=step), "|---|--:|--:|--:|"]
+                prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
+                step=marks.cell(step, counters.version(step))), "|---|--:|--:|--:|"]
     for metric, label in ROW_COUNTERS:
         now = counters.value(step, metric)
         if now is not None:
@@ -281,7 +314,7 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
     lines += ["", tr("Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.",
                      shape=shape_label(ROW_SEED_SHAPE), gpu=counters.gpu or NONE_MARK,
                      rev=counters.git_rev or NONE_MARK, source=source)]
-    return "\n".join(lines)
+    return "\n".join(lines + marks.note(tr))
 
 
 def diff_block(rsrc, step, tr, steps):
@@ -306,8 +339,10 @@ def diff_block(rsrc, step, tr, steps):
 
 def effect_text(rsrc, step):
     """The Effect line of a part 2 step: against the previous step of the same
-    operation at the seed shape and where it gains most, else against its bar."""
+    operation at the seed shape and where it gains most, else against its bar;
+    every figure from the step's current run."""
     m = rsrc.m
+    view = m.within(step)
     prev = m.previous(step)
     seed = ROW_SEED_SHAPE
     gpu = m.describe("gpu")
@@ -318,19 +353,33 @@ def effect_text(rsrc, step):
         what = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax",
                 "softmax" + BF16: "bfloat16 softmax", "layernorm" + BF16: "bfloat16 LayerNorm"}.get(
             m.op(step), m.op(step))
-        text = (f"the first {what}: {m.get(step, seed).median_us:.1f} us at {shape_label(seed)}"
-                f" on an {gpu}, {fmt_share(s)} of {bar}'s bandwidth")
+        text = (f"the first {what}: {view.get(step, seed).median_us:.1f} us at "
+                f"{shape_label(seed)} on an {gpu}, {fmt_share(s)} of {bar}'s bandwidth")
+        shown = [view.get(step, seed), view.get(m.ceiling(step), seed)]
         twin = m.float_twin(step)
-        if twin and m.get(twin, seed):
-            text += (f"; {m.get(twin, seed).median_us / m.get(step, seed).median_us:.2f}x "
+        if twin and view.get(twin, seed):
+            text += (f"; {view.get(twin, seed).median_us / view.get(step, seed).median_us:.2f}x "
                      f"{twin.removeprefix('rows/')} in float")
-        return text
-    ratios = {s: m.get(prev, s).median_us / m.get(step, s).median_us
-              for s in m.shapes if m.get(step, s) and m.get(prev, s)}
+            shown.append(view.get(twin, seed))
+        return text + effect_stale(m, shown)
+    ratios = {s: view.get(prev, s).median_us / view.get(step, s).median_us
+              for s in m.shapes if view.get(step, s) and view.get(prev, s)}
     best = max(ratios, key=ratios.get)
     text = (f"against {prev.removeprefix('rows/')} on an {gpu}: {ratios[seed]:.2f}x at "
             f"{shape_label(seed)}, a {m.verdict_vs(step, prev, seed)}")
+    shown = [view.get(step, seed), view.get(prev, seed)]
     if best != seed and ratios[best] > ratios[seed] * 1.05:
         text += (f"; {ratios[best]:.2f}x at {shape_label(best)}, "
                  f"a {m.verdict_vs(step, prev, best)}")
-    return text
+        shown += [view.get(step, best), view.get(prev, best)]
+    return text + effect_stale(m, shown)
+
+
+def effect_stale(m, rows):
+    """'; † measured on an earlier version of X (at REV)' where the Effect
+    line's numbers come from stale rows; else ''."""
+    found = m.stale_rows(rows)
+    if not found:
+        return ""
+    return (f"; {stale.MARK} measured on an earlier version of "
+            f"{', '.join(f'{label} (at {rev})' for label, rev in sorted(found.items()))}")

@@ -150,11 +150,17 @@ RESULT_SCHEMA = (
     ("arch", "str?", "the machine code the program carries, e.g. sm_90"),
     ("toolchain", "str?", "what built it: nvcc and CCCL versions (or torch's, for torch rows)"),
     ("round", "int?", "make bench's round: each round runs every program in its own process"),
+    ("run", "str?", "make bench's run: its UTC start, e.g. 20261202T052253Z, the same in every row "
+                    "of one bench, also when its rounds ran in separate calls (--run-id); a ratio "
+                    "is only ever taken between rows of one run"),
+    ("role", "str?", "empty for the programs a run was asked for; compared for those it timed "
+                     "only as what they are compared against (make bench ONLY=...)"),
 )
 RESULT_COLUMNS = tuple(name for name, _, _ in RESULT_SCHEMA)
 # Added with later releases; older files lack them and still load.
 NEW_RESULT_COLUMNS = ("mode", "distinct", "code_hash", "sum_abs", "cpu_seq", "cpu_kahan",
-                      "rows", "cols", "op", "bytes", "arch", "toolchain", "round")
+                      "rows", "cols", "op", "bytes", "arch", "toolchain", "round", "run", "role")
+COMPARED = "compared"   # the role of a row timed only as a comparison
 
 PROFILE_SCHEMA = (
     ("step", "str", "program, as in the results file"),
@@ -284,6 +290,8 @@ class ResultRow:
     arch: str = ""
     toolchain: str = ""
     round: int | None = None
+    run: str = ""
+    role: str = ""
     line: int = 0       # line in its file, for messages
 
     @property

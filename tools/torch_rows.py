@@ -19,6 +19,12 @@ and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
 the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
 model holds them (torch.native_layer_norm wants them in the input's type)
 and the bytes at 2 per element (mean and rstd as torch returns them).
+An op named compiled/<op> (compiled/softmax, compiled/layernorm_bf16 ...)
+is the same function through torch.compile (Inductor's default mode,
+dynamic=False), as users run PyTorch: compiled for each shape on its own,
+with dynamo's caches cleared first so that no shape falls back to eager at
+the recompile limit, and called once before the warm-up, so that compiling
+is never timed. Its rows are step "torch/compiled/<op>", op "<op>".
 Each output is compared with a float64 computation of the same op: a sanity
 check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums),
 not the harness's derived tolerance. Rows go to FILE in the results schema
@@ -41,6 +47,7 @@ import schema  # noqa: E402
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "layernorm_bf16", "softmax_bf16", "copy_bf16")
 BF16 = "_bf16"
+COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
 
 
@@ -74,6 +81,15 @@ def git_rev():
         return os.environ.get("GIT_REV", "unknown")
 
 
+def triton_version():
+    """' Triton X.Y' (what torch.compile's kernels are built with), or ''."""
+    try:
+        import triton
+        return f" Triton {triton.__version__}"
+    except ImportError:
+        return ""
+
+
 class Runner:
     def __init__(self, torch, reps, warmup):
         self.torch, self.reps, self.warmup = torch, reps, warmup
@@ -84,7 +100,7 @@ class Runner:
         self.l2 = getattr(props, "L2_cache_size", 50 << 20)
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         self.toolchain = (f"torch {torch.__version__} CUDA {torch.version.cuda}"
-                          + (f" cuDNN {cudnn}" if cudnn else ""))
+                          + (f" cuDNN {cudnn}" if cudnn else "") + triton_version())
         self.flush_buf = torch.zeros(FLUSH_L2_MULTIPLE * self.l2 // 4, dtype=torch.float32,
                                      device="cuda")
 
@@ -102,8 +118,22 @@ class Runner:
                 times.append(start.elapsed_time(stop) * 1e3)
         return times, out
 
+    def prepare(self, fn, compiled, *args):
+        """A function of no arguments that runs fn(*args): eager as it is, or
+        compiled for these shapes now, before any timing."""
+        if not compiled:
+            return lambda: fn(*args)
+        torch = self.torch
+        torch._dynamo.reset()   # every shape its own graph: no recompile limit, no dynamic shapes
+        graph = torch.compile(fn, dynamic=False)
+        graph(*args)            # compiles here; the timed calls only run it
+        torch.cuda.synchronize()
+        return lambda: graph(*args)
+
     def run(self, op, rows, cols, seed):
         torch = self.torch
+        compiled = op.startswith(COMPILED)
+        op = op.removeprefix(COMPILED)
         gen = torch.Generator(device="cuda").manual_seed(seed)
         x = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
         bf16 = op.endswith(BF16)
@@ -114,7 +144,7 @@ class Runner:
         # The output's own rounding: bfloat16 keeps 8 significant bits.
         rel = 2.0 ** -8 + 1e-3 if bf16 else 1e-3
         if op == "sum":
-            times, out = self.time(lambda: x.sum(dim=-1))
+            times, out = self.time(self.prepare(lambda a: a.sum(dim=-1), compiled, x))
             ref = x.double().sum(dim=-1)
             scale = x.double().abs().sum(dim=-1)
             err = ((out.double() - ref).abs() / (scale + 1e-30)).max().item()
@@ -123,7 +153,9 @@ class Runner:
             gamma = 1 + (torch.rand(cols, generator=gen, device="cuda") - 0.5)
             beta = torch.rand(cols, generator=gen, device="cuda") - 0.5
             gamma, beta = gamma.to(x.dtype), beta.to(x.dtype)
-            times, out = self.time(lambda: torch.native_layer_norm(x, [cols], gamma, beta, EPS))
+            times, out = self.time(self.prepare(
+                lambda a, g, b: torch.native_layer_norm(a, [cols], g, b, EPS), compiled, x, gamma,
+                beta))
             y, mean, rstd = out
             if mean.element_size() != 4:   # row_bytes() counts float mean and rstd
                 print(f"torch_rows: layernorm's mean is {mean.dtype}, not float32: its bytes "
@@ -136,24 +168,25 @@ class Runner:
             err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
             ok = err <= rel and (mean.double().view(-1) - m.view(-1)).abs().max().item() <= 1e-3
         elif op == "softmax":
-            times, out = self.time(lambda: torch.softmax(x, dim=-1))
+            times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))
             want = torch.softmax(x.double(), dim=-1)
             err = ((out.double() - want).abs() / (want + 1e-30)).max().item()
             ok = err <= rel
         else:
             y = torch.empty_like(x)
-            times, out = self.time(lambda: y.copy_(x))
+            times, out = self.time(self.prepare(lambda a: y.copy_(a), compiled, x))
             err = (out.float() - x.float()).abs().max().item()
             ok = err == 0
         return times, err, ok
 
 
-def row_of(runner, op, rows, cols, seed, times, err, ok, reps, warmup, round_):
+def row_of(runner, name, rows, cols, seed, times, err, ok, reps, warmup, round_):
+    op = name.removeprefix(COMPILED)
     median = statistics.median(times)
     nbytes = row_bytes(op, rows, cols)
     gbps = nbytes / (median * 1e3)
     row = {c: "" for c in schema.RESULT_COLUMNS}
-    row.update(step=f"torch/{op}", n=rows * cols, reps=reps, warmup=warmup,
+    row.update(step=f"torch/{name}", n=rows * cols, reps=reps, warmup=warmup,
                median_us=f"{median:.3f}", min_us=f"{min(times):.3f}", max_us=f"{max(times):.3f}",
                gbps=f"{gbps:.2f}", pct_peak="", result="0", reference="0", abs_err=f"{err:.3g}",
                tol="0", **{"pass": int(ok)}, gpu=runner.gpu, cc=runner.cc, driver="",
@@ -177,9 +210,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-    bad = [o for o in ops if o not in OPS]
+    bad = [o for o in ops if o.removeprefix(COMPILED) not in OPS]
     if bad or args.reps < 1 or args.warmup < 0:
-        print(f"torch_rows: error: ops are {', '.join(OPS)}; reps >= 1, warmup >= 0", file=sys.stderr)
+        print(f"torch_rows: error: ops are {', '.join(OPS)}, each also as compiled/<op>; "
+              "reps >= 1, warmup >= 0", file=sys.stderr)
         return 2
     try:
         import torch
@@ -205,7 +239,7 @@ def main(argv=None):
                 writer.writerow(row)
                 handle.flush()
                 failed += not ok
-                print(f"torch/{op:<9} {rows}x{cols}: {float(row['median_us']):9.1f} us "
+                print(f"torch/{op:<24} {rows}x{cols}: {float(row['median_us']):9.1f} us "
                       f"{float(row['gbps']):6.0f} GB/s  {'PASS' if ok else 'FAIL'} (error {err:.2g})",
                       flush=True)
     return 1 if failed else 0

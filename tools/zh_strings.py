@@ -235,17 +235,21 @@ STRINGS = {
     "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
         "第 2 部分在 {shape} 上的结果（原文中的 LayerNorm：64 x 512 行，每行 1024 个 float）",
     "| program | what changed | median us | rounds us | GB/s | share of its bar | vs previous "
-    "| vs PyTorch |":
-        "| 程序 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch |",
+    "| vs PyTorch | vs torch.compile |":
+        "| 程序 | 改动 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch "
+        "| 相对 torch.compile |",
     "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
     "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
-    "PyTorch compares the same operation in the same run ({torch}).":
+    "PyTorch compares the same operation in the same run ({torch}), eager and through "
+    "torch.compile (compiled once per shape before the timing).":
         "逐行求和的参照是第 1 部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
         "和复制的参照是复制 kernel，它搬运的字节数相同。“相对 PyTorch”比较的是同一次运行中的同一种运算"
-        "（{torch}）。",
+        "（{torch}），分 eager 模式和 torch.compile 两种；torch.compile 在计时前对每个形状编译一次。",
     "LayerNorm, {step}, at every shape": "LayerNorm：{step} 在各个形状上的结果",
-    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch |":
-        "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch |",
+    "| shape | MiB | copy us | {step} us | share of the copy | PyTorch us | vs PyTorch | vs "
+    "torch.compile |":
+        "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch "
+        "| 相对 torch.compile |",
     "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
     "Softmax, {step}, at every shape": "softmax：{step} 在各个形状上的结果",
     "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
@@ -258,15 +262,26 @@ STRINGS = {
         "bfloat16 各步每个元素只搬 2 字节，所以它们的参照是 bfloat16 复制（rows/copy16），"
         "PyTorch 也在 bfloat16 张量上做同样的运算。",
     "| shape | MiB | bf16 copy us | {step} us | share of the bf16 copy | PyTorch bf16 us | vs "
-    "PyTorch |":
+    "PyTorch | vs torch.compile |":
         "| 形状 | MiB | bf16 复制（微秒） | {step}（微秒） | 占 bf16 复制的比例 | PyTorch bf16（微秒） "
-        "| 相对 PyTorch |",
+        "| 相对 PyTorch | 相对 torch.compile |",
     "| shape | {step} us | step 9, one array, us | share of step 9 | CUB segmented us | vs CUB "
-    "| PyTorch us | vs PyTorch |":
+    "| PyTorch us | vs PyTorch | vs torch.compile |":
         "| 形状 | {step}（微秒） | 第 9 步整体求和（微秒） | 占第 9 步的比例 | CUB 分段归约（微秒） "
-        "| 相对 CUB | PyTorch（微秒） | 相对 PyTorch |",
-    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch |":
-        "| 形状 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch |",
+        "| 相对 CUB | PyTorch（微秒） | 相对 PyTorch | 相对 torch.compile |",
+    "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch "
+    "| vs torch.compile |":
+        "| 形状 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch "
+        "| 相对 torch.compile |",
+    "**{mark} Some figures on this page measured an earlier version of the code:** "
+    "{names} (revision in brackets), in {files}. Its tables and charts mark them; "
+    "to measure them again: {commands}.":
+        "**{mark} 本页有些数据测的是代码的旧版本：**{names}（括号里是当时的代码版本），"
+        "来自 {files}。表格和图表中都标出了这些数据；重新测量请运行 {commands}。",
+    "{mark} Measured on an earlier version of the code (revision in brackets): {names}. "
+    "`{command}` measures it again.":
+        "{mark} 这些数据测的是代码的旧版本（括号里是当时的代码版本）：{names}。"
+        "重新测量请运行 `{command}`。",
     "Not measured yet: {source} has no rows for {step}.": "尚未测量：{source} 里没有 {step} 的数据。",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "{this}/rows.cu 与 {prev}/rows.cu 完全相同。",
     "{step} is the first step of part 2; there is no previous step.":
@@ -444,6 +459,8 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/plot.py: the caption line of programs measured on an earlier version
+    (r"† measured on an earlier version of the code: (.+)", "† 测的是代码的旧版本：{0}"),
     # tools/grade_class.py, the class chart (docs/grading.md)
     (r"Class results on (.+): speed against (\S+) (\S+) \((\S+) at (.+)\)",
      "{0} 上的全班结果：速度对照 {3}，目标 {1} {2}（{4}）"),
