@@ -307,7 +307,7 @@ test:
 	         echo "make test: the build failed: its commands and errors are above (build/test-build.log)"; exit 2; }; \
 	 fi
 	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) OPENMP='$(OPENMP)' TEST_SECONDS=$(TEST_SECONDS) \
-	    bash tests/run_tests.sh
+	    GPU_ONLY='$(ONLY)' bash tests/run_tests.sh
 
 # What the GPU suite grades: every program and fixture as the grader builds
 # it, with its watch on the work (build/monitored/, above).
@@ -434,11 +434,16 @@ TORCH_PYTHON ?= $(PYTHON)
 # them, and writes that path to build/bench-results; the charts of that file
 # follow, also after failed runs (their rows are never drawn). The exit status
 # is bench.py's, else plot.py's. READMEs are never touched: that is `make docs`.
+# ONLY=rows/step13_x,step9_singlepass (sum or rows: a whole part) times those
+# programs and what their ratios are read against, in one run, and merges
+# their rows into OUT_DIR's files (tools/bench.py --only).
+ONLY ?=
+ONLY_FLAG = $(if $(ONLY),--only '$(ONLY)')
 bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
 	@rm -f build/bench-results
 	@status=0; \
 	$(PYTHON) tools/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
-	    --torch-python '$(TORCH_PYTHON)' $(BENCH_FLAGS) || status=$$?; \
+	    --torch-python '$(TORCH_PYTHON)' $(ONLY_FLAG) $(BENCH_FLAGS) || status=$$?; \
 	if [ -s build/bench-results ]; then \
 	    for csv in $$(cat build/bench-results); do \
 	        profile=$${csv%.csv}-profile.csv; \
@@ -477,8 +482,25 @@ profile: $(if $(STEP),gpu-check $(PROGRAMS) $(ROW_PROGRAMS))
 	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
 profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
-	$(PYTHON) tools/profile.py --root . --all --out-dir $(OUT_DIR)
-	$(PYTHON) tools/profile.py --root . --all --rows --out-dir $(OUT_DIR)
+	$(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --out-dir $(OUT_DIR)
+	$(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --rows --out-dir $(OUT_DIR)
+
+# One GPU run of a change: `make verify ONLY=rows/step13_x[,...]` builds,
+# grades (make check's grader on each), profiles and times the programs named
+# with what they are compared against, writes this run's files under
+# VERIFY_DIR, merges the rows into OUT_DIR's (plots/reference to publish) and
+# prints a short table last (tools/verify.py). VERIFY_FLAGS: e.g. --skip grade.
+VERIFY_DIR ?= build/verify
+VERIFY_FLAGS ?=
+.PHONY: verify
+verify:
+	@$(if $(ONLY),,$(error usage: make verify ONLY=rows/step13_x[,step9_singlepass ...] (sum or rows: a whole part) [OUT_DIR=plots/reference]))$(eval NO_GPU := $(shell \
+	    out=$$(bash tools/need_gpu.sh verify "grading, profiling and timing $(ONLY)" 2>&1) \
+	    || echo "$${out:-make verify: tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
+	@targets=$$($(PYTHON) tools/verify.py --root . --only '$(ONLY)' --targets) || exit 2; \
+	 $(MAKE) --no-print-directory -s $$targets || exit 2
+	$(PYTHON) tools/verify.py --root . --only '$(ONLY)' --out-dir $(OUT_DIR) --verify-dir $(VERIFY_DIR) \
+	    --torch-python '$(TORCH_PYTHON)' $(VERIFY_FLAGS)
 
 SANITIZE_N ?= 1048579
 sanitize: gpu-check $(PROGRAMS) step4_warp/run-racy

@@ -123,10 +123,13 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     # no file left behind (plots/results/.determinism.csv.tmp was one).
     stamp=$(mktemp)
     for target in bench tune "profile STEP=3" "profile STEP=rows/3" profile-all sanitize \
-                  determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub"; do
+                  determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub" \
+                  "verify ONLY=rows/step12_bf16_layernorm"; do
         # shellcheck disable=SC2086
         expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
     done
+    # make verify without ONLY is a usage error, on any machine.
+    expect_only_line 2 "usage: make verify ONLY=rows/step13_x" make verify
     # make check's one line also names what it would run on a GPU, a program
     # that is there, and the grader's own code for it.
     expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step3_idle/run (here that exits 3)" \

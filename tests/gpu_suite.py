@@ -16,7 +16,9 @@ as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
 how many checks run at once. GPU_PART=sum or GPU_PART=rows runs one part's
 programs and fixtures alone (each part's suite fits a 10-minute call on a
 lent GPU; `make test` runs both); GPU_ONLY=name,name... only the programs and
-fixtures of those names (step8_softmax, sm_bf16_sum).
+fixtures of those names (a folder, rows/step8_softmax, or its last part,
+step8_softmax or sm_bf16_sum; sum or rows: every program of that part), as
+`make test SUITES=gpu ONLY=...` passes them.
 """
 import concurrent.futures
 import csv
@@ -150,8 +152,11 @@ def extra_checks(tmp):
 
 
 def named(path):
-    """The name GPU_ONLY matches: a program's or fixture's directory."""
-    return os.path.basename(os.path.dirname(path))
+    """The names GPU_ONLY matches: a program's or fixture's directory, whole
+    (rows/baseline_cub) or its last part (baseline_cub), and its part."""
+    folder = os.path.dirname(path)
+    part = "rows" if folder.startswith("rows/") or "/rows/" in folder else "sum"
+    return {folder, os.path.basename(folder), part}
 
 
 def main():
@@ -160,8 +165,9 @@ def main():
     broken = fixtures()
     only = [n for n in os.environ.get("GPU_ONLY", "").split(",") if n]
     if only:
-        programs = [p for p in programs if named(p) in only]
-        broken = [(f, e) for f, e in broken if named(f) in only]
+        # A whole part (sum, rows) means its programs; a fixture is named on its own.
+        programs = [p for p in programs if named(p) & set(only)]
+        broken = [(f, e) for f, e in broken if (named(f) - {"sum", "rows"}) & set(only)]
     # Asked first: without a device make test builds no broken fixture.
     probe = subprocess.run([CUB, "--check", "-n", "1"], capture_output=True, text=True) \
         if os.access(CUB, os.X_OK) else None

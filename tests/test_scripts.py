@@ -440,7 +440,9 @@ with open(args.csv, "a", newline="") as f:
                              "max_us": "51.000", "gbps": "1000.00", "result": "0",
                              "reference": "0", "abs_err": "0", "tol": "0", "pass": 1,
                              "gpu": "NVIDIA H200 (torch)", "rows": rows, "cols": cols,
-                             "op": op.removeprefix("compiled/"),
+                             "op": op.removeprefix("compiled/"), "cc": "9.0", "cuda": "13.0",
+                             "peak_gbps": "0", "l2_mb": "62.9", "sms": "132", "flush": "1",
+                             "offset": "0", "fill": "random", "seed": "1", "git_rev": "abc1234",
                              "mode": "timed", "round": args.round,
                              "toolchain": "torch 2.9.0 CUDA 13.0"})
 '''
@@ -1242,6 +1244,49 @@ class BenchOnlyTest(ScriptTest):
         self.assertEqual(bench.resolve_only(self.root, ["sum"]), bench.program_dirs(self.root))
 
 
+class VerifyTest(ScriptTest):
+    """tools/verify.py (make verify): profile and bench of the programs named
+    on the fakes (the grader has its own tests), this run's files apart, the
+    rows merged, a table last."""
+
+    def test_verify_one_part_2_program(self):
+        self.add_rows_programs()
+        for name, op in BenchOnlyTest.OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{op};\n")
+        bindir = make_ncu(self.top)
+        python = make_torch_python(self.top)
+        verify_dir = os.path.join(self.top, "verify")
+        proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                               ["--root", self.root, "--only", "rows/step5_layernorm",
+                                "--out-dir", self.out, "--verify-dir", verify_dir,
+                                "--torch-python", python, "--skip", "grade"],
+                               PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+                               FAKE_NCU_LOG=os.path.join(self.top, "ncu.log"))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(verify_dir)),
+                         ["bench.log", "h200-rows-bench.log", "h200-rows-profile.csv",
+                          "h200-rows.csv", "profile-rows-32768x1024.log", "summary.json",
+                          "summary.txt"])
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-rows-bench.log", "h200-rows-profile.csv", "h200-rows.csv"])
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[-1], "verify: PASS: graded, profiled and timed")
+        self.assertIn("rows/step5_layernorm: shape, median us, GB/s, share of its bar, "
+                      "vs previous, vs PyTorch, vs torch.compile", lines)
+        self.assertTrue(any(re.match(r"  32768 x 1024 \| [\d.]+ \| \d+ \| \d+% \| — \| "
+                                     r"[\d.]+x (win|tie|loss) \| [\d.]+x (win|tie|loss)$", l)
+                            for l in lines), lines)
+        # The make targets it needs: the programs, and the grader's twin.
+        proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                               ["--root", self.root, "--only", "rows/step5_layernorm",
+                                "--targets"])
+        self.assertEqual(proc.stdout.split(),
+                         ["rows/step5_layernorm/run", "rows/step0_thread/run",
+                          "rows/baseline_copy/run", "step9_singlepass/run",
+                          "build/monitored/rows/step5_layernorm/run"])
+
+
 # ---------------------------------------------------------------- profile
 
 def ncu_output(kernel=STEP_KERNEL):
@@ -1504,6 +1549,35 @@ class ProfileRunTest(ScriptTest):
         # The probe for the GPU's name ran a tiny shape without checks.
         [(_, step, argv, _, _)] = [p for p in self.processes() if "--no-verify" in p[2]]
         self.assertEqual((step, size_of(argv)), ("rows/step0_thread", "4x256"))
+
+    def test_only_profiles_the_named_and_the_step_before_and_merges(self):
+        self.add_rows_programs()
+        full, mine = os.path.join(self.top, "full"), os.path.join(self.top, "mine")
+        self.assertEqual(self.profile("--all", "--rows", "--out-dir", full).returncode, 0)
+        before = schema.load_profile(os.path.join(full, "h200-rows-profile.csv"))
+        os.remove(self.ncu_log)
+        proc = self.profile("--only", "rows/step5_layernorm", "--rows", "--shape", "8192x4097",
+                            "--out-dir", mine, "--merge-into", full)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # This profile alone under --out-dir, at its shape's own file name.
+        self.assertEqual(os.listdir(mine), ["h200-rows-profile-8192x4097.csv"])
+        alone = schema.load_profile(os.path.join(mine, "h200-rows-profile-8192x4097.csv"))
+        self.assertEqual(sorted({r.step for r in alone}),
+                         ["rows/step0_thread", "rows/step5_layernorm"])
+        self.assertEqual(sorted(os.listdir(full)), ["h200-rows-profile-8192x4097.csv",
+                                                    "h200-rows-profile.csv"])
+        # Merged into the default shape's file too? No: each shape its file.
+        self.assertEqual(schema.load_profile(os.path.join(full, "h200-rows-profile.csv")), before)
+        proc = self.profile("--only", "rows/step5_layernorm", "--rows", "--out-dir", mine,
+                            "--merge-into", full)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        merged = schema.load_profile(os.path.join(full, "h200-rows-profile.csv"))
+        self.assertEqual(sorted({r.step for r in merged}), sorted(ROW_LABELS))
+        self.assertEqual(len(merged), len(before))
+        # A part 1 profile of part 2's names: nothing to do, said in one line.
+        proc = self.profile("--only", "rows/step5_layernorm", "--out-dir", mine)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("names no part 1 program", proc.stdout)
 
     def test_rows_step_and_shape(self):
         self.add_rows_programs()

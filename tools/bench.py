@@ -574,6 +574,10 @@ def parse_args(argv):
                         help="the run column of every row (default: the UTC time now, e.g. "
                              "20261202T052253Z; later runs must sort after earlier ones); give "
                              "the same to the calls of one split run")
+    parser.add_argument("--merge-into", metavar="DIR",
+                        help="also merge the rows into DIR's files, as --only merges them, and "
+                             "append this log to DIR's (make verify: OUT_DIR gets this run's "
+                             "rows alone, DIR every run)")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
@@ -614,6 +618,24 @@ def torch_ok(python, output):
                    "left out of part 2")
         return False
     return True
+
+
+def same_run(args, plan, sweep, torch):
+    """The rows a call of the same run (--round, or the same --run-id) takes
+    the place of: its rounds of its programs."""
+    labels = {schema.step_label(name) for name, _, _ in plan}
+    rounds_run = {str(r) for r in sweep.rounds_run()}
+    return (lambda row: row.get("run") == args.run_id and row.get("round") in rounds_run and
+            (row.get("step") in labels or
+             (torch is not None and row.get("step", "").startswith("torch/"))))
+
+
+def write_log(path, log, append):
+    """The log beside the results; a merge appends it to the earlier runs' lines."""
+    if append and os.path.isfile(path):
+        with open(path) as handle:
+            log = handle.read() + "\n" + log
+    write_text(path, log)
 
 
 def resolve_only(root, names):
@@ -693,7 +715,7 @@ def bench(args, command):
     start = time.monotonic()
     output = Output()
     output.lines.append(f"$ {command}")
-    sweeps, dests = [], []
+    sweeps, dests, merged = [], [], []
     merging = args.only is not None or args.only_round is not None
     with tempfile.TemporaryDirectory() as tmp:
         for suffix, plan, roles, ops in plans(args):
@@ -704,17 +726,11 @@ def bench(args, command):
                           args.run_id, roles, args.only_round)
             sweep.run_all()
             sweeps.append(sweep)
-            replaced = None
-            if merging:
-                # A call of the same run (--round, or the same --run-id) again:
-                # its rows take the place of that call's.
-                labels = {schema.step_label(name) for name, _, _ in plan}
-                rounds_run = {str(r) for r in sweep.rounds_run()}
-                replaced = (lambda row, labels=labels, rounds_run=rounds_run:
-                            row.get("run") == args.run_id and row.get("round") in rounds_run and
-                            (row.get("step") in labels or
-                             (torch is not None and row.get("step", "").startswith("torch/"))))
+            replaced = same_run(args, plan, sweep, torch) if merging else None
             dests.append(file_results(sweep.rows, args.out_dir, suffix, replaced))
+            if args.merge_into:
+                merged.append(file_results(sweep.rows, args.merge_into, suffix,
+                                           replaced or same_run(args, plan, sweep, torch)))
     if not sweeps:
         raise BenchError(EXIT_USAGE, "nothing to run: no program of the part asked for")
     failed = sum(s.failed for s in sweeps)
@@ -723,12 +739,13 @@ def bench(args, command):
                    "with pass = 0")
     for dest in dests:
         output.out(f"results: {display_path(dest)}")
+    for dest in merged:
+        output.out(f"merged into: {display_path(dest)}")
     output.out(summary(sweeps, time.monotonic() - start, dests, args))
     log = "\n".join(output.lines) + "\n"
-    if merging and os.path.isfile(log_path(dests[0])):
-        with open(log_path(dests[0])) as handle:   # the earlier runs' lines first
-            log = handle.read() + "\n" + log
-    write_text(log_path(dests[0]), log)
+    write_log(log_path(dests[0]), log, merging)
+    if merged:
+        write_log(log_path(merged[0]), log, True)
     if args.record_path:
         write_text(args.record_path, "".join(d + "\n" for d in dests))
     return EXIT_FAILED if failed else 0

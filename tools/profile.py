@@ -368,10 +368,24 @@ def profile_label(name):
     return label
 
 
-def select_programs(root, step, rows=False):
-    """Directory names to profile: every one for None (--all), else the one named."""
+def select_programs(root, step, rows=False, only=None):
+    """Directory names to profile: every one for None (--all), the ones --only
+    names with the steps their counters are read beside, else the one named."""
     names = bench.row_program_dirs(root) if rows else bench.program_dirs(root)
-    if step is None:
+    if only is not None:
+        named = [n for n in bench.resolve_only(root, only) if n in names]
+        beside = set(named)
+        for name in named:
+            earlier = [d for d in names if schema.step_number(d) is not None and
+                       schema.step_sort_key(d) < schema.step_sort_key(name)]
+            beside.update(earlier[-1:])
+            if rows:   # a bfloat16 step's counters are read beside its float twin's
+                beside.update(d for d in bench.comparisons(root, name)[0]
+                              if d.startswith("rows/step"))
+        chosen = [n for n in names if n in beside]
+        if not chosen:
+            return []   # the names are the other part's: nothing to profile here
+    elif step is None:
         chosen = names
     else:
         chosen = [name for name in names if _matches(name, step)]
@@ -487,17 +501,28 @@ def csv_value(value):
     return value
 
 
-def write_long_csv(path, results, gpu, versions):
+def write_long_csv(path, results, gpu, versions, merge=False):
     """One row per (step, metric); written to a temporary file, then moved into place.
 
     versions: {step label: (code_hash, git_rev)} from each program's --version.
+    merge: keep the file's rows of every other program (--only).
     """
     path = path.replace("{gpu}", schema.gpu_slug(gpu))
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    kept = []
+    if merge and os.path.isfile(path):
+        profiled = {label for label, _, _ in results}
+        _, records = schema.read_records(path)
+        kept = [[record.get(c, "") for c in schema.PROFILE_COLUMNS] for _, record in records
+                if record.get("step") not in profiled]
+        if kept and any(row[5] not in ("", gpu) for row in kept):
+            raise ProfileError(EXIT_USAGE, f"{bench.display_path(path)} holds another GPU's "
+                                           f"counters: nothing merged (one file per GPU model)")
     tmp = path + ".tmp"
     with open(tmp, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(schema.PROFILE_COLUMNS)
+        writer.writerows(kept)
         for label, kernel, metrics in results:
             code_hash, git_rev = versions[label]
             for metric, value, unit in metrics:
@@ -520,6 +545,13 @@ def parse_args(argv):
     which.add_argument("--step", metavar="K",
                        help="step number (the directory stepK_*), a directory name, or cub")
     which.add_argument("--all", action="store_true", help="every step in order, then cub")
+    which.add_argument("--only", metavar="NAMES",
+                       type=lambda text: [n.strip().rstrip("/") for n in text.split(",")
+                                          if n.strip()],
+                       help="these programs of the part (folders, comma-separated; sum or rows: "
+                            "the whole part) and the steps their counters are read beside "
+                            "(the previous step, the float step of a bfloat16 one); with --csv "
+                            "or --out-dir their rows take the place of theirs in the file")
     parser.add_argument("--root", default=bench.REPO,
                         help="directory holding the stepN_*/ folders (default: this repository)")
     output = parser.add_mutually_exclusive_group()
@@ -534,13 +566,22 @@ def parse_args(argv):
                         help="part 2: the programs under rows/, on a --shape")
     parser.add_argument("--shape", default="%dx%d" % DEFAULT_SHAPE,
                         help="part 2's ROWSxCOLS (default %dx%d)" % DEFAULT_SHAPE)
+    parser.add_argument("--merge-into", metavar="DIR",
+                        help="also put the rows into DIR's file of the same name in place of "
+                             "these programs' (make verify: --out-dir gets this profile alone)")
     args = parser.parse_args(argv)
     args.root = os.path.abspath(args.root)
     if args.step and args.step.startswith("rows/"):
         args.rows = True
-    if args.out_dir:
-        args.csv = os.path.join(args.out_dir, PROFILE_FILE.replace(
-            "-profile", "-rows-profile" if args.rows else "-profile"))
+    if args.out_dir or args.merge_into:
+        # Part 2 at another shape than the default: <gpu>-rows-profile-RxC.csv.
+        shape = "" if not args.rows or args.shape == "%dx%d" % DEFAULT_SHAPE else "-" + args.shape
+        name = PROFILE_FILE.replace("-profile", ("-rows-profile" + shape) if args.rows
+                                    else "-profile")
+        args.csv = os.path.join(args.out_dir, name) if args.out_dir else args.csv
+        args.merge_path = os.path.join(args.merge_into, name) if args.merge_into else None
+    else:
+        args.merge_path = None
     if args.rows:
         rows, _, cols = args.shape.partition("x")
         if not (rows.isdigit() and cols.isdigit()):
@@ -550,11 +591,15 @@ def parse_args(argv):
 
 
 def profile(args):
-    names = select_programs(args.root, args.step, args.rows)
+    names = select_programs(args.root, args.step, args.rows, args.only)
+    if not names:
+        print(f"profile: --only names no part {2 if args.rows else 1} program: nothing to "
+              "profile in this part")
+        return 0
     ncu = find_ncu()
     programs = [(name, bench.run_path(args.root, name)) for name in names]
     versions = {}
-    if args.csv:
+    if args.csv or args.merge_path:
         # Every program's code hash first (no GPU needed), so an old build that
         # cannot say it fails before ncu runs; then the GPU, which also fails
         # fast when there is no device.
@@ -562,18 +607,22 @@ def profile(args):
                     for name, program in programs}
         gpu = probe_gpu(programs[0][1])
     results = []
+    many = args.all or args.only is not None
     for name, program in programs:
-        if args.all:
+        if many:
             print(f"profile: {name} ...", file=sys.stderr, flush=True)
         for kernel, metrics in profile_program(ncu, name, program, args.n):
             results.append((profile_label(name), kernel, metrics))
-    if args.all:
+    if many:
         print(summary_table(results))
     else:
         print("\n\n".join(step_table(label, k, m, args.n) for label, k, m in results))
     if args.csv:
-        path = write_long_csv(args.csv, results, gpu, versions)
+        path = write_long_csv(args.csv, results, gpu, versions, merge=args.only is not None)
         print(f"profile: wrote {bench.display_path(path)}")
+    if args.merge_path:
+        path = write_long_csv(args.merge_path, results, gpu, versions, merge=True)
+        print(f"profile: merged into {bench.display_path(path)}")
     return 0
 
 
