@@ -988,7 +988,8 @@ class CheckerTests(unittest.TestCase):
         ok = ("第 3 步的速度是第 2 步的 1.07 倍，快 7%；耗时是原来的 1.6 倍，指令数降到 0.41x，"
               "读冲突变为原来的约 67 倍，warp 指令数增加到 7.5 倍，`make -j4` 大约快一倍。每个请求 4 个扇区，"
               "计数器 `lts__t_sector_hit_rate.pct` 照写。每条加载指令、每个加载请求都读 16 字节。"
-              "NCCL 在自己的 stream 上运行，流量不变。错误样例 `sm_no_max` 由 `make mutants` 构建。"
+              "NCCL 在自己的 stream 上运行，流量不变。变异体 `sm_no_max` 由 `make mutants` 构建，"
+              "错误样例 `drop_tail` 是手写的。"
               "复制 kernel 是参照。主机启动 kernel，线程块被调度到 SM 上；"
               "最后完成的线程块在同一次启动里把部分和加起来。")
         self.assertEqual(glossary_problems(ok, terms), [])
@@ -1001,7 +1002,7 @@ class CheckerTests(unittest.TestCase):
             ("第一条读取指令", "读取指令"), ("每次全局读取请求", "读取请求"),
             ("两个归约在两个流上同时运行", stream), ("在默认流上启动", stream),
             ("用 CUDA 流", "CUDA 流"),
-            ("变异体 `no_ticket_reset`", "变异体"),
+            ("突变体 `no_ticket_reset`", "突变体"),
             ("第 8 步要追的标杆", "标杆"), ("加速比的基准是", base),
             ("线程块不断启动、退出", launch), ("线程块的启动开销", launch),
         ]
