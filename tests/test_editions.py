@@ -547,8 +547,8 @@ def code_words(text):
 # a Chinese word before it and none of those after it (y = x, 读一遍 x、
 # 每个 x 都减去), so a times sign between two Chinese words (带宽 x 延迟)
 # is the one form this cannot tell from a variable.
-ASCII_TIMES = re.compile(r"(?<=[A-Za-z0-9_)|\]^）])[ \t]+x[ \t]+(?=[A-Za-z0-9_(|\[（\u4e00-\u9fff])"
-                         r"|(?<=[\u4e00-\u9fff])[ \t]+x[ \t]+(?=[0-9(\[（])")
+ASCII_TIMES = re.compile(r"(?<=[A-Za-z0-9_)|\]^）])[ \t]+x(?:[ \t]+(?=[A-Za-z0-9_(|\[（\u4e00-\u9fff])|(?=（))"
+                         r"|(?<=[\u4e00-\u9fff])[ \t]+x(?:[ \t]+(?=[0-9(\[（])|(?=（))")
 
 
 def ascii_times(text):
@@ -1142,7 +1142,7 @@ class CheckerTests(unittest.TestCase):
         for bad in ("batch 64 x 序列长度 512", "在 32768 x 1024 上", "|gamma_i| x rstd",
                     "峰值 = 2 x 显存时钟频率", "rows x cols 个 float", "(x - mean) x rstd",
                     "0 x inf 同样是 NaN", "至多 G x 32 个", "log2(n) x 2^-53",
-                    "128 个线程 x 32 个 float", "随机符号 x [1, 2)"):
+                    "128 个线程 x 32 个 float", "随机符号 x [1, 2)", "rstd x（|x_i - mean|"):
             with self.subTest(page=bad):
                 self.assertEqual(len(ascii_times(bad)), 1, ascii_times(bad))
 
