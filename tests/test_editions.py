@@ -23,8 +23,13 @@ slugged as GitHub slugs headings (github_slug()).
 A Chinese page also:
   - has no English sentence in a generated block (english_sentences());
   - uses the glossary's one form of every term (docs/glossary.zh-CN.md, its
-    "不要写成" column), outside code: among them no ratio written as
-    快/慢/上升……N 倍, which a careful reader takes as 1 + N;
+    "不要写成" column), outside code and in the words of its code blocks
+    (shell comments, text diagrams): among them no ratio written as
+    快/慢/上升……N 倍, which a careful reader takes as 1 + N, no 有效数字
+    counted in bits, and no 指数 "at most 0" (exp's argument is 自变量);
+  - writes the times sign in its prose as ×, not as an ASCII x (code and the
+    generated tables keep x);
+  - calls a mutant of tests/broken/mutants.txt 变异体, not 错误样例;
   - names the Chinese twin of a page, in links, prose and text diagrams,
     shows the Chinese twin of a chart, and has no English shell comment;
   - carries, after its pictures, the Chinese key of their English labels
@@ -515,6 +520,67 @@ def glossary_problems(text, terms):
     return problems
 
 
+def code_words(text):
+    """The words of a page's code blocks that a translation changed, one
+    line each: the comments of its shell blocks and the lines of its text
+    diagrams that hold Chinese. The glossary rules them as it rules the
+    prose. A line with no Chinese is a program's output or names files, as
+    in English (`time median T us` is what the program prints); every other
+    block is code, byte for byte the English one."""
+    found = []
+    for m in FENCE.finditer(text):
+        info = m.group(2).strip().split(" ")[0]
+        for line in m.group(3).split("\n"):
+            if info in SHELL:
+                line = line[len(strip_shell_comment(line)):]
+            elif info:
+                continue
+            if CJK.search(line):
+                found.append(line)
+    return "\n".join(found)
+
+
+# An ASCII x between two operands: a digit, a name or a bracket on its left,
+# one on its right (a Chinese word too: 2 x 显存时钟频率), or a Chinese word
+# on its left and a number or a bracket on its right (128 个线程 x 32 个).
+# A ratio (1.07x) has no space before its x; a variable x has an operator or
+# a Chinese word before it and none of those after it (y = x, 读一遍 x、
+# 每个 x 都减去), so a times sign between two Chinese words (带宽 x 延迟)
+# is the one form this cannot tell from a variable.
+ASCII_TIMES = re.compile(r"(?<=[A-Za-z0-9_)|\]^）])[ \t]+x(?:[ \t]+(?=[A-Za-z0-9_(|\[（\u4e00-\u9fff])|(?=（))"
+                         r"|(?<=[\u4e00-\u9fff])[ \t]+x(?:[ \t]+(?=[0-9(\[（])|(?=（))")
+
+
+def ascii_times(text):
+    """[excerpt] for every ASCII x that a Chinese page's prose uses as a times
+    sign (32768 x 1024, |gamma_i| x rstd), where a Chinese author writes ×.
+    Code, code spans and the generated blocks (whose shapes are the English
+    edition's data) keep their x."""
+    body = checkable_chinese(without(BLOCK, text))
+    return [body[max(0, m.start() - 12):m.end() + 12].replace("\n", " ")
+            for m in ASCII_TIMES.finditer(body)]
+
+
+MUTANTS = os.path.join(ROOT, "tests", "broken", "mutants.txt")
+
+
+def mutant_names(path=MUTANTS):
+    """The names of the mutants, column 1 of tests/broken/mutants.txt."""
+    with open(path, encoding="utf-8") as handle:
+        return [line.split("|", 1)[0].strip() for line in handle
+                if "|" in line and not line.startswith("#")]
+
+
+def mutants_called_fixtures(text, names):
+    """[name] of each mutant that a Chinese page names as 错误样例 `name`: a
+    mutant is a 变异体 (docs/glossary.zh-CN.md); 错误样例 is every kernel of
+    tests/broken/, the hand-written ones too."""
+    if not names:
+        return []
+    pattern = re.compile(r"错误样例\s*`?(" + "|".join(map(re.escape, names)) + r")(?![\w])")
+    return [m.group(1) for m in pattern.finditer(without(BLOCK, without(FENCE, text)))]
+
+
 def heading_problems(en, zh, headings_map):
     """[message] for each heading of the Chinese page that is not the
     glossary's form of the English heading at the same position."""
@@ -650,6 +716,21 @@ class EditionTests(unittest.TestCase):
     def test_chinese_pages_keep_the_glossary(self):
         terms, _ = parse_glossary(read(GLOSSARY))
         self.each_page(lambda page, en, zh: self.assertEqual(glossary_problems(zh, terms), []))
+
+    def test_chinese_code_comments_keep_the_glossary(self):
+        # Issue 45: 标杆 sat in a text diagram of README.zh-CN.md, unseen.
+        terms, _ = parse_glossary(read(GLOSSARY))
+        self.each_page(lambda page, en, zh: self.assertEqual(
+            glossary_problems(code_words(zh), terms), []))
+
+    def test_chinese_prose_writes_the_times_sign(self):
+        self.each_page(lambda page, en, zh: self.assertEqual(ascii_times(zh), []))
+
+    def test_a_mutant_is_a_mutant(self):
+        names = mutant_names()
+        self.assertIn("sm_no_max", names)
+        self.each_page(lambda page, en, zh: self.assertEqual(
+            mutants_called_fixtures(zh, names), []))
 
     def test_chinese_pictures_have_their_key(self):
         self.each_page(lambda page, en, zh: self.assertIsNone(figure_key_problem(zh)))
@@ -988,7 +1069,8 @@ class CheckerTests(unittest.TestCase):
         ok = ("第 3 步的速度是第 2 步的 1.07 倍，快 7%；耗时是原来的 1.6 倍，指令数降到 0.41x，"
               "读冲突变为原来的约 67 倍，warp 指令数增加到 7.5 倍，`make -j4` 大约快一倍。每个请求 4 个扇区，"
               "计数器 `lts__t_sector_hit_rate.pct` 照写。每条加载指令、每个加载请求都读 16 字节。"
-              "NCCL 在自己的 stream 上运行，流量不变。错误样例 `sm_no_max` 由 `make mutants` 构建。"
+              "NCCL 在自己的 stream 上运行，流量不变。变异体 `sm_no_max` 由 `make mutants` 构建，"
+              "错误样例 `drop_tail` 是手写的。"
               "复制 kernel 是参照。主机启动 kernel，线程块被调度到 SM 上；"
               "最后完成的线程块在同一次启动里把部分和加起来。")
         self.assertEqual(glossary_problems(ok, terms), [])
@@ -1001,13 +1083,77 @@ class CheckerTests(unittest.TestCase):
             ("第一条读取指令", "读取指令"), ("每次全局读取请求", "读取请求"),
             ("两个归约在两个流上同时运行", stream), ("在默认流上启动", stream),
             ("用 CUDA 流", "CUDA 流"),
-            ("变异体 `no_ticket_reset`", "变异体"),
+            ("突变体 `no_ticket_reset`", "突变体"),
             ("第 8 步要追的标杆", "标杆"), ("加速比的基准是", base),
             ("线程块不断启动、退出", launch), ("线程块的启动开销", launch),
         ]
         for bad, variant in planted:
             with self.subTest(page=bad):
                 self.assertIn(variant, [v for v, _ in glossary_problems(bad, terms)])
+
+    def test_the_words_of_issue_45(self):
+        # Issue 45: significant bits are 有效位 (有效数字 counts decimal
+        # digits), exp's argument is not 指数 (exp(x) is never <= 0), one
+        # word for the row sum, for verify, for oversubscription and for the
+        # lead of the drawn-from-the-code paragraphs.
+        terms, _ = parse_glossary(read(GLOSSARY))
+        variant_of = {variant: chosen for chosen, variants in terms for variant in variants}
+        digits = [v for v in variant_of if "有效数字" in v]
+        self.assertEqual(len(digits), 2, digits)
+        exponent = [v for v in variant_of if v.startswith("re:指数")]
+        self.assertEqual(len(exponent), 1, exponent)
+        ok = ("bfloat16 只有 8 个有效位，float 有 24 个；float 大约有 7 位十进制有效数字，"
+              "均值 128 也要丢掉几位有效数字。减去最大值之后，exp 的每个自变量都不大于 0，"
+              "每个指数都不大于 1，指数之和不超过 cols。bfloat16 的指数位是 8 位。"
+              "按行求和逐行使用容差；一次通过验证的运行；线程超订。**从代码画出来。**")
+        self.assertEqual(glossary_problems(ok, terms), [])
+        planted = [
+            ("bfloat16 有 8 位有效数字", digits), ("有效数字却只有 8 位而不是 24 位", digits),
+            ("bfloat16 存储 7 位尾数，有效数字却有 8 位", digits),
+            ("却能让每个指数都不大于 0", exponent), ("每个指数都 <= 0", exponent),
+            ("逐行求和：rows/step4_group 在各个形状上的结果", ["逐行求和"]),
+            ("每个点是一次通过校验的运行", ["re:校验(?!和)"]),
+            ("线程超额会让检查慢上好几倍", ["线程超额"]),
+            ("**由代码画出。** 下面的图", ["由代码画出"]),
+        ]
+        for bad, variants in planted:
+            with self.subTest(page=bad):
+                found = [v for v, _ in glossary_problems(bad, terms)]
+                self.assertTrue(set(found) & set(variants), (found, variants))
+
+    def test_a_term_in_a_code_comment_is_seen(self):
+        terms, _ = parse_glossary(read(GLOSSARY))
+        page = ("```\nbaseline_cub/, rows/baseline_*/      各步要比的参照 (CUB，复制 kernel)\n```\n\n"
+                "```sh\nmake -j4 step3   # 构建第 3 步\n```\n\n```c\n// 标杆 in C stays C\n```\n"
+                "正文。\n")
+        self.assertEqual(glossary_problems(code_words(page), terms), [])
+        for bad in (page.replace("各步要比的参照", "衡量各步骤的标杆"),
+                    page.replace("# 构建第 3 步", "# 构建 step 3")):
+            with self.subTest(page=bad):
+                self.assertEqual(len(glossary_problems(code_words(bad), terms)), 1)
+        self.assertIn("标杆", code_words(page.replace("参照", "标杆")))
+        self.assertNotIn("C stays C", code_words(page))
+
+    def test_an_ascii_times_sign_is_seen(self):
+        ok = ("在 32768 × 1024 上用时 1.55x，读一遍 x、写一遍 y，y = x，每个 x 都减去 M；"
+              "命令 `--rows 32768 --cols 1024`、代码 `G x 32` 照写。\n\n<!-- BEGIN rows-results -->\n\n"
+              "| 32768 x 1024 | 128 |\n\n<!-- END rows-results -->\n\n```\n2 x 5\n```\n")
+        self.assertEqual(ascii_times(ok), [])
+        for bad in ("batch 64 x 序列长度 512", "在 32768 x 1024 上", "|gamma_i| x rstd",
+                    "峰值 = 2 x 显存时钟频率", "rows x cols 个 float", "(x - mean) x rstd",
+                    "0 x inf 同样是 NaN", "至多 G x 32 个", "log2(n) x 2^-53",
+                    "128 个线程 x 32 个 float", "随机符号 x [1, 2)", "rstd x（|x_i - mean|"):
+            with self.subTest(page=bad):
+                self.assertEqual(len(ascii_times(bad)), 1, ascii_times(bad))
+
+    def test_a_mutant_called_a_fixture_is_seen(self):
+        names = ["sm_no_max", "drop_last_block"]
+        ok = "变异体 `sm_no_max`、错误样例 `drop_tail`、mutants.txt 里的错误样例；sm_no_max_x。"
+        self.assertEqual(mutants_called_fixtures(ok, names), [])
+        self.assertEqual(mutants_called_fixtures("错误样例 `sm_no_max` 不减最大值", names),
+                         ["sm_no_max"])
+        self.assertEqual(mutants_called_fixtures("mutants.txt 中的错误样例 drop_last_block。",
+                                                 names), ["drop_last_block"])
 
     def test_a_heading_off_the_glossary_is_seen(self):
         _, headings_map = parse_glossary(read(GLOSSARY))

@@ -463,6 +463,22 @@ class ChineseChartTests(Workspace):
         self.assertEqual(before, {name: read(os.path.join(self.out, name), "rb")
                                   for name in os.listdir(self.out)})
 
+    def test_tick_labels_given_with_the_ticks_stay_chinese(self):
+        # Issue 45: the progression chart's last bar still read "CUB (library)".
+        # matplotlib 3.9 keeps the labels given to set_xticks in a FuncFormatter,
+        # which writes them again, in English, on every draw.
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots()
+        ax.bar([0, 1], [1, 2])
+        ax.set_xticks([0, 1], ["step9\nsinglepass", "CUB\n(library)"])
+        self.assertEqual(chart_zh.localize(fig, chart_zh.font_properties()), [])
+        fig.canvas.draw()
+        self.assertEqual([t.get_text() for t in ax.get_xticklabels()],
+                         ["step9\nsinglepass", "CUB\n（库）"])
+        plt.close(fig)
+
     def test_without_the_font_the_english_charts_still_come(self):
         fake = self.path("fake", "pylopdf_fonts_zh_cn")
         write(os.path.join(fake, "__init__.py"), "")          # the package, no font file

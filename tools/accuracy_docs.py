@@ -32,7 +32,7 @@ TEXT = {
               " / Σ|x|, where the reference is a double-precision sum; u = 2^-24 ≈ {u}."
               " Source: {source}.",
         "zh-CN": "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
-              "每个点是一次通过校验的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
+              "每个点是一次通过验证的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
               "reference 为双精度求和；u = 2^-24 ≈ {u}。数据来源：{source}。",
     },
     "seeds": {"en": ", the median of {k} seeds up to n = {n}",

@@ -143,18 +143,36 @@ def figure_texts(fig):
 
 def localize(fig, props):
     """Put the figure's words in Chinese, in place; [English text left]."""
-    from matplotlib.ticker import FixedFormatter
+    from matplotlib.ticker import FixedFormatter, FixedLocator
     left = []
-    # Labels set with the ticks are redrawn from their formatter on every draw.
+    # Labels set with the ticks are redrawn from their formatter on every
+    # draw: a FixedFormatter, or (matplotlib 3.9, set_xticks(ticks, labels))
+    # a FuncFormatter over a FixedLocator. Either is given Chinese labels.
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
-            for formatter in (axis.get_major_formatter(), axis.get_minor_formatter()):
+            for minor in (False, True):
+                formatter = axis.get_minor_formatter() if minor else axis.get_major_formatter()
+                locator = axis.get_minor_locator() if minor else axis.get_major_locator()
                 if isinstance(formatter, FixedFormatter):
                     chinese = [translate(label) for label in formatter.seq]
                     left += [label for label, zh in zip(formatter.seq, chinese) if zh is None]
                     formatter.seq = [zh if zh is not None else label
                                      for label, zh in zip(formatter.seq, chinese)]
-    fig.canvas.draw()   # tick labels and legends exist once drawn
+                elif isinstance(locator, FixedLocator) and len(locator.locs):
+                    labels = [formatter(loc, k) for k, loc in enumerate(locator.locs)]
+                    chinese = [translate(label) for label in labels]
+                    left += [label for label, zh in zip(labels, chinese) if zh is None]
+                    chinese = [zh if zh is not None else label
+                               for label, zh in zip(labels, chinese)]
+                    if chinese != labels:
+                        axis.set_ticklabels(chinese, minor=minor)
+    import warnings
+    with warnings.catch_warnings():
+        # This draw only makes the tick labels and legends; the Chinese font
+        # is set on them below, so the default font's missing glyphs for
+        # labels made Chinese above are no news.
+        warnings.filterwarnings("ignore", message="Glyph .* missing from font", category=UserWarning)
+        fig.canvas.draw()   # tick labels and legends exist once drawn
     for artist in figure_texts(fig):
         text = artist.get_text()
         chinese = translate(text)

@@ -238,9 +238,12 @@ def draw_chart(rows, out, title, chinese=False):
             label += f"  ({wrong} checks failed)"
         ax.text(value, y, "  " + label, va="center", fontsize=8)
     factor = next((row["factor"] for row in rows if row.get("factor")), None)
-    if with_speed and factor:
+    targeted = with_speed and factor
+    if targeted:
+        # The label sits above the top bar, inside the frame (set_ylim below
+        # leaves it the room), not on the frame's top edge.
         ax.axvline(factor, color="black", linestyle="--", linewidth=1)
-        ax.text(factor, len(rows) - 0.45, f" target {factor:g}x", fontsize=8, va="bottom")
+        ax.text(factor, len(rows) - 0.5, f" target {factor:g}x", fontsize=8, va="bottom")
     ax.set_yticks(range(len(rows)), [row["submission"] for row in reversed(rows)])
     ax.set_xlabel("speed ratio: the submission's GB/s over the reference's\n(median of rounds; "
                   "whiskers: slowest and fastest round)" if with_speed else
@@ -254,7 +257,7 @@ def draw_chart(rows, out, title, chinese=False):
         legend.insert(1, Patch(color="#ef6c00", label="every check passed, target missed"))
     ax.legend(handles=legend, loc="lower right", fontsize=8)
     ax.set_title(title, fontsize=10)
-    ax.set_ylim(-0.6, len(rows) - 0.2)
+    ax.set_ylim(-0.6, len(rows) + (0.3 if targeted else -0.2))
     ax.margins(x=0.25)
     fig.tight_layout()
     written = [os.path.join(out, "class.png")]

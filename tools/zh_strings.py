@@ -188,7 +188,7 @@ STRINGS = {
     " / Σ|x|, where the reference is a double-precision sum; u = 2^-24 ≈ {u}."
     " Source: {source}.":
         "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
-        "每个点是一次通过校验的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
+        "每个点是一次通过验证的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
         "其中 reference 是用双精度求得的参考值；u = 2^-24 ≈ {u}。数据来源：{source}。",
     ", the median of {k} seeds up to n = {n}": "，取 {k} 个种子的中位数（n = {n} 及以下）",
     "**Relative error at n = {n}**": "**n = {n} 时的相对误差**",
@@ -242,7 +242,7 @@ STRINGS = {
     "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
     "PyTorch compares the same operation in the same run ({torch}), eager and through "
     "torch.compile (compiled once per shape before the timing).":
-        "逐行求和的参照是第 1 部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
+        "按行求和的参照是第 1 部分的第 9 步把同样多的 float 当作一个数组求和；LayerNorm、softmax "
         "和复制的参照是复制 kernel，它搬运的字节数相同。“相对 PyTorch”比较的是同一次运行中的同一种运算"
         "（{torch}），分 eager 模式和 torch.compile 两种；torch.compile 在计时前对每个形状编译一次。",
     "LayerNorm, {step}, at every shape": "LayerNorm：{step} 在各个形状上的结果",
@@ -250,7 +250,7 @@ STRINGS = {
     "torch.compile |":
         "| 形状 | MiB | 复制（微秒） | {step}（微秒） | 占复制的比例 | PyTorch（微秒） | 相对 PyTorch "
         "| 相对 torch.compile |",
-    "Row sum, {step}, at every shape": "逐行求和：{step} 在各个形状上的结果",
+    "Row sum, {step}, at every shape": "按行求和：{step} 在各个形状上的结果",
     "Softmax, {step}, at every shape": "softmax：{step} 在各个形状上的结果",
     "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
     "Softmax in bfloat16, {step}, at every shape": "bfloat16 的 softmax：{step} 在各个形状上的结果",
@@ -300,7 +300,7 @@ STRINGS = {
         "warp 0 涉及 {sectors} 个 32 字节扇区",
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
-        "{step} 没有访问模式图：只有逐行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+        "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
     "{step}: how each row of a {rows} x {cols} matrix is split: up to {most} floats before its "
     "first 16-byte boundary and after its last whole float4, loaded one by one, and float4s "
     "between them":
@@ -484,19 +484,19 @@ CHART_PATTERNS = [
     (r"git (\S+)", "代码版本 {0}"),
     (r"median of (\d+) reps", "{0} 次重复的中位数"),
     (r"one verified run per point \(--check\), median of (\d+) seeds up to n = (\S+)",
-     "每个点是一次通过校验的运行（--check），n = {1} 及以下取 {0} 个种子的中位数"),
+     "每个点是一次通过验证的运行（--check），n = {1} 及以下取 {0} 个种子的中位数"),
     (r"one verified run per point \(--check\), one seed per n",
-     "每个点是一次通过校验的运行（--check），每个 n 一个种子"),
+     "每个点是一次通过验证的运行（--check），每个 n 一个种子"),
     (r"error 0 drawn at (\S+)", "误差为 0 的点画在 {0}"),
     (r"Part 2 on (.+): every row program at (.+)", "{0} 上的第 2 部分：{1} 上的每个按行程序"),
     (r"LayerNorm on (.+): share of the copy kernel's speed, per shape",
-     "{0} 上的 LayerNorm：各形状下占复制 kernel 速度的比例"),
+     "{0}：各形状下 LayerNorm 相对复制 kernel 的速度"),
     (r"Softmax on (.+): share of the copy kernel's speed, per shape",
-     "{0} 上的 softmax：各形状下占复制 kernel 速度的比例"),
+     "{0}：各形状下 softmax 相对复制 kernel 的速度"),
     (r"Row sums on (.+): share of part 1's step 9 on the same floats, per shape",
-     "{0} 上的按行求和：各形状下占第 1 部分第 9 步（同样的 float）速度的比例"),
+     "{0}：各形状下按行求和相对第 1 部分第 9 步（同样的 float）的速度"),
     (r"bfloat16 softmax and LayerNorm on (.+): share of the bfloat16 copy's speed, per shape",
-     "{0} 上 bfloat16 的 softmax 和 LayerNorm：各形状下占 bfloat16 复制速度的比例"),
+     "{0}：各形状下 bfloat16 softmax 和 LayerNorm 相对 bfloat16 复制的速度"),
     (r"copy of the same bytes: (\S+) GB/s", "复制同样的字节：{0} GB/s"),
     (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
      "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
