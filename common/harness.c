@@ -80,6 +80,35 @@ static int parse_fill(const char *s, enum fill_kind *out)
     return -1;
 }
 
+static const char *const mask_names[MASK_COUNT] = {"none", "causal", "padded", "ends", "topk",
+                                                   "mixed"};
+
+const char *mask_name(enum row_mask mask)
+{
+    return (unsigned)mask < MASK_COUNT ? mask_names[mask] : "?";
+}
+
+int parse_mask(const char *s, enum row_mask *out)
+{
+    for (int k = 0; k < MASK_COUNT; k++)
+        if (s != NULL && strcmp(s, mask_names[k]) == 0) {
+            *out = (enum row_mask)k;
+            return 0;
+        }
+    return -1;
+}
+
+const char *row_op_name(enum row_op op)
+{
+    switch (op) {
+    case ROW_SUM: return "sum";
+    case ROW_LAYERNORM: return "layernorm";
+    case ROW_SOFTMAX: return "softmax";
+    case ROW_COPY: return "copy";
+    }
+    return "?";
+}
+
 void print_usage(const char *prog, enum program_kind kind)
 {
     if (kind == PROGRAM_SUM)

@@ -7,10 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rows.h"   /* enum row_op and enum row_dtype: part 2's options depend on them */
+
 /* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
  * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
  * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
- * from 2^32, so no index wraps. Part 2 keeps rows x cols under the same bound. */
+ * from 2^32, so no index wraps. */
 #define REDUCE_MAX_N ((size_t)2147483647u)
 #define REDUCE_DEFAULT_N ((size_t)1 << 25)   /* 32M floats, the seed articles' size */
 #define REDUCE_MAX_OFFSET 3                   /* enough to misalign a float4 every way */
@@ -19,6 +21,19 @@
 #define ROWS_DEFAULT_ROWS ((size_t)32768)
 #define ROWS_DEFAULT_COLS ((size_t)1024)
 #define ROWS_MAX_COLS ((size_t)1 << 20)
+/* Rows are indexed with 32-bit unsigned ints and launched as grid blocks
+ * (at most 2^31 - 1); elements with size_t. */
+#define ROWS_MAX_ROWS ((size_t)2147483647u)
+/* 2^36 elements: more than any GPU's memory holds (an H200 holds about 2^35
+ * floats). A size that does not fit stops with "out of device memory". */
+#define ROWS_MAX_N ((size_t)1 << 36)
+
+/* Elements in one 16-byte pack: every part 2 --offset from 0 to this minus
+ * 1 puts the array somewhere else in a pack. */
+static inline int row_pack_elements(enum row_dtype dtype)
+{
+    return dtype == ROW_BF16 ? 8 : 4;
+}
 
 /* Which main() parses the options: part 1's sum of n floats, or part 2's
  * rows x cols. Each accepts only its own size flags. */
@@ -27,6 +42,27 @@ enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
                  FILL_ONEHOT, FILL_EXACT, FILL_SHIFTED, FILL_TINY };
 #define FILL_COUNT 9
+
+/* Part 2's own fills, beside enum fill_kind (common/rows_ref.h makes them). */
+enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
+
+/* --mask (part 2's softmax only): -inf laid over the fill, as attention and
+ * sampling mask their scores. Row r, with p = r (or r / 4 for mixed):
+ *   causal: keeps its first (p mod cols) + 1 values (a causal attention row);
+ *   padded: all -inf when p is even (a padding row), untouched when odd;
+ *   ends:   -inf in its first and last 1 + (p mod 8) values (the head and
+ *           tail floats that no 16-byte pack covers);
+ *   topk:   keeps about 1 + (p mod 64) values at seeded places (top-k
+ *           sampling over a vocabulary), sometimes none;
+ *   mixed:  row r takes causal, padded, ends and topk in turn (r mod 4).
+ * mask_rows() in common/rows_ref.c lays them. */
+enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
+#define MASK_COUNT 6
+const char *mask_name(enum row_mask mask);
+int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
+
+/* "sum", "layernorm", "softmax" or "copy". */
+const char *row_op_name(enum row_op op);
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */

@@ -31,26 +31,12 @@
 #include "rows.h"
 #include "rows_ref.h"
 
-/* Rows are indexed with 32-bit unsigned ints and launched as grid blocks
- * (at most 2^31 - 1); elements with size_t. */
-#define ROWS_MAX_ROWS ((size_t)2147483647u)
-/* 2^36 elements: more than any GPU's memory holds (an H200 holds about 2^35
- * floats). A size that does not fit stops with "out of device memory". */
-#define ROWS_MAX_N ((size_t)1 << 36)
-
 struct row_options {
     enum row_fill fill;         /* --fill levels or centered: part 2's own fills */
     enum row_mask mask;         /* --mask */
     int y_offset, gamma_offset, beta_offset;   /* elements past an aligned address */
     size_t check_every;         /* --check-every K: the CPU checks rows 0, K, 2K ... and the last K */
 };
-
-/* Elements in one 16-byte pack: every --offset from 0 to this minus 1 puts
- * the array somewhere else in a pack. */
-static inline int row_pack_elements(enum row_dtype dtype)
-{
-    return dtype == ROW_BF16 ? 8 : 4;
-}
 
 /* Parses argv for a part 2 program of this op and dtype into *o (the shared
  * options, with rows, cols, n, offset and at set here) and *ro. Returns as
