@@ -39,6 +39,15 @@ static inline int row_pack_elements(enum row_dtype dtype)
  * rows x cols. Each accepts only its own size flags. */
 enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 
+/* What the parser must know of the program it parses for: its part and,
+ * in part 2, its op (--mask is softmax's, --gamma-offset LayerNorm's) and
+ * element type (how far --offset goes). Part 1 leaves op and dtype 0. */
+struct program {
+    enum program_kind kind;
+    enum row_op op;
+    enum row_dtype dtype;
+};
+
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
                  FILL_ONEHOT, FILL_EXACT, FILL_SHIFTED, FILL_TINY };
 #define FILL_COUNT 9
@@ -83,17 +92,21 @@ const char *row_op_name(enum row_op op);
 #define EXACT_SUM_LIMIT 16777216.0
 
 struct options {
-    enum program_kind kind;
+    struct program program; /* the one parse_options() was given */
     size_t n;               /* part 1: floats; part 2: rows * cols */
     size_t rows, cols;      /* part 2 */
     int reps;
     int warmup;
     uint64_t seed;
     enum fill_kind fill;
+    enum row_fill row_fill; /* part 2: --fill levels or centered (then fill is unused) */
     int fill_given;         /* --fill was on the command line */
+    enum row_mask mask;     /* part 2: --mask */
     long long at;           /* --at: onehot's position, -k = n - k */
     int at_given;
-    int offset;             /* input starts this many floats past an aligned address */
+    int offset;             /* x starts this many elements past an aligned address */
+    int y_offset, gamma_offset, beta_offset;   /* part 2: the same for y, gamma and beta */
+    size_t check_every;     /* part 2: the CPU checks rows 0, K, 2K ... and the last K */
     const char *csv_path;   /* NULL: no CSV row */
     int check_only;         /* one verified run, no timing */
     int verify;             /* a timed run first runs verify_set()'s checks */
@@ -111,24 +124,33 @@ enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_GPU_I
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
 int parse_size(const char *s, size_t *out);
 
-/* Fills *o from argv and checks the options against each other (--at needs
- * onehot and a position inside n). --check without --fill means --fill
- * exact. On PARSE_ERROR, err holds a one-line message. */
-enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
+/* Fills *o from argv for program p and checks the options against each
+ * other (--at needs onehot and a position inside n). Each part takes only
+ * its own options, within its own limits: part 1 n <= 2^31 - 1 floats and
+ * offsets 0..3; part 2 rows x cols <= 2^36 elements and offsets anywhere in
+ * a 16-byte pack. --check without --fill means --fill exact. On
+ * PARSE_ERROR, err holds a one-line message. */
+enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len);
-void print_usage(const char *prog, enum program_kind kind);
+void print_usage(const char *prog, const struct program *p);
 
 const char *fill_name(enum fill_kind fill);
 
+/* The fill's name, as the output and the CSV give it: "random", "levels"
+ * ...; with a mask, "levels/causal". */
+void row_fill_name(const struct options *o, char *out, size_t len);
+
 /* The checks a plain timed run makes before it times anything, so that its
  * PASS means what `make check` means at that size: the exact fill at the
- * size and offset asked for, one element shorter (a tail that is not a
- * multiple of a block, a warp or a float4), and one float further from
- * alignment (a head); row programs also at one column fewer, and, for
- * LayerNorm and softmax, on the shifted and tiny fills. Writes at most
- * VERIFY_MAX options into out[]; returns how many. */
+ * size and offsets asked for, one element shorter (part 2: one column; a
+ * tail that is not a multiple of a block, a warp or a pack), and x one
+ * element further into its pack (a head). Part 2 also moves y alone (a
+ * kernel that checks only x's alignment stores packs to a misaligned y),
+ * checks LayerNorm and softmax on the shifted and tiny fills, LayerNorm on
+ * the centered one and softmax on the levels fill with every mask. Writes at
+ * most VERIFY_MAX options into out[]; returns how many. */
 #define VERIFY_MAX 8
-int verify_set(const struct options *o, int is_sum_op, struct options *out);
+int verify_set(const struct options *o, struct options *out);
 
 /* splitmix64: a counter-based generator; element i of an input is a
  * function of (seed, i) only. */
@@ -190,7 +212,7 @@ struct stats compute_stats(double *v, int count);
 
 /* --checks / --runs FILE: calls run(options of the line, ctx) for every
  * line that is not blank or a comment, each line parsed like a command line
- * on top of `base` (device, csv, kind), check mode forced when check_only.
+ * on top of `base` (device, csv, program), check mode forced when check_only.
  * Prints "== check <line>" or "== run <line>" before each. Stops at a usage
  * error. Returns the worst exit code (0 verified, 1 wrong, 2 usage). */
 typedef int (*run_fn)(const struct options *o, void *ctx);

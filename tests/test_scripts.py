@@ -88,7 +88,8 @@ OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
 SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
 SWITCHES |= set() if ROWS else {"--cpu-sums"}
 VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
-          "--runs", "--device"} | ({"--rows", "--cols"} if ROWS else {"-n"})
+          "--runs", "--device"} | ({"--rows", "--cols", "--y-offset", "--gamma-offset",
+                                    "--beta-offset", "--mask", "--check-every"} if ROWS else {"-n"})
 NUMBERS = {"-n": 1, "--rows": 1, "--cols": 1, "--reps": 1, "--warmup": 0, "--seed": 0,
            "--offset": 0, "--device": 0}
 GPU_INFO = dict(cc="9.0", sms=132, sm_threads=2048, l2_bytes=62914560, free_bytes=147000000000,
@@ -579,8 +580,10 @@ class FakeProgramTest(ScriptTest):
                               text=True, env=clean_env(), cwd=self.top, timeout=60)
 
     def test_options_are_the_harness_options(self):
-        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a", "--rows": "rows/step0_thread",
-                     "--cols": "rows/step0_thread"}
+        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a"}
+        part_only.update((option, "rows/step0_thread") for option in (
+            "--rows", "--cols", "--y-offset", "--gamma-offset", "--beta-offset", "--mask",
+            "--check-every"))
         csv_path = os.path.join(self.top, "o.csv")
         for option, valued in harness_options().items():
             for name in ("step0_a", "rows/step0_thread"):

@@ -28,8 +28,7 @@ COMMON = ["common/device.c", "common/harness.c", "common/flush.cu", "common/tool
           "common/rows.h", "common/workspace.h"]
 HARNESS = {
     "sum": ["common/driver.c", "common/reduce.h"] + COMMON,
-    "rows": ["common/rows_driver.c", "common/rows_options.c", "common/rows_ref.c",
-             "common/rows_options.h", "common/rows_ref.h"] + COMMON,
+    "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows_ref.h"] + COMMON,
     # multigpu/run: its driver and shard plan, step 9's kernel (linked, not
     # copied) and the part 1 contract it calls that kernel through.
     "multigpu": ["multigpu/plan.c", "multigpu/plan.h", "step9_singlepass/reduce.cu",
