@@ -237,6 +237,29 @@ static int parse_pack_offset(const char *flag, const char *v, int pack, int *out
     return 0;
 }
 
+/* 1 if the first len characters of arg are flag, all of it. */
+static int names(const char *arg, size_t len, const char *flag)
+{
+    return strlen(flag) == len && strncmp(arg, flag, len) == 0;
+}
+
+/* An option the program does not take. The other part's size flags, and
+ * --n, name this part's: a reader who moves between the parts types them. */
+static void unknown_option(const char *arg, const struct program *p, char *err, size_t err_len)
+{
+    size_t len = strcspn(arg, "=");   /* --n=5 asks for --n */
+    const char *hint = NULL;
+    if (p->kind == PROGRAM_SUM &&
+        (names(arg, len, "--n") || names(arg, len, "--rows") || names(arg, len, "--cols")))
+        hint = "the number of floats is -n N";
+    if (p->kind == PROGRAM_ROWS && (names(arg, len, "-n") || names(arg, len, "--n")))
+        hint = "the shape is --rows R and --cols C";
+    if (hint != NULL)
+        snprintf(err, err_len, "unknown option '%.*s': %s (try --help)", (int)len, arg, hint);
+    else
+        snprintf(err, err_len, "unknown option '%s' (try --help)", arg);
+}
+
 enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len)
 {
@@ -405,7 +428,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             }
             o->device = (int)x;
         } else {
-            snprintf(err, err_len, "unknown option '%s' (try --help)", a);
+            unknown_option(a, p, err, err_len);
             return PARSE_ERROR;
         }
     }

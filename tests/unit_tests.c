@@ -81,6 +81,16 @@ static void test_parse_options(void)
     }
     EXPECT(parse("-n 0", &o, err) == PARSE_ERROR && strstr(err, "at least 1"));
     EXPECT(parse("-n 2G", &o, err) == PARSE_ERROR && strstr(err, "too large"));
+    /* --n, and part 2's size flags, get a hint that names -n N. */
+    const char *hint = "unknown option '--n': the number of floats is -n N (try --help)";
+    EXPECT(parse("--n 5", &o, err) == PARSE_ERROR && strcmp(err, hint) == 0);
+    EXPECT(parse("--n=5", &o, err) == PARSE_ERROR && strcmp(err, hint) == 0);
+    EXPECT(parse("--rows 4", &o, err) == PARSE_ERROR &&
+           strstr(err, "'--rows': the number of floats is -n N (try --help)"));
+    EXPECT(parse("--cols=4", &o, err) == PARSE_ERROR &&
+           strstr(err, "'--cols': the number of floats is -n N (try --help)"));
+    EXPECT(parse("--bogus", &o, err) == PARSE_ERROR &&
+           strcmp(err, "unknown option '--bogus' (try --help)") == 0);
 
     /* --check picks the exact fill unless a fill is named; timed runs keep random. */
     EXPECT(parse("--check", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
@@ -960,7 +970,12 @@ static void test_row_options(void)
            strstr(err, "layernorm"));
     EXPECT(rows_parse_line("--mask all", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
     EXPECT(rows_parse_line("--fill nope", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("-n 5", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("-n 5", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strcmp(err, "unknown option '-n': the shape is --rows R and --cols C (try --help)") == 0);
+    const char *sizes[] = {"-n=5", "--n 5", "--n=5"};
+    for (int i = 0; i < 3; i++)
+        EXPECT(rows_parse_line(sizes[i], ROW_SOFTMAX, ROW_BF16, &o, err) == PARSE_ERROR &&
+               strstr(err, "n': the shape is --rows R and --cols C (try --help)"));
     EXPECT(rows_parse_line("--at 3", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
     EXPECT(rows_parse_line("--help", ROW_SUM, ROW_F32, &o, err) == PARSE_HELP);
     EXPECT(rows_parse_line("--gpu-info --rows 5", ROW_SUM, ROW_F32, &o, err) == PARSE_GPU_INFO);
