@@ -58,7 +58,7 @@ ROW_STEP_DIRS := $(shell ls -d rows/step[0-9]*_*/rows.cu 2>/dev/null | sort -V |
 ROW_PROGRAMS  := $(addsuffix /run,$(ROW_STEP_DIRS)) \
                  $(patsubst %/rows.cu,%/run,$(wildcard rows/baseline_*/rows.cu))
 ROW_ALIASES   := $(foreach d,$(ROW_STEP_DIRS),rows/$(firstword $(subst _, ,$(notdir $(d)))))
-ROWS_HARNESS  := build/rows_driver.o build/rows_options.o build/rows_ref.o $(COMMON_OBJ)
+ROWS_HARNESS  := build/rows_driver.o build/rows_ref.o $(COMMON_OBJ)
 
 # matplotlib (and the pinned font of the Chinese charts, tools/chart_zh.py)
 # from the system if they import, else from a local .venv (an absolute path, so scripts run from other directories find it too).
@@ -255,8 +255,8 @@ endef
 $(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
 
 # ---------------------------------------------------------------- tests
-build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/rows_options.c common/back_ref.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/rows_options.c common/back_ref.c -lm $(LDLIBS)
+build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/back_ref.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/back_ref.c -lm $(LDLIBS)
 
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with

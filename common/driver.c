@@ -279,7 +279,7 @@ static int run(const struct options *o, void *ctx)
     const struct context *c = ctx;
     if (!o->check_only && o->verify) {
         struct options checks[VERIFY_MAX];
-        int count = verify_set(o, 0, checks);
+        int count = verify_set(o, checks);
         for (int k = 0; k < count; k++) {
             char why[512];
             if (run_one(&checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
@@ -297,13 +297,14 @@ static int run(const struct options *o, void *ctx)
 
 int main(int argc, char **argv)
 {
+    const struct program sum = {.kind = PROGRAM_SUM};
     struct options o;
     struct context c;
     char err[256];
     program_name(argv[0], c.step, sizeof c.step);
-    switch (parse_options(argc, argv, PROGRAM_SUM, &o, err, sizeof err)) {
+    switch (parse_options(argc, argv, &sum, &o, err, sizeof err)) {
     case PARSE_HELP:
-        print_usage(argv[0], PROGRAM_SUM);
+        print_usage(argv[0], &sum);
         return EXIT_VERIFIED;
     case PARSE_VERSION:
         print_version(c.step);

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,49 +81,109 @@ static int parse_fill(const char *s, enum fill_kind *out)
     return -1;
 }
 
-void print_usage(const char *prog, enum program_kind kind)
+static const char *const mask_names[MASK_COUNT] = {"none", "causal", "padded", "ends", "topk",
+                                                   "mixed"};
+
+const char *mask_name(enum row_mask mask)
 {
-    if (kind == PROGRAM_SUM)
+    return (unsigned)mask < MASK_COUNT ? mask_names[mask] : "?";
+}
+
+int parse_mask(const char *s, enum row_mask *out)
+{
+    for (int k = 0; k < MASK_COUNT; k++)
+        if (s != NULL && strcmp(s, mask_names[k]) == 0) {
+            *out = (enum row_mask)k;
+            return 0;
+        }
+    return -1;
+}
+
+const char *row_op_name(enum row_op op)
+{
+    switch (op) {
+    case ROW_SUM: return "sum";
+    case ROW_LAYERNORM: return "layernorm";
+    case ROW_SOFTMAX: return "softmax";
+    case ROW_COPY: return "copy";
+    }
+    return "?";
+}
+
+void print_usage(const char *prog, const struct program *p)
+{
+    if (p->kind == PROGRAM_SUM) {
         printf("usage: %s [options]\n"
                "Sums n floats on the GPU with this step's kernel, checks the sum against a\n"
                "CPU reference in double, and times the whole reduction down to one float.\n"
                "A timed run first checks exact fills at n, n - 1 and one float off alignment.\n"
                "\n"
-               "  -n N            number of floats, 1 .. 2^31-1; K/M/G = 2^10/2^20/2^30 (default 32M)\n",
+               "  -n N            number of floats, 1 .. 2^31-1; K/M/G = 2^10/2^20/2^30 (default 32M)\n"
+               "  --reps R        timed repetitions, median reported (default 20)\n"
+               "  --warmup W      untimed repetitions first (default 3)\n"
+               "  --seed S        input seed (default 1)\n"
+               "  --fill F        random: uniform in [-1,1) (the default for timed runs)\n"
+               "                  positive: uniform in [0,1)   wide: +-[1,2) x 2^(-20..20)\n"
+               "                  ones   ints: integers in -8..8   onehot: one 1 among zeros\n"
+               "                  exact: nonzero integers wherever kernels go wrong, sum|x| < 2^24,\n"
+               "                  so the check has zero tolerance (the default for --check)\n"
+               "                  shifted: 2000 + uniform, variance 1   tiny: uniform x 1e-3\n"
+               "  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
+               "  --offset K      start the input K floats (0..3) past an aligned address\n",
                prog);
-    else
+    } else {
+        int pack = row_pack_elements(p->dtype);
+        const char *elem = p->dtype == ROW_BF16 ? "bfloat16s" : "floats";
         printf("usage: %s [options]\n"
-               "Runs this step's row kernel (a sum, LayerNorm, softmax or copy of every row)\n"
-               "on a rows x cols matrix, checks every output against a CPU reference in\n"
-               "double, and times it. A timed run first checks the shape, one column fewer\n"
-               "and one float off alignment (and, for LayerNorm, the shifted and tiny fills).\n"
+               "Runs this step's row kernel (%s) on a rows x cols matrix of %s, checks\n"
+               "every output against a CPU reference in double, and times it. A timed run\n"
+               "first checks the shape, one column fewer and other offsets (LayerNorm and\n"
+               "softmax: the shifted and tiny fills too; softmax: the levels fill, masked).\n"
                "\n"
-               "  --rows R        rows, at least 1 (default 32768)\n"
-               "  --cols C        floats per row, 1 .. 2^20 (default 1024); rows x cols < 2^31\n",
-               prog);
-    printf("  --reps R        timed repetitions, median reported (default 20)\n"
-           "  --warmup W      untimed repetitions first (default 3)\n"
-           "  --seed S        input seed (default 1)\n"
-           "  --fill F        random: uniform in [-1,1) (the default for timed runs)\n"
-           "                  positive: uniform in [0,1)   wide: +-[1,2) x 2^(-20..20)\n"
-           "                  ones   ints: integers in -8..8   onehot: one 1 among zeros\n"
-           "                  exact: nonzero integers wherever kernels go wrong, sum|x| < 2^24,\n"
-           "                  so the check has zero tolerance (the default for --check)\n"
-           "                  shifted: 2000 + uniform, variance 1   tiny: uniform x 1e-3\n"
-           "  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
-           "  --offset K      start the input K floats (0..3) past an aligned address\n"
-           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
+               "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
+               "  --cols C        elements per row, 1 .. 2^20 (default 1024); rows x cols may\n"
+               "                  pass 2^32 wherever the device's memory holds it\n"
+               "  --reps R        timed repetitions, median reported (default 20)\n"
+               "  --warmup W      untimed repetitions first (default 3)\n"
+               "  --seed S        input seed (default 1)\n"
+               "  --fill F        random: uniform in [-1,1) (the default for timed runs)\n"
+               "                  positive: uniform in [0,1)   wide: +-[1,2) x 2^(-20..20)\n"
+               "                  ones   ints: integers in -8..8   onehot: one 1 among zeros\n"
+               "                  exact: nonzero integers, every row's sum exact in float\n"
+               "                  (the default for --check)\n"
+               "                  shifted: 2000 + uniform, variance 1   tiny: uniform x 1e-3\n"
+               "                  levels: 0 or -200, so softmax's every exponential is 0 or 1\n"
+               "                  centered: 128 +- 1 (less for wide rows), mean exact: a\n"
+               "                  LayerNorm's mean and variance are exact\n",
+               prog, row_op_name(p->op), elem);
+        if (p->op == ROW_SOFTMAX)
+            printf("  --mask M        -inf over the fill: causal, padded (whole rows), ends (the\n"
+                   "                  first and last few), topk (all but a few), mixed (the four\n"
+                   "                  in turn, row by row), or none (the default)\n");
+        printf("  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
+               "  --offset K      start x K %s (0..%d) past a 16-byte boundary\n"
+               "  --y-offset K    the same for y\n", elem, pack - 1);
+        if (p->op == ROW_LAYERNORM)
+            printf("  --gamma-offset K, --beta-offset K   the same for gamma and beta\n");
+        printf("  --check-every K check rows 0, K, 2K ... and the last K only, not every row\n"
+               "                  (the CPU takes minutes over a matrix past 2^32 elements)\n");
+    }
+    printf("  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run only; no timing (the row's time columns are empty)\n"
            "  --no-verify     a timed run skips its checks (its own runs are still verified)\n");
-    if (kind == PROGRAM_SUM)
+    if (p->kind == PROGRAM_SUM)
         printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n");
     printf("  --checks FILE   run many checks in this process, one line of options each\n"
            "                  (e.g. --fill ones --offset 3); - reads standard input\n"
            "  --runs FILE     the same for timed runs (what make bench uses)\n"
            "  --no-flush      do not flush the L2 cache before each repetition\n"
-           "  --device D      CUDA device index (default 0)\n"
-           "  --gpu-info      print the device's name, SMs, threads per SM and memory\n"
-           "  --version       print the step, the hash of its code and build, the revision\n"
+           "  --device D      CUDA device index (default 0)\n");
+    if (p->kind == PROGRAM_SUM)
+        printf("  --gpu-info      print the device's name, SMs, threads per SM and memory\n");
+    else
+        printf("  --gpu-info      print the device's name, SMs, threads per SM and memory, and\n"
+               "                  this program's op, element type and path widths\n");
+    printf("  --version       print the step, the hash of its code and build, the revision\n"
            "  -h, --help      this text\n"
            "\n"
            "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n");
@@ -145,30 +206,66 @@ static int take_value(int argc, char **argv, int *i, const char *arg,
     return 1;
 }
 
-/* A size flag: a whole number (K/M/G allowed) in [lo, hi]. */
+/* Part 2's sizes: a whole number (K/M/G allowed) in [lo, hi]. */
 static int parse_count(const char *flag, const char *v, size_t lo, size_t hi, size_t *out,
                        char *err, size_t err_len)
 {
     if (v == NULL || parse_size(v, out) != 0) {
-        snprintf(err, err_len, "%s needs a whole number such as 1000 or 32M, got '%s'", flag,
+        snprintf(err, err_len, "%s needs a whole number such as 1000 or 32K, got '%s'", flag,
                  v ? v : "");
         return -1;
     }
-    if (*out < lo) {
-        snprintf(err, err_len, "%s must be at least %zu", flag, lo);
-        return -1;
-    }
-    if (*out > hi) {
-        snprintf(err, err_len, "%s %zu is too large: the most is %zu", flag, *out, hi);
+    if (*out < lo || *out > hi) {
+        snprintf(err, err_len, "%s must be from %zu to %zu, got %zu", flag, lo, hi, *out);
         return -1;
     }
     return 0;
 }
 
-enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
+/* Part 2's offsets, in elements: 0 .. pack - 1, every place in a 16-byte pack. */
+static int parse_pack_offset(const char *flag, const char *v, int pack, int *out, char *err,
+                             size_t err_len)
+{
+    size_t k;
+    if (v == NULL || !isdigit((unsigned char)v[0]) || parse_size(v, &k) != 0 ||
+        k >= (size_t)pack) {
+        snprintf(err, err_len, "%s needs a number from 0 to %d (elements into a 16-byte pack), "
+                               "got '%s'", flag, pack - 1, v ? v : "");
+        return -1;
+    }
+    *out = (int)k;
+    return 0;
+}
+
+/* 1 if the first len characters of arg are flag, all of it. */
+static int names(const char *arg, size_t len, const char *flag)
+{
+    return strlen(flag) == len && strncmp(arg, flag, len) == 0;
+}
+
+/* An option the program does not take. The other part's size flags, and
+ * --n, name this part's: a reader who moves between the parts types them. */
+static void unknown_option(const char *arg, const struct program *p, char *err, size_t err_len)
+{
+    size_t len = strcspn(arg, "=");   /* --n=5 asks for --n */
+    const char *hint = NULL;
+    if (p->kind == PROGRAM_SUM &&
+        (names(arg, len, "--n") || names(arg, len, "--rows") || names(arg, len, "--cols")))
+        hint = "the number of floats is -n N";
+    if (p->kind == PROGRAM_ROWS && (names(arg, len, "-n") || names(arg, len, "--n")))
+        hint = "the shape is --rows R and --cols C";
+    if (hint != NULL)
+        snprintf(err, err_len, "unknown option '%.*s': %s (try --help)", (int)len, arg, hint);
+    else
+        snprintf(err, err_len, "unknown option '%s' (try --help)", arg);
+}
+
+enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len)
 {
-    o->kind = kind;
+    int rows = p->kind == PROGRAM_ROWS;
+    int pack = row_pack_elements(p->dtype);
+    o->program = *p;
     o->n = REDUCE_DEFAULT_N;
     o->rows = ROWS_DEFAULT_ROWS;
     o->cols = ROWS_DEFAULT_COLS;
@@ -176,10 +273,16 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
     o->warmup = 3;
     o->seed = 1;
     o->fill = FILL_RANDOM;
+    o->row_fill = ROW_FILL_SHARED;
     o->fill_given = 0;
+    o->mask = MASK_NONE;
     o->at = 0;
     o->at_given = 0;
     o->offset = 0;
+    o->y_offset = 0;
+    o->gamma_offset = 0;
+    o->beta_offset = 0;
+    o->check_every = 1;
     o->csv_path = NULL;
     o->check_only = 0;
     o->verify = 1;
@@ -189,6 +292,7 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
     o->checks_path = NULL;
     o->runs_path = NULL;
     int gpu_info = 0;
+    int row_fill_given = 0;   /* levels or centered, counted apart: beside a shared fill, an error */
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -203,11 +307,11 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
             o->check_only = 1;
         } else if (strcmp(a, "--no-verify") == 0) {
             o->verify = 0;
-        } else if (strcmp(a, "--cpu-sums") == 0 && kind == PROGRAM_SUM) {
+        } else if (strcmp(a, "--cpu-sums") == 0 && !rows) {
             o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
-        } else if (kind == PROGRAM_SUM && take_value(argc, argv, &i, a, "-n", &v)) {
+        } else if (!rows && take_value(argc, argv, &i, a, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {
                 snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
                          v ? v : "");
@@ -221,12 +325,31 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
                 snprintf(err, err_len, "-n %zu is too large: the most is 2147483647 (2^31 - 1)", o->n);
                 return PARSE_ERROR;
             }
-        } else if (kind == PROGRAM_ROWS && take_value(argc, argv, &i, a, "--rows", &v)) {
-            if (parse_count("--rows", v, 1, REDUCE_MAX_N, &o->rows, err, err_len) != 0)
+        } else if (rows && take_value(argc, argv, &i, a, "--rows", &v)) {
+            if (parse_count("--rows", v, 1, ROWS_MAX_ROWS, &o->rows, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (kind == PROGRAM_ROWS && take_value(argc, argv, &i, a, "--cols", &v)) {
+        } else if (rows && take_value(argc, argv, &i, a, "--cols", &v)) {
             if (parse_count("--cols", v, 1, ROWS_MAX_COLS, &o->cols, err, err_len) != 0)
                 return PARSE_ERROR;
+        } else if (rows && take_value(argc, argv, &i, a, "--y-offset", &v)) {
+            if (parse_pack_offset("--y-offset", v, pack, &o->y_offset, err, err_len) != 0)
+                return PARSE_ERROR;
+        } else if (rows && take_value(argc, argv, &i, a, "--gamma-offset", &v)) {
+            if (parse_pack_offset("--gamma-offset", v, pack, &o->gamma_offset, err, err_len) != 0)
+                return PARSE_ERROR;
+        } else if (rows && take_value(argc, argv, &i, a, "--beta-offset", &v)) {
+            if (parse_pack_offset("--beta-offset", v, pack, &o->beta_offset, err, err_len) != 0)
+                return PARSE_ERROR;
+        } else if (rows && take_value(argc, argv, &i, a, "--check-every", &v)) {
+            if (parse_count("--check-every", v, 1, ROWS_MAX_ROWS, &o->check_every, err,
+                            err_len) != 0)
+                return PARSE_ERROR;
+        } else if (rows && take_value(argc, argv, &i, a, "--mask", &v)) {
+            if (parse_mask(v, &o->mask) != 0) {
+                snprintf(err, err_len, "--mask must be none, causal, padded, ends, topk or "
+                                       "mixed, got '%s'", v ? v : "");
+                return PARSE_ERROR;
+            }
         } else if (take_value(argc, argv, &i, a, "--reps", &v)) {
             if (parse_int_in(v, 1, 100000, &x) != 0) {
                 snprintf(err, err_len, "--reps needs a number from 1 to 100000, got '%s'", v ? v : "");
@@ -246,19 +369,32 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
             }
             o->seed = (uint64_t)x;
         } else if (take_value(argc, argv, &i, a, "--fill", &v)) {
-            if (parse_fill(v, &o->fill) != 0) {
+            if (rows && v != NULL && strcmp(v, "levels") == 0) {
+                o->row_fill = ROW_FILL_LEVELS;
+                row_fill_given = 1;
+            } else if (rows && v != NULL && strcmp(v, "centered") == 0) {
+                o->row_fill = ROW_FILL_CENTERED;
+                row_fill_given = 1;
+            } else if (parse_fill(v, &o->fill) != 0) {
                 snprintf(err, err_len, "--fill must be random, positive, wide, ones, ints, "
                                        "onehot, exact, shifted or tiny, got '%s'", v ? v : "");
                 return PARSE_ERROR;
+            } else {
+                o->fill_given = 1;
             }
-            o->fill_given = 1;
         } else if (take_value(argc, argv, &i, a, "--at", &v)) {
-            if (parse_int_in(v, -(long long)REDUCE_MAX_N, (long long)REDUCE_MAX_N - 1, &x) != 0) {
+            /* Part 2's matrices pass 2^32 elements: only "outside the input" bounds it. */
+            long long lo = rows ? LLONG_MIN : -(long long)REDUCE_MAX_N;
+            long long hi = rows ? LLONG_MAX : (long long)REDUCE_MAX_N - 1;
+            if (parse_int_in(v, lo, hi, &x) != 0) {
                 snprintf(err, err_len, "--at needs an index, or -k for n - k, got '%s'", v ? v : "");
                 return PARSE_ERROR;
             }
             o->at = x;
             o->at_given = 1;
+        } else if (rows && take_value(argc, argv, &i, a, "--offset", &v)) {
+            if (parse_pack_offset("--offset", v, pack, &o->offset, err, err_len) != 0)
+                return PARSE_ERROR;
         } else if (take_value(argc, argv, &i, a, "--offset", &v)) {
             if (parse_int_in(v, 0, REDUCE_MAX_OFFSET, &x) != 0) {
                 snprintf(err, err_len, "--offset needs a number from 0 to %d, got '%s'",
@@ -292,17 +428,9 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
             }
             o->device = (int)x;
         } else {
-            snprintf(err, err_len, "unknown option '%s' (try --help)", a);
+            unknown_option(a, p, err, err_len);
             return PARSE_ERROR;
         }
-    }
-    if (kind == PROGRAM_ROWS) {
-        if (o->rows > REDUCE_MAX_N / o->cols) {
-            snprintf(err, err_len, "--rows %zu x --cols %zu is too large: at most 2147483647 "
-                                   "(2^31 - 1) floats", o->rows, o->cols);
-            return PARSE_ERROR;
-        }
-        o->n = o->rows * o->cols;
     }
     if (o->checks_path != NULL && o->runs_path != NULL) {
         snprintf(err, err_len, "--checks and --runs cannot be combined");
@@ -312,7 +440,22 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
      * lost element at any n. Timed runs keep realistic random data. */
     if (o->check_only && !o->fill_given)
         o->fill = FILL_EXACT;
-    if (o->at_given && o->fill != FILL_ONEHOT) {
+    if (rows) {
+        if (o->rows > ROWS_MAX_N / o->cols) {
+            snprintf(err, err_len, "--rows %zu x --cols %zu is too large: at most 2^36 elements",
+                     o->rows, o->cols);
+            return PARSE_ERROR;
+        }
+        o->n = o->rows * o->cols;
+        if (row_fill_given) {
+            if (o->fill_given) {
+                snprintf(err, err_len, "--fill is given twice");
+                return PARSE_ERROR;
+            }
+            o->fill_given = 1;
+        }
+    }
+    if (o->at_given && (o->fill != FILL_ONEHOT || o->row_fill != ROW_FILL_SHARED)) {
         snprintf(err, err_len, "--at places onehot's 1: it needs --fill onehot");
         return PARSE_ERROR;
     }
@@ -321,41 +464,80 @@ enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
                  o->at, o->n - 1, o->n);
         return PARSE_ERROR;
     }
+    if (o->mask != MASK_NONE && p->op != ROW_SOFTMAX) {
+        snprintf(err, err_len, "--mask lays -inf over softmax's input: this program computes %s",
+                 row_op_name(p->op));
+        return PARSE_ERROR;
+    }
+    if ((o->gamma_offset || o->beta_offset) && p->op != ROW_LAYERNORM) {
+        snprintf(err, err_len, "--gamma-offset and --beta-offset are LayerNorm's: this program "
+                               "computes %s", row_op_name(p->op));
+        return PARSE_ERROR;
+    }
     return gpu_info ? PARSE_GPU_INFO : PARSE_OK;
 }
 
-int verify_set(const struct options *o, int stat_fills, struct options *out)
+void row_fill_name(const struct options *o, char *out, size_t len)
 {
+    const char *fill = o->row_fill == ROW_FILL_LEVELS     ? "levels"
+                       : o->row_fill == ROW_FILL_CENTERED ? "centered"
+                                                          : fill_name(o->fill);
+    if (o->mask == MASK_NONE)
+        snprintf(out, len, "%s", fill);
+    else
+        snprintf(out, len, "%s/%s", fill, mask_name(o->mask));
+}
+
+int verify_set(const struct options *o, struct options *out)
+{
+    enum row_op op = o->program.op;
     int count = 0;
     struct options c = *o;
     c.check_only = 1;
     c.fill = FILL_EXACT;
+    c.row_fill = ROW_FILL_SHARED;
     c.fill_given = 1;
+    c.mask = MASK_NONE;
     c.at_given = 0;
     c.csv_path = NULL;
     c.cpu_sums = 0;
+    c.check_every = 1;
     out[count++] = c;
-    if (o->kind == PROGRAM_SUM && o->n > 1) {
+    if (o->program.kind == PROGRAM_SUM) {
+        if (o->n > 1) {
+            out[count] = c;
+            out[count].n = o->n - 1;
+            count++;
+        }
         out[count] = c;
-        out[count].n = o->n - 1;
-        count++;
+        out[count].offset = (o->offset + 1) % (REDUCE_MAX_OFFSET + 1);
+        return count + 1;
     }
-    if (o->kind == PROGRAM_ROWS && o->cols > 1) {
+    int pack = row_pack_elements(o->program.dtype);
+    if (o->cols > 1) {
         out[count] = c;
         out[count].cols = o->cols - 1;
         out[count].n = o->rows * (o->cols - 1);
         count++;
     }
     out[count] = c;
-    out[count].offset = (o->offset + 1) % (REDUCE_MAX_OFFSET + 1);
-    count++;
-    if (stat_fills) {
+    out[count++].offset = (o->offset + 1) % pack;
+    out[count] = c;
+    out[count++].y_offset = (o->y_offset + 1) % pack;
+    if (op == ROW_LAYERNORM || op == ROW_SOFTMAX) {
         out[count] = c;
-        out[count].fill = FILL_SHIFTED;
-        count++;
+        out[count++].fill = FILL_SHIFTED;
+        if (op == ROW_LAYERNORM) {
+            out[count] = c;
+            out[count++].row_fill = ROW_FILL_CENTERED;
+        }
         out[count] = c;
-        out[count].fill = FILL_TINY;
-        count++;
+        out[count++].fill = FILL_TINY;
+    }
+    if (op == ROW_SOFTMAX) {
+        out[count] = c;
+        out[count].row_fill = ROW_FILL_LEVELS;
+        out[count++].mask = MASK_MIXED;
     }
     return count;
 }
@@ -624,7 +806,7 @@ int run_lines(const char *path, const struct options *base, int check_only, char
             continue;   /* blank or comment */
         argv[argc] = NULL;
         struct options o;
-        enum parse_status st = parse_options(argc, argv, base->kind, &o, err, sizeof err);
+        enum parse_status st = parse_options(argc, argv, &base->program, &o, err, sizeof err);
         int nested = st == PARSE_OK && (o.checks_path != NULL || o.runs_path != NULL);
         if (st != PARSE_OK || nested) {
             fprintf(stderr, "error: %s %s line %d: %s\n", flag, path, number,

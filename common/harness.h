@@ -7,10 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rows.h"   /* enum row_op and enum row_dtype: part 2's options depend on them */
+
 /* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
  * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
  * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
- * from 2^32, so no index wraps. Part 2 keeps rows x cols under the same bound. */
+ * from 2^32, so no index wraps. */
 #define REDUCE_MAX_N ((size_t)2147483647u)
 #define REDUCE_DEFAULT_N ((size_t)1 << 25)   /* 32M floats, the seed articles' size */
 #define REDUCE_MAX_OFFSET 3                   /* enough to misalign a float4 every way */
@@ -19,14 +21,57 @@
 #define ROWS_DEFAULT_ROWS ((size_t)32768)
 #define ROWS_DEFAULT_COLS ((size_t)1024)
 #define ROWS_MAX_COLS ((size_t)1 << 20)
+/* Rows are indexed with 32-bit unsigned ints and launched as grid blocks
+ * (at most 2^31 - 1); elements with size_t. */
+#define ROWS_MAX_ROWS ((size_t)2147483647u)
+/* 2^36 elements: more than any GPU's memory holds (an H200 holds about 2^35
+ * floats). A size that does not fit stops with "out of device memory". */
+#define ROWS_MAX_N ((size_t)1 << 36)
+
+/* Elements in one 16-byte pack: every part 2 --offset from 0 to this minus
+ * 1 puts the array somewhere else in a pack. */
+static inline int row_pack_elements(enum row_dtype dtype)
+{
+    return dtype == ROW_BF16 ? 8 : 4;
+}
 
 /* Which main() parses the options: part 1's sum of n floats, or part 2's
  * rows x cols. Each accepts only its own size flags. */
 enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 
+/* What the parser must know of the program it parses for: its part and,
+ * in part 2, its op (--mask is softmax's, --gamma-offset LayerNorm's) and
+ * element type (how far --offset goes). Part 1 leaves op and dtype 0. */
+struct program {
+    enum program_kind kind;
+    enum row_op op;
+    enum row_dtype dtype;
+};
+
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
                  FILL_ONEHOT, FILL_EXACT, FILL_SHIFTED, FILL_TINY };
 #define FILL_COUNT 9
+
+/* Part 2's own fills, beside enum fill_kind (common/rows_ref.h makes them). */
+enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
+
+/* --mask (part 2's softmax only): -inf laid over the fill, as attention and
+ * sampling mask their scores. Row r, with p = r (or r / 4 for mixed):
+ *   causal: keeps its first (p mod cols) + 1 values (a causal attention row);
+ *   padded: all -inf when p is even (a padding row), untouched when odd;
+ *   ends:   -inf in its first and last 1 + (p mod 8) values (the head and
+ *           tail floats that no 16-byte pack covers);
+ *   topk:   keeps about 1 + (p mod 64) values at seeded places (top-k
+ *           sampling over a vocabulary), sometimes none;
+ *   mixed:  row r takes causal, padded, ends and topk in turn (r mod 4).
+ * mask_rows() in common/rows_ref.c lays them. */
+enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
+#define MASK_COUNT 6
+const char *mask_name(enum row_mask mask);
+int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
+
+/* "sum", "layernorm", "softmax" or "copy". */
+const char *row_op_name(enum row_op op);
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */
@@ -47,17 +92,21 @@ enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
 #define EXACT_SUM_LIMIT 16777216.0
 
 struct options {
-    enum program_kind kind;
+    struct program program; /* the one parse_options() was given */
     size_t n;               /* part 1: floats; part 2: rows * cols */
     size_t rows, cols;      /* part 2 */
     int reps;
     int warmup;
     uint64_t seed;
     enum fill_kind fill;
+    enum row_fill row_fill; /* part 2: --fill levels or centered (then fill is unused) */
     int fill_given;         /* --fill was on the command line */
+    enum row_mask mask;     /* part 2: --mask */
     long long at;           /* --at: onehot's position, -k = n - k */
     int at_given;
-    int offset;             /* input starts this many floats past an aligned address */
+    int offset;             /* x starts this many elements past an aligned address */
+    int y_offset, gamma_offset, beta_offset;   /* part 2: the same for y, gamma and beta */
+    size_t check_every;     /* part 2: the CPU checks rows 0, K, 2K ... and the last K */
     const char *csv_path;   /* NULL: no CSV row */
     int check_only;         /* one verified run, no timing */
     int verify;             /* a timed run first runs verify_set()'s checks */
@@ -75,24 +124,33 @@ enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_GPU_I
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
 int parse_size(const char *s, size_t *out);
 
-/* Fills *o from argv and checks the options against each other (--at needs
- * onehot and a position inside n). --check without --fill means --fill
- * exact. On PARSE_ERROR, err holds a one-line message. */
-enum parse_status parse_options(int argc, char **argv, enum program_kind kind,
+/* Fills *o from argv for program p and checks the options against each
+ * other (--at needs onehot and a position inside n). Each part takes only
+ * its own options, within its own limits: part 1 n <= 2^31 - 1 floats and
+ * offsets 0..3; part 2 rows x cols <= 2^36 elements and offsets anywhere in
+ * a 16-byte pack. --check without --fill means --fill exact. On
+ * PARSE_ERROR, err holds a one-line message. */
+enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len);
-void print_usage(const char *prog, enum program_kind kind);
+void print_usage(const char *prog, const struct program *p);
 
 const char *fill_name(enum fill_kind fill);
 
+/* The fill's name, as the output and the CSV give it: "random", "levels"
+ * ...; with a mask, "levels/causal". */
+void row_fill_name(const struct options *o, char *out, size_t len);
+
 /* The checks a plain timed run makes before it times anything, so that its
  * PASS means what `make check` means at that size: the exact fill at the
- * size and offset asked for, one element shorter (a tail that is not a
- * multiple of a block, a warp or a float4), and one float further from
- * alignment (a head); row programs also at one column fewer, and, for
- * LayerNorm and softmax, on the shifted and tiny fills. Writes at most
- * VERIFY_MAX options into out[]; returns how many. */
+ * size and offsets asked for, one element shorter (part 2: one column; a
+ * tail that is not a multiple of a block, a warp or a pack), and x one
+ * element further into its pack (a head). Part 2 also moves y alone (a
+ * kernel that checks only x's alignment stores packs to a misaligned y),
+ * checks LayerNorm and softmax on the shifted and tiny fills, LayerNorm on
+ * the centered one and softmax on the levels fill with every mask. Writes at
+ * most VERIFY_MAX options into out[]; returns how many. */
 #define VERIFY_MAX 8
-int verify_set(const struct options *o, int is_sum_op, struct options *out);
+int verify_set(const struct options *o, struct options *out);
 
 /* splitmix64: a counter-based generator; element i of an input is a
  * function of (seed, i) only. */
@@ -154,7 +212,7 @@ struct stats compute_stats(double *v, int count);
 
 /* --checks / --runs FILE: calls run(options of the line, ctx) for every
  * line that is not blank or a comment, each line parsed like a command line
- * on top of `base` (device, csv, kind), check mode forced when check_only.
+ * on top of `base` (device, csv, program), check mode forced when check_only.
  * Prints "== check <line>" or "== run <line>" before each. Stops at a usage
  * error. Returns the worst exit code (0 verified, 1 wrong, 2 usage). */
 typedef int (*run_fn)(const struct options *o, void *ctx);

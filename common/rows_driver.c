@@ -6,7 +6,6 @@
 #include "device.h"
 #include "harness.h"
 #include "rows.h"
-#include "rows_options.h"
 #include "rows_ref.h"
 
 #include <math.h>
@@ -118,22 +117,21 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
     return p;
 }
 
-static void buffers_alloc(struct buffers *b, const struct options *o,
-                          const struct row_options *ro, size_t out_count)
+static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
 {
     b->affine = step_op == ROW_LAYERNORM;
     b->bf16 = step_dtype == ROW_BF16;
     b->x_skip = b->bf16 ? (size_t)o->offset % 2 : 0;
-    b->y_skip = b->bf16 ? (size_t)ro->y_offset % 2 : 0;
-    b->gamma_skip = b->bf16 ? (size_t)ro->gamma_offset % 2 : 0;
-    b->beta_skip = b->bf16 ? (size_t)ro->beta_offset % 2 : 0;
+    b->y_skip = b->bf16 ? (size_t)o->y_offset % 2 : 0;
+    b->gamma_skip = b->bf16 ? (size_t)o->gamma_offset % 2 : 0;
+    b->beta_skip = b->bf16 ? (size_t)o->beta_offset % 2 : 0;
     size_t with_affine = b->affine ? 1 : 0;
     elems_alloc(&b->x, b->bf16, (size_t)o->offset, o->n);
-    elems_alloc(&b->y, b->bf16, (size_t)ro->y_offset, out_count);
+    elems_alloc(&b->y, b->bf16, (size_t)o->y_offset, out_count);
     guarded_alloc(&b->mean, 0, o->rows * with_affine);
     guarded_alloc(&b->rstd, 0, o->rows * with_affine);
-    elems_alloc(&b->gamma, b->bf16, (size_t)ro->gamma_offset, o->cols * with_affine);
-    elems_alloc(&b->beta, b->bf16, (size_t)ro->beta_offset, o->cols * with_affine);
+    elems_alloc(&b->gamma, b->bf16, (size_t)o->gamma_offset, o->cols * with_affine);
+    elems_alloc(&b->beta, b->bf16, (size_t)o->beta_offset, o->cols * with_affine);
     struct row_problem p = problem_of(b, o->rows, o->cols);
     struct workspace_size size = row_workspace(&p);
     guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
@@ -251,8 +249,8 @@ static long long outputs_differ(const struct outputs *a, const struct outputs *b
     return -1;
 }
 
-static int run_one(const struct options *opt, const struct row_options *ro,
-                   const struct context *c, int quiet, char *why, size_t why_len)
+static int run_one(const struct options *opt, const struct context *c, int quiet, char *why,
+                   size_t why_len)
 {
     struct options o = *opt;
     const struct gpu_info *g = &c->gpu;
@@ -274,13 +272,13 @@ static int run_one(const struct options *opt, const struct row_options *ro,
                            host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
     double *times = host_alloc((size_t)reps, sizeof(double));
     size_t one = onehot_index(n, o.seed, o.at_given, o.at);
-    fill_row_input(h_x, rows, cols, o.fill, ro->fill, ro->mask, o.seed, one);
+    fill_row_input(h_x, rows, cols, o.fill, o.row_fill, o.mask, o.seed, one);
     fill_affine(h_gamma, h_beta, cols, o.seed);
     char fill[64];
-    row_fill_name(&o, ro, fill, sizeof fill);
+    row_fill_name(&o, fill, sizeof fill);
 
     struct buffers b;
-    buffers_alloc(&b, &o, ro, out_count);
+    buffers_alloc(&b, &o, out_count);
     size_t affine_cols = b.affine ? cols : 0;
     if (b.bf16) {
         /* The same fills, rounded to bfloat16 once here; the reference then
@@ -326,7 +324,7 @@ static int run_one(const struct options *opt, const struct row_options *ro,
 
     struct row_verdict v;
     check_rows_every(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean,
-                     first.rstd, ro->check_every, &v);
+                     first.rstd, o.check_every, &v);
     long long moved = reps > 1 ? outputs_differ(&first, &last, out_count, per_row) : -1;
     int pass = v.bad == 0 && moved < 0 && guards_ok && zeroed_ok;
 
@@ -363,12 +361,12 @@ static int run_one(const struct options *opt, const struct row_options *ro,
         printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d", rows,
                cols, n * elem / 1048576.0, row_kind_name(op, dtype), fill,
                (unsigned long long)o.seed, o.offset);
-        if (ro->y_offset || ro->gamma_offset || ro->beta_offset)
-            printf(" (y %d, gamma %d, beta %d)", ro->y_offset, ro->gamma_offset, ro->beta_offset);
+        if (o.y_offset || o.gamma_offset || o.beta_offset)
+            printf(" (y %d, gamma %d, beta %d)", o.y_offset, o.gamma_offset, o.beta_offset);
         printf("\n");
-        if (ro->check_every > 1)
+        if (o.check_every > 1)
             printf("checked  rows 0, %zu, %zu ... and the last %zu only (--check-every)\n",
-                   ro->check_every, 2 * ro->check_every, ro->check_every);
+                   o.check_every, 2 * o.check_every, o.check_every);
         if (!o.check_only) {
             printf("time     median %.2f us   min %.2f   max %.2f   (%d warm-up, %d timed, L2 %s)\n",
                    s.median, s.min, s.max, o.warmup, o.reps, o.flush ? "flushed" : "not flushed");
@@ -418,21 +416,20 @@ static int run_one(const struct options *opt, const struct row_options *ro,
     return rc;
 }
 
-/* A run as the user asked for it; a timed run first makes rows_verify_set()'s
+/* A run as the user asked for it; a timed run first makes verify_set()'s
  * checks, so that its PASS means what the grader's does at that shape. */
-static int run(const struct options *o, const struct row_options *ro, void *ctx)
+static int run(const struct options *o, void *ctx)
 {
     const struct context *c = ctx;
     if (!o->check_only && o->verify) {
-        struct options checks[ROWS_VERIFY_MAX];
-        struct row_options row_checks[ROWS_VERIFY_MAX];
-        int count = rows_verify_set(o, ro, step_op, step_dtype, checks, row_checks);
+        struct options checks[VERIFY_MAX];
+        int count = verify_set(o, checks);
         for (int k = 0; k < count; k++) {
             char why[512], fill[64];
-            if (run_one(&checks[k], &row_checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
-                row_fill_name(&checks[k], &row_checks[k], fill, sizeof fill);
+            if (run_one(&checks[k], c, 1, why, sizeof why) != EXIT_VERIFIED) {
+                row_fill_name(&checks[k], fill, sizeof fill);
                 printf("check    --rows %zu --cols %zu --offset %d --y-offset %d --fill %s: %s\n",
-                       checks[k].rows, checks[k].cols, checks[k].offset, row_checks[k].y_offset,
+                       checks[k].rows, checks[k].cols, checks[k].offset, checks[k].y_offset,
                        fill, why);
                 printf("FAIL: a check before timing failed (make check STEP=rows/... lists them all)\n");
                 return EXIT_WRONG;
@@ -444,7 +441,7 @@ static int run(const struct options *o, const struct row_options *ro, void *ctx)
                step_op == ROW_LAYERNORM ? "; the centered fill" : "",
                step_op == ROW_SOFTMAX ? "; the levels fill, masked" : "");
     }
-    return run_one(o, ro, c, 0, NULL, 0);
+    return run_one(o, c, 0, NULL, 0);
 }
 
 /* --gpu-info's part 2 lines: what the grader needs to know of this program. */
@@ -462,14 +459,14 @@ static void print_row_info(void)
 
 int main(int argc, char **argv)
 {
+    const struct program rows = {.kind = PROGRAM_ROWS, .op = step_op, .dtype = step_dtype};
     struct options o;
-    struct row_options ro;
     struct context c;
     char err[256];
     program_name(argv[0], c.name, sizeof c.name);
-    switch (rows_parse(argc, argv, step_op, step_dtype, &o, &ro, err, sizeof err)) {
+    switch (parse_options(argc, argv, &rows, &o, err, sizeof err)) {
     case PARSE_HELP:
-        rows_usage(argv[0], step_op, step_dtype);
+        print_usage(argv[0], &rows);
         return EXIT_VERIFIED;
     case PARSE_VERSION:
         print_version(c.name);
@@ -492,8 +489,8 @@ int main(int argc, char **argv)
     open_device(o.device, &c.gpu);
     print_gpu_line(c.name, &c.gpu);
     if (o.checks_path != NULL)
-        return rows_run_lines(o.checks_path, &o, step_op, step_dtype, 1, argv[0], run, &c);
+        return run_lines(o.checks_path, &o, 1, argv[0], run, &c);
     if (o.runs_path != NULL)
-        return rows_run_lines(o.runs_path, &o, step_op, step_dtype, 0, argv[0], run, &c);
-    return run(&o, &ro, &c);
+        return run_lines(o.runs_path, &o, 0, argv[0], run, &c);
+    return run(&o, &c);
 }

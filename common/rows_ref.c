@@ -90,24 +90,6 @@ void fill_centered(float *x, size_t rows, size_t cols, unsigned long long seed)
     }
 }
 
-static const char *const mask_names[MASK_COUNT] = {"none", "causal", "padded", "ends", "topk",
-                                                   "mixed"};
-
-const char *mask_name(enum row_mask mask)
-{
-    return (unsigned)mask < MASK_COUNT ? mask_names[mask] : "?";
-}
-
-int parse_mask(const char *s, enum row_mask *out)
-{
-    for (int k = 0; k < MASK_COUNT; k++)
-        if (s != NULL && strcmp(s, mask_names[k]) == 0) {
-            *out = (enum row_mask)k;
-            return 0;
-        }
-    return -1;
-}
-
 /* Row r of a mask (mixed picks one of the four by r mod 4), p its parameter. */
 static void mask_row(float *x, size_t cols, enum row_mask mask, size_t p, uint64_t h)
 {
@@ -393,17 +375,6 @@ double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols)
     case ROW_COPY: return 2.0 * matrix;
     }
     return matrix;
-}
-
-const char *row_op_name(enum row_op op)
-{
-    switch (op) {
-    case ROW_SUM: return "sum";
-    case ROW_LAYERNORM: return "layernorm";
-    case ROW_SOFTMAX: return "softmax";
-    case ROW_COPY: return "copy";
-    }
-    return "?";
 }
 
 const char *row_kind_name(enum row_op op, enum row_dtype dtype)

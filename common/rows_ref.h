@@ -57,22 +57,7 @@ void fill_levels(float *x, size_t n, unsigned long long seed);
 void fill_centered(float *x, size_t rows, size_t cols, unsigned long long seed);
 double centered_value(size_t cols);   /* C */
 
-/* Part 2's own fills, beside harness.h's enum fill_kind. */
-enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
-
-/* --mask (part 2's softmax only): -inf laid over the fill, as attention and
- * sampling mask their scores. Row r, with p = r (or r / 4 for mixed):
- *   causal: keeps its first (p mod cols) + 1 values (a causal attention row);
- *   padded: all -inf when p is even (a padding row), untouched when odd;
- *   ends:   -inf in its first and last 1 + (p mod 8) values (the head and
- *           tail floats that no 16-byte pack covers);
- *   topk:   keeps about 1 + (p mod 64) values at seeded places (top-k
- *           sampling over a vocabulary), sometimes none;
- *   mixed:  row r takes causal, padded, ends and topk in turn (r mod 4). */
-enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
-#define MASK_COUNT 6
-const char *mask_name(enum row_mask mask);
-int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
+/* --mask's kinds (enum row_mask in harness.h), laid over x. */
 void mask_rows(float *x, size_t rows, size_t cols, enum row_mask mask, unsigned long long seed);
 
 /* A part 2 input: harness.h's fill_rows() (own = ROW_FILL_SHARED) or one of
@@ -180,8 +165,6 @@ void check_rows_every(enum row_op op, enum row_dtype dtype, const float *x, size
  * written once (GB/s = bytes / time); x, y, gamma and beta at 2 bytes an
  * element for ROW_BF16, mean and rstd at 4. */
 double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols);
-
-const char *row_op_name(enum row_op op);
 
 /* The op as the results' op column names it: "softmax", or "softmax_bf16"
  * for a bfloat16 program (and "torch/softmax_bf16" is PyTorch's). */

@@ -75,6 +75,11 @@ for p in $programs; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
     done
+    # --n, and part 2's size flags, get a hint that names -n N.
+    for args in "--n 5" "--n=5" "--rows 4" "--cols=4"; do
+        # shellcheck disable=SC2086
+        expect 2 "'${args%%[ =]*}': the number of floats is -n N (try --help)" "$p" $args
+    done
     # --version needs no GPU: the step, the hash of its GPU code, the revision.
     name=$(basename "$(dirname "$p")"); name=${name#baseline_}
     expect 0 "$name code_hash=" "$p" --version
@@ -95,6 +100,11 @@ for p in $row_programs; do
                 "--bogus" "--csv" "--at 3" "--checks" "--csv /nonexistent-dir/x.csv"; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
+    done
+    # -n and --n get a hint that names part 2's size flags.
+    for args in "-n 5" "-n=5" "--n 5" "--n=5"; do
+        # shellcheck disable=SC2086
+        expect 2 "'${args%%[ =]*}': the shape is --rows R and --cols C (try --help)" "$p" $args
     done
     name=$(dirname "$p"); name=${name/baseline_/}
     expect 0 "$name code_hash=" "$p" --version

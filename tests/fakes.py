@@ -59,11 +59,17 @@ def version_fields():
 
 def harness_options():
     """{option: takes a value} for every option print_usage (common/harness.c)
-    lists, either part's: `--reps R` takes one, `--check` does not."""
+    lists, either part's: `--reps R` takes one, `--check` does not. A line may
+    name two (`-h, --help`, `--gamma-offset K, --beta-offset K`)."""
     body = _read("common", "harness.c").split("void print_usage(")[1].split("\n}")[0]
-    found = re.findall(r"(?:^|\\n)  (--?[a-z][a-z-]*)(?:, (--[a-z-]+))?( [A-Z]+)?",
+    found = re.findall(r"(?:^|\\n)  (--?[a-z][a-z-]*)( [A-Z]+)?(?:, (--[a-z-]+)( [A-Z]+)?)?",
                        _c_strings(body))
-    return {option: bool(value) for *names, value in found for option in names if option}
+    options = {}
+    for first, value, second, second_value in found:
+        options[first] = bool(value)
+        if second:
+            options[second] = bool(second_value)
+    return options
 
 
 def row_bytes(op, rows, cols):

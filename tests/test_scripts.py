@@ -92,7 +92,11 @@ OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
 SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
 SWITCHES |= set() if ROWS else {"--cpu-sums"}
 VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
-          "--runs", "--device"} | ({"--rows", "--cols"} if ROWS else {"-n"})
+          "--runs", "--device"} | ({"--rows", "--cols", "--y-offset", "--gamma-offset",
+                                    "--beta-offset", "--mask", "--check-every"} if ROWS else {"-n"})
+# The other part's size flags, and --n, get a hint that names this part's.
+HINTS = (dict.fromkeys(["-n", "--n"], "the shape is --rows R and --cols C") if ROWS
+         else dict.fromkeys(["--n", "--rows", "--cols"], "the number of floats is -n N"))
 NUMBERS = {"-n": 1, "--rows": 1, "--cols": 1, "--reps": 1, "--warmup": 0, "--seed": 0,
            "--offset": 0, "--device": 0}
 GPU_INFO = dict(cc="9.0", sms=132, sm_threads=2048, l2_bytes=62914560, free_bytes=147000000000,
@@ -130,6 +134,9 @@ def parse(argv):
                 return None, f"{a} needs a number of at least {NUMBERS[a]}, got '{argv[i + 1]}'"
             opts[a] = argv[i + 1]
             i += 2
+        elif a.split("=")[0] in HINTS:
+            name = a.split("=")[0]
+            return None, f"unknown option '{name}': {HINTS[name]} (try --help)"
         else:
             return None, f"unknown option '{a}' (try --help)"
     if "--checks" in opts and "--runs" in opts:
@@ -586,8 +593,10 @@ class FakeProgramTest(ScriptTest):
                               text=True, env=clean_env(), cwd=self.top, timeout=60)
 
     def test_options_are_the_harness_options(self):
-        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a", "--rows": "rows/step0_thread",
-                     "--cols": "rows/step0_thread"}
+        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a"}
+        part_only.update((option, "rows/step0_thread") for option in (
+            "--rows", "--cols", "--y-offset", "--gamma-offset", "--beta-offset", "--mask",
+            "--check-every"))
         csv_path = os.path.join(self.top, "o.csv")
         for option, valued in harness_options().items():
             for name in ("step0_a", "rows/step0_thread"):
@@ -600,7 +609,12 @@ class FakeProgramTest(ScriptTest):
                                  (name, option, proc.stderr))
         proc = self.call("step0_a", "--rows", "4")
         self.assertEqual((proc.returncode, proc.stderr),
-                         (2, "error: unknown option '--rows' (try --help)\n"))
+                         (2, "error: unknown option '--rows': the number of floats is -n N "
+                             "(try --help)\n"))
+        proc = self.call("rows/step0_thread", "--n=5")
+        self.assertEqual((proc.returncode, proc.stderr),
+                         (2, "error: unknown option '--n': the shape is --rows R and --cols C "
+                             "(try --help)\n"))
 
     def test_version_and_gpu_info_fields(self):
         for name, label in (("step0_a", "step0_a"), ("rows/baseline_copy", "rows/copy")):

@@ -3,7 +3,6 @@
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include "back_ref.h"
 #include "harness.h"
-#include "rows_options.h"
 #include "rows_ref.h"
 
 #include <float.h>
@@ -47,7 +46,8 @@ static enum parse_status parse(const char *line, struct options *o, char *err)
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    return parse_options(argc, argv, PROGRAM_SUM, o, err, 256);
+    const struct program sum = {.kind = PROGRAM_SUM};
+    return parse_options(argc, argv, &sum, o, err, 256);
 }
 
 static void test_parse_options(void)
@@ -81,6 +81,16 @@ static void test_parse_options(void)
     }
     EXPECT(parse("-n 0", &o, err) == PARSE_ERROR && strstr(err, "at least 1"));
     EXPECT(parse("-n 2G", &o, err) == PARSE_ERROR && strstr(err, "too large"));
+    /* --n, and part 2's size flags, get a hint that names -n N. */
+    const char *hint = "unknown option '--n': the number of floats is -n N (try --help)";
+    EXPECT(parse("--n 5", &o, err) == PARSE_ERROR && strcmp(err, hint) == 0);
+    EXPECT(parse("--n=5", &o, err) == PARSE_ERROR && strcmp(err, hint) == 0);
+    EXPECT(parse("--rows 4", &o, err) == PARSE_ERROR &&
+           strstr(err, "'--rows': the number of floats is -n N (try --help)"));
+    EXPECT(parse("--cols=4", &o, err) == PARSE_ERROR &&
+           strstr(err, "'--cols': the number of floats is -n N (try --help)"));
+    EXPECT(parse("--bogus", &o, err) == PARSE_ERROR &&
+           strcmp(err, "unknown option '--bogus' (try --help)") == 0);
 
     /* --check picks the exact fill unless a fill is named; timed runs keep random. */
     EXPECT(parse("--check", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
@@ -906,9 +916,9 @@ static void test_exact_bounds(void)
            centered_value(131072) == 64.0 && centered_value((size_t)1 << 20) == 8.0);
 }
 
-/* Part 2's command line (common/rows_options.c). */
+/* Part 2's command line: parse_options() for a program of this op and dtype. */
 static enum parse_status rows_parse_line(const char *line, enum row_op op, enum row_dtype dtype,
-                                         struct options *o, struct row_options *ro, char *err)
+                                         struct options *o, char *err)
 {
     char buf[512], *argv[32];
     int argc = 0;
@@ -916,75 +926,80 @@ static enum parse_status rows_parse_line(const char *line, enum row_op op, enum 
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    return rows_parse(argc, argv, op, dtype, o, ro, err, 256);
+    const struct program rows = {.kind = PROGRAM_ROWS, .op = op, .dtype = dtype};
+    return parse_options(argc, argv, &rows, o, err, 256);
 }
 
 static void test_row_options(void)
 {
     struct options o;
-    struct row_options ro;
     char err[256];
-    EXPECT(rows_parse_line("", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_OK);
+    EXPECT(rows_parse_line("", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_OK);
     EXPECT(o.rows == ROWS_DEFAULT_ROWS && o.cols == ROWS_DEFAULT_COLS && o.n == (size_t)1 << 25 &&
-           ro.mask == MASK_NONE && ro.fill == ROW_FILL_SHARED && o.fill == FILL_RANDOM);
-    /* Shared options pass through, with their values. */
+           o.mask == MASK_NONE && o.row_fill == ROW_FILL_SHARED && o.fill == FILL_RANDOM);
+    /* The options both parts share, beside part 2's own. */
     EXPECT(rows_parse_line("--rows 7 --cols=33 --seed 5 --fill wide --reps 3 --csv out.csv "
-                           "--offset 3 --y-offset 1", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_OK);
+                           "--offset 3 --y-offset 1", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_OK);
     EXPECT(o.rows == 7 && o.cols == 33 && o.n == 231 && o.seed == 5 && o.fill == FILL_WIDE &&
-           o.reps == 3 && strcmp(o.csv_path, "out.csv") == 0 && o.offset == 3 && ro.y_offset == 1);
+           o.reps == 3 && strcmp(o.csv_path, "out.csv") == 0 && o.offset == 3 && o.y_offset == 1);
     /* Past 2^32 elements, and onehot's place there. */
     EXPECT(rows_parse_line("--rows 4194307 --cols 1024 --check --fill onehot --at 4294970000",
-                           ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_OK);
+                           ROW_SUM, ROW_F32, &o, err) == PARSE_OK);
     EXPECT(o.n == (size_t)4194307 * 1024 && o.at == 4294970000LL && o.at_given && o.check_only);
-    EXPECT(rows_parse_line("--rows 70000000 --cols 1048576", ROW_SUM, ROW_F32, &o, &ro, err) ==
+    EXPECT(rows_parse_line("--rows 70000000 --cols 1048576", ROW_SUM, ROW_F32, &o, err) ==
            PARSE_ERROR && strstr(err, "too large"));
-    EXPECT(rows_parse_line("--rows 0", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("--cols 1048577", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--rows 0", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--cols 1048577", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
     /* Offsets: every place in a 16-byte pack, 0..3 floats or 0..7 bfloat16s. */
-    EXPECT(rows_parse_line("--offset 7 --y-offset 5", ROW_SOFTMAX, ROW_BF16, &o, &ro, err) ==
-           PARSE_OK && o.offset == 7 && ro.y_offset == 5);
-    EXPECT(rows_parse_line("--offset 4", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR &&
+    EXPECT(rows_parse_line("--offset 7 --y-offset 5", ROW_SOFTMAX, ROW_BF16, &o, err) ==
+           PARSE_OK && o.offset == 7 && o.y_offset == 5);
+    EXPECT(rows_parse_line("--offset 4", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR &&
            strstr(err, "0 to 3"));
-    EXPECT(rows_parse_line("--gamma-offset 2 --beta-offset=3", ROW_LAYERNORM, ROW_F32, &o, &ro,
-                           err) == PARSE_OK && ro.gamma_offset == 2 && ro.beta_offset == 3);
-    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--gamma-offset 2 --beta-offset=3", ROW_LAYERNORM, ROW_F32, &o, err) ==
+           PARSE_OK && o.gamma_offset == 2 && o.beta_offset == 3);
+    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
     /* levels is part 2's fill; a mask is softmax's. */
-    EXPECT(rows_parse_line("--check --fill levels --mask causal", ROW_SOFTMAX, ROW_BF16, &o, &ro,
-                           err) == PARSE_OK && ro.fill == ROW_FILL_LEVELS && ro.mask == MASK_CAUSAL);
+    EXPECT(rows_parse_line("--check --fill levels --mask causal", ROW_SOFTMAX, ROW_BF16, &o, err) ==
+           PARSE_OK && o.row_fill == ROW_FILL_LEVELS && o.mask == MASK_CAUSAL);
     char name[64];
-    row_fill_name(&o, &ro, name, sizeof name);
+    row_fill_name(&o, name, sizeof name);
     EXPECT(strcmp(name, "levels/causal") == 0);
-    EXPECT(rows_parse_line("--fill levels --fill random", ROW_SUM, ROW_F32, &o, &ro, err) ==
+    EXPECT(rows_parse_line("--fill levels --fill random", ROW_SUM, ROW_F32, &o, err) ==
            PARSE_ERROR);
-    EXPECT(rows_parse_line("--mask causal", ROW_LAYERNORM, ROW_F32, &o, &ro, err) ==
-           PARSE_ERROR && strstr(err, "layernorm"));
-    EXPECT(rows_parse_line("--mask all", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("--fill nope", ROW_SOFTMAX, ROW_F32, &o, &ro, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("-n 5", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("--at 3", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
-    EXPECT(rows_parse_line("--help", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_HELP);
-    EXPECT(rows_parse_line("--gpu-info --rows 5", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_GPU_INFO);
+    EXPECT(rows_parse_line("--mask causal", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strstr(err, "layernorm"));
+    EXPECT(rows_parse_line("--mask all", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--fill nope", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("-n 5", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strcmp(err, "unknown option '-n': the shape is --rows R and --cols C (try --help)") == 0);
+    const char *sizes[] = {"-n=5", "--n 5", "--n=5"};
+    for (int i = 0; i < 3; i++)
+        EXPECT(rows_parse_line(sizes[i], ROW_SOFTMAX, ROW_BF16, &o, err) == PARSE_ERROR &&
+               strstr(err, "n': the shape is --rows R and --cols C (try --help)"));
+    EXPECT(rows_parse_line("--at 3", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--help", ROW_SUM, ROW_F32, &o, err) == PARSE_HELP);
+    EXPECT(rows_parse_line("--gpu-info --rows 5", ROW_SUM, ROW_F32, &o, err) == PARSE_GPU_INFO);
 
     /* The checks of a plain run: the exact fill, a column fewer, x moved,
      * y alone moved, the statistics' fills, softmax's masked levels. */
-    struct options out[ROWS_VERIFY_MAX];
-    struct row_options rout[ROWS_VERIFY_MAX];
-    EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SOFTMAX, ROW_F32, &o, &ro, err) ==
+    struct options out[VERIFY_MAX];
+    EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SOFTMAX, ROW_F32, &o, err) ==
            PARSE_OK);
-    int k = rows_verify_set(&o, &ro, ROW_SOFTMAX, ROW_F32, out, rout);
+    int k = verify_set(&o, out);
     EXPECT(k == 7 && out[0].fill == FILL_EXACT && out[0].check_only && out[1].cols == 6 &&
-           out[1].n == 60 && out[2].offset == 3 && rout[2].y_offset == 0 &&
-           out[3].offset == 2 && rout[3].y_offset == 1 && out[4].fill == FILL_SHIFTED &&
-           rout[6].fill == ROW_FILL_LEVELS && rout[6].mask == MASK_MIXED);
-    EXPECT(rows_verify_set(&o, &ro, ROW_SUM, ROW_BF16, out, rout) == 4);
-    EXPECT(rows_parse_line("--offset 7", ROW_LAYERNORM, ROW_BF16, &o, &ro, err) == PARSE_OK &&
-           rows_verify_set(&o, &ro, ROW_LAYERNORM, ROW_BF16, out, rout) == 7 && out[2].offset == 0 &&
-           rout[5].fill == ROW_FILL_CENTERED && out[6].fill == FILL_TINY);
-    EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, &ro, err) == PARSE_OK &&
-           ro.fill == ROW_FILL_CENTERED);
-    EXPECT(rows_parse_line("--check-every 64", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_OK &&
-           ro.check_every == 64);
-    EXPECT(rows_parse_line("--check-every 0", ROW_SUM, ROW_F32, &o, &ro, err) == PARSE_ERROR);
+           out[1].n == 60 && out[2].offset == 3 && out[2].y_offset == 0 &&
+           out[3].offset == 2 && out[3].y_offset == 1 && out[4].fill == FILL_SHIFTED &&
+           out[6].row_fill == ROW_FILL_LEVELS && out[6].mask == MASK_MIXED);
+    EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SUM, ROW_BF16, &o, err) ==
+           PARSE_OK && verify_set(&o, out) == 4);
+    EXPECT(rows_parse_line("--offset 7", ROW_LAYERNORM, ROW_BF16, &o, err) == PARSE_OK &&
+           verify_set(&o, out) == 7 && out[2].offset == 0 &&
+           out[5].row_fill == ROW_FILL_CENTERED && out[6].fill == FILL_TINY);
+    EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_OK &&
+           o.row_fill == ROW_FILL_CENTERED);
+    EXPECT(rows_parse_line("--check-every 64", ROW_SUM, ROW_F32, &o, err) == PARSE_OK &&
+           o.check_every == 64);
+    EXPECT(rows_parse_line("--check-every 0", ROW_SUM, ROW_F32, &o, err) == PARSE_ERROR);
 
     /* --check-every 4 over 10 rows: rows 0, 4, 8 and the last 4 (6 to 9). */
     float x[10], y[10];
@@ -1008,20 +1023,21 @@ static void test_verify_set(void)
     struct options o, out[VERIFY_MAX];
     char err[256];
     EXPECT(parse("-n 1000 --offset 3", &o, err) == PARSE_OK);
-    int k = verify_set(&o, 0, out);
+    int k = verify_set(&o, out);
     EXPECT(k == 3 && out[0].n == 1000 && out[1].n == 999 && out[2].offset == 0);
     EXPECT(out[0].check_only && out[0].fill == FILL_EXACT && out[0].csv_path == NULL);
-    EXPECT(parse("-n 1", &o, err) == PARSE_OK && verify_set(&o, 0, out) == 2);
+    EXPECT(parse("-n 1", &o, err) == PARSE_OK && verify_set(&o, out) == 2);
+    const struct program layernorm = {.kind = PROGRAM_ROWS, .op = ROW_LAYERNORM};
     char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
-    EXPECT(parse_options(5, argv, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_OK);
-    k = verify_set(&o, 1, out);
-    EXPECT(k == 5 && out[1].cols == 6 && out[1].n == 60 && out[3].fill == FILL_SHIFTED &&
-           out[4].fill == FILL_TINY);
+    EXPECT(parse_options(5, argv, &layernorm, &o, err, sizeof err) == PARSE_OK);
+    k = verify_set(&o, out);
+    EXPECT(k == 7 && out[1].cols == 6 && out[1].n == 60 && out[4].fill == FILL_SHIFTED &&
+           out[6].fill == FILL_TINY);
     /* Row options belong to row programs; -n to sums. */
     char *bad[] = {"run", "-n", "5", NULL};
-    EXPECT(parse_options(3, bad, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_ERROR);
-    char *big[] = {"run", "--rows", "3000000", "--cols", "1000", NULL};
-    EXPECT(parse_options(5, big, PROGRAM_ROWS, &o, err, sizeof err) == PARSE_ERROR &&
+    EXPECT(parse_options(3, bad, &layernorm, &o, err, sizeof err) == PARSE_ERROR);
+    char *big[] = {"run", "--rows", "2147483647", "--cols", "1048576", NULL};
+    EXPECT(parse_options(5, big, &layernorm, &o, err, sizeof err) == PARSE_ERROR &&
            strstr(err, "too large"));
     EXPECT(parse("--rows 5", &o, err) == PARSE_ERROR);
     EXPECT(parse("--runs x --checks y", &o, err) == PARSE_ERROR);

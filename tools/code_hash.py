@@ -25,11 +25,10 @@ HASH_CHARS = 12
 # the same ones: HARNESS and ROWS_HARNESS there).
 COMMON = ["common/device.c", "common/harness.c", "common/flush.cu", "common/toolchain.cu",
           "common/check.h", "common/device.h", "common/flush.h", "common/harness.h",
-          "common/workspace.h"]
+          "common/rows.h", "common/workspace.h"]
 HARNESS = {
     "sum": ["common/driver.c", "common/reduce.h"] + COMMON,
-    "rows": ["common/rows_driver.c", "common/rows_options.c", "common/rows_ref.c",
-             "common/rows.h", "common/rows_options.h", "common/rows_ref.h"] + COMMON,
+    "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows_ref.h"] + COMMON,
     # multigpu/run: its driver and shard plan, step 9's kernel (linked, not
     # copied) and the part 1 contract it calls that kernel through.
     "multigpu": ["multigpu/plan.c", "multigpu/plan.h", "step9_singlepass/reduce.cu",
