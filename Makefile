@@ -498,7 +498,7 @@ verify:
 	    out=$$(bash tools/need_gpu.sh verify "grading, profiling and timing $(ONLY)" 2>&1) \
 	    || echo "$${out:-make verify: tools/need_gpu.sh failed}"))$(if $(NO_GPU),$(error $(NO_GPU)))
 	@targets=$$($(PYTHON) tools/verify.py --root . --only '$(ONLY)' --targets) || exit 2; \
-	 $(MAKE) --no-print-directory -s $$targets || exit 2
+	 $(MAKE) --no-print-directory -s -j$(TEST_JOBS) $$targets || exit 2
 	$(PYTHON) tools/verify.py --root . --only '$(ONLY)' --out-dir $(OUT_DIR) --verify-dir $(VERIFY_DIR) \
 	    --torch-python '$(TORCH_PYTHON)' $(VERIFY_FLAGS)
 

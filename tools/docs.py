@@ -184,7 +184,8 @@ STRINGS = {
 }
 
 STRINGS.update(rows_docs.STRINGS)
-STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: ""})
+STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: "", "; ": ""})
+STRINGS.update({words: "" for words in stale.PART_WORDS.values()})
 STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: ""})
 # The alt text of the results charts: the English pages name the chart's kind.
 CHART_ALT = {kind: kind for kind in ("progression", "sweep", "vs-cub", "profile")}
@@ -708,7 +709,7 @@ def stale_note(src, lang, kinds=None, step=None):
     keep_label = ((lambda label: True) if step is None else
                   (lambda label: label == step or label.startswith(step + "-")))
     return stale.page_note(src.stale_found, lambda text, **values: tr(text, lang, **values),
-                           keep_file, keep_label)
+                           keep_file, keep_label, src.root)
 
 
 def top_stale_block(src, folder, lang):

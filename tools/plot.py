@@ -113,9 +113,9 @@ def stale_caption(m):
     found = stale_found(m)
     if not found:
         return ""
-    names = ", ".join(f"{step} ({rev})" for step, rev in
-                      sorted(found.items(), key=lambda kv: schema.step_sort_key(kv[0])))
-    return f"\n{stale.MARK} measured on an earlier version of the code: {names}"
+    # The labels say which programs; the caption says when, and stays one line.
+    return (f"\n{stale.MARK} measured on an earlier version of the code, at revision "
+            f"{', '.join(sorted(set(found.values())))}")
 
 
 def marked(m, step, label=None):
@@ -476,7 +476,7 @@ def row_caption(rm):
 def torch_style(step, colour):
     """PyTorch's bars: eager plain, compiled hatched."""
     if step.startswith(compare.TORCH_COMPILED):
-        return dict(color=colour, hatch="//", edgecolor="#7a4a12", linewidth=0.5)
+        return dict(facecolor=colour, hatch="//", edgecolor="#7a4a12", linewidth=0.5)
     return dict(color=colour)
 
 

@@ -43,11 +43,10 @@ VERIFY = "make verify ONLY={programs} OUT_DIR=plots/reference"
 COMMANDS = (
     ("-accuracy", "make accuracy OUT_DIR=plots/reference"),
     ("-determinism", "make determinism OUT_DIR=plots/reference"),
-    ("-tune-step9", "bash tools/gpu_check.sh (its tune_step9 step)"),
-    ("-tune", "bash tools/gpu_check.sh (its tune step)"),
+    ("-tune", "OUT_DIR=plots/reference bash tools/gpu_check.sh build/gpu-check check"),
     ("-step9-protocol", "bash tools/protocol.sh plots/reference/h200-step9-protocol.csv"),
-    ("-multigpu", "make nccl-check OUT_DIR=plots/reference on two GPUs"),
-    ("-allreduce", "make nccl-check OUT_DIR=plots/reference on two GPUs"),
+    ("-multigpu", "make nccl-check OUT_DIR=plots/reference"),   # on two GPUs
+    ("-allreduce", "make nccl-check OUT_DIR=plots/reference"),
 )
 
 
@@ -195,8 +194,7 @@ def summary_line(found, root=REPO, hashes=None):
     if verify:
         commands.insert(0, VERIFY.format(programs=only_list(verify, root)))
     named = only_list(folders, root).split(",")
-    words = {"sum": "every part 1 program", "rows": "every part 2 program"}
-    what = ", ".join(words.get(name, name) for name in named)
+    what = ", ".join(PART_WORDS.get(name, name) for name in named)
     return (f"stale: {what}: measured on an earlier version of the code (the docs and charts "
             f"say so); to measure again: {'; '.join(commands)} (python3 tools/stale.py lists "
             "each file)")
@@ -204,14 +202,17 @@ def summary_line(found, root=REPO, hashes=None):
 
 # The stale block of a page (tools/docs.py): what its hand-written figures
 # may quote. tools/zh_strings.py has its Chinese.
+PART_WORDS = {"sum": "every part 1 program", "rows": "every part 2 program"}
 PAGE_NOTE = ("**{mark} Some figures on this page measured an earlier version of the code:** "
-             "{names} (revision in brackets), in {files}. Its tables and charts mark them; "
-             "to measure them again: {commands}.")
+             "{names}, at {revs}, in {files}. Its tables and charts mark them; to measure them "
+             "again: {commands}.")
 
 
-def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: True):
+def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: True,
+              root=REPO):
     """The stale block's text for the files and labels a page draws on
-    (found: scan()'s list), or "" when none of them is stale."""
+    (found: scan()'s list), or "" when none of them is stale. A tuning
+    variant is named by its step, a whole part by its name."""
     picked = []
     for path, labels in found:
         if keep_file(path):
@@ -220,22 +221,25 @@ def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: T
                 picked.append((path, mine))
     if not picked:
         return ""
-    revs = {}
-    for _, labels in picked:
-        for label, rev in labels.items():
-            revs.setdefault(label, []).extend(r for r in rev if r not in revs.get(label, []))
-    names = ", ".join(f"{label} ({', '.join(revs[label])})"
-                      for label in sorted(revs, key=schema.step_sort_key))
-    commands = []
+    revs = sorted({rev for _, labels in picked for found_revs in labels.values()
+                   for rev in found_revs})
+    folders, verify, commands = [], [], []
     for path, labels in picked:
-        folders = sorted(dict.fromkeys(
-            schema.program_dir(VARIANT.match(l).group(1) if VARIANT.match(l) else l)
-            for l in labels), key=schema.step_sort_key)
-        command = f"`{command_for(path, folders)}`"
-        if command not in commands:
-            commands.append(command)
-    files = ", ".join(os.path.basename(path) for path, _ in picked)
-    return tr(PAGE_NOTE, mark=MARK, names=names, files=files, commands="; ".join(commands))
+        base = [schema.program_dir(VARIANT.match(l).group(1) if VARIANT.match(l) else l)
+                for l in labels]
+        folders += base
+        command = command_for(path, ["{programs}"])
+        if command == VERIFY.format(programs="{programs}"):
+            verify += base
+        elif f"`{command}`" not in commands:
+            commands.append(f"`{command}`")
+    if verify:
+        commands.insert(0, f"`{VERIFY.format(programs=only_list(verify, root))}`")
+    names = tr(", ").join(tr(PART_WORDS[n]) if n in PART_WORDS else n
+                          for n in only_list(folders, root).split(","))
+    files = tr(", ").join(os.path.basename(path) for path, _ in picked)
+    return tr(PAGE_NOTE, mark=MARK, names=names, revs=tr(", ").join(revs), files=files,
+              commands=tr("; ").join(commands))
 
 
 def hashes_for(results, root=REPO):

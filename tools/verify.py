@@ -3,6 +3,7 @@
 
     python3 tools/verify.py --only NAMES [--out-dir DIR] [--verify-dir DIR]
                             [--torch-python PYTHON] [--rounds K] [--skip WHAT]
+                            [--round K --run-id ID]
     python3 tools/verify.py --only NAMES --targets
 
 For the programs named (folders such as rows/step13_cluster or step9_singlepass;
@@ -193,6 +194,8 @@ def verify(args):
         cmd = [py, os.path.join(tools, "bench.py"), "--root", args.root, "--only", only,
                "--out-dir", args.verify_dir, "--merge-into", args.out_dir,
                "--rounds", str(args.rounds)]
+        if args.round:   # one run over calls, each with a time limit
+            cmd += ["--round", str(args.round), "--run-id", args.run_id]
         if args.torch_python:
             cmd += ["--torch-python", args.torch_python]
         runner.run("bench", cmd, "bench.log")
@@ -235,11 +238,17 @@ def parse_args(argv):
     parser.add_argument("--verify-dir", help="this run's files (default ROOT/build/verify)")
     parser.add_argument("--torch-python", metavar="PYTHON")
     parser.add_argument("--rounds", type=bench._int_at_least(1), default=bench.DEFAULT_ROUNDS)
+    parser.add_argument("--round", type=bench._int_at_least(1), metavar="K",
+                        help="time round K of --rounds alone (with --run-id: one run over "
+                             "several calls; tools/bench.py --round)")
+    parser.add_argument("--run-id", metavar="ID", help="the run's id, the same in each call")
     parser.add_argument("--skip", default="", type=lambda t: [w for w in t.split(",") if w],
                         help=f"leave out some of {', '.join(STEPS)} (comma-separated)")
     parser.add_argument("--targets", action="store_true",
                         help="print what make must build first, and stop")
     args = parser.parse_args(argv)
+    if args.round and not args.run_id:
+        parser.error("--round needs --run-id: the calls of one run share it")
     bad = [w for w in args.skip if w not in STEPS]
     if bad or not args.only:
         parser.error(f"--skip takes {', '.join(STEPS)}" if bad else "--only names no program")

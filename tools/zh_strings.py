@@ -274,10 +274,13 @@ STRINGS = {
         "| 形状 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch "
         "| 相对 torch.compile |",
     "**{mark} Some figures on this page measured an earlier version of the code:** "
-    "{names} (revision in brackets), in {files}. Its tables and charts mark them; "
-    "to measure them again: {commands}.":
-        "**{mark} 本页有些数据测的是代码的旧版本：**{names}（括号里是当时的代码版本），"
-        "来自 {files}。表格和图表中都标出了这些数据；重新测量请运行 {commands}。",
+    "{names}, at {revs}, in {files}. Its tables and charts mark them; to measure them "
+    "again: {commands}.":
+        "**{mark} 本页有些数据测的是代码的旧版本：**{names}，代码版本 {revs}，来自 {files}。"
+        "表格和图表中都标出了这些数据；重新测量请运行 {commands}。",
+    "every part 1 program": "第 1 部分的每个程序",
+    "every part 2 program": "第 2 部分的每个程序",
+    "; ": "；",
     "{mark} Measured on an earlier version of the code (revision in brackets): {names}. "
     "`{command}` measures it again.":
         "{mark} 这些数据测的是代码的旧版本（括号里是当时的代码版本）：{names}。"
@@ -460,7 +463,8 @@ CHART_STRINGS = {
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
     # tools/plot.py: the caption line of programs measured on an earlier version
-    (r"† measured on an earlier version of the code: (.+)", "† 测的是代码的旧版本：{0}"),
+    (r"† measured on an earlier version of the code, at revision (.+)",
+     "† 测的是代码的旧版本，代码版本 {0}"),
     # tools/grade_class.py, the class chart (docs/grading.md)
     (r"Class results on (.+): speed against (\S+) (\S+) \((\S+) at (.+)\)",
      "{0} 上的全班结果：速度对照 {3}，目标 {1} {2}（{4}）"),
