@@ -415,9 +415,13 @@ class Sweep:
             self.rows.append(self.stamp(row, r, TORCH))
             self.runs += 1
             self.failed += row.get("pass") != "1"
-        if code not in (0, 1) or not got:
-            self.output.err(f"bench: torch round {r}: exit {code}: "
-                            f"{unreadable or error_line(stderr)}")
+        wanted = len(self.torch_ops().split(",")) * len(shapes)
+        if code not in (0, 1) or len(got) < wanted:
+            # An op that could not run leaves its rows out: say which, from its stderr.
+            for line in [l for l in stderr.splitlines() if l.startswith("torch_rows:")][:5] or \
+                    [unreadable or error_line(stderr)]:
+                self.output.err(f"bench: torch round {r}: exit {code}, {len(got)} of {wanted} "
+                                f"rows: {line}")
             self.failed += 1
         self.output.out(self.progress_line(r, "torch", got))
 

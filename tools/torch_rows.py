@@ -41,8 +41,13 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 import schema  # noqa: E402
+# tools/ holds a profile.py, which would shadow the standard library's
+# profile module that torch.compile imports (through cProfile): once schema
+# is in, tools/ leaves the path.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "layernorm_bf16", "softmax_bf16", "copy_bf16")
@@ -233,7 +238,15 @@ def main(argv=None):
             writer.writeheader()
         for rows, cols in args.shapes:
             for op in ops:
-                times, err, ok = runner.run(op, rows, cols, args.seed)
+                try:
+                    times, err, ok = runner.run(op, rows, cols, args.seed)
+                except Exception as exc:   # one op that cannot run (a compile error) is one failure
+                    print(f"torch_rows: torch/{op} {rows}x{cols}: {type(exc).__name__}: "
+                          f"{' '.join(str(exc).split())[:400]}", file=sys.stderr, flush=True)
+                    if os.environ.get("TORCH_ROWS_DEBUG"):
+                        raise
+                    failed += 1
+                    continue
                 row = row_of(runner, op, rows, cols, args.seed, times, err, ok, args.reps,
                              args.warmup, args.round)
                 writer.writerow(row)
