@@ -6,9 +6,8 @@
 // Why it is slow: the working threads are spread over every warp, so at each
 //         level all warps issue the add for only a few active lanes (warp
 //         divergence), and % is a multi-instruction integer division.
-// Effect: the starting point, 331.1 us for 2^25 floats on an NVIDIA H200; † measured on an
-//         earlier version of step0_naive (at 599144f) (make docs writes this from
-//         plots/reference/h200.csv).
+// Effect: the starting point, 330.8 us for 2^25 floats on an NVIDIA H200 (make docs writes
+//         this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"
 

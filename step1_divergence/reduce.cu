@@ -8,9 +8,7 @@
 //         New problem: the stride 2*s between neighbours' addresses maps
 //         several threads of a warp to the same shared-memory bank.
 // Effect: against step0_naive on an NVIDIA H200: 1.58x at 2^25 floats, a win; 1.61x at 2^28
-//         floats, a win; † measured on an earlier version of step0_naive (at 599144f),
-//         step1_divergence (at 599144f) (make docs writes this from
-//         plots/reference/h200.csv).
+//         floats, a win (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"
 

@@ -7,9 +7,7 @@
 //         32 different banks and are served at once (step 1's stride put up
 //         to 8 of them in one bank at 256 threads, replayed one after another).
 // Effect: against step1_divergence on an NVIDIA H200: 1.28x at 2^25 floats, a win; 1.30x at
-//         2^28 floats, a win; † measured on an earlier version of step1_divergence (at
-//         599144f), step2_bankconflict (at 599144f) (make docs writes this from
-//         plots/reference/h200.csv).
+//         2^28 floats, a win (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"
 

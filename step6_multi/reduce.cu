@@ -8,9 +8,8 @@
 //         Brent's theorem: the tree costs O(log p) for p threads, so do O(n/p)
 //         serial adds per thread and pay for the tree, the barriers and a
 //         block's start once per thread. The partial sums shrink to ~1000.
-// Effect: against step5_unroll on an NVIDIA H200: 1.81x at 2^25 floats, a win; 1.90x at 2^28
-//         floats, a win; † measured on an earlier version of step5_unroll (at 599144f),
-//         step6_multi (at 599144f) (make docs writes this from plots/reference/h200.csv).
+// Effect: against step5_unroll on an NVIDIA H200: 1.78x at 2^25 floats, a win; 1.84x at 2^28
+//         floats, a win (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"
 

@@ -9,9 +9,7 @@
 //         and the GPU idles between the two launches. Each ticket releases
 //         its block's partial; the last block acquires them all, once.
 // Effect: against step8_vector on an NVIDIA H200: 1.02x at 2^25 floats, a win; 1.01x at 2^28
-//         floats, a win; † measured on an earlier version of step8_vector (at 599144f),
-//         step9_singlepass (at 599144f) (make docs writes this from
-//         plots/reference/h200.csv).
+//         floats, a win (make docs writes this from plots/reference/h200.csv).
 #include <cuda/atomic>
 
 #include "check.h"

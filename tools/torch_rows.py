@@ -78,12 +78,16 @@ def row_bytes(op, rows, cols):
 
 
 def git_rev():
+    """The revision measured: GIT_REV where the caller gives it (make bench on
+    a copied tree, whose .git may describe another state), else git's."""
+    if os.environ.get("GIT_REV"):
+        return os.environ["GIT_REV"]
     try:
         out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
                              capture_output=True, text=True, cwd=os.path.dirname(__file__))
-        return out.stdout.strip() or os.environ.get("GIT_REV", "unknown")
+        return out.stdout.strip() or "unknown"
     except OSError:
-        return os.environ.get("GIT_REV", "unknown")
+        return "unknown"
 
 
 def triton_version():
