@@ -83,11 +83,12 @@ TEST_SECONDS := 115
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
 .DEFAULT_GOAL := all
 
-all: $(PROGRAMS) $(ROW_PROGRAMS)
+all: $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES)
 
 help:
 	@echo "Without a GPU (a laptop, a login node):"
-	@echo "  make                 build every step, the CUB baseline and part 2's row programs"
+	@echo "  make                 build every step, the CUB baseline and part 2's row programs,"
+	@echo "                       and link each stepK and rows/stepK (then ./step5/run)"
 	@echo "                       (about 2 min on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
 	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
@@ -242,15 +243,20 @@ hash-flags:
 	@echo '$(HASH_FLAGS)'
 
 # `make step3` builds step3_idle/run and links step3 -> step3_idle;
-# `make rows/step3` links rows/step3 -> step3_<slug> beside it.
+# `make rows/step3` links rows/step3 -> step3_<slug> beside it. `make` and
+# `make test` make every link, so ./step5/run is there after either. A link
+# is written (and its command shown, unless make -s) only when it is missing
+# or points elsewhere: a built tree's `make` prints nothing for them.
+LINK_STEP = [ "$$(readlink $(2))" = $(1) ] || { \
+    $(if $(findstring s,$(firstword -$(MAKEFLAGS))),,echo ln -sfn $(1) $(2);) ln -sfn $(1) $(2); }
 define STEP_ALIAS
 $(firstword $(subst _, ,$(1))): $(1)/run
-	ln -sfn $(1) $$@
+	@$$(call LINK_STEP,$(1),$$@)
 endef
 $(foreach d,$(STEP_DIRS),$(eval $(call STEP_ALIAS,$(d))))
 define ROW_ALIAS
 rows/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
-	ln -sfn $(notdir $(1)) $$@
+	@$$(call LINK_STEP,$(notdir $(1)),$$@)
 endef
 $(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
 
@@ -316,7 +322,7 @@ MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $
 monitored: $(MONITORED)
 broken: $(BROKEN)
 .PHONY: test-build
-test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o \
+test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o \
             $(if $(TEST_GPU),$(BROKEN) $(MUTANTS) $(MONITORED))
 
 

@@ -54,6 +54,17 @@ expect_only_line() {
     else bad "$* -> exit $rc (want $code and one line with '$text'): $(echo "$out" | head -n 4)"; fi
 }
 
+# check_links WHAT: every step of both parts has the link make stepK makes
+# (step5 -> step5_multi, rows/step6 -> step6_<slug>), as WHAT should leave it.
+check_links() {
+    local d link missing=""
+    for d in $(ls -d step[0-9]*_*/ rows/step[0-9]*_*/ 2>/dev/null); do
+        d=${d%/}; link=$(dirname "$d")/$(basename "$d" | cut -d_ -f1); link=${link#./}
+        [ "$(readlink "$link")" = "$(basename "$d")" ] || missing="$missing $link"
+    done
+    [ -z "$missing" ] && ok || bad "$1 did not link every step: no$missing"
+}
+
 # code_hash_of PROGRAM: the hash its --version prints, and make's for its folder.
 check_code_hash() {
     local p=$1 dir built made
@@ -171,6 +182,7 @@ rm -rf "$fake"
 
 # make stepK builds the program and the stepK link a newcomer types.
 section "make stepK, usage errors, make help"
+check_links "make test's build"
 rm -f step3
 expect 0 "" make -s step3
 expect 0 "usage:" ./step3/run --help
@@ -352,8 +364,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
             s|^#define UNROLL 4 |#define UNROLL 2 |" "$rsrc"
     grep -q "^#define BLOCK_SIZE 512 " "$src" && grep -q "^#define UNROLL 2 " "$rsrc" && ok \
         || bad "the flow's edit did not apply: $(grep -h '^#define' "$src" "$rsrc")"
-    # make builds the two new programs, and nothing else.
+    # make builds the two new programs, and nothing else; it links every step.
+    find . rows -maxdepth 1 -type l -name 'step[0-9]*' -delete
     out=$(make 2>&1); rc=$?
+    check_links make
     compiled=$(echo "$out" | grep -E '^(nvcc|cc|gcc) ')
     [ $rc -eq 0 ] && [ "$(echo "$compiled" | grep -c ' -o [^ ]*/run ')" -eq 2 ] \
         && [ -z "$(echo "$compiled" | grep -v -e "step${next}_mine" -e "step${rnext}_mine")" ] && ok \
