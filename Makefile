@@ -387,7 +387,7 @@ check-run:
 	     $(MAKE) --no-print-directory $(if $(V),,-s) "$$prog" || stop "make check: $$prog does not build (the compiler's errors are above)"; \
 	 fi; \
 	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS) $(SPEED_FLAGS)),$(strip $(GRADE_FLAGS) $(SPEED_FLAGS)) )$$prog"; \
-	 nogpu=$$(bash tools/need_gpu.sh check "the grader: $$direct (here that exits 3)" 2>&1) || \
+	 nogpu=$$(bash tools/need_gpu.sh check "$$direct" "$${dir:+$$dir compiled; }grading it" 2>&1) || \
 	     stop "$${nogpu:-make check: tools/need_gpu.sh failed}"; \
 	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(SPEED_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
 	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') $(if $(SUMMARY),--summary '$(SUMMARY)') "$$prog"; rc=$$?; \

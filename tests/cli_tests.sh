@@ -129,25 +129,41 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     # The grader says so too, with its own exit code for it.
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
     expect 3 "no CUDA device" python3 tools/grade.py rows/step3_vector/run
-    # make's GPU targets: one line (make's own error line: make exits 2 for
-    # any failure), the reason, nothing built or measured, no traceback, and
-    # no file left behind (plots/results/.determinism.csv.tmp was one).
+    # make's GPU targets: one short line (make's own error line: make exits
+    # 2 for any failure), the reason, nothing built or measured, no
+    # traceback, and no file left behind (plots/results/.determinism.csv.tmp
+    # was one). make check's says that the step compiled.
     stamp=$(mktemp)
     for target in bench tune "profile STEP=3" "profile STEP=rows/3" profile-all sanitize \
                   determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub"; do
+        case $target in
+            check*) want="compiled; grading it needs a CUDA GPU and this machine has none" ;;
+            *) want="make ${target%% *}: needs a CUDA GPU and this machine has none" ;;
+        esac
         # shellcheck disable=SC2086
-        expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
+        expect_only_line 2 "$want" make $target
+        # shellcheck disable=SC2086
+        out=$(make $target 2>&1)
+        [ ${#out} -le 240 ] && ok || bad "make $target without a GPU: ${#out} characters: $out"
     done
-    # make check's one line also names what it would run on a GPU, a program
-    # that is there, and the grader's own code for it.
-    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step3_idle/run (here that exits 3)" \
-        make check STEP=3
+    # make check's one line also names the step and what it would run on a
+    # GPU, a program that is there.
+    expect_only_line 2 "make check: step3_idle compiled; grading it needs a CUDA GPU" make check STEP=3
+    expect_only_line 2 "; on one it runs python3 tools/grade.py build/monitored/step3_idle/run.  Stop." make check STEP=3
+    expect_only_line 2 "make check: grading it needs a CUDA GPU and this machine has none" make check PROGRAM=step3_idle/run
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
-    # Its list of what works without a GPU is the README's (one list: need_gpu.sh's).
+    # Its list of what works without a GPU is the README's (one list:
+    # need_gpu.sh's), and make help, which the line points to, names each.
     listed=$(bash tools/need_gpu.sh --without-gpu)
     readme=$(tr '\n' ' ' < README.md | sed -n 's/.*Without a GPU these work: \(.*\)\. These need one.*/\1/p' | tr -d '`' | tr -s ' ')
-    [ -n "$listed" ] && [ "$readme" = "$listed" ] && [[ $(make check STEP=3 2>&1) == *"Without one: $listed."* ]] \
+    [ -n "$listed" ] && [ "$readme" = "$listed" ] \
         && ok || bad "README.md's no-GPU list '$readme' is not need_gpu.sh's '$listed'"
+    expect_only_line 2 "make help lists what works without one." make bench
+    help=$(make -s help 2>&1) unlisted=""
+    for t in $(echo "$listed" | sed 's/ ([^)]*)//g; s/, /\n/g' | sed 's/^make *//'); do
+        [[ $help == *"make $t"* ]] || unlisted="$unlisted make $t"
+    done
+    [ -z "$unlisted" ] && ok || bad "make help does not name$unlisted"
     # Other suites run at the same time: their makes' own temporaries and
     # Python's caches are not this check's business. make check builds what
     # it grades on any machine: the step's twin under build/monitored/.
@@ -391,9 +407,11 @@ next=$((last + 1)) rnext=$((rlast + 1))
         expect_one_line 3 ./rows/step${rnext}/run --check
         # make check: one line naming what would run on a GPU, which is there.
         # STEP= grades the step's twin with the watch on GPU work linked in.
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step${next}_mine/run (here that exits 3)" \
+        expect_only_line 2 "make check: step${next}_mine compiled; grading it needs a CUDA GPU and this machine has none (" \
             make check STEP=${next}
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/rows/step${rnext}_mine/run" \
+        expect_only_line 2 "on one it runs python3 tools/grade.py build/monitored/step${next}_mine/run." \
+            make check STEP=${next}
+        expect_only_line 2 "on one it runs python3 tools/grade.py build/monitored/rows/step${rnext}_mine/run." \
             make check STEP=rows/${rnext}
         expect_only_line 2 "python3 tools/grade.py --speed '1.5x step2' --speed-at '1048576' build/monitored/step${next}_mine/run" \
             make check STEP=${next} SPEED="1.5x step2" SPEED_AT=1048576
@@ -402,7 +420,7 @@ next=$((last + 1)) rnext=$((rlast + 1))
         out=$(make check SOURCE=alice/reduce.cu 2>&1); rc=$?
         [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 2 ] \
             && [ "$(echo "$out" | head -n 1)" = "make check: alice/reduce.cu builds with this harness: build/graded/alice/run" ] \
-            && [[ $(echo "$out" | tail -n 1) == *"on one it runs the grader: python3 tools/grade.py build/graded/alice/run (here that exits 3)"* ]] \
+            && [[ $(echo "$out" | tail -n 1) == *"make check: grading it needs a CUDA GPU"*"; on one it runs python3 tools/grade.py build/graded/alice/run."* ]] \
             && [ -x build/graded/alice/run ] && ok || bad "make check SOURCE=alice/reduce.cu without a GPU -> exit $rc: $out"
         expect 3 "no CUDA device" python3 tools/grade.py build/graded/alice/run
         expect 3 "builds with this harness: build/graded/alice/run" bash tools/grade_source.sh alice/reduce.cu
