@@ -369,6 +369,9 @@ check-run:
 	 else \
 	     step=$${STEP:-}; \
 	     test -n "$$step" || stop "usage: make check STEP=K (a step number, rows/K, cub, rows/cub or rows/copy), SOURCE=path/reduce.cu or PROGRAM=path/run"; \
+	     k=$${step#rows/}; case "$$step" in cub|rows/cub|rows/copy) k=0 ;; esac; \
+	     hint=$$(echo "$$step" | sed -n 's|^\(rows/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$$|\1\2|p'); \
+	     case "$$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '$$step'$${hint:+ (that step is STEP=$$hint)}" ;; esac; \
 	     case "$$step" in \
 	         cub) dir=baseline_cub ;; \
 	         rows/cub|rows/copy) dir=rows/baseline_$${step#rows/} ;; \

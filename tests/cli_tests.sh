@@ -228,7 +228,14 @@ expect_only_line 2 "PROGRAM=step3_idle is a folder: give the program in it, e.g.
 expect_only_line 2 "PROGRAM=step3_idle/reduce.cu is not an executable" make -s check PROGRAM=step3_idle/reduce.cu
 expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/such.cu
 expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
-expect_only_line 2 "no step 3 4" make -s check STEP="3 4"
+# A STEP that is no step number says what STEP takes, as make diff does,
+# and a step's folder name gets its number.
+expect_only_line 2 "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '3 4'" \
+    make -s check STEP="3 4"
+expect_only_line 2 "got 'step3_idle' (that step is STEP=3)" make -s check STEP=step3_idle
+expect_only_line 2 "got 'rows/step3_vector' (that step is STEP=rows/3)" make -s check STEP=rows/step3_vector
+expect 2 "make diff: STEP must be a step number or rows/K, got 'step3_idle' (that step is STEP=3)" \
+    make -s diff STEP=step3_idle
 expect 2 "no such file" python3 tools/grade.py no/such/run
 expect 2 "give a target such as '1.5x step2'" python3 tools/grade.py --speed "1.5y step2" step3_idle/run
 expect 2 "--speed-rounds must be 2 to 100" python3 tools/grade.py --speed "1.5x step2" --speed-rounds 1 step3_idle/run
