@@ -270,6 +270,8 @@ printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$run
 for t in schema plot docs scripts patterns editions claims grade_report grade; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
+# The chart suite's own label is plots:, as tests/test_plot.py prints it.
+printf 'print("plots: 1 passed, 0 failed")\n' > "$runner/tests/test_plot.py"
 printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
     > "$runner/tests/test_accuracy.py"
 printf 'print("skipped: no nccl.h: make multigpu says how to get NCCL (P.test_help)")\nprint("multigpu: 1 passed, 0 failed, 1 skipped")\n' \
@@ -285,6 +287,13 @@ lastline=$(echo "$out" | tail -n 1)
     && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
     && [ "$(echo "$out" | wc -l)" -le 18 ] && ok \
     || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
+# Each result line names its suite as SUITES= takes it (multigpu_unit, not
+# the program's own "multigpu unit:"): all of them run every suite again.
+named=$(echo "$out" | grep -E '^[a-z_ ]+: [0-9]+ passed' | cut -d: -f1 | xargs)
+out=$(SUITES="$named" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "17 passed, 0 failed, 5 skipped"* ]] \
+    && [[ " $named " == *" multigpu_unit "*" plot "* || " $named " == *" plot "*" multigpu_unit "* ]] && ok \
+    || bad "run_tests.sh names suites that SUITES= does not take: '$named' -> exit $rc: $(echo "$out" | tail -n 2)"
 printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
 printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
 printf 'print("crashed")\n' > "$runner/tests/test_schema.py"

@@ -101,6 +101,8 @@ report() {   # index: the suite's result line (and its log if it failed)
     grep -E '^(gpu: )?skipped: ' "$logs/$k.log" | sed -E 's/^(gpu: )?skipped: //' >> "$logs/skips"
     if [[ $out =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
         p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[4]:-0}
+        # Shown under the name SUITES= takes, not the suite's own label ("plots").
+        out="${names[$k]}: ${BASH_REMATCH[0]}"
     else
         p=0 f=1 s=0; out="${names[$k]}: ended without a result line"
     fi
