@@ -462,6 +462,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
         && [[ $out == *"error"* ]] && [ "$(echo "$out" | grep -c 'does not build')" -eq 1 ] && ok \
         || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
     expect 4 "does not build with this harness" bash tools/grade_source.sh broken_src/reduce.cu
+    # The compiler's errors name the student's file and line, not the copy
+    # built under build/graded/.
+    [[ $out == *"broken_src/reduce.cu(1): error"* ]] && [[ $out != *"build/graded/broken_src/reduce.cu"[\(:\"]* ]] \
+        && ok || bad "make check SOURCE=broken_src/reduce.cu: the errors are not at its line: $(echo "$out" | grep -m 2 error)"
     # make test: its build, then the suites that read the tree's list of
     # steps (make step0's link and both new steps in place).
     suites="editions"
