@@ -545,6 +545,11 @@ diff:
 new:
 	@bash tools/step.sh new "$${NAME:-}" "$${FROM:-}"
 
+# A target that does not exist (make setp3): one line pointing to make help.
+# A missing file that a rule needs keeps make's words, less its "needed by".
+.DEFAULT:
+	@$(if $(filter $@,$(MAKECMDGOALS)),$(error make $@: no such target; make help lists them),$(error No rule to make target '$@'))
+
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES)
 

@@ -240,6 +240,8 @@ expect 2 "no such file" python3 tools/grade.py no/such/run
 expect 2 "give a target such as '1.5x step2'" python3 tools/grade.py --speed "1.5y step2" step3_idle/run
 expect 2 "--speed-rounds must be 2 to 100" python3 tools/grade.py --speed "1.5x step2" --speed-rounds 1 step3_idle/run
 expect 2 "usage: make class SUBMISSIONS=folder" make -s class
+# A target that does not exist points to make help, in one line.
+expect_only_line 2 "make setp3: no such target; make help lists them" make setp3
 expect 2 "no such folder" python3 tools/grade_class.py no/such/folder
 expect 2 "not an executable" python3 tools/grade.py step3_idle/reduce.cu
 expect 2 "is a directory" python3 tools/grade.py step3_idle
