@@ -326,6 +326,13 @@ if command -v cuobjdump >/dev/null || [ -x "$(dirname "$(command -v nvcc)")/cuob
     grep -q "^loop: .*, 28 instructions" build/sass.txt && ok || bad "make sass: no step 0 loop"
 else
     expect 2 "cuobjdump not found" make -s sass SASS_OUT=build/sass.txt
+    # Both notes say how to get it (pip's wheels put it and nvdisasm in
+    # nvidia/cu13/bin); make test's last line shows the skip's cause.
+    expect 2 "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm" make -s sass SASS_OUT=build/sass.txt
+    why=$(cd tests && python3 -c 'import test_accuracy as t; print(getattr(t.SassTest, "__unittest_skip_why__", ""))')
+    cause=${why%%:*}
+    [[ $cause == "no cuobjdump ("*"pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"*")" ]] && ok \
+        || bad "the accuracy suite's skip without cuobjdump does not say how to get it: $why"
 fi
 
 # The mutants: each sed script still changes its step (else the fixture would
