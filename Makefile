@@ -303,9 +303,17 @@ mutant-sources: $(MUTANT_SOURCES)
 # (TEST_GPU=1 is need_gpu.sh's answer; make mutants builds them anywhere).
 # The suites run make a few hundred times: they get PLOT_PYTHON and OPENMP
 # as found here, so that none of those makes probes for them again.
+# Said on screen first, a line each, and only when it is so: how many
+# programs are not built yet, with the time of a full build, and that the
+# plotting Python goes into .venv (the build's own output goes to the log).
+TEST_PROGRAMS = $(PROGRAMS) $(ROW_PROGRAMS) $(EXTRA_PROGRAMS)
+TEST_UNBUILT = $(filter-out $(wildcard $(TEST_PROGRAMS)),$(TEST_PROGRAMS))
 test:
-	@mkdir -p build; echo "make test: builds what is not built yet, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
-	     "(about $(TEST_BUILD_MINUTES) min on two cores from a fresh clone), then runs the suites"
+	@mkdir -p build; n=$(words $(TEST_UNBUILT)); [ $$n -eq 0 ] || echo "make test: building $$n of the" \
+	     "$(words $(TEST_PROGRAMS)) programs first, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
+	     "(all $(words $(TEST_PROGRAMS)): about $(TEST_BUILD_MINUTES) min on two cores), then the suites"; \
+	 [ -z "$(NEED_VENV)" ] || [ $(VENV_PYTHON) -nt tools/requirements.txt ] || echo "make test: Python cannot import" \
+	     "matplotlib and the chart font: installing tools/requirements.txt into .venv (once)"
 	+@gpu=1; bash tools/need_gpu.sh test >/dev/null 2>&1 || gpu=; \
 	 build="$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-build TEST_GPU=$$gpu"; \
 	 if [ -n "$(V)" ]; then $$build; else \

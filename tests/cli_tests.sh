@@ -482,6 +482,29 @@ next=$((last + 1)) rnext=$((rlast + 1))
     out=$(make test SUITES="$suites" 2>&1); rc=$?
     [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \
         || bad "make test after the flow -> exit $rc: $(echo "$out" | tail -n 12)"
+    # With every program built (make did it above) make test names no build
+    # time: its first line is the suites'.
+    [[ $(echo "$out" | head -n 1) == "tests: "* ]] && ok \
+        || bad "make test with every program built starts: $(echo "$out" | head -n 1)"
+    # A program to build, and no matplotlib (a stand-in Python that cannot
+    # import it, and a stand-in venv that installs nothing): make test says
+    # both on screen, a line each, before it builds; SUITES=nope stops it
+    # after the build.
+    mkdir -p fakepy
+    printf '%s\n' '#!/bin/sh' 'case "$*" in' \
+        '"-c import matplotlib, pylopdf_fonts_zh_cn") exit 1 ;;' \
+        '"-m venv .venv") mkdir -p .venv/bin && printf "#!/bin/sh\n" > .venv/bin/python && chmod +x .venv/bin/python; exit 0 ;;' \
+        'esac' 'exec python3 "$@"' > fakepy/python3
+    chmod +x fakepy/python3
+    rm -f .venv step0_naive/run
+    out=$(make test PYTHON="$PWD/fakepy/python3" SUITES=nope 2>&1)
+    total=$(ls -d step[0-9]*_*/ rows/step[0-9]*_*/ baseline_cub rows/baseline_*/ extras/*/ | wc -l)
+    [[ $(echo "$out" | sed -n 1p) == "make test: building 1 of the $total programs first, "*" (all $total: about "*" min on two cores)"* ]] \
+        && [[ $(echo "$out" | sed -n 2p) == "make test: "*"installing tools/requirements.txt into .venv"* ]] \
+        && [ -x .venv/bin/python ] && [ -x step0_naive/run ] && ok \
+        || bad "make test with a program to build and no matplotlib: $(echo "$out" | head -n 3)"
+    rm -rf .venv fakepy
+    [ -d "$root/.venv" ] && ln -s "$root/.venv" .venv
     # The GPU suite's program list picks both new steps up.
     python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; p = g.step_programs(); \
                 sys.exit(0 if {'step${next}_mine/run', 'rows/step${rnext}_mine/run'} <= set(p) else 1)" \
