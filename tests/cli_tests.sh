@@ -258,6 +258,18 @@ $(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new
 [[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
     || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
 expect 2 "make new NAME=step$((last + 1))_slug" make -s new
+# The README's "Start here" (its first section) says where the course
+# begins, step 0, beside its example, step 3; part 2's page teaches its
+# homework flow, make new and make check SOURCE=. Both languages.
+for page in README.md README.zh-CN.md; do
+    start=$(awk '/^## /{n++} n==1' "$page")
+    [[ $start == *"(step0_naive/README"* && $start == *"make diff STEP=3"* ]] && ok \
+        || bad "$page: \"Start here\" does not link step 0 as where the course begins"
+done
+for page in rows/README.md rows/README.zh-CN.md; do
+    grep -qF "make new NAME=rows/step" "$page" && grep -qF "make check SOURCE=path/to/rows.cu" "$page" && ok \
+        || bad "$page does not teach part 2's homework flow (make new NAME=rows/..., make check SOURCE=)"
+done
 # tests/run_tests.sh (make test's runner) with stand-in suites: a green
 # suite shows its result line and time only, a failed one its output too;
 # the counts first on the last line, then the skips by cause, and where the
