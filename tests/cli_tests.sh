@@ -258,6 +258,25 @@ $(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new
 [[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
     || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
 expect 2 "make new NAME=step$((last + 1))_slug" make -s new
+# make test's time, one set of figures: the Makefile's (a full build in
+# minutes, the suites in seconds), in make help, run_tests.sh's default and
+# both READMEs ("Start here" and "Testing": fresh clone, once built).
+build_min=$(sed -n 's/^TEST_BUILD_MINUTES := //p' Makefile)
+suite_s=$(sed -n 's/^TEST_SECONDS := //p' Makefile)
+fresh=$(awk -v b="$build_min" -v s="$suite_s" 'BEGIN { printf "%g", b + s / 60 }')
+built=$(awk -v s="$suite_s" 'BEGIN { printf "%g", s / 60 }')
+wrong=""
+[[ $help == *"about $build_min min"*"$suite_s s"* ]] || wrong="$wrong make-help"
+grep -q "^TEST_SECONDS=\${TEST_SECONDS:-$suite_s}$" tests/run_tests.sh || wrong="$wrong run_tests.sh"
+for want in "about $fresh min from a fresh clone, $built once built" \
+            "From a fresh clone it takes about $fresh minutes" "(about $built minutes once everything is built)"; do
+    tr '\n' ' ' < README.md | tr -s ' ' | grep -qF "$want" || wrong="$wrong README.md:'$want'"
+done
+for want in "新克隆的仓库约 $fresh 分钟，构建好之后约 $built 分钟" "在两个核上大约要 $fresh 分钟" "全部构建好之后约 $built 分钟"; do
+    grep -qF "$want" README.zh-CN.md || wrong="$wrong README.zh-CN.md:'$want'"
+done
+[ -n "$build_min" ] && [ -n "$suite_s" ] && [ -z "$wrong" ] && ok \
+    || bad "make test's time (${build_min} min + ${suite_s} s) is not what these say:$wrong"
 # The README's "Start here" (its first section) says where the course
 # begins, step 0, beside its example, step 3; part 2's page teaches its
 # homework flow, make new and make check SOURCE=. Both languages.
