@@ -72,15 +72,16 @@ NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 # CPU count, or make's own -j), then runs the suites as many at a time.
 # TEST_BUILD_MINUTES and TEST_SECONDS are what make test says a full build
 # and the suites take on two cores (make help and both READMEs quote them;
-# tests/cli_tests.sh checks that they agree). Measured at 09ac958 (nproc 2,
-# no GPU, nvcc 13.0), on two cores shared with other builds (load average
-# 2.7 to 5.1): a fresh clone's make test 257 s and 311 s, of which the build
-# and .venv 121 s and 134 s; once built 154 s and 145 s. Nearly idle (load
-# 1.2 to 1.9) make -j2 built everything in 72 s and the suites ran in 83 s:
-# a machine of one's own does better than these figures.
+# tests/cli_tests.sh checks that they agree). Measured at 9610271 (nproc 2,
+# no GPU, nvcc 13.0) with the two cores otherwise idle (load average 1.6 to
+# 2.1, make test's own): a fresh clone's make test 224 s, of which the build
+# and .venv 112 s (the suites' first run, matplotlib's font cache included,
+# 112 s); once built 79 s, and 93 s in another tree. Where other builds
+# shared the cores (load 2.7 to 5.1) the same took 257 to 311 s and 145 to
+# 154 s.
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD_MINUTES := 2
-TEST_SECONDS := 150
+TEST_SECONDS := 90
 
 .PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
