@@ -54,6 +54,17 @@ expect_only_line() {
     else bad "$* -> exit $rc (want $code and one line with '$text'): $(echo "$out" | head -n 4)"; fi
 }
 
+# check_links WHAT: every step of both parts has the link make stepK makes
+# (step5 -> step5_multi, rows/step6 -> step6_<slug>), as WHAT should leave it.
+check_links() {
+    local d link missing=""
+    for d in $(ls -d step[0-9]*_*/ rows/step[0-9]*_*/ 2>/dev/null); do
+        d=${d%/}; link=$(dirname "$d")/$(basename "$d" | cut -d_ -f1); link=${link#./}
+        [ "$(readlink "$link")" = "$(basename "$d")" ] || missing="$missing $link"
+    done
+    [ -z "$missing" ] && ok || bad "$1 did not link every step: no$missing"
+}
+
 # code_hash_of PROGRAM: the hash its --version prints, and make's for its folder.
 check_code_hash() {
     local p=$1 dir built made
@@ -128,28 +139,43 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     # The grader says so too, with its own exit code for it.
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
     expect 3 "no CUDA device" python3 tools/grade.py rows/step3_vector/run
-    # make's GPU targets: one line (make's own error line: make exits 2 for
-    # any failure), the reason, nothing built or measured, no traceback, and
-    # no file left behind (plots/results/.determinism.csv.tmp was one).
+    # make's GPU targets: one short line (make's own error line: make exits
+    # 2 for any failure), the reason, nothing built or measured, no
+    # traceback, and no file left behind (plots/results/.determinism.csv.tmp
+    # was one). make check's says that the step compiled.
     stamp=$(mktemp)
     for target in bench tune "profile STEP=3" "profile STEP=rows/3" profile-all sanitize \
                   determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub" \
                   "verify ONLY=rows/step12_bf16_layernorm"; do
+        case $target in
+            check*) want="compiled; grading it needs a CUDA GPU and this machine has none" ;;
+            *) want="make ${target%% *}: needs a CUDA GPU and this machine has none" ;;
+        esac
         # shellcheck disable=SC2086
-        expect_only_line 2 "make ${target%% *}: needs a CUDA GPU and this machine has none" make $target
+        out=$(make $target 2>&1); rc=$?
+        [ $rc -eq 2 ] && [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && [[ $out == *"$want"* ]] \
+            && [[ $out != *Traceback* ]] && [ ${#out} -le 240 ] && ok \
+            || bad "make $target -> exit $rc (want 2 and one line of at most 240 characters with '$want'): $out"
     done
     # make verify without ONLY is a usage error, on any machine.
     expect_only_line 2 "usage: make verify ONLY=rows/step13_x" make verify
-    # make check's one line also names what it would run on a GPU, a program
-    # that is there, and the grader's own code for it.
-    expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step3_idle/run (here that exits 3)" \
-        make check STEP=3
+    # make check's one line also names the step (and what it would run on a
+    # GPU, a program that is there: the homework flow's checks below).
+    expect_only_line 2 "make check: step3_idle compiled; grading it needs a CUDA GPU" make check STEP=3
+    expect_only_line 2 "make check: grading it needs a CUDA GPU and this machine has none" make check PROGRAM=step3_idle/run
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
-    # Its list of what works without a GPU is the README's (one list: need_gpu.sh's).
+    # Its list of what works without a GPU is the README's (one list:
+    # need_gpu.sh's), and make help, which the line points to, names each.
     listed=$(bash tools/need_gpu.sh --without-gpu)
     readme=$(tr '\n' ' ' < README.md | sed -n 's/.*Without a GPU these work: \(.*\)\. These need one.*/\1/p' | tr -d '`' | tr -s ' ')
-    [ -n "$listed" ] && [ "$readme" = "$listed" ] && [[ $(make check STEP=3 2>&1) == *"Without one: $listed."* ]] \
+    [ -n "$listed" ] && [ "$readme" = "$listed" ] \
         && ok || bad "README.md's no-GPU list '$readme' is not need_gpu.sh's '$listed'"
+    expect_only_line 2 "make help lists what works without one." make bench
+    help=$(make -s help 2>&1) unlisted=""
+    for t in $(echo "$listed" | sed 's/ ([^)]*)//g; s/, /\n/g' | sed 's/^make *//'); do
+        [[ $help == *"make $t"* ]] || unlisted="$unlisted make $t"
+    done
+    [ -z "$unlisted" ] && ok || bad "make help does not name$unlisted"
     # Other suites run at the same time: their makes' own temporaries and
     # Python's caches are not this check's business. make check builds what
     # it grades on any machine: the step's twin under build/monitored/.
@@ -184,6 +210,7 @@ rm -rf "$fake"
 
 # make stepK builds the program and the stepK link a newcomer types.
 section "make stepK, usage errors, make help"
+check_links "make test's build"
 rm -f step3
 expect 0 "" make -s step3
 expect 0 "usage:" ./step3/run --help
@@ -213,11 +240,20 @@ expect_only_line 2 "PROGRAM=step3_idle is a folder: give the program in it, e.g.
 expect_only_line 2 "PROGRAM=step3_idle/reduce.cu is not an executable" make -s check PROGRAM=step3_idle/reduce.cu
 expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/such.cu
 expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
-expect_only_line 2 "no step 3 4" make -s check STEP="3 4"
+# A STEP that is no step number says what STEP takes, as make diff does,
+# and a step's folder name gets its number.
+expect_only_line 2 "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '3 4'" \
+    make -s check STEP="3 4"
+expect_only_line 2 "got 'step3_idle' (that step is STEP=3)" make -s check STEP=step3_idle
+expect_only_line 2 "got 'rows/step3_vector' (that step is STEP=rows/3)" make -s check STEP=rows/step3_vector
+expect 2 "make diff: STEP must be a step number or rows/K, got 'step3_idle' (that step is STEP=3)" \
+    make -s diff STEP=step3_idle
 expect 2 "no such file" python3 tools/grade.py no/such/run
 expect 2 "give a target such as '1.5x step2'" python3 tools/grade.py --speed "1.5y step2" step3_idle/run
 expect 2 "--speed-rounds must be 2 to 100" python3 tools/grade.py --speed "1.5x step2" --speed-rounds 1 step3_idle/run
 expect 2 "usage: make class SUBMISSIONS=folder" make -s class
+# A target that does not exist points to make help, in one line.
+expect_only_line 2 "make setp3: no such target; make help lists them" make setp3
 expect 2 "no such folder" python3 tools/grade_class.py no/such/folder
 expect 2 "not an executable" python3 tools/grade.py step3_idle/reduce.cu
 expect 2 "is a directory" python3 tools/grade.py step3_idle
@@ -234,6 +270,37 @@ $(make -s profile 2>&1) $(make -s check 2>&1) $(make -s diff 2>&1) $(make -s new
 [[ $usages != *"0..9"* && $usages != *"1..8"* && $usages != *"K = 0"* && $usages != *"step9_"* ]] && ok \
     || bad "a usage text names the shipped steps' numbers: $(echo "$usages" | grep -E '0\.\.9|1\.\.8|K = 0|step9_')"
 expect 2 "make new NAME=step$((last + 1))_slug" make -s new
+# make test's time, one set of figures: the Makefile's (a full build in
+# minutes, the suites in seconds), in make help, run_tests.sh's default and
+# both READMEs ("Start here" and "Testing": fresh clone, once built).
+build_min=$(sed -n 's/^TEST_BUILD_MINUTES := //p' Makefile)
+suite_s=$(sed -n 's/^TEST_SECONDS := //p' Makefile)
+fresh=$(awk -v b="$build_min" -v s="$suite_s" 'BEGIN { printf "%g", b + s / 60 }')
+built=$(awk -v s="$suite_s" 'BEGIN { printf "%g", s / 60 }')
+wrong=""
+[[ $help == *"about $build_min min"*"$suite_s s"* ]] || wrong="$wrong make-help"
+grep -q "^TEST_SECONDS=\${TEST_SECONDS:-$suite_s}$" tests/run_tests.sh || wrong="$wrong run_tests.sh"
+for want in "about $fresh min from a fresh clone, $built once built" \
+            "From a fresh clone it takes about $fresh minutes" "(about $built minutes once everything is built)"; do
+    tr '\n' ' ' < README.md | tr -s ' ' | grep -qF "$want" || wrong="$wrong README.md:'$want'"
+done
+for want in "新克隆的仓库约 $fresh 分钟，构建好之后约 $built 分钟" "在两个核上大约要 $fresh 分钟" "全部构建好之后约 $built 分钟"; do
+    grep -qF "$want" README.zh-CN.md || wrong="$wrong README.zh-CN.md:'$want'"
+done
+[ -n "$build_min" ] && [ -n "$suite_s" ] && [ -z "$wrong" ] && ok \
+    || bad "make test's time (${build_min} min + ${suite_s} s) is not what these say:$wrong"
+# The README's "Start here" (its first section) says where the course
+# begins, step 0, beside its example, step 3; part 2's page teaches its
+# homework flow, make new and make check SOURCE=. Both languages.
+for page in README.md README.zh-CN.md; do
+    start=$(awk '/^## /{n++} n==1' "$page")
+    [[ $start == *"(step0_naive/README"* && $start == *"make diff STEP=3"* ]] && ok \
+        || bad "$page: \"Start here\" does not link step 0 as where the course begins"
+done
+for page in rows/README.md rows/README.zh-CN.md; do
+    grep -qF "make new NAME=rows/step" "$page" && grep -qF "make check SOURCE=path/to/rows.cu" "$page" && ok \
+        || bad "$page does not teach part 2's homework flow (make new NAME=rows/..., make check SOURCE=)"
+done
 # tests/run_tests.sh (make test's runner) with stand-in suites: a green
 # suite shows its result line and time only, a failed one its output too;
 # the counts first on the last line, then the skips by cause, and where the
@@ -248,6 +315,8 @@ printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$run
 for t in schema plot docs scripts patterns editions claims grade_report grade; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
+# The chart suite's own label is plots:, as tests/test_plot.py prints it.
+printf 'print("plots: 1 passed, 0 failed")\n' > "$runner/tests/test_plot.py"
 printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
     > "$runner/tests/test_accuracy.py"
 printf 'print("skipped: no nccl.h: make multigpu says how to get NCCL (P.test_help)")\nprint("multigpu: 1 passed, 0 failed, 1 skipped")\n' \
@@ -263,6 +332,13 @@ lastline=$(echo "$out" | tail -n 1)
     && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
     && [ "$(echo "$out" | wc -l)" -le 18 ] && ok \
     || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
+# Each result line names its suite as SUITES= takes it (multigpu_unit, not
+# the program's own "multigpu unit:"): all of them run every suite again.
+named=$(echo "$out" | grep -E '^[a-z_ ]+: [0-9]+ passed' | cut -d: -f1 | xargs)
+out=$(SUITES="$named" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "17 passed, 0 failed, 5 skipped"* ]] \
+    && [[ " $named " == *" multigpu_unit "*" plot "* || " $named " == *" plot "*" multigpu_unit "* ]] && ok \
+    || bad "run_tests.sh names suites that SUITES= does not take: '$named' -> exit $rc: $(echo "$out" | tail -n 2)"
 # Stale committed results (tools/stale.py): one line before the total, and
 # the run stays green: a stale figure is marked, not a failure.
 mkdir -p "$runner/tools"
@@ -302,6 +378,13 @@ if command -v cuobjdump >/dev/null || [ -x "$(dirname "$(command -v nvcc)")/cuob
     grep -q "^loop: .*, 28 instructions" build/sass.txt && ok || bad "make sass: no step 0 loop"
 else
     expect 2 "cuobjdump not found" make -s sass SASS_OUT=build/sass.txt
+    # Both notes say how to get it (pip's wheels put it and nvdisasm in
+    # nvidia/cu13/bin); make test's last line shows the skip's cause.
+    expect 2 "pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm" make -s sass SASS_OUT=build/sass.txt
+    why=$(cd tests && python3 -c 'import test_accuracy as t; print(getattr(t.SassTest, "__unittest_skip_why__", ""))')
+    cause=${why%%:*}
+    [[ $cause == "no cuobjdump ("*"pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"*")" ]] && ok \
+        || bad "the accuracy suite's skip without cuobjdump does not say how to get it: $why"
 fi
 
 # The mutants: each sed script still changes its step (else the fixture would
@@ -374,8 +457,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
             s|^#define UNROLL 4 |#define UNROLL 2 |" "$rsrc"
     grep -q "^#define BLOCK_SIZE 512 " "$src" && grep -q "^#define UNROLL 2 " "$rsrc" && ok \
         || bad "the flow's edit did not apply: $(grep -h '^#define' "$src" "$rsrc")"
-    # make builds the two new programs, and nothing else.
+    # make builds the two new programs, and nothing else; it links every step.
+    find . rows -maxdepth 1 -type l -name 'step[0-9]*' -delete
     out=$(make 2>&1); rc=$?
+    check_links make
     compiled=$(echo "$out" | grep -E '^(nvcc|cc|gcc) ')
     [ $rc -eq 0 ] && [ "$(echo "$compiled" | grep -c ' -o [^ ]*/run ')" -eq 2 ] \
         && [ -z "$(echo "$compiled" | grep -v -e "step${next}_mine" -e "step${rnext}_mine")" ] && ok \
@@ -399,9 +484,9 @@ next=$((last + 1)) rnext=$((rlast + 1))
         expect_one_line 3 ./rows/step${rnext}/run --check
         # make check: one line naming what would run on a GPU, which is there.
         # STEP= grades the step's twin with the watch on GPU work linked in.
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/step${next}_mine/run (here that exits 3)" \
+        expect_only_line 2 "on one it runs python3 tools/grade.py build/monitored/step${next}_mine/run.  Stop." \
             make check STEP=${next}
-        expect_only_line 2 "on one it runs the grader: python3 tools/grade.py build/monitored/rows/step${rnext}_mine/run" \
+        expect_only_line 2 "on one it runs python3 tools/grade.py build/monitored/rows/step${rnext}_mine/run." \
             make check STEP=rows/${rnext}
         expect_only_line 2 "python3 tools/grade.py --speed '1.5x step2' --speed-at '1048576' build/monitored/step${next}_mine/run" \
             make check STEP=${next} SPEED="1.5x step2" SPEED_AT=1048576
@@ -410,7 +495,7 @@ next=$((last + 1)) rnext=$((rlast + 1))
         out=$(make check SOURCE=alice/reduce.cu 2>&1); rc=$?
         [ $rc -eq 2 ] && [ "$(echo "$out" | wc -l)" -eq 2 ] \
             && [ "$(echo "$out" | head -n 1)" = "make check: alice/reduce.cu builds with this harness: build/graded/alice/run" ] \
-            && [[ $(echo "$out" | tail -n 1) == *"on one it runs the grader: python3 tools/grade.py build/graded/alice/run (here that exits 3)"* ]] \
+            && [[ $(echo "$out" | tail -n 1) == *"make check: grading it needs a CUDA GPU"*"; on one it runs python3 tools/grade.py build/graded/alice/run."* ]] \
             && [ -x build/graded/alice/run ] && ok || bad "make check SOURCE=alice/reduce.cu without a GPU -> exit $rc: $out"
         expect 3 "no CUDA device" python3 tools/grade.py build/graded/alice/run
         expect 3 "builds with this harness: build/graded/alice/run" bash tools/grade_source.sh alice/reduce.cu
@@ -436,6 +521,10 @@ next=$((last + 1)) rnext=$((rlast + 1))
         && [[ $out == *"error"* ]] && [ "$(echo "$out" | grep -c 'does not build')" -eq 1 ] && ok \
         || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
     expect 4 "does not build with this harness" bash tools/grade_source.sh broken_src/reduce.cu
+    # The compiler's errors name the student's file and line, not the copy
+    # built under build/graded/.
+    [[ $out == *"broken_src/reduce.cu(1): error"* ]] && [[ $out != *"build/graded/broken_src/reduce.cu"[\(:\"]* ]] \
+        && ok || bad "make check SOURCE=broken_src/reduce.cu: the errors are not at its line: $(echo "$out" | grep -m 2 error)"
     # make test: its build, then the suites that read the tree's list of
     # steps (make step0's link and both new steps in place).
     suites="editions"
@@ -443,6 +532,30 @@ next=$((last + 1)) rnext=$((rlast + 1))
     out=$(make test SUITES="$suites" 2>&1); rc=$?
     [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \
         || bad "make test after the flow -> exit $rc: $(echo "$out" | tail -n 12)"
+    # With every program built (make did it above) make test names no build
+    # time: its first line is the suites'.
+    [[ $(echo "$out" | head -n 1) == "tests: "* ]] && ok \
+        || bad "make test with every program built starts: $(echo "$out" | head -n 1)"
+    # A program to build, and no matplotlib (a stand-in Python that cannot
+    # import it, and a stand-in venv that installs nothing): make test says
+    # both on screen, a line each, before it builds; SUITES=nope stops it
+    # after the build. Not the PLOT_PYTHON that a make test running this
+    # suite passes down: this make must look for matplotlib itself.
+    mkdir -p fakepy
+    printf '%s\n' '#!/bin/sh' 'case "$*" in' \
+        '"-c import matplotlib, pylopdf_fonts_zh_cn") exit 1 ;;' \
+        '"-m venv .venv") mkdir -p .venv/bin && printf "#!/bin/sh\n" > .venv/bin/python && chmod +x .venv/bin/python; exit 0 ;;' \
+        'esac' 'exec python3 "$@"' > fakepy/python3
+    chmod +x fakepy/python3
+    rm -f .venv step0_naive/run
+    out=$(env -u PLOT_PYTHON make test PYTHON="$PWD/fakepy/python3" SUITES=nope 2>&1)
+    total=$(ls -d step[0-9]*_*/ rows/step[0-9]*_*/ baseline_cub rows/baseline_*/ extras/*/ | wc -l)
+    [[ $(echo "$out" | sed -n 1p) == "make test: building 1 of the $total programs first, "*" (all $total: about "*" min on two cores)"* ]] \
+        && [[ $(echo "$out" | sed -n 2p) == "make test: "*"installing tools/requirements.txt into .venv"* ]] \
+        && [ -x .venv/bin/python ] && [ -x step0_naive/run ] && ok \
+        || bad "make test with a program to build and no matplotlib: $(echo "$out" | head -n 3)"
+    rm -rf .venv fakepy
+    [ -d "$root/.venv" ] && ln -s "$root/.venv" .venv
     # The GPU suite's program list picks both new steps up.
     python3 -c "import sys; sys.path.insert(0, 'tests'); import gpu_suite as g; p = g.step_programs(); \
                 sys.exit(0 if {'step${next}_mine/run', 'rows/step${rnext}_mine/run'} <= set(p) else 1)" \

@@ -25,7 +25,7 @@ V=${V:-}
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 [ -n "$V" ] && [ "$V" != 0 ] && jobs=1 || V=
 # Measured on two cores with every program built (the Makefile passes its own).
-TEST_SECONDS=${TEST_SECONDS:-115}
+TEST_SECONDS=${TEST_SECONDS:-90}
 # python3 as the interpreter it names: a version manager's shim first in
 # PATH (pyenv's) costs a tenth of a second on each of the suites' many calls.
 python_bin=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)
@@ -102,6 +102,8 @@ report() {   # index: the suite's result line (and its log if it failed)
     grep -E '^(gpu: )?skipped: ' "$logs/$k.log" | sed -E 's/^(gpu: )?skipped: //' >> "$logs/skips"
     if [[ $out =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed(,\ ([0-9]+)\ skipped)?$ ]]; then
         p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[4]:-0}
+        # Shown under the name SUITES= takes, not the suite's own label ("plots").
+        out="${names[$k]}: ${BASH_REMATCH[0]}"
     else
         p=0 f=1 s=0; out="${names[$k]}: ended without a result line"
     fi

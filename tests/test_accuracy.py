@@ -593,7 +593,7 @@ class MakeAccuracyTest(unittest.TestCase):
         # make's own error line (the gpu-check prerequisite's $(error)), and nothing else.
         self.assertRegex(proc.stdout + proc.stderr, r"^Makefile:\d+: \*\*\* make accuracy: needs "
                                                      r"a CUDA GPU and this machine has none "
-                                                     r"\([^)]*\)\. Without one: [^\n]*\n$")
+                                                     r"\([^)]*\); make help lists what works without one\.  Stop\.\n$")
         self.assertFalse(os.path.exists(self.log))   # no program ran
         self.assertFalse(os.path.exists(os.path.join(self.root, "scratch")))
 
@@ -849,9 +849,14 @@ def find_tool(name):
         (p for p in [os.path.join(cuda_bin, name)] if cuda_bin and os.access(p, os.X_OK)), None)
 
 
+# The cause (before the colon) is what make test's last line shows, so it
+# says how to get cuobjdump: pip's wheels put it and nvdisasm, which it
+# calls, in nvidia/cu13/bin.
 @unittest.skipUnless(find_tool("nvcc") and find_tool("cuobjdump"),
-                     f"no {'cuobjdump' if find_tool('nvcc') else 'nvcc'}: the machine code needs it "
-                     "(with nvdisasm), from the CUDA toolkit")
+                     "no cuobjdump (the CUDA toolkit's bin/ has it and nvdisasm, or pip install "
+                     "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm and put their nvidia/cu13/bin on PATH): "
+                     "the machine code needs them" if find_tool("nvcc") else
+                     "no nvcc: the machine code needs it, from the CUDA toolkit")
 class SassTest(unittest.TestCase):
     """The Kahan adds survive compilation: 7 FADD per float4 in the loop, step 8 has 4."""
 

@@ -1743,7 +1743,8 @@ class MakeTargetTest(ScriptTest):
             out = proc.stdout + proc.stderr
             self.assertRegex(out, rf"^Makefile:\d+: \*\*\* make {target}: needs a CUDA GPU and "
                                   r"this machine has none \((nvidia-smi lists no GPU|no NVIDIA "
-                                  r"driver, libcuda\.so\.1 not found)\)\. Without one: make, ")
+                                  r"driver, libcuda\.so\.1 not found)\); make help lists what works without "
+                                  r"one\.  Stop\.$")
             self.assertEqual(len(out.splitlines()), 1, out)
             self.assertFalse(os.path.exists(self.log))   # nothing ran
             self.assertFalse(os.path.exists(self.file("scratch")))

@@ -43,8 +43,15 @@ mkdir -p "$dir"
 cmp -s "$src" "$dir/$file" || cp "$src" "$dir/$file" || exit $EXIT_USAGE
 # The compiler's errors, if any, on stderr; make's command lines only with V=1.
 # No jobserver of a make that runs this one (make check) is inherited.
+# The errors name the student's file, not its copy: "copy(29): error",
+# "copy:29:5: warning" and 'compilation of "copy"' are rewritten (command
+# lines, where a space follows the copy's name, are left as make ran them).
 unset MAKEFLAGS MFLAGS MAKELEVEL
-if ! make --no-print-directory ${V:+V=$V} $([ -n "${V:-}" ] || echo -s) "$dir/run" >&2; then
+copy=$(printf '%s' "$dir/$file" | sed 's/[.]/\\./g')
+shown=$(printf '%s' "$src" | sed 's/[\\&|]/\\&/g')
+make --no-print-directory ${V:+V=$V} $([ -n "${V:-}" ] || echo -s) "$dir/run" 2>&1 \
+    | sed "s|$copy\([(:\"]\)|$shown\1|g" >&2
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
     # make check says this in its own last line.
     [ -n "$build_only" ] || echo "grade_source: $src does not build with this harness" \
                                  "(the compiler's errors are above)" >&2

@@ -8,7 +8,8 @@ out=${1:?usage: sass.sh OUT STEP_DIR...}; shift
 nvcc=${NVCC:-nvcc}
 cuobjdump=$(command -v cuobjdump || ls "$(dirname "$(command -v "$nvcc")")/cuobjdump" 2>/dev/null)
 if [ -z "$cuobjdump" ]; then
-    echo "sass: cuobjdump not found (it ships with the CUDA toolkit: add its bin/ to PATH)" >&2
+    echo "sass: cuobjdump not found (it and nvdisasm ship with the CUDA toolkit: add its bin/ to PATH;" \
+         "or pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm and add their nvidia/cu13/bin)" >&2
     exit 3
 fi
 tmp=$(mktemp -d)

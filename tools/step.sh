@@ -68,7 +68,12 @@ part_of() { [[ $1 == rows/* ]] && echo rows/ || true; }
 cmd_diff() {
     local arg=$1 part k
     part=$(part_of "$arg"); k=${arg#"$part"}
-    [[ $k =~ ^[0-9]+$ ]] || die "make diff: STEP must be a step number or rows/K, got '$arg'"
+    if ! [[ $k =~ ^[0-9]+$ ]]; then
+        # A step's folder name (step3_idle, rows/step3_vector): its number.
+        local hint=""
+        [[ $arg =~ ^(rows/)?step([0-9]+)(_.*)?$ ]] && hint=" (that step is STEP=${BASH_REMATCH[1]}${BASH_REMATCH[2]})"
+        die "make diff: STEP must be a step number or rows/K, got '$arg'$hint"
+    fi
     k=$((10#$k))
     local file this prev below
     file=$(part_file "$part")
