@@ -1175,6 +1175,15 @@ class BenchOnlyTest(ScriptTest):
                                  "rows/copy": "compared", "torch/layernorm": "compared",
                                  "torch/compiled/layernorm": "compared"})
         self.assertIn("(compared)", proc.stdout)
+        # Round 1's exact checks: the program asked for makes them, the ones
+        # it is compared with do not (their timed runs are still verified).
+        checked = {}
+        for _, step, _, lines, _ in self.processes():
+            if step != "torch":
+                checked[step] = checked.get(step, False) or any("--no-verify" not in l
+                                                                for l in lines)
+        self.assertEqual(checked, {"rows/step5_layernorm": True, "rows/step0_thread": False,
+                                   "rows/copy": False})
         self.assertRegex(proc.stdout.splitlines()[-1],
                          r"^bench: \d+ runs in 3 rounds, only rows/step5_layernorm and what it is "
                          r"compared with \(run R2\)")
