@@ -251,8 +251,8 @@ class StaleMarkTests(unittest.TestCase):
                 for name in ("stale", "measured"):
                     self.assertNotIn(mark, block(now[path], name))
                     self.assertIn(mark, block(pages[path], name))
-                self.assertIn(f"make verify ONLY={schema.program_dir(step) if 'rows' not in path else row_step}",
-                              block(pages[path], "stale"))
+                folder = row_step if rel(path).startswith("rows/") else schema.program_dir(step)
+                self.assertIn(f"make verify ONLY={folder}", block(pages[path], "stale"))
         # The tables of the top pages mark the program, and only it.
         readme = pages[os.path.join(ROOT, "README.md")]
         self.assertIn(f"{mark} Measured on an earlier version of the code", readme)
