@@ -1126,6 +1126,9 @@ class BenchOnlyTest(ScriptTest):
     """--only: the programs named and what their ratios are read against, in
     one run, merged into the files; --round and --run-id: one run over calls."""
 
+    # Run ids are UTC times: later runs sort after earlier ones.
+    A, B, C, D, R2, S = ("20260101T000001Z", "20260101T000002Z", "20260101T000003Z",
+                         "20260101T000004Z", "20260101T000005Z", "20260101T000006Z")
     OPS = {"rows/step0_thread": "SUM", "rows/step5_layernorm": "LAYERNORM",
            "rows/baseline_copy": "COPY", "rows/baseline_cub": "SUM"}
 
@@ -1162,14 +1165,14 @@ class BenchOnlyTest(ScriptTest):
                           ["layernorm_bf16", "compiled/layernorm_bf16"]))
 
     def test_only_runs_the_named_and_their_comparisons_in_one_run(self):
-        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "R2",
+        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.R2,
                           "--torch-python", self.python)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(self.ran(), ["rows/copy", "rows/step0_thread",
                                       "rows/step5_layernorm"])
         self.assertEqual(sorted(os.listdir(self.out)), ["h200-rows-bench.log", "h200-rows.csv"])
         rows = self.results("h200-rows.csv")
-        self.assertEqual({r["run"] for r in rows}, {"R2"})
+        self.assertEqual({r["run"] for r in rows}, {self.R2})
         roles = {r["step"]: r["role"] for r in rows}
         self.assertEqual(roles, {"rows/step5_layernorm": "", "rows/step0_thread": "compared",
                                  "rows/copy": "compared", "torch/layernorm": "compared",
@@ -1186,59 +1189,59 @@ class BenchOnlyTest(ScriptTest):
                                    "rows/copy": False})
         self.assertRegex(proc.stdout.splitlines()[-1],
                          r"^bench: \d+ runs in 3 rounds, only rows/step5_layernorm and what it is "
-                         r"compared with \(run R2\)")
+                         r"compared with \(run " + self.R2 + r"\)")
 
     def test_merge_keeps_other_runs_and_drops_dead_ones(self):
-        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", "A",
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A,
                                     "--torch-python", self.python).returncode, 0)
         full = self.results("h200-rows.csv")
-        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "B",
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.B,
                                     "--torch-python", self.python).returncode, 0)
         rows = self.results("h200-rows.csv")
         # Run A is whole (every other program's figures, and step 5's old rows
         # for what reads them); run B beside it.
-        self.assertEqual([r for r in rows if r["run"] == "A"], full)
-        self.assertEqual({r["step"] for r in rows if r["run"] == "B"},
+        self.assertEqual([r for r in rows if r["run"] == self.A], full)
+        self.assertEqual({r["step"] for r in rows if r["run"] == self.B},
                          {"rows/step5_layernorm", "rows/step0_thread", "rows/copy",
                           "torch/layernorm", "torch/compiled/layernorm"})
         # Step 5 again: run B holds nobody's figures any more and goes.
-        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", "C",
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.C,
                                     "--torch-python", self.python).returncode, 0)
-        self.assertEqual(sorted({r["run"] for r in self.results("h200-rows.csv")}), ["A", "C"])
+        self.assertEqual(sorted({r["run"] for r in self.results("h200-rows.csv")}), [self.A, self.C])
         # Every program named: run A goes too.
-        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", "D",
+        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", self.D,
                                     "--torch-python", self.python).returncode, 0)
         rows = self.results("h200-rows.csv")
-        self.assertEqual({r["run"] for r in rows}, {"D"})
+        self.assertEqual({r["run"] for r in rows}, {self.D})
         self.assertEqual({r["role"] for r in rows}, {""})
         with open(os.path.join(self.out, "h200-rows-bench.log")) as f:
             log = f.read()
         self.assertEqual(log.count("$ bench.py"), 4)   # every run's lines, the earlier first
 
     def test_figures_and_ratios_come_from_one_run(self):
-        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", "A").returncode, 0)
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A).returncode, 0)
         self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
-                                    "B").returncode, 0, )
+                                    self.B).returncode, 0, )
         path = os.path.join(self.out, "h200-rows.csv")
         rows = schema.read_results(path)
         # Make run B's copy slower, so that a ratio across runs would show.
-        rows = [r if not (r.step == "rows/copy" and r.run == "B")
+        rows = [r if not (r.step == "rows/copy" and r.run == self.B)
                 else r.__class__(**{**r.__dict__, "median_us": r.median_us * 2,
                                     "gbps": r.gbps / 2}) for r in rows]
         import compare
         m = compare.RowMeasurements(path, rows)
         shape = (32768, 1024)
-        self.assertEqual(m.current["rows/step5_layernorm"], "B")
-        self.assertEqual(m.current["rows/copy"], "A")
-        self.assertEqual(m.get("rows/copy", shape).run, "A")
-        self.assertEqual(m.within("rows/step5_layernorm").get("rows/copy", shape).run, "B")
-        self.assertEqual(m.within("rows/step0_thread").get("rows/copy", shape).run, "A")
+        self.assertEqual(m.current["rows/step5_layernorm"], self.B)
+        self.assertEqual(m.current["rows/copy"], self.A)
+        self.assertEqual(m.get("rows/copy", shape).run, self.A)
+        self.assertEqual(m.within("rows/step5_layernorm").get("rows/copy", shape).run, self.B)
+        self.assertEqual(m.within("rows/step0_thread").get("rows/copy", shape).run, self.A)
         self.assertEqual(m.previous("rows/step5_layernorm"), "rows/step0_thread")
 
     def test_a_run_over_calls(self):
         for k in "12":
             proc = self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", k,
-                              "--run-id", "S")
+                              "--run-id", self.S)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn(f"in round {k} of 2", proc.stdout.splitlines()[-1])
         rows = self.results("h200-rows.csv")
@@ -1246,12 +1249,55 @@ class BenchOnlyTest(ScriptTest):
         count = len(rows)
         # A call again takes the place of its own rows only.
         self.assertEqual(self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", "2",
-                                    "--run-id", "S").returncode, 0)
+                                    "--run-id", self.S).returncode, 0)
         self.assertEqual(len(self.results("h200-rows.csv")), count)
         # Round 1 makes the exact checks; round 2 does not.
         checked = [l for _, step, _, lines, _ in self.processes() for l in lines
                    if "--no-verify" not in l]
         self.assertTrue(checked)
+
+    def test_step_9_named_is_timed_in_both_files(self):
+        # Part 2's row sums read step 9 on one array: naming it re-times those rows too.
+        proc = self.bench("--quick", "--only", "step9_singlepass", "--run-id", self.A)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({(r["step"], r["role"]) for r in rows}, {("step9_singlepass", "")})
+
+    def test_a_failed_run_does_not_take_a_programs_figures(self):
+        # bench and tools/compare.py agree: a run whose rows all failed is no
+        # program's current run, and the run before it stays.
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A).returncode, 0)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    self.B).returncode, 0)
+        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.C,
+                          FAKE_WRONG_STEP="rows/step5_layernorm")
+        self.assertEqual(proc.returncode, 1)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual(sorted({r["run"] for r in rows}), [self.A, self.B, self.C])
+        import compare
+        m = compare.RowMeasurements.load(os.path.join(self.out, "h200-rows.csv"))
+        self.assertEqual(m.current["rows/step5_layernorm"], self.B)
+
+    def test_run_ids_are_times_and_one_id_is_one_plan(self):
+        proc = self.bench("--quick", "--only", "rows/step0_thread", "--run-id", "verify-a")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("a UTC time such as 20261202T052253Z", proc.stderr)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    self.A, "--rounds", "2", "--round", "1").returncode, 0)
+        proc = self.bench("--quick", "--only", "rows/step0_thread", "--run-id", self.A,
+                          "--rounds", "2", "--round", "2")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn(f"--run-id {self.A} already holds a run of other programs", proc.stderr)
+
+    def test_a_deleted_program_and_torch_alone_keep_no_run(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A,
+                                    "--torch-python", self.python).returncode, 0)
+        shutil.rmtree(os.path.join(self.root, "rows", "step5_layernorm"))
+        # Every program named again, without PyTorch: run A holds nothing of ours.
+        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", self.B).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {self.B})
+        self.assertNotIn("rows/step5_layernorm", {r["step"] for r in rows})
 
     def test_only_refuses_what_is_not_a_program(self):
         proc = self.bench("--quick", "--only", "rows/step99_none")

@@ -451,7 +451,7 @@ class Sweep:
 
 # ----------------------------------------------------------------- results
 
-def file_results(rows, out_dir, suffix="", replaced=None):
+def file_results(rows, out_dir, suffix="", replaced=None, exists=lambda label: True):
     """Write the rows to OUT_DIR/<gpu><suffix>.csv. Without `replaced` they
     replace that GPU's older file; with it (--only, --round) they are merged
     into it: its rows that `replaced` is true for go, these come in, and
@@ -472,7 +472,10 @@ def file_results(rows, out_dir, suffix="", replaced=None):
             raise BenchError(EXIT_FAILED, f"{display_path(dest)} holds rows of "
                                           f"{', '.join(gpus_of(old))}, this run {gpus[0]}: "
                                           "nothing written (one file per GPU model)")
-        rows = merge_runs(old, rows, replaced)
+        run_ids = {row.get("run") for row in rows}
+        if len(run_ids) == 1:
+            check_run_id(old, rows, run_ids.pop())
+        rows = merge_runs(old, rows, replaced, exists)
     tmp = dest + ".tmp"
     with open(tmp, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(schema.RESULT_COLUMNS),
@@ -487,11 +490,19 @@ def gpus_of(rows):
     return sorted({row.get("gpu", "") for row in rows if not row["step"].startswith("torch/")})
 
 
+def usable(row):
+    """A row tools/compare.py would show: verified and timed."""
+    return row.get("pass") == "1" and row.get("mode") != "check" and bool(row.get("median_us"))
+
+
 def current_runs(rows):
-    """{step: the run its figures come from}, as tools/compare.py decides it:
-    the newest run that timed it as a program asked for (role empty)."""
+    """{step: the run its figures come from}, as tools/compare.py decides it
+    from the usable rows: the newest run that timed it as a program asked
+    for (role empty), else the newest that timed it at all."""
     asked, any_run = {}, {}
     for row in rows:
+        if not usable(row):
+            continue
         step, run = row.get("step", ""), row.get("run") or ""
         any_run[step] = max(any_run.get(step, run), run)
         if row.get("role") != schema.COMPARED:
@@ -499,15 +510,31 @@ def current_runs(rows):
     return {step: asked.get(step, run) for step, run in any_run.items()}
 
 
-def merge_runs(old, new, replaced):
+def merge_runs(old, new, replaced, exists=lambda label: True):
     """old's rows but those replaced() is true for, then new's; then only the
-    runs that some program's figures come from. A run that still holds one
-    program's figures is kept whole: the rows of its other programs are what
-    that program's ratios are read against."""
+    runs that some program's figures come from, and the new run. A run that
+    still holds one program's figures is kept whole: the rows of its other
+    programs are what that program's ratios are read against. Rows of a
+    program that no longer exists (exists(label) false) go, and PyTorch's
+    rows keep no run alive on their own."""
     rows = [row for row in old if not replaced(row)] + list(new)
-    live = set(current_runs(rows).values())
+    rows = [row for row in rows if row.get("step", "").startswith("torch/")
+            or exists(row.get("step", ""))]
+    ours = [row for row in rows if not row.get("step", "").startswith("torch/")]
+    live = set(current_runs(ours).values()) | {row.get("run") or "" for row in new}
     rows = [row for row in rows if (row.get("run") or "") in live]
     return sorted(rows, key=lambda row: (row.get("run") or "", int(row.get("round") or 0)))
+
+
+def check_run_id(old, new, run_id):
+    """A run id shared by calls (--round) names one plan: a call that asks for
+    other programs under an id already used would demote them to comparisons."""
+    before = {r.get("step") for r in old if r.get("run") == run_id and r.get("role") != schema.COMPARED}
+    now = {r.get("step") for r in new if r.get("role") != schema.COMPARED}
+    if before and before != now:
+        raise BenchError(EXIT_USAGE, f"--run-id {run_id} already holds a run of other programs "
+                                     f"({', '.join(sorted(before - now or before))}); give this "
+                                     "one its own id")
 
 
 def log_path(results_path):
@@ -594,8 +621,11 @@ def parse_args(argv):
         parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
     if args.only is not None and not args.only:
         parser.error("--only names no program")
-    if args.run_id is not None and not re.fullmatch(r"[0-9A-Za-z._:-]+", args.run_id):
-        parser.error(f"--run-id {args.run_id!r}: letters, digits and . _ : - only")
+    # Runs are ordered by their ids: an id is a UTC time, so a later run sorts after.
+    if args.run_id is not None and not re.fullmatch(r"\d{8}T\d{6}Z([._-][0-9A-Za-z._-]+)?",
+                                                    args.run_id):
+        parser.error(f"--run-id {args.run_id!r}: a UTC time such as 20261202T052253Z "
+                     "(a suffix after - . or _ may follow): later runs must sort after earlier ones")
     args.run_id = args.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
@@ -626,6 +656,13 @@ def torch_ok(python, output):
                    "left out of part 2")
         return False
     return True
+
+
+def program_exists(root):
+    """label -> True while the tree still holds that program (a merge drops
+    the rows of one deleted or renamed since)."""
+    names = {schema.step_label(d) for d in program_dirs(root) + row_program_dirs(root)}
+    return lambda label: label in names
 
 
 def same_run(args, plan, sweep, torch):
@@ -692,8 +729,13 @@ def plans(args):
         sizes = sweep_sizes(args.quick)
         found.append(("", [(n, run_path(args.root, n), [Run(n=s) for s in sizes]) for n in names],
                       roles, None))
-    if chosen2:
+    # Step 9 named on its own is part 1's, and the bar of part 2's row sums:
+    # its rows in <gpu>-rows.csv are timed too, as a program asked for.
+    one_array_named = named is not None and ONE_ARRAY in named and bool(part2)
+    if chosen2 or one_array_named:
         roles, ops = {n: "" for n in chosen2}, None
+        if one_array_named:
+            roles[ONE_ARRAY] = ""
         whole = named is None or set(chosen2) == set(part2)
         if not whole:
             ops = []
@@ -735,10 +777,11 @@ def bench(args, command):
             sweep.run_all()
             sweeps.append(sweep)
             replaced = same_run(args, plan, sweep, torch) if merging else None
-            dests.append(file_results(sweep.rows, args.out_dir, suffix, replaced))
+            exists = program_exists(args.root)
+            dests.append(file_results(sweep.rows, args.out_dir, suffix, replaced, exists))
             if args.merge_into:
                 merged.append(file_results(sweep.rows, args.merge_into, suffix,
-                                           replaced or same_run(args, plan, sweep, torch)))
+                                           replaced or same_run(args, plan, sweep, torch), exists))
     if not sweeps:
         raise BenchError(EXIT_USAGE, "nothing to run: no program of the part asked for")
     failed = sum(s.failed for s in sweeps)
