@@ -231,6 +231,9 @@ else
 fi
 # Usage errors: what is wrong, in make check's one last line; no K = 0..9 anywhere.
 expect 2 "usage: make profile STEP=K (K = a step number, rows/K" make -s profile
+# The GPU suite's ONLY= reads names as make bench does; a name that matches
+# no program or fixture fails, on any machine, rather than grade nothing.
+expect 1 "GPU_ONLY=nothing_here names no program or fixture" env GPU_ONLY=nothing_here python3 tests/gpu_suite.py
 expect_only_line 2 "usage: make check STEP=K (a step number, rows/K" make -s check
 expect_only_line 2 "no step 99 (no step99_*/ folder)" make -s check STEP=99
 expect_only_line 2 "no step rows/99 (no rows/step99_*/ folder)" make -s check STEP=rows/99

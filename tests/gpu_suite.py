@@ -16,9 +16,10 @@ as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
 how many checks run at once. GPU_PART=sum or GPU_PART=rows runs one part's
 programs and fixtures alone (each part's suite fits a 10-minute call on a
 lent GPU; `make test` runs both); GPU_ONLY=name,name... only the programs and
-fixtures of those names (a folder, rows/step8_softmax, or its last part,
-step8_softmax or sm_bf16_sum; sum or rows: every program of that part), as
-`make test SUITES=gpu ONLY=...` passes them.
+fixtures of those names (programs as make bench ONLY= names them: a folder
+such as rows/step8_softmax, a label such as cub or rows/copy, sum or rows
+for a whole part; fixtures by their folder's name, sm_bf16_sum), as
+`make test SUITES=gpu ONLY=...` passes them; names that match nothing fail.
 """
 import concurrent.futures
 import csv
@@ -31,6 +32,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
+import bench  # noqa: E402  (resolve_only: what ONLY= names)
 import grade  # noqa: E402
 
 CUB = "baseline_cub/run"
@@ -151,12 +153,17 @@ def extra_checks(tmp):
     return results
 
 
-def named(path):
-    """The names GPU_ONLY matches: a program's or fixture's directory, whole
-    (rows/baseline_cub) or its last part (baseline_cub), and its part."""
-    folder = os.path.dirname(path)
-    part = "rows" if folder.startswith("rows/") or "/rows/" in folder else "sum"
-    return {folder, os.path.basename(folder), part}
+def chosen(only):
+    """GPU_ONLY's names as make bench and make verify read them (bench.py's
+    resolve_only: folders, CSV labels such as cub or rows/copy, sum or rows
+    for a whole part), and the rest as fixture names (sm_bf16_sum)."""
+    folders, fixtures = set(), set()
+    for name in only:
+        try:
+            folders.update(bench.resolve_only(ROOT, [name]))
+        except bench.BenchError:
+            fixtures.add(name)
+    return folders, fixtures
 
 
 def main():
@@ -165,9 +172,13 @@ def main():
     broken = fixtures()
     only = [n for n in os.environ.get("GPU_ONLY", "").split(",") if n]
     if only:
-        # A whole part (sum, rows) means its programs; a fixture is named on its own.
-        programs = [p for p in programs if named(p) & set(only)]
-        broken = [(f, e) for f, e in broken if (named(f) - {"sum", "rows"}) & set(only)]
+        folders, names = chosen(only)
+        programs = [p for p in programs if os.path.dirname(p) in folders]
+        broken = [(f, e) for f, e in broken if os.path.basename(os.path.dirname(f)) in names]
+        if not programs and not broken:
+            print(f"gpu: GPU_ONLY={','.join(only)} names no program or fixture")
+            print("gpu: 0 passed, 1 failed")
+            return 1
     # Asked first: without a device make test builds no broken fixture.
     probe = subprocess.run([CUB, "--check", "-n", "1"], capture_output=True, text=True) \
         if os.access(CUB, os.X_OK) else None

@@ -22,10 +22,12 @@ code_hash columns: a reference without them predates it, and the step-9
 checks are skipped until it is re-measured.
 Ends with "claims: N passed, N failed[, N skipped]".
 """
+import csv
 import glob
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -273,6 +275,92 @@ class StaleMarkTests(unittest.TestCase):
         self.assertTrue(line.startswith("stale: rows/step7_wide: measured on an earlier "
                                         "version of the code"), line)
         self.assertIn("make verify ONLY=rows/step7_wide OUT_DIR=plots/reference", line)
+
+
+class StaleAttributionTests(unittest.TestCase):
+    """What clears a stale row: measuring its program again, or, for a row
+    another program's ratios still read from an older run, that program."""
+
+    class Old(stale.Hashes):
+        def is_stale(self, label, measured):
+            return measured == "old"
+
+    def write(self, rows):
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "h200-rows.csv")
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(schema.RESULT_COLUMNS), restval="")
+            writer.writeheader()
+            writer.writerows(rows)
+        return path
+
+    @staticmethod
+    def row(step, run, code, role=""):
+        return {"step": step, "run": run, "role": role, "code_hash": code, "git_rev": run[:4],
+                "pass": "1", "mode": "timed", "median_us": "10", "rows": "8", "cols": "8",
+                "round": "1"}
+
+    def test_a_row_read_from_an_older_run_names_its_reader(self):
+        five, six = "rows/step5_layernorm", "rows/step6_registers"
+        path = self.write([self.row(five, "20260101T000001Z", "old"),
+                           self.row(six, "20260101T000001Z", "new"),
+                           self.row(five, "20260101T000002Z", "new"),
+                           self.row("rows/step4_group", "20260101T000002Z", "new", "compared")])
+        found, again = stale.shown_stale(path, self.Old(ROOT), ROOT)
+        self.assertEqual(found, {five: ["2026"]})
+        self.assertEqual(again, {five: {six}})   # step 6's vs-previous reads it
+        line = stale.summary_line([(path, found, again)], ROOT)
+        self.assertIn("make verify ONLY=rows/step6_registers", line)
+        # Read by nobody (no step 6 in that run): kept, shown nowhere, not stale.
+        path = self.write([self.row(five, "20260101T000001Z", "old"),
+                           self.row("rows/step9_online", "20260101T000001Z", "new"),
+                           self.row(five, "20260101T000002Z", "new")])
+        self.assertEqual(stale.shown_stale(path, self.Old(ROOT), ROOT), ({}, {}))
+
+    def test_a_cells_mark_names_its_owner_and_its_files_command(self):
+        class Row:
+            def __init__(self, step, code):
+                self.step, self.code_hash, self.git_rev = step, code, "abc1234"
+        judge = stale.rows_stale(self.Old(ROOT))
+        marks = stale.Marks(judge)
+        marks.cell("1.32x win", Row("rows/step5_layernorm", "old"), owner="rows/step6_registers")
+        self.assertIn("`make verify ONLY=rows/step6_registers OUT_DIR=plots/reference`",
+                      marks.note(lambda text, **values: text.format(**values))[1])
+        tune = stale.Marks(judge, os.path.join(REFERENCE, "h200-tune.csv"))
+        tune.cell("step8_vector UNROLL 2", Row("step8_vector-UNROLL-2", "old"))
+        note = tune.note(lambda text, **values: text.format(**values))[1]
+        self.assertIn("gpu_check.sh", note)
+        self.assertNotIn("make verify", note)
+
+
+class RunViewTests(unittest.TestCase):
+    """A program's view of its own run: its rounds, and an Effect line whose
+    comparison has no row at the seed shape."""
+
+    def test_rounds_of_a_run_and_a_missing_comparison(self):
+        import rows_docs
+        import types
+        rows = []
+        for rnd in (1, 2, 3):   # an old run of 3 rounds: step 5 and step 6
+            for step in ("rows/step5_layernorm", "rows/step6_registers", "rows/copy"):
+                rows.append(StaleAttributionTests.row(step, "20260101T000001Z", "x"))
+                rows[-1].update(round=str(rnd), rows="32768", cols="1024", op="layernorm",
+                                n=str(32768 * 1024))
+        for step, role in (("rows/step6_registers", ""), ("rows/copy", "compared")):
+            rows.append(StaleAttributionTests.row(step, "20260101T000002Z", "x", role))
+            rows[-1].update(rows="32768", cols="1024", op="layernorm", n=str(32768 * 1024))
+        for row in rows:
+            row.update(reps="20", warmup="3", min_us="9", max_us="11", gbps="100", result="0",
+                       reference="0", abs_err="0", tol="0", gpu="NVIDIA H200", cc="9.0",
+                       cuda="13.0", peak_gbps="4800", l2_mb="60", sms="132", flush="1",
+                       offset="0", fill="random", seed="1", bytes="1")
+        path = StaleAttributionTests.write(self, rows)
+        m = compare.RowMeasurements.load(path)
+        self.assertEqual(m.within("rows/step5_layernorm").round_count, 3)
+        self.assertEqual(m.within("rows/step6_registers").round_count, 1)
+        text = rows_docs.effect_text(types.SimpleNamespace(m=m), "rows/step6_registers")
+        self.assertIn("step5_layernorm has no row there in this run", text)
 
 
 class HashCheckSelfTest(unittest.TestCase):

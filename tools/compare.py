@@ -130,25 +130,29 @@ class RunIndex:
         """grouped: {(step, key): [rows]}. stale: label, code hash -> True when
         that hash is not the program's now (tools/stale.py), or None."""
         self.current = current_runs([r for group in grouped.values() for r in group])
-        self.by_run = {}
+        self.by_run, self.round_sets = {}, {}
         for key, group in grouped.items():
             per_run = {}
             for row in group:
                 per_run.setdefault(row.run or "", []).append(row)
             self.by_run[key] = {run: summarize(rows) for run, rows in per_run.items()}
+            for run, rows in per_run.items():
+                self.round_sets[(key, run)] = {r.round for r in rows if r.round is not None}
         self.runs = sorted({run for entries in self.by_run.values() for run in entries})
-        self.round_numbers = sorted({r.round for group in grouped.values() for r in group
-                                     if r.round is not None})
         self.stale_check = stale
         self._views = {}
         self._fill(lambda step: self.current[step])
 
     def _fill(self, run_of):
         self.rows, self.spreads, self.rounds = {}, {}, {}
+        shown = set()
         for key, entries in self.by_run.items():
             run = run_of(key[0])
             if run in entries:
                 self.rows[key], self.spreads[key], self.rounds[key] = entries[run]
+                shown |= self.round_sets[(key, run)]
+        # The rounds of the rows shown here: runs may differ in their rounds.
+        self.round_numbers = sorted(shown)
 
     def within(self, step):
         """This file as step's current run saw it: every program's row from
@@ -465,9 +469,10 @@ class RowMeasurements(RunIndex):
         return found[-1] if found else None
 
     def previous(self, step):
-        """The nearest lower-numbered step (of any op) in step's current run."""
-        earlier = [s for s in self.within(step).steps
-                   if schema.step_sort_key(s) < schema.step_sort_key(step)]
+        """The nearest lower-numbered step (of any op) of the file: which step
+        that is does not depend on runs; its figures beside step's come from
+        step's run (within()), and a run without it has none to show."""
+        earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
         return earlier[-1] if earlier else None
 
     def ceiling(self, step):

@@ -360,15 +360,15 @@ def step_cells(m, step, n, lang, marks):
     row, ratios = view.get(step, n), m.speedups(step, n)
     prev = m.previous(step, n)
     vs_prev = (marks.cell(fmt_verdict(ratios.vs_previous, m.verdict_vs(step, prev.step, n), lang),
-                          prev)
+                          prev, owner=step)
                if prev else NONE_MARK)
     vs_cub = (fmt_verdict(ratios.vs_cub, m.verdict_vs(step, schema.CUB, n), lang)
               if step != schema.CUB and ratios.vs_cub is not None else fmt_ratio(ratios.vs_cub))
     base = view.step0(n)
     return (f"{marks.cell(f'{row.median_us:.1f}', row)} | {fmt_spread(m.spread(step, n))} | "
             f"{row.gbps:.0f} | {100 * row.gbps / row.peak_gbps:.1f} | {vs_prev} | "
-            f"{marks.cell(fmt_ratio(ratios.vs_step0), base) if ratios.vs_step0 else NONE_MARK} | "
-            f"{marks.cell(vs_cub, view.get(schema.CUB, n)) if step != schema.CUB else vs_cub}")
+            f"{marks.cell(fmt_ratio(ratios.vs_step0), base, owner=step) if ratios.vs_step0 else NONE_MARK} | "
+            f"{marks.cell(vs_cub, view.get(schema.CUB, n), owner=step) if step != schema.CUB else vs_cub}")
 
 
 def results_table(src, n, lang, marks):
@@ -458,7 +458,7 @@ def counters_block(src, step, lang):
     if step not in counters.steps:
         return tr("No counters for {step} in {source} yet.", lang, step=step, source=source)
     prev = counters.previous(step)
-    marks = stale.Marks(stale.rows_stale(src.hashes))
+    marks = stale.Marks(stale.rows_stale(src.hashes), counters.path)
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |", lang,
                 prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
                 step=marks.cell(step, counters.version(step))), "|---|--:|--:|--:|"]
@@ -530,7 +530,7 @@ def accuracy_block(src, folder, lang):
     source = os.path.relpath(src.accuracy_path, folder).replace(os.sep, "/")
     block = accuracy_docs.accuracy_block(src.accuracy_rows, lang, source,
                                          chart=os.path.relpath(chart, folder).replace(os.sep, "/"))
-    marks = stale.Marks(stale.rows_stale(src.hashes))
+    marks = stale.Marks(stale.rows_stale(src.hashes), src.accuracy_path)
     for record in src.accuracy_rows:   # untyped rows: the three columns the marks read
         marks.cell("", schema_row(record))
     return "\n".join([block] + marks.note(lambda text, **values: tr(text, lang, **values)))
@@ -603,9 +603,9 @@ def vs_cub_block(src, step, lang):
         row, before, cub = m.get(step, n), m.previous(step, n), m.get(schema.CUB, n)
         vs_cub[n] = cub.median_us / row.median_us
         verdicts.append(m.verdict_vs(step, schema.CUB, n))
-        lines.append(f"| {power_label(n)} | {marks.cell(f'{before.median_us:.2f}', before)} | "
+        lines.append(f"| {power_label(n)} | {marks.cell(f'{before.median_us:.2f}', before, owner=step)} | "
                      f"{marks.cell(f'{row.median_us:.2f}', row)} | "
-                     f"{marks.cell(f'{cub.median_us:.2f}', cub)} | "
+                     f"{marks.cell(f'{cub.median_us:.2f}', cub, owner=step)} | "
                      f"{fmt_verdict(before.median_us / row.median_us, m.verdict_vs(step, before.step, n), lang)} | "
                      f"{fmt_verdict(vs_cub[n], verdicts[-1], lang)} |")
     worst = min(vs_cub, key=vs_cub.get)
@@ -639,7 +639,7 @@ def determinism_block(src, step, lang):
                   "`make docs`.", lang)
     lines = [tr("| program | n | runs | different sums | median us |", lang),
              "|---|--:|--:|--:|--:|"]
-    marks = stale.Marks(stale.rows_stale(src.hashes))
+    marks = stale.Marks(stale.rows_stale(src.hashes), path)
     for row in rows:
         lines.append(f"| {marks.cell(row.step, row)} | {power_label(row.n)} | {row.reps} | "
                      f"{row.distinct} | {row.median_us:.1f} |")
@@ -664,7 +664,7 @@ def tried_block(src, step, lang):
     for row in rows:   # a later row replaces an earlier one, as everywhere
         table.setdefault(row.step, {})[row.n] = row.median_us
         latest[row.step] = row
-    marks = stale.Marks(stale.rows_stale(src.hashes))
+    marks = stale.Marks(stale.rows_stale(src.hashes), path)
     sizes = [n for n in TRIED_SIZES if any(n in by_n for by_n in table.values())]
     lines = [tr("| variant | {sizes} |", lang, sizes=" | ".join(power_label(n) for n in sizes)),
              "|---|" + "--:|" * len(sizes)]

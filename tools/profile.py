@@ -376,6 +376,8 @@ def select_programs(root, step, rows=False, only=None):
         named = [n for n in bench.resolve_only(root, only) if n in names]
         beside = set(named)
         for name in named:
+            if schema.step_number(os.path.basename(name)) is None:
+                continue   # a baseline: no step before it to read its counters beside
             earlier = [d for d in names if schema.step_number(d) is not None and
                        schema.step_sort_key(d) < schema.step_sort_key(name)]
             beside.update(earlier[-1:])

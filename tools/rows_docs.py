@@ -121,7 +121,7 @@ def verdict_cell(m, a, b, shape, tr, marks=None):
         return NONE_MARK
     text = tr("{ratio} {verdict}", ratio=fmt_ratio(rb.median_us / ra.median_us),
               verdict=tr(m.verdict_vs(a, b, shape)))
-    return marks.cell(text, rb) if marks else text
+    return marks.cell(text, rb, owner=a) if marks else text
 
 
 def torch_of(m, step, compiled=False):
@@ -157,7 +157,7 @@ def step_row_cells(m, step, shape, tr, marks):
     vs_compiled = verdict_cell(m, step, compiled, shape, tr, marks) if compiled else NONE_MARK
     bar = view.get(m.ceiling(step), shape)
     return (f"{marks.cell(f'{row.median_us:.1f}', row)} | {fmt_spread(m.spread(step, shape))} | "
-            f"{row.gbps:.0f} | {marks.cell(fmt_share(share(m, step, shape)), bar)} | {vs_prev} | "
+            f"{row.gbps:.0f} | {marks.cell(fmt_share(share(m, step, shape)), bar, owner=step)} | {vs_prev} | "
             f"{vs_torch} | {vs_compiled}")
 
 
@@ -199,9 +199,9 @@ def results_block(rsrc, summary, tr, chart=lambda path: path):
             if row is None:
                 continue
             lines.append(f"| {shape_label(s)} | {marks.cell(f'{row.median_us:.1f}', row)} | "
-                         f"{marks.cell(f'{one.median_us:.1f}', one) if one else NONE_MARK} | "
+                         f"{marks.cell(f'{one.median_us:.1f}', one, owner=total) if one else NONE_MARK} | "
                          f"{fmt_share(share(m, total, s))} | "
-                         f"{marks.cell(f'{cub.median_us:.1f}', cub) if cub else NONE_MARK} | "
+                         f"{marks.cell(f'{cub.median_us:.1f}', cub, owner=total) if cub else NONE_MARK} | "
                          f"{verdict_cell(m, total, ROW_CUB, s, tr)} | "
                          f"{f'{torch.median_us:.1f}' if torch else NONE_MARK} | "
                          f"{verdict_cell(m, total, 'torch/sum', s, tr)} | "
@@ -264,7 +264,7 @@ def copy_bar_table(m, op, title, tr, marks):
         if row is None:
             continue
         lines.append(f"| {shape_label(s)} | {shape_mib(s, 2 if bf16 else 4):g} | "
-                     f"{marks.cell(f'{copy.median_us if copy else 0:.1f}', copy)} | "
+                     f"{marks.cell(f'{copy.median_us if copy else 0:.1f}', copy, owner=step)} | "
                      f"{marks.cell(f'{row.median_us:.1f}', row)} | "
                      f"{fmt_share(share(m, step, s))} | "
                      f"{f'{theirs.median_us:.1f}' if theirs else NONE_MARK} | "
@@ -296,7 +296,7 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
         return tr("No counters for {step} in {source} yet.", step=step, source=source)
     # A bfloat16 step is compared with its float twin, the step it converts.
     prev = rsrc.m.float_twin(step) or counters.previous(step)
-    marks = stale.Marks(stale.rows_stale(rsrc.hashes))
+    marks = stale.Marks(stale.rows_stale(rsrc.hashes), counters.path)
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
                 prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
                 step=marks.cell(step, counters.version(step))), "|---|--:|--:|--:|"]
@@ -346,6 +346,15 @@ def effect_text(rsrc, step):
     prev = m.previous(step)
     seed = ROW_SEED_SHAPE
     gpu = m.describe("gpu")
+    # The step before must be there at the seed shape to compare with: a run
+    # whose comparison failed there has none, and then the line says so.
+    missing = prev is not None and m.op(prev) == m.op(step) and not view.get(prev, seed)
+    if missing:
+        bar = m.ceiling(step)
+        return (f"{view.get(step, seed).median_us:.1f} us at {shape_label(seed)} on an {gpu}, "
+                f"{fmt_share(share(m, step, seed))} of {bar.removeprefix('rows/')}'s bandwidth "
+                f"({prev.removeprefix('rows/')} has no row there in this run)"
+                + effect_stale(m, [view.get(step, seed), view.get(bar, seed)]))
     if prev is None or m.op(prev) != m.op(step):
         s = share(m, step, seed)
         bar = {COPY: "the copy kernel", COPY16: "the bfloat16 copy"}.get(m.ceiling(step),

@@ -28,6 +28,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (current runs, and what a program is compared with)
 import code_hash  # noqa: E402
 import schema  # noqa: E402
 
@@ -112,18 +113,43 @@ class Hashes:
         return bool(measured) and now is not None and measured != now
 
 
-def stale_rows(path, hashes):
-    """{label: sorted revisions} of the rows of one CSV file that measured an
-    earlier version of their program."""
+def shown_stale(path, hashes, root=REPO):
+    """({label: sorted revisions}, {label: labels to measure again}) of one
+    CSV file: its stale rows that a page or chart shows, and what clears them.
+
+    A row shows where it is its program's figures (its program's current
+    run, tools/compare.py) and where another program's ratios read it: a
+    row of an older run that a newer run of its program replaced stays in
+    the file for the programs whose figures still come from that run, and
+    only measuring those again clears it. Files without runs are one run."""
     header, records = schema.read_records(path)
     if "code_hash" not in header or "step" not in header:
-        return {}
-    found = {}
-    for _, record in records:
+        return {}, {}
+    rows = [record for _, record in records]
+    current = bench.current_runs(rows) if "run" in header else {}
+    found, again = {}, {}
+    for record in rows:
         label, measured = record.get("step", ""), record.get("code_hash", "")
-        if hashes.is_stale(label, measured):
-            found.setdefault(label, set()).add(record.get("git_rev", "") or "?")
-    return {label: sorted(revs) for label, revs in found.items()}
+        if not hashes.is_stale(label, measured):
+            continue
+        run = record.get("run") or ""
+        if current.get(label, run) == run:
+            readers = [label]          # its program's own figures
+        else:
+            folder = schema.program_dir(label)
+            readers = [q for q, r in current.items() if r == run and q != label and
+                       not q.startswith("torch/") and
+                       folder in bench.comparisons(root, schema.program_dir(q))[0]]
+            if not readers:
+                continue               # kept in the file, shown nowhere
+        found.setdefault(label, set()).add(record.get("git_rev", "") or "?")
+        again.setdefault(label, set()).update(readers)
+    return {label: sorted(revs) for label, revs in found.items()}, again
+
+
+def stale_rows(path, hashes, root=REPO):
+    """{label: sorted revisions} of the stale rows of one CSV file that show."""
+    return shown_stale(path, hashes, root)[0]
 
 
 def command_for(path, programs):
@@ -132,12 +158,6 @@ def command_for(path, programs):
         if part in name:
             return command.format(programs=",".join(programs))
     return VERIFY.format(programs=",".join(programs))
-
-
-def program_arg(label, hashes):
-    """How ONLY= names a program: its folder (rows/baseline_copy), or the
-    label itself where there is no folder."""
-    return hashes.folder(label) or label
 
 
 def part_programs(root):
@@ -160,44 +180,55 @@ def only_list(folders, root):
 
 
 def scan(root=REPO, hashes=None, folder=None):
-    """[(file, {label: revisions})] for every CSV of folder (default: the
-    committed plots/reference) with stale rows."""
+    """[(file, {label: revisions}, {labels to measure again})] for every CSV of
+    folder (default: the committed plots/reference) with stale rows that show."""
     hashes = hashes or Hashes(root)
     folder = folder or os.path.join(root, "plots", "reference")
     out = []
     for path in sorted(glob.glob(os.path.join(folder, "*.csv"))):
         try:
-            found = stale_rows(path, hashes)
+            found, again = shown_stale(path, hashes, root)
         except schema.SchemaError:
             continue
         if found:
-            out.append((path, found))
+            out.append((path, found, again))
     return out
+
+
+def folders_of(labels):
+    """The program folders that measure labels again (a tuning variant: its step)."""
+    return [schema.program_dir(VARIANT.match(l).group(1) if VARIANT.match(l) else l)
+            for l in labels]
 
 
 def summary_line(found, root=REPO, hashes=None):
     """One line: the stale programs (a whole part by its name) and the
     commands that measure them again; "" when nothing is stale."""
-    hashes = hashes or Hashes(root)
     if not found:
         return ""
-    verify, commands, folders = [], [], []
-    for path, labels in found:
-        base = [program_arg(VARIANT.match(label).group(1) if VARIANT.match(label) else label,
-                            hashes) for label in labels]
-        folders += base
+    named = only_list(folders_of(l for _, labels, _ in found for l in labels), root).split(",")
+    what = ", ".join(PART_WORDS.get(name, name) for name in named)
+    return (f"stale: {what}: measured on an earlier version of the code (the docs and charts "
+            f"say so); to measure again: {'; '.join(commands_for(found, root))} "
+            "(python3 tools/stale.py lists each file)")
+
+
+def commands_for(found, root=REPO, keep_label=lambda label: True):
+    """The commands that measure the stale rows of found again, one per kind
+    of file, every make verify of them as one."""
+    verify, commands = [], []
+    for path, labels, again in found:
+        folders = folders_of(r for l in labels if keep_label(l) for r in again.get(l, {l}))
+        if not folders:
+            continue
         command = command_for(path, ["{programs}"])
         if command == VERIFY.format(programs="{programs}"):
-            verify += base
+            verify += folders
         elif command not in commands:
             commands.append(command)
     if verify:
         commands.insert(0, VERIFY.format(programs=only_list(verify, root)))
-    named = only_list(folders, root).split(",")
-    what = ", ".join(PART_WORDS.get(name, name) for name in named)
-    return (f"stale: {what}: measured on an earlier version of the code (the docs and charts "
-            f"say so); to measure again: {'; '.join(commands)} (python3 tools/stale.py lists "
-            "each file)")
+    return commands
 
 
 # The stale block of a page (tools/docs.py): what its hand-written figures
@@ -213,31 +244,18 @@ def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: T
     """The stale block's text for the files and labels a page draws on
     (found: scan()'s list), or "" when none of them is stale. A tuning
     variant is named by its step, a whole part by its name."""
-    picked = []
-    for path, labels in found:
-        if keep_file(path):
-            mine = {label: revs for label, revs in labels.items() if keep_label(label)}
-            if mine:
-                picked.append((path, mine))
+    picked = [(path, {l: r for l, r in labels.items() if keep_label(l)}, again)
+              for path, labels, again in found if keep_file(path)]
+    picked = [entry for entry in picked if entry[1]]
     if not picked:
         return ""
-    revs = sorted({rev for _, labels in picked for found_revs in labels.values()
+    revs = sorted({rev for _, labels, _ in picked for found_revs in labels.values()
                    for rev in found_revs})
-    folders, verify, commands = [], [], []
-    for path, labels in picked:
-        base = [schema.program_dir(VARIANT.match(l).group(1) if VARIANT.match(l) else l)
-                for l in labels]
-        folders += base
-        command = command_for(path, ["{programs}"])
-        if command == VERIFY.format(programs="{programs}"):
-            verify += base
-        elif f"`{command}`" not in commands:
-            commands.append(f"`{command}`")
-    if verify:
-        commands.insert(0, f"`{VERIFY.format(programs=only_list(verify, root))}`")
     names = tr(", ").join(tr(PART_WORDS[n]) if n in PART_WORDS else n
-                          for n in only_list(folders, root).split(","))
-    files = tr(", ").join(os.path.basename(path) for path, _ in picked)
+                          for n in only_list(folders_of(l for _, labels, _ in picked
+                                                        for l in labels), root).split(","))
+    files = tr(", ").join(os.path.basename(path) for path, _, _ in picked)
+    commands = [f"`{c}`" for c in commands_for(picked, root)]
     return tr(PAGE_NOTE, mark=MARK, names=names, revs=tr(", ").join(revs), files=files,
               commands=tr("; ").join(commands))
 
@@ -268,18 +286,25 @@ class Marks:
     NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
             "{names}. `{command}` measures it again.")
 
-    def __init__(self, stale_rows):
+    def __init__(self, stale_rows, path=None):
         # rows -> {label: revision} of the stale ones: a compare.RunIndex's
         # stale_rows, or rows_stale() below for files read without one.
+        # path: the file they come from, which decides the command (None: a
+        # bench file, make verify).
         self.stale_rows = stale_rows
-        self.found = {}
+        self.path = path
+        self.found, self.again = {}, set()
 
-    def cell(self, text, *rows):
-        """text, marked if any of rows is stale."""
+    def cell(self, text, *rows, owner=None):
+        """text, marked if any of rows is stale. owner: the program whose cell
+        this is; a stale row of another program in it (a ratio's other side,
+        from the owner's run) is measured again with the owner."""
         stale = self.stale_rows(rows)
         if not stale:
             return text
         self.found.update(stale)
+        self.again.update(label if owner is None or label == owner else owner
+                          for label in stale)
         return f"{text} {MARK}"
 
     def note(self, tr):
@@ -288,9 +313,10 @@ class Marks:
             return []
         labels = sorted(self.found, key=schema.step_sort_key)
         names = ", ".join(f"{label} ({self.found[label]})" for label in labels)
-        folders = ",".join(dict.fromkeys(schema.program_dir(label) for label in labels))
-        return ["", tr(self.NOTE, mark=MARK, names=names,
-                       command=VERIFY.format(programs=folders))]
+        folders = list(dict.fromkeys(folders_of(sorted(self.again, key=schema.step_sort_key))))
+        command = (command_for(self.path, folders) if self.path else
+                   VERIFY.format(programs=",".join(folders)))
+        return ["", tr(self.NOTE, mark=MARK, names=names, command=command)]
 
 
 def main(argv=None):
@@ -307,9 +333,11 @@ def main(argv=None):
         if line:
             print(line)
         return 0
-    for path, labels in found:
+    for path, labels, again in found:
         for label, revs in sorted(labels.items(), key=lambda kv: schema.step_sort_key(kv[0])):
-            print(f"{os.path.relpath(path, args.root)}: {label} measured at {', '.join(revs)}")
+            readers = sorted(again.get(label, set()) - {label}, key=schema.step_sort_key)
+            print(f"{os.path.relpath(path, args.root)}: {label} measured at {', '.join(revs)}"
+                  + (f", read by {', '.join(readers)}" if readers else ""))
     return 0
 
 

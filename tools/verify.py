@@ -136,8 +136,9 @@ def row_table(path, named):
                 continue
             cells = [compare.shape_label(s), f"{row.median_us:.1f}", f"{row.gbps:.0f}",
                      rows_docs.fmt_share(rows_docs.share(m, step, s))]
+            view = m.within(step)   # every comparison from this program's run
             for other in (prev if prev and m.op(prev) == m.op(step) else None, eager, compiled):
-                theirs = m.get(other, s) if other else None
+                theirs = view.get(other, s) if other else None
                 cells.append(f"{theirs.median_us / row.median_us:.2f}x "
                              f"{m.verdict_vs(step, other, s)}" if theirs else "—")
             lines.append("  " + " | ".join(cells))
