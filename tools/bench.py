@@ -599,8 +599,7 @@ def parse_args(argv):
                         help="after filing the results, write their paths to FILE, one per "
                              "line (make bench reads it to draw their charts)")
     parser.add_argument("--only", metavar="NAMES",
-                        type=lambda text: [n.strip().rstrip("/") for n in text.split(",")
-                                           if n.strip()],
+                        type=program_names,
                         help="time only these programs (folders such as rows/step12_bf16_layernorm "
                              "or step9_singlepass, comma-separated; sum or rows: every program of "
                              "that part) and what their ratios are read against, in one run, and "
@@ -630,6 +629,12 @@ def parse_args(argv):
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
     return args
+
+
+def program_names(text):
+    """--only's comma-separated names (make verify and profile.py read them
+    the same way), a trailing / dropped."""
+    return [name.strip().rstrip("/") for name in text.split(",") if name.strip()]
 
 
 def _int_at_least(low):

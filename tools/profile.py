@@ -548,8 +548,7 @@ def parse_args(argv):
                        help="step number (the directory stepK_*), a directory name, or cub")
     which.add_argument("--all", action="store_true", help="every step in order, then cub")
     which.add_argument("--only", metavar="NAMES",
-                       type=lambda text: [n.strip().rstrip("/") for n in text.split(",")
-                                          if n.strip()],
+                       type=bench.program_names,
                        help="these programs of the part (folders, comma-separated; sum or rows: "
                             "the whole part) and the steps their counters are read beside "
                             "(the previous step, the float step of a bfloat16 one); with --csv "

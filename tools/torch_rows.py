@@ -224,14 +224,6 @@ def main(argv=None):
         print(f"torch_rows: error: ops are {', '.join(OPS)}, each also as compiled/<op>; "
               "reps >= 1, warmup >= 0", file=sys.stderr)
         return 2
-    # Inductor compiles in a pool of worker processes that boots in the
-    # background. At 8cb8874, rounds whose kernels came from the on-disk
-    # cache (rounds 2 and 3) timed the compiled ops slower and less steadily
-    # than round 1, as if that boot overlapped the timing; compiling in this
-    # process made mid-size shapes steady from round to round. (At the
-    # smallest shapes a compiled call's host time can still outlast the L2
-    # flush queued before it, and then it is timed too.)
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     try:
         import torch
     except ImportError:

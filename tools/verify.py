@@ -232,8 +232,7 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description="Grade, profile and time the programs "
                                                  "named, merge their rows, print a table.")
     parser.add_argument("--only", required=True, metavar="NAMES",
-                        type=lambda text: [n.strip().rstrip("/") for n in text.split(",")
-                                           if n.strip()])
+                        type=bench.program_names)
     parser.add_argument("--root", default=REPO)
     parser.add_argument("--out-dir", help="the files to merge into (default ROOT/plots/results)")
     parser.add_argument("--verify-dir", help="this run's files (default ROOT/build/verify)")
