@@ -190,7 +190,7 @@ class CodeHashTests(unittest.TestCase):
     def test_every_stale_row_is_marked_where_it_is_shown(self):
         # The pages and the stale line say what tools/stale.py finds.
         found = stale.scan(ROOT, HASHES)
-        line = stale.summary_line(found, ROOT, HASHES)
+        line = stale.summary_line(found, ROOT)
         self.assertEqual(bool(line), bool(found))
         with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
             readme = f.read()
@@ -271,7 +271,7 @@ class StaleMarkTests(unittest.TestCase):
 
     def test_the_stale_line_names_the_program_and_the_command(self):
         found = stale.scan(ROOT, MovedHashes({"rows/step7_wide"}))
-        line = stale.summary_line(found, ROOT, MovedHashes({"rows/step7_wide"}))
+        line = stale.summary_line(found, ROOT)
         self.assertTrue(line.startswith("stale: rows/step7_wide: measured on an earlier "
                                         "version of the code"), line)
         self.assertIn("make verify ONLY=rows/step7_wide OUT_DIR=plots/reference", line)

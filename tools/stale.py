@@ -161,12 +161,9 @@ def command_for(path, programs):
 
 
 def part_programs(root):
-    """{part: its program folders}: ONLY=sum and ONLY=rows name them all."""
-    rows_root = os.path.join(root, "rows")
-    rows = (["rows/" + d for d in schema.step_dirs(rows_root, has=("rows.cu",))] +
-            sorted("rows/" + d for d in os.listdir(rows_root) if d.startswith("baseline_"))
-            if os.path.isdir(rows_root) else [])
-    return {"sum": schema.step_dirs(root, has=("reduce.cu",)) + [schema.CUB_DIR], "rows": rows}
+    """{part: its program folders}: ONLY=sum and ONLY=rows name them all, as
+    make bench reads them."""
+    return {"sum": bench.program_dirs(root), "rows": bench.row_program_dirs(root)}
 
 
 def only_list(folders, root):
@@ -201,7 +198,7 @@ def folders_of(labels):
             for l in labels]
 
 
-def summary_line(found, root=REPO, hashes=None):
+def summary_line(found, root=REPO):
     """One line: the stale programs (a whole part by its name) and the
     commands that measure them again; "" when nothing is stale."""
     if not found:
@@ -213,12 +210,12 @@ def summary_line(found, root=REPO, hashes=None):
             "(python3 tools/stale.py lists each file)")
 
 
-def commands_for(found, root=REPO, keep_label=lambda label: True):
+def commands_for(found, root=REPO):
     """The commands that measure the stale rows of found again, one per kind
     of file, every make verify of them as one."""
     verify, commands = [], []
     for path, labels, again in found:
-        folders = folders_of(r for l in labels if keep_label(l) for r in again.get(l, {l}))
+        folders = folders_of(r for l in labels for r in again.get(l, {l}))
         if not folders:
             continue
         command = command_for(path, ["{programs}"])
@@ -329,7 +326,7 @@ def main(argv=None):
     hashes = Hashes(args.root)
     found = scan(args.root, hashes)
     if args.line:
-        line = summary_line(found, args.root, hashes)
+        line = summary_line(found, args.root)
         if line:
             print(line)
         return 0
