@@ -139,6 +139,40 @@ def row_program_op(root, name):
     return found.group(1).lower() + ("_bf16" if _STEP_BF16.search(text) else "")
 
 
+def previous_step(root, name):
+    """The step name's ratios and counters are read beside: in part 2 the
+    nearest lower-numbered step of the same op (step 13, an aligned
+    LayerNorm, builds on step 7, not on step 12's bfloat16 LayerNorm), else
+    the nearest lower-numbered step; in part 1 the nearest lower-numbered
+    step. None for a baseline and a first step."""
+    if schema.step_number(name) is None:
+        return None
+    if name.startswith("rows/"):
+        steps = [d for d in row_program_dirs(root) if schema.step_number(d) is not None]
+    else:
+        steps = [d for d in program_dirs(root) if schema.step_number(d) is not None]
+    earlier = [d for d in steps if schema.step_sort_key(d) < schema.step_sort_key(name)]
+    if name.startswith("rows/"):
+        op = row_program_op(root, name)
+        same = [d for d in earlier if op and row_program_op(root, d) == op]
+        earlier = same or earlier
+    return earlier[-1] if earlier else None
+
+
+def diff_base(root, name):
+    """The step whose diff against name is name's lesson (make diff, and the
+    diff block of its README): a bfloat16 step's float twin, the step it
+    converts; else previous_step()."""
+    if name.startswith("rows/") and row_program_op(root, name).endswith("_bf16"):
+        op = row_program_op(root, name)[:-len("_bf16")]
+        twins = [d for d in row_program_dirs(root) if schema.step_number(d) is not None and
+                 schema.step_sort_key(d) < schema.step_sort_key(name) and
+                 row_program_op(root, d) == op]
+        if twins:
+            return twins[-1]
+    return previous_step(root, name)
+
+
 def torch_ops_of(op):
     """PyTorch's ops that a program computing op is compared with: the op
     eager and compiled (a copy only eager: there is nothing to compile)."""
@@ -162,7 +196,7 @@ def comparisons(root, name):
     steps = [d for d in row_program_dirs(root) if schema.step_number(d) is not None]
     earlier = [d for d in steps if schema.step_sort_key(d) < schema.step_sort_key(name)]
     op = row_program_op(root, name)
-    found = earlier[-1:] if schema.step_number(name) is not None else []
+    found = [d for d in [previous_step(root, name)] if d]
     if op.endswith("_bf16"):
         twins = [d for d in earlier if row_program_op(root, d) == op[:-len("_bf16")]]
         found += twins[-1:]

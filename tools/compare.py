@@ -469,10 +469,13 @@ class RowMeasurements(RunIndex):
         return found[-1] if found else None
 
     def previous(self, step):
-        """The nearest lower-numbered step (of any op) of the file: which step
+        """The nearest lower-numbered step of the file computing the same op,
+        else the nearest of any op (bench.previous_step's rule): which step
         that is does not depend on runs; its figures beside step's come from
         step's run (within()), and a run without it has none to show."""
         earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
+        same = [s for s in earlier if self.op(s) and self.op(s) == self.op(step)]
+        earlier = same or earlier
         return earlier[-1] if earlier else None
 
     def ceiling(self, step):

@@ -378,9 +378,7 @@ def select_programs(root, step, rows=False, only=None):
         for name in named:
             if schema.step_number(os.path.basename(name)) is None:
                 continue   # a baseline: no step before it to read its counters beside
-            earlier = [d for d in names if schema.step_number(d) is not None and
-                       schema.step_sort_key(d) < schema.step_sort_key(name)]
-            beside.update(earlier[-1:])
+            beside.update(d for d in [bench.previous_step(root, name)] if d in names)
             if rows:   # a bfloat16 step's counters are read beside its float twin's
                 beside.update(d for d in bench.comparisons(root, name)[0]
                               if d.startswith("rows/step"))

@@ -294,8 +294,11 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
     source = rsrc.path(counters.path)
     if step not in counters.steps:
         return tr("No counters for {step} in {source} yet.", step=step, source=source)
-    # A bfloat16 step is compared with its float twin, the step it converts.
-    prev = rsrc.m.float_twin(step) or counters.previous(step)
+    # Beside the step before of the same op (step 13 beside step 7); a first
+    # bfloat16 step beside its float twin, the step it converts.
+    prev = rsrc.m.previous(step)
+    if prev is None or rsrc.m.op(prev) != rsrc.m.op(step):
+        prev = rsrc.m.float_twin(step) or counters.previous(step)
     marks = stale.Marks(stale.rows_stale(rsrc.hashes), counters.path)
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
                 prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
@@ -322,8 +325,9 @@ def diff_block(rsrc, step, tr, steps):
     index = steps.index(step)
     if index == 0:
         return tr("{step} is the first step of part 2; there is no previous step.", step=step)
-    # A bfloat16 step's lesson is its diff against the float step it converts.
-    prev = rsrc.m.float_twin(step) or steps[index - 1]
+    # A bfloat16 step's lesson is its diff against the float step it converts;
+    # another step's against the step before of its op (bench.diff_base).
+    prev = rsrc.m.float_twin(step) or rsrc.m.previous(step) or steps[index - 1]
     with open(rsrc.source_file(prev), encoding="utf-8") as a, \
             open(this_src, encoding="utf-8") as b:
         old, new = a.read().splitlines(), b.read().splitlines()

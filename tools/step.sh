@@ -44,6 +44,35 @@ step_below() {
     done | tail -n 1
 }
 
+# What a part 2 step's rows.cu computes (common/rows.h's step_op, with _bf16
+# for bfloat16 data), as tools/bench.py's row_program_op reads it.
+step_op_of() {
+    local op
+    op=$(sed -n 's/^[[:space:]]*const[[:space:]]*enum[[:space:]]*row_op[[:space:]]*step_op[[:space:]]*=[[:space:]]*ROW_\([A-Z0-9_]*\)[[:space:]]*;.*/\1/p' "$1" | head -n 1)
+    [ -n "$op" ] || return 0
+    op=$(echo "$op" | tr 'A-Z' 'a-z')
+    grep -Eq '^[[:space:]]*const[[:space:]]+enum[[:space:]]+row_dtype[[:space:]]+step_dtype[[:space:]]*=[[:space:]]*ROW_BF16[[:space:]]*;' "$1" && op=${op}_bf16
+    echo "$op"
+}
+
+# The step whose diff against part 2's step $1 (a number) is its lesson, as
+# tools/bench.py's diff_base decides: a bfloat16 step's float twin (the
+# nearest lower step of the same op in float), else the nearest lower step
+# of the same op, else nothing (then the nearest lower step is taken).
+rows_base() {
+    local k=$1 op want
+    op=$(step_op_of "$(step_dir rows/ "$k")/rows.cu")
+    [ -n "$op" ] || return 0
+    for want in ${op%_bf16} "$op"; do   # the float op first, then the step's own
+        local n found=""
+        for n in $(step_numbers rows/); do
+            [ "$((10#$n))" -lt "$k" ] && [ "$(step_op_of "$(step_dir rows/ "$n")/rows.cu")" = "$want" ] &&
+                found=$n
+        done
+        [ -n "$found" ] && { echo "$found"; return 0; }
+    done
+}
+
 # The next free step number of part $1: one past the highest.
 next_free() {
     local last
@@ -84,6 +113,7 @@ cmd_diff() {
         echo "$this is the first step${part:+ of part 2}: the starting point, with no previous step"
         exit 0
     fi
+    [ "$part" = rows/ ] && [ -n "$(rows_base "$k")" ] && below=$(rows_base "$k")
     prev=$(step_dir "$part" "$below")
     # A step made by `make new FROM=K` names the step it started from.
     local origin
