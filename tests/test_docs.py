@@ -830,7 +830,7 @@ class RowOpsTests(unittest.TestCase):
         rsrc, rows_docs = self.rsrc()
         self.assertIsNone(rows_docs.softmax_chart(rsrc))
         text = self.block(rsrc, rows_docs, "en")
-        self.assertIn("LayerNorm, rows/step7_wide, at every shape", text)
+        self.assertIn(f"LayerNorm, {rsrc.m.last_step('layernorm')}, at every shape", text)
         self.assertNotIn("Softmax,", text)
         self.assertNotIn("-softmax.png", text)
 
@@ -870,8 +870,10 @@ class RowOpsTests(unittest.TestCase):
             step = m.last_step(op)
             self.assertEqual(m.ceiling(step), "rows/copy16")
             shape = rows_docs.ROW_SEED_SHAPE
+            # Both from the step's own run: a ratio never mixes runs.
+            view = m.within(step)
             self.assertAlmostEqual(rows_docs.share(m, step, shape),
-                                   m.get(step, shape).gbps / m.get("rows/copy16", shape).gbps)
+                                   view.get(step, shape).gbps / view.get("rows/copy16", shape).gbps)
             title = ("Softmax" if op.startswith("softmax") else "LayerNorm") + \
                 f" in bfloat16, {step}, at every shape"
             table = table_rows(text.split(title)[1].split("\n\n![")[0].split("bfloat16, rows/")[0])
@@ -880,7 +882,15 @@ class RowOpsTests(unittest.TestCase):
             self.assertIn("| 32768 x 1024 | 64 |", text.split(title)[1])
             self.assertEqual(m.float_twin(step),
                              "rows/step10_aligned" if op.startswith("softmax") else
-                             "rows/step7_wide")
+                             m.last_step("layernorm"))
+        # The first bfloat16 LayerNorm converts step 7; a later one (step 14)
+        # converts step 13, and is compared with step 12 as its step before.
+        self.assertEqual(m.float_twin("rows/step12_bf16_layernorm"), "rows/step7_wide")
+        if "rows/step14_bf16_layernorm_aligned" in m.steps:
+            self.assertEqual(m.float_twin("rows/step14_bf16_layernorm_aligned"),
+                             "rows/step13_layernorm_aligned")
+            self.assertEqual(m.previous("rows/step14_bf16_layernorm_aligned"),
+                             "rows/step12_bf16_layernorm")
         self.assertIn("x step10_aligned in float", rows_docs.effect_text(rsrc, "rows/step11_bf16"))
 
 

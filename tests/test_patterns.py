@@ -727,7 +727,8 @@ class ReadmeBlockTests(unittest.TestCase):
                   for k in diagrams.figure_kinds(b)}
         # Part 2's pictures: one per step in diagrams.ROW_PICTURES.
         wanted |= {os.path.basename(diagrams.row_figure_path(s, FIGURES))
-                   for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT)}
+                   for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT) +
+                   list(diagrams.ROW_PARAMS)}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -766,6 +767,42 @@ class RowSplitTests(unittest.TestCase):
                       " % PACK); head = min(head, cols); return {head, (cols - head) / PACK, "
                       "(cols - head) % PACK};", src)
         self.assertIn("rows/step10_aligned", diagrams.ROW_SPLIT)
+
+
+class ParamPiecesTests(unittest.TestCase):
+    """The pictures of rows/step13 and 14 draw diagrams.param_pieces(), which
+    must cut a shifted pack of gamma as the kernels' load_pieces() does."""
+
+    def test_pieces_are_aligned_loads_that_cover_the_pack(self):
+        for pack in (4, 8):
+            for pos in range(pack):
+                pieces, at = diagrams.param_pieces(pos, pack), pos
+                self.assertEqual(sum(pieces), pack)
+                for n in pieces:
+                    self.assertIn(n, (1, 2, 4, 8))
+                    self.assertEqual(at % n, 0, (pack, pos, pieces))   # naturally aligned
+                    at += n
+
+    def test_the_loads_per_pack(self):
+        self.assertEqual([len(diagrams.param_pieces(p, 4)) for p in range(4)], [1, 3, 2, 3])
+        self.assertEqual([len(diagrams.param_pieces(p, 8)) for p in range(8)],
+                         [1, 4, 3, 4, 2, 4, 3, 4])
+        self.assertEqual(diagrams.param_pieces(1, 4), [1, 2, 1])
+        self.assertEqual(diagrams.param_pieces(3, 8), [1, 4, 2, 1])
+
+    def test_matches_load_pieces_in_the_kernels(self):
+        rules = {"rows/step13_layernorm_aligned": (
+                     "if constexpr (at == 0 && J + 4 <= PACK) {",
+                     "} else if constexpr (at % 2 == 0 && J + 2 <= PACK) {"),
+                 "rows/step14_bf16_layernorm_aligned": (
+                     "constexpr unsigned int n = (at == 0 && J + 8 <= PACK) ? 8 "
+                     ": (at % 4 == 0 && J + 4 <= PACK) ? 4 : (at % 2 == 0 && J + 2 <= PACK) ? 2 : 1;",)}
+        for step, lines in rules.items():
+            self.assertIn(step, diagrams.ROW_PARAMS)
+            with open(os.path.join(ROOT, step, "rows.cu")) as f:
+                src = " ".join(f.read().split())
+            for line in lines:
+                self.assertIn(line, src, step)
 
 
 class DrawingTests(unittest.TestCase):

@@ -1164,6 +1164,51 @@ class BenchOnlyTest(ScriptTest):
                          (["rows/step5_layernorm", "rows/baseline_copy16"],
                           ["layernorm_bf16", "compiled/layernorm_bf16"]))
 
+    def test_the_step_before_is_the_same_ops(self):
+        """A step is read beside the nearest lower step of its op (step 13, a
+        LayerNorm after a bfloat16 step, beside step 5 here); a bfloat16
+        step's lesson is its diff against its float twin."""
+        make_root(self.top, ("rows/step6_bf16_layernorm", "rows/step7_layernorm_aligned",
+                             "rows/step8_bf16_layernorm_aligned", "rows/baseline_copy16"))
+        for name, text in (("rows/step6_bf16_layernorm", "LAYERNORM;\nconst enum row_dtype "
+                            "step_dtype = ROW_BF16"), ("rows/step7_layernorm_aligned", "LAYERNORM"),
+                           ("rows/step8_bf16_layernorm_aligned", "LAYERNORM;\nconst enum "
+                            "row_dtype step_dtype = ROW_BF16"), ("rows/baseline_copy16", "COPY")):
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{text};\n")
+        prev, base = bench.previous_step, bench.diff_base
+        self.assertEqual(prev(self.root, "rows/step7_layernorm_aligned"), "rows/step5_layernorm")
+        self.assertEqual(base(self.root, "rows/step7_layernorm_aligned"), "rows/step5_layernorm")
+        self.assertEqual(prev(self.root, "rows/step8_bf16_layernorm_aligned"),
+                         "rows/step6_bf16_layernorm")
+        self.assertEqual(base(self.root, "rows/step8_bf16_layernorm_aligned"),
+                         "rows/step7_layernorm_aligned")
+        # The first bfloat16 LayerNorm: no earlier one, so the nearest lower step.
+        self.assertEqual(prev(self.root, "rows/step6_bf16_layernorm"), "rows/step5_layernorm")
+        self.assertEqual(base(self.root, "rows/step6_bf16_layernorm"), "rows/step5_layernorm")
+        self.assertIsNone(prev(self.root, "rows/baseline_copy16"))
+        self.assertEqual(bench.comparisons(self.root, "rows/step7_layernorm_aligned")[0],
+                         ["rows/step5_layernorm", "rows/baseline_copy"])
+        self.assertEqual(bench.comparisons(self.root, "rows/step8_bf16_layernorm_aligned")[0],
+                         ["rows/step6_bf16_layernorm", "rows/step7_layernorm_aligned",
+                          "rows/baseline_copy16"])
+
+    def test_make_diff_shows_the_same_step_before_as_the_pages(self):
+        """tools/step.sh (make diff) and bench.diff_base (the READMEs' diff
+        blocks) name the same step for every part 2 step of this repository."""
+        for name in bench.row_program_dirs(REPO):
+            k = schema.step_number(name)
+            if k is None:
+                continue
+            proc = subprocess.run(["bash", os.path.join(REPO, "tools", "step.sh"), "diff",
+                                   f"rows/{k}"], capture_output=True, text=True)
+            first = proc.stdout.splitlines()[0] if proc.stdout else ""
+            want = bench.diff_base(REPO, name)
+            if want is None:
+                self.assertIn("is the first step", first, name)
+            else:
+                self.assertEqual(first, f"--- {want}/rows.cu", name)
+
     def test_only_runs_the_named_and_their_comparisons_in_one_run(self):
         proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.R2,
                           "--torch-python", self.python)

@@ -472,7 +472,10 @@ class RowMeasurements(RunIndex):
         """The nearest lower-numbered step of the file computing the same op,
         else the nearest of any op (bench.previous_step's rule): which step
         that is does not depend on runs; its figures beside step's come from
-        step's run (within()), and a run without it has none to show."""
+        step's run (within()), and a run without it has none to show. A
+        baseline (rows/copy, rows/cub) has none."""
+        if schema.step_number(step) is None:
+            return None
         earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
         same = [s for s in earlier if self.op(s) and self.op(s) == self.op(step)]
         earlier = same or earlier

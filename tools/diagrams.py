@@ -758,6 +758,90 @@ def draw_row_split(mpl, step, path):
     save(mpl, fig, path)
 
 
+# rows/step13_layernorm_aligned (and its bfloat16 twin, step 14): gamma and beta
+# are indexed by column, so where a row's head moves its body off x's 16-byte
+# boundaries, the body's packs sit `head` elements past gamma's boundaries and
+# are read in the widest pieces their addresses allow (load_pieces()).
+ROW_PARAMS = {"rows/step13_layernorm_aligned": (4, 43, 4),   # step -> (rows, cols, pack)
+              "rows/step14_bf16_layernorm_aligned": (4, 45, 8)}
+ROW_PARAMS_FIGURE = "params"
+ROW_PARAMS_ALT = ("{step}: for each row of a {rows} x {cols} matrix, its split in x and the "
+                  "pieces in which its body reads gamma and beta, whose 16-byte boundaries fall "
+                  "elsewhere in every row")
+PIECE_COLOURS = ("#2a7a4b", "#8fcf9f")   # alternate pieces, so each load shows
+
+
+def param_pieces(pos, pack):
+    """Element counts of the loads that read one pack of gamma whose first
+    element lies pos elements past a 16-byte boundary (pack elements to 16
+    bytes): each the widest naturally aligned load, as load_pieces() does."""
+    pieces, j = [], 0
+    while j < pack:
+        at = (pos + j) % pack
+        n = next(w for w in (pack, pack // 2, pack // 4, pack // 8, 1)
+                 if w >= 1 and at % w == 0 and j + w <= pack)
+        pieces.append(n)
+        j += n
+    return pieces
+
+
+def draw_row_params(mpl, step, path):
+    rows, cols, pack = ROW_PARAMS[step]
+    cell = 0.22
+    width = cols * cell + 2.3
+    fig, ax = new_figure(mpl, width, 2 * rows, 0.4, 1.05, 0.45, 1.95, 0.35)
+    labels, ticks = [], []
+    for r, (head, packs, tail) in enumerate(row_split(rows, cols, pack)):
+        top = 2 * (rows - r) - 1   # x's strip; gamma's just below it
+        for c in range(cols):
+            colour = SPLIT_HEAD if c < head else SPLIT_TAIL if c >= head + packs * pack \
+                else SPLIT_BODY[(c - head) // pack % 2]
+            add_cell(ax, mpl.Rectangle((c, top), 1, 0.9, facecolor=colour, edgecolor="#ffffff",
+                                       linewidth=0.6))
+        # gamma: the head and tail columns one by one, the body in pieces.
+        k = 0
+        for i in range(packs):
+            c = head + i * pack
+            for n in param_pieces(head % pack, pack):
+                add_cell(ax, mpl.Rectangle((c + 0.05, top - 1 + 0.05), n - 0.1, 0.8,
+                                           facecolor=PIECE_COLOURS[k % 2], edgecolor="none"))
+                c += n
+                k += 1
+        for c in list(range(head)) + list(range(head + packs * pack, cols)):
+            add_cell(ax, mpl.Rectangle((c + 0.05, top - 1 + 0.05), 0.9, 0.8,
+                                       facecolor=SPLIT_HEAD if c < head else SPLIT_TAIL,
+                                       edgecolor="none"))
+        for c in range(cols + 1):
+            if (r * cols + c) % pack == 0:   # x's boundaries: the flat matrix's
+                ax.plot([c, c], [top - 0.05, top + 0.95], color="#222222", linewidth=1.2)
+            if c % pack == 0:                # gamma's: its own, column 0 on one
+                ax.plot([c, c], [top - 1.05, top - 0.05], color="#222222", linewidth=1.2)
+        loads = len(param_pieces(head % pack, pack))
+        labels += [f"row {r}: x, head {head}", f"gamma: {loads} load{'s' if loads > 1 else ''} a pack"]
+        ticks += [top + 0.45, top - 0.55]
+    ax.set_xlim(-0.3, cols + 0.3)
+    ax.set_ylim(-0.2, 2 * rows + 0.2)
+    ax.set_yticks(ticks, labels, fontsize=8)
+    ax.set_xticks([0, cols], ["col 0", f"{cols}"], fontsize=8)
+    bare(ax)
+    unit = "float" if pack == 4 else "bfloat16"
+    handles = [mpl.Patch(facecolor=SPLIT_HEAD, label="head"),
+               mpl.Patch(facecolor=SPLIT_BODY[0], label="x: one 16-byte pack per lane"),
+               mpl.Patch(facecolor=PIECE_COLOURS[0], label="gamma: one load per piece"),
+               mpl.Patch(facecolor=SPLIT_TAIL, label="tail"),
+               mpl.Line2D([], [], color="#222222", linewidth=1.2, label="16-byte boundary")]
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5,
+              fontsize=8, frameon=False, borderaxespad=0.2)
+    fig.text(0.3 / width, 1 - 0.12 / fig.get_figheight(),
+             f"{step}: x's packs on x's boundaries, gamma's in pieces", fontsize=11.5,
+             fontweight="bold", va="top")
+    fig.text(0.3 / width, 1 - 0.4 / fig.get_figheight(),
+             f"{rows} rows of {cols} {unit}s: gamma is indexed by column and starts on a "
+             "boundary, so a row's head puts its body's packs that far past gamma's boundaries",
+             fontsize=8.5, va="top", color="#333333")
+    save(mpl, fig, path)
+
+
 ROW_NO_PICTURE = ("No access-pattern picture for {step}: the row sum steps (0 to 4) have one; "
                   "this step reads its rows as step 4 does.")
 
@@ -768,6 +852,11 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
         rows, cols, pack = ROW_SPLIT[step]
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
         alt = translate(ROW_SPLIT_ALT, step=step, rows=rows, cols=cols, most=pack - 1)
+        return f"![{alt}]({link})"
+    if step in ROW_PARAMS:
+        rows, cols, _ = ROW_PARAMS[step]
+        link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
+        alt = translate(ROW_PARAMS_ALT, step=step, rows=rows, cols=cols)
         return f"![{alt}]({link})"
     if step not in ROW_PICTURES:
         return translate(ROW_NO_PICTURE, step=step)
@@ -780,7 +869,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
 
 
 def row_figure_path(step, out_dir):
-    kind = ROW_SPLIT_FIGURE if step in ROW_SPLIT else ROW_FIGURE
+    kind = ROW_SPLIT_FIGURE if step in ROW_SPLIT else \
+        ROW_PARAMS_FIGURE if step in ROW_PARAMS else ROW_FIGURE
     return os.path.join(out_dir, f"{step.replace('/', '-')}-{kind}.png")
 
 
@@ -838,6 +928,9 @@ def run(args):
         for step in ROW_SPLIT:
             if os.path.isfile(os.path.join(root, step, "rows.cu")):
                 draw_row_split(mpl, step, row_figure_path(step, out_dir))
+        for step in ROW_PARAMS:
+            if os.path.isfile(os.path.join(root, step, "rows.cu")):
+                draw_row_params(mpl, step, row_figure_path(step, out_dir))
     return 0
 
 

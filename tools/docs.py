@@ -186,7 +186,8 @@ STRINGS = {
 STRINGS.update(rows_docs.STRINGS)
 STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: "", "; ": ""})
 STRINGS.update({words: "" for words in stale.PART_WORDS.values()})
-STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: ""})
+STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: "",
+                diagrams.ROW_PARAMS_ALT: ""})
 # The alt text of the results charts: the English pages name the chart's kind.
 CHART_ALT = {kind: kind for kind in ("progression", "sweep", "vs-cub", "profile")}
 STRINGS.update({alt: "" for alt in CHART_ALT.values()})
@@ -828,7 +829,7 @@ def part1_effect(src, step):
 
 def row_figures(src, step, translate):
     out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
-    if step in diagrams.ROW_PICTURES or step in diagrams.ROW_SPLIT:
+    if step in diagrams.ROW_PICTURES or step in diagrams.ROW_SPLIT or step in diagrams.ROW_PARAMS:
         src.linked.append(diagrams.row_figure_path(step, out_dir))
     return diagrams.row_figures_block(step, os.path.join(src.root, step), out_dir,
                                       translate=lambda template, **values: translate(template,

@@ -304,6 +304,10 @@ STRINGS = {
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+    "{step}: for each row of a {rows} x {cols} matrix, its split in x and the pieces in which its "
+    "body reads gamma and beta, whose 16-byte boundaries fall elsewhere in every row":
+        "{step}：{rows} x {cols} 的矩阵中，每一行在 x 里怎样切分，以及它的主体分几段读取 gamma 和 beta："
+        "这两个数组的 16 字节边界在每一行都落在别处",
     "{step}: how each row of a {rows} x {cols} matrix is split: up to {most} floats before its "
     "first 16-byte boundary and after its last whole float4, loaded one by one, and float4s "
     "between them":
@@ -369,6 +373,10 @@ SUMMARIES = {
         "对齐各行：两端多出来的 float 逐个处理，其余用 float4。",
     "LayerNorm in bfloat16: step 11's bfloat16 loads and stores, on step 7.":
         "bfloat16 的 LayerNorm：把第 11 步的 bfloat16 加载与存储用在第 7 步上。",
+    "Aligned LayerNorm: step 10's head and tail split, with gamma and beta cut to fit.":
+        "对齐的 LayerNorm：沿用第 10 步的首尾切分，gamma 和 beta 按各自的对齐分段读取。",
+    "Aligned LayerNorm in bfloat16: step 12's bfloat16 loads and stores, on step 13.":
+        "bfloat16 的对齐 LayerNorm：把第 12 步的 bfloat16 加载与存储用在第 13 步上。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
@@ -504,7 +512,7 @@ CHART_PATTERNS = [
     (r"copy of the same bytes: (\S+) GB/s", "复制同样的字节：{0} GB/s"),
     (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
      "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
-    (r"(.+), revision (\S+); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
+    (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
      r"flushed; PyTorch: (.+)\. Source: (\S+)",
      "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；PyTorch：{3}。数据来源：{4}"),
     (r"The sum over (\d+) x (.+) against one \(L2 flushed, median\)",
