@@ -33,7 +33,6 @@ Exit codes: 0 done (or up to date), 1 --check found a page out of date,
 2 bad input (one line on stderr).
 """
 import argparse
-import difflib
 import math
 import os
 import re
@@ -55,6 +54,7 @@ import schema  # noqa: E402  (the CSV files and step names)
 import stale  # noqa: E402  (rows measured on an earlier version of the code)
 import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
 from compare import TABLE_SIZES  # noqa: E402
+import generated  # noqa: E402  (the diff blocks)
 from generated import fill_blocks, has_block, markers, read_text, write_if_changed  # noqa: E402
 from schema import power_label  # noqa: E402
 
@@ -493,18 +493,12 @@ def diff_block(src, step, lang):
             return tr("Step 0 is the starting point; there is no previous step.", lang)
         return tr("{step} is the first step; there is no previous step.", lang, step=step)
     prev = earlier[-1]
-    with open(src.source_file(prev), encoding="utf-8") as a, \
-            open(this_src, encoding="utf-8") as b:
-        old, new = a.read().splitlines(), b.read().splitlines()
-    diff = "\n".join(difflib.unified_diff(old, new, f"{prev}/reduce.cu", f"{step}/reduce.cu",
-                                          n=3, lineterm=""))
-    if not diff:
+    block = generated.fenced_diff(src.source_file(prev), this_src, f"{prev}/reduce.cu",
+                                  f"{step}/reduce.cu")
+    if block is None:
         return tr("{this}/reduce.cu is identical to {prev}/reduce.cu.", lang, this=step,
                   prev=prev)
-    fence = "```"
-    while fence in diff:  # a longer fence if the source itself holds ```
-        fence += "`"
-    return f"{fence}diff\n{diff}\n{fence}"
+    return block
 
 
 def figures_block(src, step, lang):

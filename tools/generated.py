@@ -7,6 +7,7 @@ blocks) goes through here, so a rerun on unchanged inputs leaves git clean.
 A block is the text between a `<!-- BEGIN name -->` line and its
 `<!-- END name -->` line; everything outside blocks is the author's.
 """
+import difflib
 import os
 
 
@@ -75,3 +76,18 @@ def write_if_changed(path, data):
     with open(path, "wb") as handle:
         handle.write(data)
     return True
+
+
+def fenced_diff(old_path, new_path, old_label, new_label):
+    """The unified diff of two source files as a fenced markdown block (a
+    longer fence if a source itself holds ```), or None when they are
+    identical: the diff block of every step's README, in both parts."""
+    with open(old_path, encoding="utf-8") as a, open(new_path, encoding="utf-8") as b:
+        old, new = a.read().splitlines(), b.read().splitlines()
+    diff = "\n".join(difflib.unified_diff(old, new, old_label, new_label, n=3, lineterm=""))
+    if not diff:
+        return None
+    fence = "```"
+    while fence in diff:
+        fence += "`"
+    return f"{fence}diff\n{diff}\n{fence}"

@@ -12,10 +12,10 @@ PyTorch as the bars.
 
 Every string goes through the translate function docs.py passes in (English
 -> Chinese in tools/zh_strings.py)."""
-import difflib
 import os
 
 import compare
+import generated
 import schema
 import stale
 from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
@@ -328,17 +328,11 @@ def diff_block(rsrc, step, tr, steps):
     # A bfloat16 step's lesson is its diff against the float step it converts;
     # another step's against the step before of its op (bench.diff_base).
     prev = rsrc.m.float_twin(step) or rsrc.m.previous(step) or steps[index - 1]
-    with open(rsrc.source_file(prev), encoding="utf-8") as a, \
-            open(this_src, encoding="utf-8") as b:
-        old, new = a.read().splitlines(), b.read().splitlines()
-    diff = "\n".join(difflib.unified_diff(old, new, f"{prev}/rows.cu", f"{step}/rows.cu",
-                                          n=3, lineterm=""))
-    if not diff:
+    block = generated.fenced_diff(rsrc.source_file(prev), this_src, f"{prev}/rows.cu",
+                                  f"{step}/rows.cu")
+    if block is None:
         return tr("{this}/rows.cu is identical to {prev}/rows.cu.", this=step, prev=prev)
-    fence = "```"
-    while fence in diff:
-        fence += "`"
-    return f"{fence}diff\n{diff}\n{fence}"
+    return block
 
 
 def effect_text(rsrc, step):
