@@ -71,14 +71,9 @@ NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 # make test builds what its suites need TEST_JOBS at a time (default: the
 # CPU count, or make's own -j), then runs the suites as many at a time.
 # TEST_BUILD_MINUTES and TEST_SECONDS are what make test says a full build
-# and the suites take on two cores (make help and both READMEs quote them;
-# tests/cli_tests.sh checks that they agree). Measured at 9610271 (nproc 2,
-# no GPU, nvcc 13.0) with the two cores otherwise idle (load average 1.6 to
-# 2.1, make test's own): a fresh clone's make test 224 s, of which the build
-# and .venv 112 s (the suites' first run, matplotlib's font cache included,
-# 112 s); once built 79 s, and 93 s in another tree. Where other builds
-# shared the cores (load 2.7 to 5.1) the same took 257 to 311 s and 145 to
-# 154 s.
+# and the suites take on two cores with no GPU (make help and both READMEs
+# quote them; tests/cli_tests.sh checks that they agree; how they were
+# measured is in git log -S TEST_SECONDS).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD_MINUTES := 2
 TEST_SECONDS := 90
