@@ -16,6 +16,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench  # noqa: E402
+import grade  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402
 
@@ -134,6 +135,17 @@ class Tree(unittest.TestCase):
         self.assertIs(bench.diff_base, steps.diff_base)
         self.assertIs(bench.row_program_op, steps.row_op)
         self.assertEqual(bench.program_dirs(self.root), steps.step_dirs(self.root) + ["baseline_cub"])
+
+    def test_the_graders_speed_reference_is_a_step_of_the_list(self):
+        ref = lambda name, rows=False: grade.speed_reference(name, rows, root=self.root)  # noqa: E731
+        self.assertEqual(ref("step10"), "step10_d")
+        self.assertEqual(ref("10"), "step10_d")
+        self.assertEqual(ref("step1_b"), "step1_b")
+        self.assertEqual(ref("rows/4", rows=True), "rows/step4_norm_aligned")
+        for name in ("step3", "step1_x", "step9"):   # built without a source, a wrong slug, none
+            with self.subTest(name):
+                with self.assertRaises(grade.GradeError):
+                    ref(name)
 
     # ---------------------------------------------------------- command line
 
