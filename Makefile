@@ -382,13 +382,7 @@ check-run:
 	     k=$${step#rows/}; case "$$step" in cub|rows/cub|rows/copy) k=0 ;; esac; \
 	     hint=$$(echo "$$step" | sed -n 's|^\(rows/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$$|\1\2|p'); \
 	     case "$$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '$$step'$${hint:+ (that step is STEP=$$hint)}" ;; esac; \
-	     case "$$step" in \
-	         cub) dir=baseline_cub ;; \
-	         rows/cub|rows/copy) dir=rows/baseline_$${step#rows/} ;; \
-	         rows/*) dir=$$(ls -d "rows/step$${step#rows/}"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
-	         *) dir=$$(ls -d "step$$step"_*/ 2>/dev/null | head -n 1); dir=$${dir%/} ;; \
-	     esac; \
-	     test -n "$$dir" && { test -f "$$dir/reduce.cu" || test -f "$$dir/rows.cu"; } || \
+	     dir=$$($(PYTHON) tools/steps.py dir "$$step" 2>/dev/null) || \
 	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
 	 fi; \
 	 if [ -n "$$src" ]; then \

@@ -56,6 +56,7 @@ multigpu_unit|multigpu: shards and options (C)|build/multigpu_tests
 claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
+steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
 grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
 '

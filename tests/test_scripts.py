@@ -1193,22 +1193,6 @@ class BenchOnlyTest(ScriptTest):
                          ["rows/step6_bf16_layernorm", "rows/step7_layernorm_aligned",
                           "rows/baseline_copy16"])
 
-    def test_make_diff_shows_the_same_step_before_as_the_pages(self):
-        """tools/step.sh (make diff) and bench.diff_base (the READMEs' diff
-        blocks) name the same step for every part 2 step of this repository."""
-        for name in bench.row_program_dirs(REPO):
-            k = schema.step_number(name)
-            if k is None:
-                continue
-            proc = subprocess.run(["bash", os.path.join(REPO, "tools", "step.sh"), "diff",
-                                   f"rows/{k}"], capture_output=True, text=True)
-            first = proc.stdout.splitlines()[0] if proc.stdout else ""
-            want = bench.diff_base(REPO, name)
-            if want is None:
-                self.assertIn("is the first step", first, name)
-            else:
-                self.assertEqual(first, f"--- {want}/rows.cu", name)
-
     def test_only_runs_the_named_and_their_comparisons_in_one_run(self):
         proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.R2,
                           "--torch-python", self.python)

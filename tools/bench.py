@@ -45,6 +45,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
+import steps  # noqa: E402  (the step list of both parts, the step before a step)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -103,7 +104,7 @@ def program_dirs(root):
     """
     if not os.path.isdir(root):
         raise BenchError(EXIT_USAGE, f"no such directory: {root}")
-    names = schema.step_dirs(root)
+    names = steps.step_dirs(root)
     if os.path.isdir(os.path.join(root, schema.CUB_DIR)):
         names.append(schema.CUB_DIR)
     return names
@@ -114,63 +115,17 @@ def row_program_dirs(root):
     rows_root = os.path.join(root, "rows")
     if not os.path.isdir(rows_root):
         return []
-    steps = schema.step_dirs(rows_root, has=("rows.cu", "run"))
     baselines = sorted(d for d in os.listdir(rows_root) if d.startswith("baseline_")
                        and os.path.isdir(os.path.join(rows_root, d)))
-    return ["rows/" + d for d in steps + baselines]
+    return steps.step_dirs(root, steps.ROWS) + ["rows/" + d for d in baselines]
 
 
-_STEP_OP = re.compile(r"^\s*const\s+enum\s+row_op\s+step_op\s*=\s*ROW_(\w+)\s*;", re.M)
-_STEP_BF16 = re.compile(r"^\s*const\s+enum\s+row_dtype\s+step_dtype\s*=\s*ROW_BF16\s*;", re.M)
-
-
-def row_program_op(root, name):
-    """What a part 2 program computes, read from its rows.cu (common/rows.h's
-    step_op and step_dtype): sum, layernorm, softmax or copy, with _bf16 for
-    bfloat16 data; "" if it does not say."""
-    try:
-        with open(os.path.join(root, name, "rows.cu"), encoding="utf-8") as handle:
-            text = handle.read()
-    except OSError:
-        return ""
-    found = _STEP_OP.search(text)
-    if not found:
-        return ""
-    return found.group(1).lower() + ("_bf16" if _STEP_BF16.search(text) else "")
-
-
-def previous_step(root, name):
-    """The step name's ratios and counters are read beside: in part 2 the
-    nearest lower-numbered step of the same op (step 13, an aligned
-    LayerNorm, builds on step 7, not on step 12's bfloat16 LayerNorm), else
-    the nearest lower-numbered step; in part 1 the nearest lower-numbered
-    step. None for a baseline and a first step."""
-    if schema.step_number(name) is None:
-        return None
-    if name.startswith("rows/"):
-        steps = [d for d in row_program_dirs(root) if schema.step_number(d) is not None]
-    else:
-        steps = [d for d in program_dirs(root) if schema.step_number(d) is not None]
-    earlier = [d for d in steps if schema.step_sort_key(d) < schema.step_sort_key(name)]
-    if name.startswith("rows/"):
-        op = row_program_op(root, name)
-        same = [d for d in earlier if op and row_program_op(root, d) == op]
-        earlier = same or earlier
-    return earlier[-1] if earlier else None
-
-
-def diff_base(root, name):
-    """The step whose diff against name is name's lesson (make diff, and the
-    diff block of its README): a bfloat16 step's float twin, the step it
-    converts; else previous_step()."""
-    if name.startswith("rows/") and row_program_op(root, name).endswith("_bf16"):
-        op = row_program_op(root, name)[:-len("_bf16")]
-        twins = [d for d in row_program_dirs(root) if schema.step_number(d) is not None and
-                 schema.step_sort_key(d) < schema.step_sort_key(name) and
-                 row_program_op(root, d) == op]
-        if twins:
-            return twins[-1]
-    return previous_step(root, name)
+# What a part 2 program computes, the step before a step and the step whose
+# diff is its lesson: tools/steps.py's, the one answer make diff and the
+# READMEs give too.
+row_program_op = steps.row_op
+previous_step = steps.previous_step
+diff_base = steps.diff_base
 
 
 def torch_ops_of(op):
@@ -188,18 +143,15 @@ def comparisons(root, name):
     copy, the bfloat16 copy, or step 9 on one array and CUB's segmented sum
     for a row sum) and PyTorch's op."""
     if not name.startswith("rows/"):
-        steps = program_dirs(root)
-        earlier = [d for d in steps if d != schema.CUB_DIR and
+        names = program_dirs(root)
+        earlier = [d for d in names if d != schema.CUB_DIR and
                    schema.step_sort_key(d) < schema.step_sort_key(name)]
-        found = earlier[-1:] + [d for d in steps if schema.step_number(d) == 0]
+        found = earlier[-1:] + [d for d in names if schema.step_number(d) == 0]
         return [d for d in dict.fromkeys(found + [schema.CUB_DIR]) if d != name], []
-    steps = [d for d in row_program_dirs(root) if schema.step_number(d) is not None]
-    earlier = [d for d in steps if schema.step_sort_key(d) < schema.step_sort_key(name)]
     op = row_program_op(root, name)
     found = [d for d in [previous_step(root, name)] if d]
     if op.endswith("_bf16"):
-        twins = [d for d in earlier if row_program_op(root, d) == op[:-len("_bf16")]]
-        found += twins[-1:]
+        found += [d for d in [steps.float_twin(root, name)] if d]
         found.append(COPY16_DIR)
     elif op == "sum":
         found += [ONE_ARRAY, ROW_CUB_DIR]

@@ -16,7 +16,8 @@ cd "$(dirname "$0")/.."
 mkdir -p "$dir"
 out=$dir/.determinism.csv.tmp
 reps=${DETERMINISM_REPS:-100}
-programs=$(ls -d step[0-9]*_*/ 2>/dev/null | sort -V | sed 's|/$|/run|')
+# Part 1's steps in step order (tools/steps.py, the one step list), then CUB and the atomic build.
+programs=$(python3 tools/steps.py list | sed 's|$|/run|')
 programs="$programs baseline_cub/run extras/atomic_step9/run"
 rm -f "$out"
 # Whatever happens below, the scratch CSV does not outlive this script.

@@ -89,6 +89,8 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (the win/tie rule of the project's results)
+import schema  # noqa: E402  (step numbers)
+import steps  # noqa: E402  (the step list of both parts)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -717,14 +719,12 @@ def speed_reference(name, rows, dtype="f32", root=REPO):
         return "rows/baseline_cub" if rows else "baseline_cub"
     match = re.fullmatch(r"(?:step)?(\d+)(_\w+)?", ref)
     part = "rows/" if rows else ""
-    source = "rows.cu" if rows else "reduce.cu"
     if match:
-        prefix = f"step{int(match.group(1))}_"
-        found = sorted(d for d in os.listdir(os.path.join(root, part) if part else root)
-                       if d.startswith(prefix) and (match.group(2) is None or d == ref)
-                       and os.path.isfile(os.path.join(root, part, d, source)))
+        found = [d for d in steps.step_dirs(root, part, source=True)
+                 if schema.step_number(d) == int(match.group(1))
+                 and (match.group(2) is None or d == part + ref)]
         if found:
-            return part + found[0]
+            return found[0]
     raise GradeError(EXIT_USAGE, f"--speed: no program '{name}' in part {2 if rows else 1} "
                                  f"(a step number such as step2, cub or copy)")
 

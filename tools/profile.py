@@ -26,6 +26,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 import schema  # noqa: E402
+import steps  # noqa: E402  (the step list, the step before a step)
 
 EXIT_USAGE, EXIT_MISSING, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
 DEFAULT_N = 1 << 25
@@ -378,10 +379,9 @@ def select_programs(root, step, rows=False, only=None):
         for name in named:
             if schema.step_number(os.path.basename(name)) is None:
                 continue   # a baseline: no step before it to read its counters beside
-            beside.update(d for d in [bench.previous_step(root, name)] if d in names)
-            if rows:   # a bfloat16 step's counters are read beside its float twin's
-                beside.update(d for d in bench.comparisons(root, name)[0]
-                              if d.startswith("rows/step"))
+            # The step before (tools/steps.py), and a bfloat16 step's float twin.
+            beside.update(d for d in [steps.previous_step(root, name),
+                                      steps.float_twin(root, name)] if d in names)
         chosen = [n for n in names if n in beside]
         if not chosen:
             return []   # the names are the other part's: nothing to profile here

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # step.sh: the teaching helpers behind `make diff STEP=K` and `make new NAME=...`.
-#   step.sh diff K | rows/K    unified diff of the step before K (the nearest
-#                              lower number, or the step a `make new` step
-#                              started from) against step K's source
+#   step.sh diff K | rows/K    unified diff of the step before K against step
+#                              K's source (tools/steps.py's diff_base: the step
+#                              a `make new` step started from, a bfloat16
+#                              step's float twin, else the nearest lower step
+#                              of its op)
 #   step.sh new stepN_slug [K]   a new step directory, started from step K of
 #   step.sh new rows/stepN_slug [K]  that part (default: the step below it),
 #                              with a header for you to fill in; N must be
@@ -19,66 +21,16 @@ die() { echo "$*" >&2; exit 2; }
 # Each part: its folder prefix ("" or "rows/") and the file that makes a step.
 part_file() { [ "$1" = rows/ ] && echo rows.cu || echo reduce.cu; }
 
-# The directory of step K of part $1 (stepK_*), or nothing.
-step_dir() {
-    local part=$1 k=$2 d
-    for d in "$part"step"$k"_*/; do
-        [ -f "$d$(part_file "$part")" ] && { echo "${d%/}"; return; }
-    done
-}
+# The step list (which folders are steps, step K's folder, the step before
+# a step) is tools/steps.py's, the one answer bench, the grader and the
+# READMEs' diff blocks read too; this script asks it.
+steps() { python3 tools/steps.py "$@"; }
 
-# Step numbers present in part $1, in numeric order.
-step_numbers() {
-    local part=$1 d n
-    for d in "$part"step[0-9]*_*/; do
-        [ -f "$d$(part_file "$part")" ] || continue
-        n=${d#"$part"step}; echo "${n%%_*}"
-    done | sort -n
-}
-
-# The nearest step number below $2 in part $1, or nothing.
-step_below() {
-    local k
-    for k in $(step_numbers "$1"); do
-        [ "$((10#$k))" -lt "$2" ] && echo "$k"
-    done | tail -n 1
-}
-
-# What a part 2 step's rows.cu computes (common/rows.h's step_op, with _bf16
-# for bfloat16 data), as tools/bench.py's row_program_op reads it.
-step_op_of() {
-    local op
-    op=$(sed -n 's/^[[:space:]]*const[[:space:]]*enum[[:space:]]*row_op[[:space:]]*step_op[[:space:]]*=[[:space:]]*ROW_\([A-Z0-9_]*\)[[:space:]]*;.*/\1/p' "$1" | head -n 1)
-    [ -n "$op" ] || return 0
-    op=$(echo "$op" | tr 'A-Z' 'a-z')
-    grep -Eq '^[[:space:]]*const[[:space:]]+enum[[:space:]]+row_dtype[[:space:]]+step_dtype[[:space:]]*=[[:space:]]*ROW_BF16[[:space:]]*;' "$1" && op=${op}_bf16
-    echo "$op"
-}
-
-# The step whose diff against part 2's step $1 (a number) is its lesson, as
-# tools/bench.py's diff_base decides: a bfloat16 step's float twin (the
-# nearest lower step of the same op in float), else the nearest lower step
-# of the same op, else nothing (then the nearest lower step is taken).
-rows_base() {
-    local k=$1 op want
-    op=$(step_op_of "$(step_dir rows/ "$k")/rows.cu")
-    [ -n "$op" ] || return 0
-    for want in ${op%_bf16} "$op"; do   # the float op first, then the step's own
-        local n found=""
-        for n in $(step_numbers rows/); do
-            [ "$((10#$n))" -lt "$k" ] && [ "$(step_op_of "$(step_dir rows/ "$n")/rows.cu")" = "$want" ] &&
-                found=$n
-        done
-        [ -n "$found" ] && { echo "$found"; return 0; }
-    done
-}
+# The directory of step K of part $1 (stepK_* with its source), or nothing.
+step_dir() { steps dir "$1$2" 2>/dev/null; }
 
 # The next free step number of part $1: one past the highest.
-next_free() {
-    local last
-    last=$(step_numbers "$1" | tail -n 1)
-    if [ -n "$last" ]; then echo $((10#$last + 1)); else echo 0; fi
-}
+next_free() { steps --source next "${1:+rows}"; }
 
 cmd_usage() {
     local one two
@@ -104,22 +56,18 @@ cmd_diff() {
         die "make diff: STEP must be a step number or rows/K, got '$arg'$hint"
     fi
     k=$((10#$k))
-    local file this prev below
+    local file this prev
     file=$(part_file "$part")
     this=$(step_dir "$part" "$k")
     [ -n "$this" ] || die "make diff: no step $part$k (no ${part}step${k}_*/$file)"
-    below=$(step_below "$part" "$k")
-    if [ -z "$below" ]; then
+    # The step before (the one `make new FROM=K` started it from, a bfloat16
+    # step's float twin, else the nearest lower step of its op): steps.py's
+    # diff_base, the step its README's diff block shows.
+    prev=$(steps base "$part$k") || exit 2
+    if [ -z "$prev" ]; then
         echo "$this is the first step${part:+ of part 2}: the starting point, with no previous step"
         exit 0
     fi
-    [ "$part" = rows/ ] && [ -n "$(rows_base "$k")" ] && below=$(rows_base "$k")
-    prev=$(step_dir "$part" "$below")
-    # A step made by `make new FROM=K` names the step it started from.
-    local origin
-    origin=$(sed -n 's|^// Started from \(step[0-9]*_[a-z0-9_]*\) by make new.*|\1|p' \
-             "$this/$file" | head -n 1)
-    [ -n "$origin" ] && [ -f "$part$origin/$file" ] && prev=$part$origin
     # Labels, not file times: the same diff on every machine.
     diff -u --label "$prev/$file" --label "$this/$file" "$prev/$file" "$this/$file"
     [ $? -le 1 ] || exit 2   # diff: 1 means "they differ", which is the point
@@ -143,7 +91,7 @@ cmd_new() {
         "$(step_dir "$part" "$k") (the next free number is $next: NAME=${part}step${next}_slug)"
     [ "$k" = "$next" ] || die "make new: NAME=$name: the next free step number is $next" \
         "(NAME=${part}step${next}_${base#step*_}): steps are a sequence, each diffed against the one before it"
-    local below from
+    local from
     if [ -n "$from_arg" ]; then
         # FROM=K, or FROM=rows/K for a part 2 step: any step of the same part.
         local want=${from_arg#"$part"}
@@ -153,9 +101,8 @@ cmd_new() {
         [ -n "$from" ] || die "make new: FROM=$from_arg: no step $part$((10#$want))" \
             "(no ${part}step$((10#$want))_*/$file)"
     else
-        below=$(step_below "$part" "$k")
-        [ -n "$below" ] || die "make new: no step below $part$k to start from"
-        from=$(step_dir "$part" "$below")
+        from=$(steps --source list "${part:+rows}" | tail -n 1)   # k is the next free number
+        [ -n "$from" ] || die "make new: no step below $part$k to start from"
     fi
     mkdir "$name" || exit 2
     # A header of your own in place of the step's: its claims (the Effect
