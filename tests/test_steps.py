@@ -223,6 +223,27 @@ class ThisRepository(unittest.TestCase):
                     else:
                         self.assertEqual(first, f"--- {want}/{steps.source_file(name)}")
 
+    def test_each_readmes_diff_block_is_make_diffs(self):
+        """The generated diff block of every step's README (both languages)
+        compares with the step diff_base names, the one make diff shows."""
+        for part in ("", "rows/"):
+            for name in steps.step_dirs(ROOT, part, source=True):
+                want = steps.diff_base(ROOT, name, source=True)
+                for page in ("README.md", "README.zh-CN.md"):
+                    path = os.path.join(ROOT, name, page)
+                    if not os.path.isfile(path):
+                        continue
+                    with open(path, encoding="utf-8") as f:
+                        text = f.read()
+                    if "<!-- BEGIN diff -->" not in text:
+                        continue
+                    block = text.split("<!-- BEGIN diff -->")[1].split("<!-- END diff -->")[0]
+                    with self.subTest(path=path):
+                        if want is None:
+                            self.assertNotIn("\n--- ", block)
+                        else:
+                            self.assertIn(f"\n--- {want}/{steps.source_file(name)}\n", block)
+
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

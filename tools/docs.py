@@ -52,6 +52,7 @@ import patterns  # noqa: E402  (the access-pattern model behind the pictures)
 import rows_docs  # noqa: E402  (part 2's blocks)
 import schema  # noqa: E402  (the CSV files and step names)
 import stale  # noqa: E402  (rows measured on an earlier version of the code)
+import steps  # noqa: E402  (the step a step's diff block compares with, as make diff)
 import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
 from compare import TABLE_SIZES  # noqa: E402
 import generated  # noqa: E402  (the diff blocks)
@@ -486,13 +487,13 @@ def diff_block(src, step, lang):
     this_src = src.source_file(step)
     if not os.path.isfile(this_src):
         return tr("There is no {step}/reduce.cu to compare yet.", lang, step=step)
-    index = src.steps.index(step)
-    earlier = [d for d in src.steps[:index] if os.path.isfile(src.source_file(d))]
-    if not earlier:
+    # The step make diff shows (tools/steps.py: the step a make new step
+    # started from, else the nearest lower one).
+    prev = steps.diff_base(src.root, step, source=True)
+    if prev is None:
         if schema.step_number(step) == 0:
             return tr("Step 0 is the starting point; there is no previous step.", lang)
         return tr("{step} is the first step; there is no previous step.", lang, step=step)
-    prev = earlier[-1]
     block = generated.fenced_diff(src.source_file(prev), this_src, f"{prev}/reduce.cu",
                                   f"{step}/reduce.cu")
     if block is None:
@@ -856,8 +857,7 @@ def rows_changes(src):
                       ("measured", lambda t=tr_lang: rows_docs.measured_block(rsrc, step, t)),
                       ("counters", lambda t=tr_lang: rows_docs.counters_block(
                           rsrc, step, t, counter_row, fmt_count)),
-                      ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t,
-                                                                      src.row_steps)),
+                      ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t)),
                       ("figures", lambda t=tr_lang, step=step: row_figures(src, step, t))]
             changes.append((path, old, fill_blocks(old, blocks)))
         if rsrc.m.get(step, compare.ROW_SEED_SHAPE):

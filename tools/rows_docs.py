@@ -18,6 +18,7 @@ import compare
 import generated
 import schema
 import stale
+import steps
 from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
 
 NONE_MARK = "—"
@@ -320,14 +321,13 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
     return "\n".join(lines + marks.note(tr))
 
 
-def diff_block(rsrc, step, tr, steps):
+def diff_block(rsrc, step, tr):
     this_src = rsrc.source_file(step)
-    index = steps.index(step)
-    if index == 0:
+    # The step make diff shows (tools/steps.py's diff_base): a bfloat16 step's
+    # float twin, the step it converts; else the step before of its op.
+    prev = steps.diff_base(rsrc.root, step, source=True)
+    if prev is None:
         return tr("{step} is the first step of part 2; there is no previous step.", step=step)
-    # A bfloat16 step's lesson is its diff against the float step it converts;
-    # another step's against the step before of its op (bench.diff_base).
-    prev = rsrc.m.float_twin(step) or rsrc.m.previous(step) or steps[index - 1]
     block = generated.fenced_diff(rsrc.source_file(prev), this_src, f"{prev}/rows.cu",
                                   f"{step}/rows.cu")
     if block is None:
