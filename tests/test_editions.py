@@ -39,6 +39,7 @@ and for line 1 of every program's source (the results tables quote it).
 So an edit to one edition that is not made in the other fails `make test`.
 Ends with "editions: N passed, N failed".
 """
+import ast
 import os
 import re
 import string
@@ -635,6 +636,45 @@ def placeholders(text):
     return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
 
 
+# The generators that register their English strings in a STRINGS table, whose
+# Chinese forms live only in tools/zh_strings.py.
+STRING_TABLES = ("docs.py", "rows_docs.py")
+
+
+def strings_table_values(source):
+    """The line of every value a generator writes into its STRINGS table
+    (`STRINGS = {...}`, `STRINGS.update(...)`, `STRINGS[key] = ...`) that is
+    not the empty string: the table only registers the English, and a value
+    here would be a second copy of a Chinese form that zh_strings.apply
+    overwrites."""
+    def is_table(node):
+        return isinstance(node, ast.Name) and node.id == "STRINGS"
+
+    def values(node):
+        if isinstance(node, ast.Dict):
+            return [v for v in node.values if not other_table(v)]   # {**rows_docs.STRINGS}
+        if isinstance(node, ast.DictComp):
+            return [node.value]
+        return [] if other_table(node) else [node]   # a table built some other way: show it
+
+    def other_table(node):      # another generator's table (checked in its own file)
+        return isinstance(node, ast.Attribute) and node.attr == "STRINGS"
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(is_table(t) for t in node.targets):
+            found += values(node.value)
+        elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and is_table(t.value) for t in node.targets):
+            found.append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and is_table(node.func.value) and node.func.attr in ("update", "setdefault")):
+            found += [v for arg in node.args for v in values(arg)]
+            found += [kw.value for kw in node.keywords]
+    return sorted(v.lineno for v in found
+                  if not (isinstance(v, ast.Constant) and v.value == ""))
+
+
 # ----------------------------------------------------------------------------
 # The pages
 # ----------------------------------------------------------------------------
@@ -761,6 +801,15 @@ class ChineseStringTests(unittest.TestCase):
         self.assertEqual(sorted(english - set(zh_strings.STRINGS)), [])
         for entry in accuracy_docs.TEXT.values():   # what the accuracy block will say
             self.assertEqual(entry["zh-CN"], zh_strings.STRINGS[entry["en"]])
+
+    def test_the_generators_hold_no_chinese_form(self):
+        # tools/zh_strings.py is the one home of the Chinese: docs.py and
+        # rows_docs.py register their English with "" (issue 44).
+        for name in STRING_TABLES:
+            with self.subTest(name=name):
+                self.assertEqual(strings_table_values(read(os.path.join(ROOT, "tools", name))),
+                                 [], f"tools/{name}: a STRINGS value that is not \"\"; its "
+                                 "Chinese form belongs in tools/zh_strings.py")
 
     def test_chinese_forms_keep_the_glossary(self):
         terms, _ = parse_glossary(read(GLOSSARY))
@@ -974,6 +1023,17 @@ class CheckerTests(unittest.TestCase):
         fixed = page.replace(english, "测量于 NVIDIA H200（驱动 580.159.04，CUDA 13.0），"
                                       "代码版本 2fae644，数据来自 plots/reference/h200.csv。")
         self.assertEqual(generated_english(fixed), [])
+
+    def test_a_chinese_form_in_a_generator_is_seen(self):
+        ok = ('STRINGS = {"win": "", "a": "", **rows_docs.STRINGS}\n'
+              'STRINGS.update(rows_docs.STRINGS)\nSTRINGS.update({w: "" for w in WORDS})\n')
+        self.assertEqual(strings_table_values(ok), [])
+        self.assertEqual(strings_table_values('STRINGS = {\n    "win": "胜",\n}\n'), [2])
+        self.assertEqual(strings_table_values(ok + 'STRINGS.update({"c": "丙"})\n'), [4])
+        self.assertEqual(strings_table_values(ok + 'STRINGS.update({w: w for w in W})\n'), [4])
+        self.assertEqual(strings_table_values(ok + 'STRINGS["d"] = "丁"\n'), [4])
+        self.assertEqual(strings_table_values(ok + 'STRINGS.update(TABLE)\n'), [4])
+        self.assertEqual(strings_table_values(ok + 'STRINGS.update({**ZH})\n'), [4])
 
     def test_a_summary_without_a_chinese_form_is_seen(self):
         summaries = source_summaries()

@@ -19,7 +19,8 @@ left alone.
                      diff      its reduce.cu against the previous step's
                      figures   its access-pattern pictures (tools/diagrams.py draws them)
 NAME.zh-CN.md beside a NAME.md gets the same blocks with Chinese labels
-(STRINGS below, and accuracy_docs.TEXT); step names, CUDA identifiers and
+(tools/zh_strings.py, for the English of STRINGS below and of
+accuracy_docs.TEXT); step names, CUDA identifiers and
 numbers are the same in both. Failed and check-mode rows never reach a table
 (tools/schema.py). Running it twice changes nothing.
 
@@ -71,9 +72,11 @@ LANGS = ((".md", "en"), (".zh-CN.md", "zh-CN"))
 SEED_V100_US = (("v0", 788.29), ("v1", 502.43), ("v2", 375.90),
                 ("v3", 205.89), ("v4", 176.86), ("final", 162.21))
 
-# Every string the blocks contain, English -> Simplified Chinese. English is
-# the key, so the English README reads the code's own text; a string missing
-# here fails tests/test_docs.py.
+# Every string the blocks contain, registered here with an empty value: the
+# English is the key, so the English README reads the code's own text, and
+# its Chinese form lives only in tools/zh_strings.py, which fills the values
+# below (zh_strings.apply). A string missing here fails tests/test_docs.py; a
+# Chinese value written here fails tests/test_editions.py.
 STRINGS = {
     # README.md: results
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
@@ -81,107 +84,76 @@ STRINGS = {
     "ran in {rounds} rounds, each in its own process, in an order shuffled per round; a "
     "round's time is the median of {reps} repetitions. A table gives the median round and, "
     "in brackets, the fastest and slowest; a ratio is called a win or a loss only where the "
-    "rounds of the two programs do not overlap, otherwise a tie. Source: {source}.":
-        "",
+    "rounds of the two programs do not overlap, otherwise a tie. Source: {source}.": "",
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}, "
     "peak {peak} GB/s from the device attributes) at revision {rev}; {flush}; one run of each "
     "program, the median of {reps} repetitions; a ratio is called a win or a loss only where "
     "the two runs' ranges do not overlap, otherwise a tie. Source: {source}.": "",
-    "L2 flushed before every repetition": "每次重复前都清空 L2",
-    "L2 not flushed (warm cache)": "未清空 L2（缓存是热的）",
-    "L2 flushed in some runs only (see the flush column)": "只有部分运行清空了 L2（见 flush 列）",
-    "**n = {power}** ({n} floats, {size})": "**n = {power}**（{n} 个 float，{size}）",
+    "L2 flushed before every repetition": "",
+    "L2 not flushed (warm cache)": "",
+    "L2 flushed in some runs only (see the flush column)": "",
+    "**n = {power}** ({n} floats, {size})": "",
     "| step | what changed | median us | rounds us | GB/s | % of peak | vs previous | vs step 0 "
     "| vs CUB |": "",
     "{ratio} {verdict}": "",
     "win": "", "tie": "", "loss": "",
     "The seed articles (Chinese, named under Sources below; V100, their own harness, "
     "2^25 floats) report {first} us ({first_name}), {middle} and {last} us for their final "
-    "version.":
-        "种子文章（中文，篇名见下文的“来源”；在 V100 上用它们自己的测试代码归约 2^25 个 float）"
-        "报告的时间为 {first} us（{first_name}）、{middle}，最终版本为 {last} us。",
-    "{us} ({name})": "{us}（{name}）",
-    ", ": "、",
-    "| seed version | V100 us (quoted, not measured here) | speed-up over v0 |":
-        "| 种子版本 | V100 us（引用，非本项目测量） | 相对 v0 的加速比 |",
+    "version.": "",
+    "{us} ({name})": "",
+    ", ": "",
+    "| seed version | V100 us (quoted, not measured here) | speed-up over v0 |": "",
     # stepN_*/README.md: measured
     "| n | median us | rounds us | GB/s | % of peak | vs previous step | vs step 0 | vs CUB |": "",
-    "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.":
-        "测量于 {gpu}（驱动 {driver}，CUDA {cuda}），版本 {rev}，数据来自 {source}。",
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}) at revision {rev}, from {source}.": "",
     "Not measured yet: {source} has no usable rows for {step} at n = 2^25 or 2^28. "
-    "`make bench` measures it beside the other steps and draws its charts in plots/results/.":
-        "尚未测量：{source} 中没有 {step} 在 n = 2^25 或 2^28 的有效数据。"
-        "`make bench` 会把它和其他步骤一起测量，并在 plots/results/ 中画出图表。",
+    "`make bench` measures it beside the other steps and draws its charts in plots/results/.": "",
     # stepN_*/README.md: counters
-    "| counter | previous ({prev}) | this step ({step}) | change |":
-        "| 计数器 | 上一步（{prev}） | 本步（{step}） | 变化 |",
-    "Nsight Compute, {gpu} at revision {rev}, from {source}.":
-        "Nsight Compute，{gpu}，版本 {rev}，数据来自 {source}。",
-    "No counters for {step} in {source} yet.": "还没有 {step} 的计数器数据（{source}）。",
-    "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.":
-        "还没有 Nsight Compute 计数器数据：先运行 `make profile-all`，再运行 `make docs`。",
-    "{label} ({unit})": "{label}（{unit}）",
-    "GPU not recorded": "未记录 GPU",
-    "not recorded": "未记录",
-    "warp instructions executed": "执行的 warp 指令数",
-    "threads active per warp instruction": "每条 warp 指令的活跃线程数",
-    "thread instructions with the predicate on": "谓词为真的线程指令数",
-    "shared-memory bank conflicts, loads": "共享内存 bank 冲突（读）",
-    "shared-memory bank conflicts, stores": "共享内存 bank 冲突（写）",
-    "DRAM throughput, % of peak": "DRAM 吞吐量，占峰值带宽 %",
-    "kernel duration": "kernel 执行时间",
-    "achieved occupancy, % of peak warps": "实际占用率，占最大 warp 数 %",
-    "lanes with the predicate on per warp instruction": "每条 warp 指令中谓词为真的 lane 数",
+    "| counter | previous ({prev}) | this step ({step}) | change |": "",
+    "Nsight Compute, {gpu} at revision {rev}, from {source}.": "",
+    "No counters for {step} in {source} yet.": "",
+    "No Nsight Compute counters yet: run `make profile-all`, then `make docs`.": "",
+    "{label} ({unit})": "",
+    "GPU not recorded": "",
+    "not recorded": "",
+    "warp instructions executed": "",
+    "threads active per warp instruction": "",
+    "thread instructions with the predicate on": "",
+    "shared-memory bank conflicts, loads": "",
+    "shared-memory bank conflicts, stores": "",
+    "DRAM throughput, % of peak": "",
+    "kernel duration": "",
+    "achieved occupancy, % of peak warps": "",
+    "lanes with the predicate on per warp instruction": "",
     # stepN_*/README.md: vs-cub, determinism, tried (step 9's)
     "| n | {prev} us | {step} us | CUB us | {step} vs {prev} | {step} vs CUB |": "",
     "Median round of {rounds} (each round the median of {reps} repetitions), L2 flushed, on "
     "{gpu}; a ratio above 1 means {step} is faster. Against CUB: {wins} wins, {ties} ties and "
     "{losses} losses over {sizes} sizes; {worst} at its slowest (n = {worst_n}); geometric "
-    "mean {mean} over the powers of two from n = 2^12 to 2^22. From {source}.":
-        "{reps} 次重复的中位数，每次前清空 L2，GPU 为 {gpu}；比值大于 1 表示 {step} 更快。"
-        "相对 CUB：最慢时为 {worst}（n = {worst_n}）；几何平均为 {mean}"
-        "（取 n = 2^12 到 2^22 的各个二的幂）。数据来自 {source}。",
-    "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.":
-        "尚未测量：{source} 中没有 {step} 与 CUB 在相同规模上的数据。",
-    "| program | n | runs | different sums | median us |":
-        "| 程序 | n | 运行次数 | 不同的和 | 中位数 us |",
-    "From {source}, on {gpu} at revision {rev} (`make determinism`).":
-        "数据来自 {source}，{gpu}，版本 {rev}（`make determinism`）。",
-    "Not measured yet: `make determinism OUT_DIR=plots/reference`, then `make docs`.":
-        "尚未测量：先运行 `make determinism OUT_DIR=plots/reference`，再运行 `make docs`。",
-    "| variant | {sizes} |": "| 变体 | {sizes} |",
+    "mean {mean} over the powers of two from n = 2^12 to 2^22. From {source}.": "",
+    "Not measured yet: {source} has no rows for {step} and CUB at the same sizes.": "",
+    "| program | n | runs | different sums | median us |": "",
+    "From {source}, on {gpu} at revision {rev} (`make determinism`).": "",
+    "Not measured yet: `make determinism OUT_DIR=plots/reference`, then `make docs`.": "",
+    "| variant | {sizes} |": "",
     "Median us per n, L2 flushed, from {source} (`make tune`, on {gpu} at revision {rev}); "
-    "a variant is this step with one `#define` changed.":
-        "各 n 下的中位数（us），每次前清空 L2，数据来自 {source}（`make tune`，{gpu}，"
-        "版本 {rev}）；每个变体只改了本步的一个 `#define`。",
-    "Not measured yet: {source} does not exist.": "尚未测量：{source} 还不存在。",
-    "{step} as shipped": "{step}（发布版本）",
+    "a variant is this step with one `#define` changed.": "",
+    "Not measured yet: {source} does not exist.": "",
+    "{step} as shipped": "",
     # stepN_*/README.md: diff
-    "Step 0 is the starting point; there is no previous step.": "Step 0 是起点，没有上一步。",
-    "{step} is the first step; there is no previous step.": "{step} 是第一步，没有上一步。",
-    "There is no {step}/reduce.cu to compare yet.": "还没有可比较的 {step}/reduce.cu。",
-    "{this}/reduce.cu is identical to {prev}/reduce.cu.":
-        "{this}/reduce.cu 与 {prev}/reduce.cu 完全相同。",
+    "Step 0 is the starting point; there is no previous step.": "",
+    "{step} is the first step; there is no previous step.": "",
+    "There is no {step}/reduce.cu to compare yet.": "",
+    "{this}/reduce.cu is identical to {prev}/reduce.cu.": "",
     # stepN_*/README.md: figures (alt text: tools/diagrams.py ALT_TEXT)
-    "No access-pattern pictures for {step} yet: tools/patterns.py has no model of it.":
-        "{step} 还没有访问模式图：tools/patterns.py 中还没有它的模型。",
-    diagrams.ALT_TEXT["lanes"]:
-        "{step}：一个 block 的 {threads} 个线程（{warps} 个 warp）在每一层中哪些在工作，"
-        "以及哪些 warp 发出了这一层的指令",
-    diagrams.ALT_TEXT["banks"]:
-        "{step}：每一层的共享内存 bank 映射；没有任何一次请求让同一个 bank 服务两个不同的字",
-    diagrams.ALT_TEXT["banks-conflict"]:
-        "{step}：每一层的共享内存 bank 映射；最坏的一次请求让同一个 bank 服务 {degree} 个字",
-    diagrams.ALT_TEXT["shuffle"]:
-        "{step}：{levels} 层 __shfl_down_sync；lane i 加上 lane i + offset 的值，"
-        "只有 lane 0 得到完整的和",
-    diagrams.ALT_TEXT["loads"]: "{step}：在缩小的 grid 上，哪个线程加载哪个元素",
-    diagrams.ALT_TEXT["loads-vector"]:
-        "{step}：哪个线程加载哪个 float（头部、float4 主体和尾部），"
-        "grid 缩小，使用 --offset {offset}",
-    diagrams.ALT_TEXT["ticket"]:
-        "{step}：各 block 按完成的先后领取票号；领到票号 gridDim.x - 1 的 block "
-        "按 block 顺序读取所有部分和（grid 缩小）",
+    "No access-pattern pictures for {step} yet: tools/patterns.py has no model of it.": "",
+    diagrams.ALT_TEXT["lanes"]: "",
+    diagrams.ALT_TEXT["banks"]: "",
+    diagrams.ALT_TEXT["banks-conflict"]: "",
+    diagrams.ALT_TEXT["shuffle"]: "",
+    diagrams.ALT_TEXT["loads"]: "",
+    diagrams.ALT_TEXT["loads-vector"]: "",
+    diagrams.ALT_TEXT["ticket"]: "",
 }
 
 STRINGS.update(rows_docs.STRINGS)
@@ -202,7 +174,7 @@ STRINGS.update({
     "IEEE float32 rounds these operations the same on the GPU. Source: {source}.": "",
     "The largest relative error of a row's variance against the rows' mean, three ways": "",
 })
-zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # tools/zh_strings.py has the last word
+zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # the Chinese forms: tools/zh_strings.py
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
               "none": "L2 not flushed (warm cache)",

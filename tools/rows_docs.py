@@ -42,10 +42,12 @@ SECTORS_LABEL = "32-byte sectors per global load request"
 SOFTMAX_CHART_ALT = "softmax against the copy and PyTorch, per shape"
 BF16_CHART_ALT = "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape"
 
+# Every string part 2's blocks contain, registered with an empty value as in
+# docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
 STRINGS = {
-    "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)":
-        "", "| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
-        "previous | vs PyTorch | vs torch.compile |": "",
+    "Part 2 at {shape} (the seed article's LayerNorm: 64 x 512 rows of 1024 floats)": "",
+    "| program | what changed | median us | rounds us | GB/s | share of its bar | vs "
+    "previous | vs PyTorch | vs torch.compile |": "",
     "A row sum's bar is part 1's step 9 summing the same floats as one array; the bar of "
     "LayerNorm, softmax and the copy is the copy kernel, which moves the same bytes. vs "
     "PyTorch compares the same operation in the same run ({torch}), eager and through "
