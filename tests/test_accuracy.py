@@ -9,7 +9,9 @@
   (tools/accuracy_docs.py) from tests/accuracy/fixture-accuracy.csv, a file
   of INVENTED numbers that no page may show;
 - the float32 arithmetic and the textbook bounds that ACCURACY.md relies on;
-- the machine code of extras/kahan_step8 (needs nvcc and cuobjdump).
+- the machine code of extras/kahan_step8 (needs nvcc and cuobjdump);
+- tools/bf16_sum.c (make bf16-sum): the bfloat16 stall that both ACCURACY
+  pages quote.
 The last line is `accuracy: N passed, N failed[, N skipped]`.
 """
 import csv
@@ -910,6 +912,24 @@ def vector_loop(sass):
             if any("LDG.E.128" in t for t in loop):
                 return loop
     raise AssertionError("no loop with LDG.E.128 in reduce_kernel")
+
+
+class Bf16SumTest(unittest.TestCase):
+    """tools/bf16_sum.c (make bf16-sum): the stall it shows, and that both
+    ACCURACY pages quote its output as it is."""
+
+    def test_stall_and_quote(self):
+        program = os.path.join(REPO, "build", "bf16_sum")
+        if not os.access(program, os.X_OK):
+            self.skipTest("build/bf16_sum not built (make build/bf16_sum)")
+        out = subprocess.run([program], capture_output=True, text=True, check=True).stdout
+        rows = {tuple(line.split()[:2]): line.split() for line in out.splitlines()[1:]}
+        self.assertEqual(rows[("ones", "256")][2], "256")
+        self.assertEqual(rows[("ones", "1000")][2], "256")   # 256 + 1 rounds back to 256
+        self.assertEqual(rows[("ones", "1000")][3], "1000")  # float: exact
+        for page in ("ACCURACY.md", "ACCURACY.zh-CN.md"):
+            with open(os.path.join(REPO, page), encoding="utf-8") as handle:
+                self.assertIn(out, handle.read(), page)
 
 
 if __name__ == "__main__":

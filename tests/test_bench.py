@@ -1,0 +1,698 @@
+#!/usr/bin/env python3
+"""CPU tests for tools/bench.py (make bench's measuring): the programs it
+finds, its rounds, its files and log, part 2's shapes beside step 9 and
+PyTorch (tools/torch_rows.py, here a fake Python that writes its rows),
+--only, --round and --run-id. No GPU needed: the step programs are the fakes
+of tests/fakes.py, which take the harness's flags, write its CSV rows and
+fail with its exit codes and messages. Run: python3 tests/test_bench.py
+"""
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import (HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS,  # noqa: E402
+                   ROW_OPS, ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, make_root,
+                   make_torch_python, python_without_torch, row_bytes, size_of)
+
+import schema  # noqa: E402
+
+CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)   # what bench files: the harness's + round
+
+
+class BenchUnitTest(ScriptTest):
+    def test_discovery_orders_by_step_number(self):
+        os.makedirs(os.path.join(self.root, "step2_notes"))  # no source, no binary: ignored
+        os.makedirs(os.path.join(self.root, "stepx_bad"))
+        self.assertEqual(bench.program_dirs(self.root),
+                         ["step0_a", "step1_b", "step10_c", "baseline_cub"])
+
+    def test_row_programs_in_step_order_then_baselines(self):
+        self.assertEqual(bench.row_program_dirs(self.root), [])   # no rows/: no part 2
+        make_root(self.top, ("rows/step10_late", "rows/baseline_copy") + ROW_PROGRAMS)
+        os.makedirs(os.path.join(self.root, "rows", "step3_notes"))
+        self.assertEqual(bench.row_program_dirs(self.root),
+                         ["rows/step0_thread", "rows/step5_layernorm", "rows/step10_late",
+                          "rows/baseline_copy", "rows/baseline_cub"])
+
+    def test_find_programs_returns_run_paths(self):
+        programs = bench.find_programs(self.root)
+        self.assertEqual(programs[2], ("step10_c", os.path.join(self.root, "step10_c", "run")))
+
+    def test_unbuilt_student_step_is_reported(self):
+        os.makedirs(os.path.join(self.root, "step9_mine"))
+        open(os.path.join(self.root, "step9_mine", "reduce.cu"), "w").close()
+        with self.assertRaises(bench.BenchError) as caught:
+            bench.find_programs(self.root)
+        self.assertEqual(caught.exception.code, 2)
+        self.assertIn("step9_mine/run", str(caught.exception))
+
+    def test_full_sizes(self):
+        sizes = bench.sweep_sizes()
+        self.assertEqual(sizes, sorted(set(sizes)))
+        for k in range(10, 29):
+            self.assertIn(1 << k, sizes)
+        for n in (1000, 100003, 3 * 2**20 + 7, 10**7 + 1, 2**27 + 5, 2**25, 2**28):
+            self.assertIn(n, sizes)
+        self.assertTrue(all(1 <= n <= 2**31 - 1 for n in sizes))
+
+    def test_quick_sizes(self):
+        self.assertEqual(bench.sweep_sizes(quick=True), [1 << 20, 1 << 25])
+
+    def test_gpu_slug(self):
+        cases = {"NVIDIA H200": "h200", "NVIDIA GeForce RTX 4090": "geforce-rtx-4090",
+                 "NVIDIA A100-SXM4-80GB": "a100-sxm4-80gb", "  Tesla V100  ": "tesla-v100",
+                 "NVIDIA RTX 6000 Ada Generation": "rtx-6000-ada-generation", "": "unknown-gpu"}
+        for name, slug in cases.items():
+            self.assertEqual(schema.gpu_slug(name), slug, name)
+
+    def test_plans_of_both_parts(self):
+        self.add_rows_programs()
+        args = bench.parse_args(["--root", self.root, "--quick"])
+        [(sum_suffix, sums, roles1, _), (rows_suffix, rows, roles2, ops)] = bench.plans(args)
+        self.assertEqual((set(roles1.values()), set(roles2.values()), ops), ({""}, {""}, None))
+        self.assertEqual((sum_suffix, rows_suffix), ("", "-rows"))
+        self.assertEqual([name for name, _, _ in sums], list(PART1[:2]) +
+                         ["step9_singlepass", "step10_c", "baseline_cub"])
+        self.assertEqual([name for name, _, _ in rows], list(ROW_PROGRAMS) + ["step9_singlepass"])
+        for name, path, runs in rows:
+            self.assertEqual(path, os.path.join(self.root, name, "run"))
+            args = [run.args() for run in runs]
+            if name.startswith("rows/"):
+                self.assertEqual(args, [["--rows", str(r), "--cols", str(c)]
+                                        for r, c in bench.QUICK_ROW_SHAPES])
+            else:
+                self.assertEqual(args, [["-n", str(r * c)] for r, c in bench.QUICK_ROW_SHAPES])
+        [(suffix, _, _, _)] = bench.plans(bench.parse_args(["--root", self.root, "--part", "sum"]))
+        self.assertEqual(suffix, "")
+
+
+class BenchRunTest(ScriptTest):
+    def rounds(self, processes, programs=len(PART1)):
+        """The processes of each round: every program once, rounds in turn."""
+        return [processes[k:k + programs] for k in range(0, len(processes), programs)]
+
+    def test_quick_runs_every_program_once_per_round(self):
+        proc = self.bench("--quick", "--reps", "5", "--warmup", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        processes = self.processes()
+        self.assertEqual(len(processes), 3 * len(PART1))
+        for k, batch in enumerate(self.rounds(processes), 1):
+            self.assertEqual(sorted(step for _, step, _, _, _ in batch), sorted(PART1_LABELS), k)
+            for _, step, argv, lines, _ in batch:
+                # One process per program and round: every size through --runs.
+                self.assertEqual((argv[0], argv[2], len(argv)), ("--runs", "--csv", 4), argv)
+                self.assertEqual(sorted(size_of(line) for line in lines),
+                                 sorted(str(n) for n in QUICK))
+                for line in lines:
+                    self.assertEqual(line[2:], ["--reps", "5", "--warmup", "1"] +
+                                     (["--no-verify"] if k > 1 else []), (k, step, line))
+
+    def test_rounds_are_processes_in_a_shuffled_seeded_order(self):
+        def orders(*args):
+            if os.path.exists(self.log):
+                os.remove(self.log)
+            self.assertEqual(self.bench("--quick", "--rounds", "4", *args).returncode, 0)
+            processes = self.processes()
+            self.assertEqual(len({pid for pid, _, _, _, _ in processes}), 4 * len(PART1))
+            return [tuple(step for _, step, _, _, _ in batch) for batch in self.rounds(processes)]
+
+        first = orders()
+        self.assertEqual(len(first), 4)
+        for order in first:
+            self.assertEqual(sorted(order), sorted(PART1_LABELS))
+        self.assertGreater(len(set(first)), 1, first)   # the order changes from round to round
+        self.assertEqual(orders("--seed", "1"), first)  # the default seed, and repeatable
+        self.assertNotEqual(orders("--seed", "2"), first)
+
+    def test_round_column_in_the_merged_csv(self):
+        proc = self.bench("--quick")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(self.out, "h200.csv")) as f:
+            self.assertEqual(f.readline().strip().split(","), CONTRACT_COLUMNS)
+        self.assertEqual(CONTRACT_COLUMNS[-3:], ["round", "run", "role"])
+        for column in ("round", "run", "role"):   # the programs do not write them: bench does
+            self.assertNotIn(column, HARNESS_COLUMNS)
+        rows = self.results()
+        self.assertEqual([r["round"] for r in rows], ["1"] * 8 + ["2"] * 8 + ["3"] * 8)
+        # One run id in every row of one bench, and every program asked for.
+        self.assertEqual(len({r["run"] for r in rows}), 1)
+        self.assertRegex(rows[0]["run"], r"^\d{8}T\d{6}Z$")
+        self.assertEqual({r["role"] for r in rows}, {""})
+        for k, batch in enumerate(self.rounds(self.processes()), 1):
+            ran = [step for _, step, _, _, _ in batch]
+            filed = [r["step"] for r in rows if r["round"] == str(k)]
+            self.assertEqual(filed[::2], ran)   # in the order the programs ran
+            self.assertEqual(sorted((r["step"], int(r["n"])) for r in rows if r["round"] == str(k)),
+                             sorted((s, n) for s in PART1_LABELS for n in QUICK))
+        typed = schema.read_results(os.path.join(self.out, "h200.csv"))
+        self.assertEqual({r.round for r in typed}, {1, 2, 3})
+
+    def test_no_verify_on_the_rounds_after_the_first(self):
+        proc = self.bench("--quick", "--rounds", "3", FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        wrong = [p for p in self.processes() if p[1] == "step1_b"]
+        batches = [p for p in wrong if p[2][0] == "--runs"]
+        alone = [p for p in wrong if p[2][0] != "--runs"]
+        self.assertEqual([["--no-verify" in line for line in lines]
+                          for _, _, _, lines, _ in batches],
+                         [[False, False], [True, True], [True, True]])
+        # Round 1's checks fail before timing, so no row: each size again alone,
+        # with round 1's flags.
+        self.assertEqual(sorted(size_of(argv) for _, _, argv, _, _ in alone),
+                         sorted(str(n) for n in QUICK))
+        for _, _, argv, _, _ in alone:
+            self.assertNotIn("--no-verify", argv)
+        # Later rounds skip those checks: the timed run's own row, pass = 0.
+        rows = [r for r in self.results() if r["step"] == "step1_b"]
+        self.assertEqual(sorted((r["round"], r["n"], r["pass"]) for r in rows),
+                         sorted((k, str(n), "0") for k in ("2", "3") for n in QUICK))
+
+    def test_progress_lines_come_from_the_csv(self):
+        proc = self.bench("--quick")
+        progress = [l for l in proc.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(len(progress), 12)
+        rows = self.results()
+        for line, (_, step, _, _, _) in zip(progress, self.processes()):
+            match = re.fullmatch(r"\[round (\d)/3\] (\S+)\s+2 runs  2\^25 (\d+\.\d) us  PASS", line)
+            self.assertTrue(match, line)
+            self.assertEqual(match.group(2), schema.program_dir(step))
+            [row] = [r for r in rows if (r["round"], r["step"], r["n"]) ==
+                     (match.group(1), step, str(1 << 25))]
+            self.assertEqual(match.group(3), f"{float(row['median_us']):.1f}")
+        self.assertRegex(progress[0], r"^\[round 1/3\] \S+ +2 runs")
+        self.assertNotIn("== run", proc.stdout)  # the programs' own stdout is not shown
+        self.assertNotIn("PASS: exact fills", proc.stdout)
+
+    def test_results_file_named_by_gpu_replaces_old_one(self):
+        os.makedirs(self.out)
+        for name in ("h200.csv", "a100.csv"):
+            with open(os.path.join(self.out, name), "w") as f:
+                f.write("old\n")
+        proc = self.bench("--quick", FAKE_GPU="NVIDIA H200")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = self.results()
+        self.assertEqual(len(rows), 24)
+        self.assertEqual(list(rows[0]), CONTRACT_COLUMNS)
+        self.assertEqual({r["gpu"] for r in rows}, {"NVIDIA H200"})
+        with open(os.path.join(self.out, "a100.csv")) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assertEqual(sorted(os.listdir(self.out)),  # no temporary file left
+                         ["a100.csv", "h200-bench.log", "h200.csv"])
+        lines = proc.stdout.splitlines()
+        self.assertTrue(lines[-2].startswith("results: ") and lines[-2].endswith("h200.csv"))
+        self.assertRegex(lines[-1], r"^bench: 24 runs in 3 rounds \(run \d{8}T\d{6}Z\), \d+\.\d s -> "
+                                    r".*h200\.csv$")
+
+    def test_slug_of_consumer_gpu(self):
+        proc = self.bench("--quick", FAKE_GPU="NVIDIA GeForce RTX 4090")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["geforce-rtx-4090-bench.log", "geforce-rtx-4090.csv"])
+
+    def test_out_of_memory_is_skipped(self):
+        proc = self.bench("--quick", FAKE_OOM_ABOVE=str(1 << 24))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for step in PART1:
+            self.assertEqual(proc.stdout.count(f"skip: {step} n=33554432 does not fit in device "
+                                               "memory\n"), 3, step)   # once per round
+        rows = self.results()
+        self.assertEqual(sorted((r["step"], r["n"], r["round"]) for r in rows),
+                         sorted((s, "1048576", k) for s in PART1_LABELS for k in "123"))
+        self.assertIn("(12 skipped)", proc.stdout.splitlines()[-1])
+        self.assertEqual(proc.stderr, "")
+
+    def test_no_device_stops_with_one_line(self):
+        proc = self.bench("--quick", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        line = self.assert_one_line(proc.stderr, "bench: no CUDA device: ")
+        self.assertEqual(line, "bench: no CUDA device: no CUDA-capable device is detected")
+        self.assertEqual(proc.stdout, "")
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))
+        self.assertEqual(len(self.processes()), 1)  # stopped after the first process
+
+    def test_a_batch_that_dies_is_rerun_size_by_size(self):
+        crash = 1 << 20
+        proc = self.bench("--rounds", "1", FAKE_CRASH_STEP="step10_c", FAKE_CRASH_N=str(crash))
+        self.assertEqual(proc.returncode, 1)
+        runs = [p for p in self.processes() if p[1] == "step10_c"]
+        [(ran, held)] = [(ran, held) for _, _, argv, ran, held in runs if argv[0] == "--runs"]
+        order = [size_of(line) for line in held]
+        at = order.index(str(crash))
+        self.assertTrue(0 < at < len(order) - 1, order)   # it dies midway
+        self.assertEqual([size_of(line) for line in ran], order[:at + 1])
+        # The size that killed it and every size after it, each in a process of its own.
+        self.assertEqual([size_of(argv) for _, _, argv, _, _ in runs if argv[0] != "--runs"],
+                         order[at:])
+        failures = [l for l in proc.stderr.splitlines() if " failed" in l]
+        self.assertEqual(failures[0], f"bench: step10_c n={crash} failed (exit 3): error: kernel "
+                                      "launch: an illegal memory access was encountered "
+                                      "(reduce.cu:42)")
+        self.assertEqual(len(failures), 2, proc.stderr)   # that one, and the tally
+        self.assertIn(f"bench:   command: {os.path.join(self.root, 'step10_c', 'run')} "
+                      f"-n {crash} --reps 20 --warmup 3 --csv ", proc.stderr)
+        rows = self.results()
+        sizes = bench.sweep_sizes()
+        self.assertEqual(sorted(int(r["n"]) for r in rows if r["step"] == "step10_c"),
+                         [n for n in sizes if n != crash])
+        self.assertEqual(len(rows), 4 * len(sizes) - 1)
+        self.assertTrue(all(r["pass"] == "1" for r in rows))
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         rf"^bench: {4 * len(sizes) - 1} runs \(1 failed\) in 1 round ")
+
+    def test_an_unreadable_csv_is_a_failure_of_that_program(self):
+        proc = self.bench("--quick", FAKE_BAD_CSV_STEP="step10_c")
+        self.assertEqual(proc.returncode, 1)
+        for n in QUICK:
+            self.assertEqual(proc.stderr.count(f"bench: step10_c n={n} failed (exit 0): its CSV "
+                                               "cannot be read: "), 3, proc.stderr)
+        self.assertIn("not UTF-8 text", proc.stderr)
+        # The sweep goes on: every other program's rows are filed.
+        rows = self.results()
+        self.assertEqual(sorted((r["step"], r["n"], r["round"]) for r in rows),
+                         sorted((s, str(n), k) for s in PART1_LABELS if s != "step10_c"
+                                for n in QUICK for k in "123"))
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 18 runs \(6 failed\) in 3 rounds")
+
+    def test_wrong_result_is_a_failure_but_results_are_kept(self):
+        proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        path = os.path.join(self.root, "step1_b", "run")
+        for n in QUICK:
+            # Round 1: the checks before timing fail (the harness says why on stdout).
+            self.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
+                          f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
+                          proc.stderr)
+            self.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
+                          proc.stderr)
+            for k in (2, 3):
+                self.assertIn(f"bench: step1_b n={n} failed its check (round {k}): its row is "
+                              "kept with pass = 0", proc.stderr)
+        self.assertRegex(proc.stdout, r"\[round 1/3\] step1_b\s+0 runs\s+FAIL\n")
+        self.assertRegex(proc.stdout, r"\[round 2/3\] step1_b\s+2 runs  2\^25 \d+\.\d us  FAIL\n")
+        self.assertEqual(len(self.results()), 22)
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 22 runs \(6 failed\) in 3 rounds")
+
+    def test_log_holds_everything_printed(self):
+        proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        with open(os.path.join(self.out, "h200-bench.log")) as f:
+            log = f.read().splitlines()
+        self.assertEqual(log[0], f"$ bench.py --root {self.root} --out-dir {self.out} --quick")
+        for line in proc.stdout.splitlines() + proc.stderr.splitlines():
+            self.assertIn(line, log)
+        self.assertRegex(log[-1], r"^bench: 22 runs \(6 failed\) in 3 rounds")
+        self.assertIn("bench: 6 runs failed (see above); rows of wrong results are kept, "
+                      "with pass = 0", log)
+
+    def test_failed_rows_stay_in_the_csv(self):
+        self.bench("--quick", FAKE_WRONG_STEP="step1_b")
+        rows = schema.read_results(os.path.join(self.out, "h200.csv"))
+        self.assertEqual([(r.step, r.pass_, r.round) for r in rows if not r.passed],
+                         [("step1_b", 0, 2)] * 2 + [("step1_b", 0, 3)] * 2)
+        self.assertEqual(len(rows), 22)
+
+    def test_record_path_names_the_results_file(self):
+        record = os.path.join(self.top, "where.txt")
+        self.assertEqual(self.bench("--quick", "--record-path", record).returncode, 0)
+        with open(record) as f:
+            self.assertEqual(f.read(), os.path.join(self.out, "h200.csv") + "\n")
+
+    def test_mixed_gpus_is_an_error(self):
+        proc = self.bench("--quick", FAKE_ALT_GPU_STEP="step10_c")
+        self.assertEqual(proc.returncode, 1)
+        line = self.assert_one_line(proc.stderr, "bench: rows from several GPUs")
+        self.assertIn("NVIDIA A100-SXM4-80GB", line)
+        self.assertFalse(os.path.exists(self.out) and os.listdir(self.out))   # nothing written
+
+    def test_missing_binary_asks_for_make(self):
+        os.remove(os.path.join(self.root, "step1_b", "run"))
+        open(os.path.join(self.root, "step1_b", "reduce.cu"), "w").close()
+        proc = self.bench("--quick")
+        self.assertEqual(proc.returncode, 2)
+        line = self.assert_one_line(proc.stderr, "bench: not built: step1_b/run")
+        self.assertIn("make", line)
+        self.assertFalse(os.path.exists(self.log))
+
+
+class BenchRowsTest(ScriptTest):
+    """Part 2: rows/*/run over shapes, beside step 9 summing each shape as one array."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+
+    def test_both_parts_write_their_files(self):
+        record = os.path.join(self.top, "where.txt")
+        proc = self.bench("--quick", "--record-path", record)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-bench.log", "h200-rows.csv", "h200.csv"])
+        with open(record) as f:
+            self.assertEqual(f.read().splitlines(), [os.path.join(self.out, "h200.csv"),
+                                                     os.path.join(self.out, "h200-rows.csv")])
+        part1 = self.results()
+        self.assertEqual({r["step"] for r in part1}, set(PART1_LABELS) | {"step9_singlepass"})
+        self.assertEqual({(r["n"], r["rows"], r["cols"], r["op"]) for r in part1},
+                         {(str(n), "", "", "") for n in QUICK})
+        self.assertEqual(len(part1), 3 * 5 * 2)
+        rows = self.results("h200-rows.csv")
+        with open(os.path.join(self.out, "h200-rows.csv")) as f:
+            self.assertEqual(f.readline().strip().split(","), CONTRACT_COLUMNS)
+        shapes = sorted(bench.QUICK_ROW_SHAPES)
+        for label in ROW_LABELS:
+            mine = [r for r in rows if r["step"] == label]
+            for k in "123":
+                got = sorted((int(r["rows"]), int(r["cols"])) for r in mine if r["round"] == k)
+                self.assertEqual(got, shapes, (label, k))
+            for r in mine:
+                rr, cc = int(r["rows"]), int(r["cols"])
+                self.assertEqual((r["op"], int(r["n"]), float(r["bytes"]), r["pass"]),
+                                 (ROW_OPS[label], rr * cc, row_bytes(ROW_OPS[label], rr, cc), "1"))
+        ones = [r for r in rows if r["step"] == "step9_singlepass"]
+        self.assertEqual(sorted((r["round"], int(r["n"])) for r in ones),
+                         sorted((k, r * c) for k in "123" for r, c in shapes))
+        self.assertEqual({(r["rows"], r["cols"], r["op"]) for r in ones}, {("", "", "")})
+        self.assertEqual(len(rows), 3 * (len(ROW_LABELS) + 1) * len(shapes))
+        # Row programs get shapes, step 9 (in part 2's process) the same floats as -n.
+        for _, step, _, lines, _ in self.processes():
+            sizes = sorted(size_of(line) for line in lines)
+            if step.startswith("rows/"):
+                self.assertEqual(sizes, sorted(f"{r}x{c}" for r, c in shapes))
+                self.assertTrue(all("-n" not in line for line in lines))
+        one_array = [sorted(int(size_of(line)) for line in lines)
+                     for _, step, _, lines, _ in self.processes() if step == "step9_singlepass"]
+        self.assertEqual(one_array, [sorted(QUICK)] * 3 + [sorted(r * c for r, c in shapes)] * 3)
+        progress = [l for l in proc.stdout.splitlines() if l.startswith("[round 1/3] rows/")]
+        self.assertEqual(len(progress), len(ROW_LABELS))
+        self.assertRegex(proc.stdout, r"\[round 1/3\] rows/step0_thread\s+2 runs  "
+                                      r"32768x1024 \d+\.\d us  PASS\n")
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         rf"^bench: {len(part1) + len(rows)} runs in 3 rounds \(run \d{{8}}T\d{{6}}Z\), "
+                         r"\d+\.\d s -> "
+                         r"\S*h200\.csv, \S*h200-rows\.csv$")
+
+    def test_one_array_rows_once_per_size(self):
+        # Four of the shapes hold 2^25 floats: step 9 sums 2^25 once per round.
+        proc = self.bench("--part", "rows", "--rounds", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-rows-bench.log", "h200-rows.csv"])
+        sizes = sorted({r * c for r, c in bench.ROW_SHAPES})
+        self.assertLess(len(sizes), len(bench.ROW_SHAPES))
+        rows = self.results("h200-rows.csv")
+        for k in "12":
+            self.assertEqual(sorted(int(r["n"]) for r in rows
+                                    if r["step"] == "step9_singlepass" and r["round"] == k), sizes)
+            for label in ROW_LABELS:
+                self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in rows
+                                        if r["step"] == label and r["round"] == k),
+                                 sorted(bench.ROW_SHAPES))
+        for _, step, _, lines, _ in self.processes():
+            if step == "step9_singlepass":
+                self.assertEqual(sorted(int(size_of(line)) for line in lines), sizes)
+
+    def test_part_selection(self):
+        proc = self.bench("--quick", "--part", "sum")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-bench.log", "h200.csv"])
+        self.assertNotIn("PyTorch", proc.stdout)
+        self.assertFalse(any(step.startswith("rows/") for _, step, _, _, _ in self.processes()))
+        shutil.rmtree(os.path.join(self.root, "rows"))
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, f"bench: no part 2 programs under {self.root}/rows; "
+                                          "run `make` first")
+
+    def test_part_2_needs_step_9_built(self):
+        os.remove(os.path.join(self.root, "step9_singlepass", "run"))
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: not built: step9_singlepass/run")
+
+    def test_torch_is_left_out_with_one_line(self):
+        proc = self.bench("--quick", "--part", "rows")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stdout.splitlines() if "torch" in l.lower()],
+                         ["bench: no --torch-python: PyTorch is left out of part 2"])
+        python = python_without_torch(self.top)
+        os.remove(self.log)
+        proc = self.bench("--quick", "--part", "rows", "--torch-python", python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stdout.splitlines() if "torch" in l.lower()],
+                         [f"bench: {python} cannot run torch on a GPU (exit 1): PyTorch is left "
+                          "out of part 2"])
+        self.assertEqual(proc.stderr, "")
+        rows = self.results("h200-rows.csv")
+        self.assertFalse([r for r in rows if r["step"].startswith("torch/")])
+        self.assertEqual(len(rows), 3 * (len(ROW_LABELS) + 1) * len(bench.QUICK_ROW_SHAPES))
+        with open(os.path.join(self.out, "h200-rows-bench.log")) as f:
+            self.assertIn(f"bench: {python} cannot run torch on a GPU (exit 1): PyTorch is left "
+                          "out of part 2", f.read().splitlines())
+
+    def test_torch_rows_join_part_2_in_every_round(self):
+        python = make_torch_python(self.top)
+        proc = self.bench("--quick", "--part", "rows", "--torch-python", python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertNotIn("PyTorch is left out", proc.stdout)
+        torch = [(pid, argv) for pid, step, argv, _, _ in self.processes() if step == "torch"]
+        self.assertEqual(torch[0][1][0], "-c")   # the probe first, then once per round
+        shapes = ",".join(f"{r}x{c}" for r, c in bench.QUICK_ROW_SHAPES)
+        for k, (_, argv) in enumerate(torch[1:], 1):
+            self.assertEqual(argv[0], os.path.join(REPO, "tools", "torch_rows.py"))
+            self.assertEqual(argv[3:], ["--shapes", shapes, "--ops", ",".join(TORCH_OPS),
+                                        "--reps", "20", "--warmup", "3", "--round", str(k)])
+        self.assertEqual(len(torch), 4)
+        rows = [r for r in self.results("h200-rows.csv") if r["step"].startswith("torch/")]
+        self.assertEqual(sorted((r["round"], r["step"], r["rows"], r["cols"]) for r in rows),
+                         sorted((k, "torch/" + op, str(r), str(c)) for k in "123"
+                                for op in TORCH_OPS for r, c in bench.QUICK_ROW_SHAPES))
+        # The compiled ops keep the op's own name in the op column.
+        self.assertEqual({r["op"] for r in rows if r["step"].startswith("torch/compiled/")},
+                         {"sum", "layernorm", "softmax"})
+        self.assertEqual(len([l for l in proc.stdout.splitlines()
+                              if re.match(r"\[round \d/3\] torch +14 runs .* PASS$", l)]), 3)
+
+
+class BenchOnlyTest(ScriptTest):
+    """--only: the programs named and what their ratios are read against, in
+    one run, merged into the files; --round and --run-id: one run over calls."""
+
+    # Run ids are UTC times: later runs sort after earlier ones.
+    A, B, C, D, R2, S = ("20260101T000001Z", "20260101T000002Z", "20260101T000003Z",
+                         "20260101T000004Z", "20260101T000005Z", "20260101T000006Z")
+    OPS = ROW_STEP_OPS
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+        # What each program computes, as its rows.cu says it (bench.row_program_op).
+        for name, op in self.OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"// {name}\nconst enum row_op step_op = ROW_{op};\n")
+        self.python = make_torch_python(self.top)
+
+    def ran(self):
+        return sorted({step for _, step, _, _, _ in self.processes() if step != "torch"})
+
+    def test_comparisons_of_each_part(self):
+        self.assertEqual(bench.comparisons(self.root, "step10_c"),
+                         (["step9_singlepass", "step0_a", "baseline_cub"], []))
+        self.assertEqual(bench.comparisons(self.root, "step0_a"), (["baseline_cub"], []))
+        self.assertEqual(bench.comparisons(self.root, "rows/step5_layernorm"),
+                         (["rows/step0_thread", "rows/baseline_copy"],
+                          ["layernorm", "compiled/layernorm"]))
+        self.assertEqual(bench.comparisons(self.root, "rows/step0_thread"),
+                         (["step9_singlepass", "rows/baseline_cub"], ["sum", "compiled/sum"]))
+        self.assertEqual(bench.comparisons(self.root, "rows/baseline_copy"), ([], ["copy"]))
+        # A bfloat16 step: its float twin and the bfloat16 copy.
+        make_root(self.top, ("rows/step7_bf16_layernorm", "rows/baseline_copy16"))
+        for name, text in (("rows/step7_bf16_layernorm", "LAYERNORM;\nconst enum row_dtype "
+                            "step_dtype = ROW_BF16"), ("rows/baseline_copy16", "COPY")):
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{text};\n")
+        self.assertEqual(bench.comparisons(self.root, "rows/step7_bf16_layernorm"),
+                         (["rows/step5_layernorm", "rows/baseline_copy16"],
+                          ["layernorm_bf16", "compiled/layernorm_bf16"]))
+
+    def test_the_step_before_is_the_same_ops(self):
+        """A step is read beside the nearest lower step of its op (step 13, a
+        LayerNorm after a bfloat16 step, beside step 5 here); a bfloat16
+        step's lesson is its diff against its float twin."""
+        make_root(self.top, ("rows/step6_bf16_layernorm", "rows/step7_layernorm_aligned",
+                             "rows/step8_bf16_layernorm_aligned", "rows/baseline_copy16"))
+        for name, text in (("rows/step6_bf16_layernorm", "LAYERNORM;\nconst enum row_dtype "
+                            "step_dtype = ROW_BF16"), ("rows/step7_layernorm_aligned", "LAYERNORM"),
+                           ("rows/step8_bf16_layernorm_aligned", "LAYERNORM;\nconst enum "
+                            "row_dtype step_dtype = ROW_BF16"), ("rows/baseline_copy16", "COPY")):
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{text};\n")
+        prev, base = bench.previous_step, bench.diff_base
+        self.assertEqual(prev(self.root, "rows/step7_layernorm_aligned"), "rows/step5_layernorm")
+        self.assertEqual(base(self.root, "rows/step7_layernorm_aligned"), "rows/step5_layernorm")
+        self.assertEqual(prev(self.root, "rows/step8_bf16_layernorm_aligned"),
+                         "rows/step6_bf16_layernorm")
+        self.assertEqual(base(self.root, "rows/step8_bf16_layernorm_aligned"),
+                         "rows/step7_layernorm_aligned")
+        # The first bfloat16 LayerNorm: no earlier one, so the nearest lower step.
+        self.assertEqual(prev(self.root, "rows/step6_bf16_layernorm"), "rows/step5_layernorm")
+        self.assertEqual(base(self.root, "rows/step6_bf16_layernorm"), "rows/step5_layernorm")
+        self.assertIsNone(prev(self.root, "rows/baseline_copy16"))
+        self.assertEqual(bench.comparisons(self.root, "rows/step7_layernorm_aligned")[0],
+                         ["rows/step5_layernorm", "rows/baseline_copy"])
+        self.assertEqual(bench.comparisons(self.root, "rows/step8_bf16_layernorm_aligned")[0],
+                         ["rows/step6_bf16_layernorm", "rows/step7_layernorm_aligned",
+                          "rows/baseline_copy16"])
+
+    def test_only_runs_the_named_and_their_comparisons_in_one_run(self):
+        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.R2,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.ran(), ["rows/copy", "rows/step0_thread",
+                                      "rows/step5_layernorm"])
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-rows-bench.log", "h200-rows.csv"])
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {self.R2})
+        roles = {r["step"]: r["role"] for r in rows}
+        self.assertEqual(roles, {"rows/step5_layernorm": "", "rows/step0_thread": "compared",
+                                 "rows/copy": "compared", "torch/layernorm": "compared",
+                                 "torch/compiled/layernorm": "compared"})
+        self.assertIn("(compared)", proc.stdout)
+        # Round 1's exact checks: the program asked for makes them, the ones
+        # it is compared with do not (their timed runs are still verified).
+        checked = {}
+        for _, step, _, lines, _ in self.processes():
+            if step != "torch":
+                checked[step] = checked.get(step, False) or any("--no-verify" not in l
+                                                                for l in lines)
+        self.assertEqual(checked, {"rows/step5_layernorm": True, "rows/step0_thread": False,
+                                   "rows/copy": False})
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         r"^bench: \d+ runs in 3 rounds, only rows/step5_layernorm and what it is "
+                         r"compared with \(run " + self.R2 + r"\)")
+
+    def test_merge_keeps_other_runs_and_drops_dead_ones(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A,
+                                    "--torch-python", self.python).returncode, 0)
+        full = self.results("h200-rows.csv")
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.B,
+                                    "--torch-python", self.python).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        # Run A is whole (every other program's figures, and step 5's old rows
+        # for what reads them); run B beside it.
+        self.assertEqual([r for r in rows if r["run"] == self.A], full)
+        self.assertEqual({r["step"] for r in rows if r["run"] == self.B},
+                         {"rows/step5_layernorm", "rows/step0_thread", "rows/copy",
+                          "torch/layernorm", "torch/compiled/layernorm"})
+        # Step 5 again: run B holds nobody's figures any more and goes.
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.C,
+                                    "--torch-python", self.python).returncode, 0)
+        self.assertEqual(sorted({r["run"] for r in self.results("h200-rows.csv")}), [self.A, self.C])
+        # Every program named: run A goes too.
+        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", self.D,
+                                    "--torch-python", self.python).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {self.D})
+        self.assertEqual({r["role"] for r in rows}, {""})
+        with open(os.path.join(self.out, "h200-rows-bench.log")) as f:
+            log = f.read()
+        self.assertEqual(log.count("$ bench.py"), 4)   # every run's lines, the earlier first
+
+    def test_figures_and_ratios_come_from_one_run(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A).returncode, 0)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    self.B).returncode, 0, )
+        path = os.path.join(self.out, "h200-rows.csv")
+        rows = schema.read_results(path)
+        # Make run B's copy slower, so that a ratio across runs would show.
+        rows = [r if not (r.step == "rows/copy" and r.run == self.B)
+                else r.__class__(**{**r.__dict__, "median_us": r.median_us * 2,
+                                    "gbps": r.gbps / 2}) for r in rows]
+        import compare
+        m = compare.RowMeasurements(path, rows)
+        shape = (32768, 1024)
+        self.assertEqual(m.current["rows/step5_layernorm"], self.B)
+        self.assertEqual(m.current["rows/copy"], self.A)
+        self.assertEqual(m.get("rows/copy", shape).run, self.A)
+        self.assertEqual(m.within("rows/step5_layernorm").get("rows/copy", shape).run, self.B)
+        self.assertEqual(m.within("rows/step0_thread").get("rows/copy", shape).run, self.A)
+        self.assertEqual(m.previous("rows/step5_layernorm"), "rows/step0_thread")
+
+    def test_a_run_over_calls(self):
+        for k in "12":
+            proc = self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", k,
+                              "--run-id", self.S)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn(f"in round {k} of 2", proc.stdout.splitlines()[-1])
+        rows = self.results("h200-rows.csv")
+        self.assertEqual(sorted({r["round"] for r in rows}), ["1", "2"])
+        count = len(rows)
+        # A call again takes the place of its own rows only.
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--rounds", "2", "--round", "2",
+                                    "--run-id", self.S).returncode, 0)
+        self.assertEqual(len(self.results("h200-rows.csv")), count)
+        # Round 1 makes the exact checks; round 2 does not.
+        checked = [l for _, step, _, lines, _ in self.processes() for l in lines
+                   if "--no-verify" not in l]
+        self.assertTrue(checked)
+
+    def test_step_9_named_is_timed_in_both_files(self):
+        # Part 2's row sums read step 9 on one array: naming it re-times those rows too.
+        proc = self.bench("--quick", "--only", "step9_singlepass", "--run-id", self.A)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({(r["step"], r["role"]) for r in rows}, {("step9_singlepass", "")})
+
+    def test_a_failed_run_does_not_take_a_programs_figures(self):
+        # bench and tools/compare.py agree: a run whose rows all failed is no
+        # program's current run, and the run before it stays.
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A).returncode, 0)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    self.B).returncode, 0)
+        proc = self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id", self.C,
+                          FAKE_WRONG_STEP="rows/step5_layernorm")
+        self.assertEqual(proc.returncode, 1)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual(sorted({r["run"] for r in rows}), [self.A, self.B, self.C])
+        import compare
+        m = compare.RowMeasurements.load(os.path.join(self.out, "h200-rows.csv"))
+        self.assertEqual(m.current["rows/step5_layernorm"], self.B)
+
+    def test_run_ids_are_times_and_one_id_is_one_plan(self):
+        proc = self.bench("--quick", "--only", "rows/step0_thread", "--run-id", "verify-a")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("a UTC time such as 20261202T052253Z", proc.stderr)
+        self.assertEqual(self.bench("--quick", "--only", "rows/step5_layernorm", "--run-id",
+                                    self.A, "--rounds", "2", "--round", "1").returncode, 0)
+        proc = self.bench("--quick", "--only", "rows/step0_thread", "--run-id", self.A,
+                          "--rounds", "2", "--round", "2")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn(f"--run-id {self.A} already holds a run of other programs", proc.stderr)
+
+    def test_a_deleted_program_and_torch_alone_keep_no_run(self):
+        self.assertEqual(self.bench("--quick", "--part", "rows", "--run-id", self.A,
+                                    "--torch-python", self.python).returncode, 0)
+        shutil.rmtree(os.path.join(self.root, "rows", "step5_layernorm"))
+        # Every program named again, without PyTorch: run A holds nothing of ours.
+        self.assertEqual(self.bench("--quick", "--only", "rows", "--run-id", self.B).returncode, 0)
+        rows = self.results("h200-rows.csv")
+        self.assertEqual({r["run"] for r in rows}, {self.B})
+        self.assertNotIn("rows/step5_layernorm", {r["step"] for r in rows})
+
+    def test_only_refuses_what_is_not_a_program(self):
+        proc = self.bench("--quick", "--only", "rows/step99_none")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: --only: no program rows/step99_none")
+        proc = self.bench("--quick", "--rounds", "2", "--round", "3")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--round 3 is past --rounds 2", proc.stderr)
+
+    def test_only_accepts_labels_and_parts(self):
+        self.assertEqual(bench.resolve_only(self.root, ["rows/copy", "cub", "step1_b"]),
+                         ["rows/baseline_copy", "baseline_cub", "step1_b"])
+        self.assertEqual(bench.resolve_only(self.root, ["sum"]), bench.program_dirs(self.root))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("bench", verbosity=1))

@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""CPU tests of the make targets that run the scripts: make bench (OUT_DIR,
+the charts, its failures), make profile-all (DEVICE) and make plot, in a
+scratch copy of the Makefile and tools/ over the fakes of tests/fakes.py,
+with stand-ins for nvidia-smi and ldconfig. No GPU, no ncu needed.
+Run: python3 tests/test_make_targets.py (PLOT_PYTHON, a Python with
+matplotlib, for the tests that draw charts).
+"""
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import (PART1_LABELS, REPO, ROW_LABELS, ROW_PROGRAMS, ScriptTest,  # noqa: E402
+                   clean_env, fake_gpu_tools, fake_hash, make_ncu, make_root, python_without_torch,
+                   read_log)
+
+import schema  # noqa: E402
+
+
+def plot_python():
+    """A Python that imports matplotlib (PLOT_PYTHON, else this one), or None."""
+    for python in (os.environ.get("PLOT_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", "import matplotlib"],
+                                     capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+PLOT_PYTHON = plot_python()
+needs_matplotlib = unittest.skipUnless(PLOT_PYTHON, "no matplotlib: no Python with it (PLOT_PYTHON)")
+# The font of the Chinese charts (tools/chart_zh.py), pinned beside matplotlib.
+PLOT_FONT = bool(PLOT_PYTHON) and subprocess.run(
+    [PLOT_PYTHON, "-c", "import pylopdf_fonts_zh_cn"], capture_output=True).returncode == 0
+
+README = "# Demo\n\n<!-- BEGIN results -->\nkept as it is\n<!-- END results -->\n"
+
+
+def scratch_makefile(root):
+    """The Makefile and the scripts in root, as in the repository; no sources,
+    so make builds nothing (PROGRAMS= for the fake programs' directories)."""
+    shutil.copy(os.path.join(REPO, "Makefile"), root)
+    os.makedirs(os.path.join(root, "tools"), exist_ok=True)
+    for name in os.listdir(os.path.join(REPO, "tools")):
+        if name.endswith((".py", ".sh")) or name == "requirements.txt":
+            shutil.copy(os.path.join(REPO, "tools", name), os.path.join(root, "tools"))
+    # The Makefile reads its list of mutants when it starts; no mutant here.
+    os.makedirs(os.path.join(root, "tests", "broken"), exist_ok=True)
+    open(os.path.join(root, "tests", "broken", "mutants.txt"), "w").close()
+
+
+class MakeTargetTest(ScriptTest):
+    """make bench and make profile-all in a scratch copy of the Makefile and the
+    scripts, with the fake programs of both parts as the program directories
+    (PROGRAMS= keeps make from building anything). The GPU check that every
+    measuring target makes first (tools/need_gpu.sh) asks fake nvidia-smi and
+    ldconfig, first on PATH, and PyTorch is a Python without torch."""
+
+    def setUp(self):
+        super().setUp()
+        make_root(self.top, ("step9_singlepass",) + ROW_PROGRAMS)
+        scratch_makefile(self.root)
+        self.readme = os.path.join(self.root, "README.md")
+        with open(self.readme, "w") as f:
+            f.write(README)
+        self.env_log = os.path.join(self.top, "env.log")
+        self.gpu_bin = fake_gpu_tools(os.path.join(self.top, "gpu-bin"))
+        self.no_torch = python_without_torch(self.top)
+
+    def make(self, *args, plot_python=None, gpu_bin=None, **env):
+        cmd = ["make", "--no-print-directory", *args, "PROGRAMS=", "BENCH_FLAGS=--quick",
+               f"TORCH_PYTHON={self.no_torch}",
+               f"PLOT_PYTHON={plot_python or PLOT_PYTHON or sys.executable}"]
+        path = env.pop("PATH", os.environ.get("PATH", ""))
+        environment = clean_env(FAKE_LOG=self.log, FAKE_ENV_LOG=self.env_log,
+                                PATH=(gpu_bin or self.gpu_bin) + os.pathsep + path, **env)
+        environment.pop("CUDA_VISIBLE_DEVICES", None)
+        environment.pop("OUT_DIR", None)
+        return subprocess.run(cmd, cwd=self.root, capture_output=True, text=True,
+                              env=environment, timeout=300)
+
+    def file(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def assert_readme_untouched(self):
+        with open(self.readme) as f:
+            self.assertEqual(f.read(), README)
+
+    @needs_matplotlib
+    def test_bench_writes_out_dir_and_never_touches_readmes(self):
+        proc = self.make("bench", "OUT_DIR=scratch")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.file("scratch"))),
+                         ["h200-bench.log", "h200-progression.png", "h200-rows-layernorm.png",
+                          "h200-rows-progression.png", "h200-rows-sum.png", "h200-rows.csv",
+                          "h200-sweep.png", "h200-vs-cub.png", "h200.csv"])
+        self.assertIn("plot.py: wrote " + self.file("scratch", "h200-sweep.png"), proc.stdout)
+        self.assertIn(f"bench: {self.no_torch} cannot run torch on a GPU", proc.stdout)
+        self.assertEqual(len(read_log(self.log)), 3 * (5 + len(ROW_PROGRAMS) + 1))
+        self.assertFalse(os.path.exists(self.file("plots", "results")))
+        self.assert_readme_untouched()
+
+    @needs_matplotlib
+    def test_bench_failure_fails_make_but_keeps_log_rows_and_charts_in_plots_results(self):
+        # No OUT_DIR: the default, plots/results.
+        proc = self.make("bench", FAKE_WRONG_STEP="step1_b")
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("bench: 6 runs failed (see above)", proc.stderr)
+        for name in ("h200.csv", "h200-rows.csv", "h200-sweep.png", "h200-bench.log"):
+            self.assertTrue(os.path.isfile(self.file("plots", "results", name)), name)
+        with open(self.file("plots", "results", "h200-bench.log")) as f:
+            log = f.read()
+        self.assertIn("bench: step1_b n=1048576 failed (exit 1): check -n 1048576", log)
+        rows = schema.read_results(self.file("plots", "results", "h200.csv"))
+        self.assertEqual(len(rows), 3 * 5 * 2 - 2)
+        self.assertEqual(sum(1 for r in rows if not r.passed), 4)
+        # Drawn all the same, and without the failed rows (the plot says so).
+        self.assertIn("plot.py: h200.csv: left out 4 of 28 rows: 4 failed", proc.stderr)
+        # Part 2's file gets part 2's three charts, never part 1's.
+        self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-rows-progression.png")))
+        self.assertFalse(os.path.exists(self.file("plots", "results", "h200-rows-sweep.png")))
+        self.assert_readme_untouched()
+
+    def test_bench_fails_when_drawing_fails(self):
+        # bench.py succeeds, plot.py cannot import matplotlib: make must fail.
+        fake = os.path.join(self.top, "fake", "matplotlib")
+        os.makedirs(fake)
+        with open(os.path.join(fake, "__init__.py"), "w") as f:
+            f.write("raise ImportError('simulated missing matplotlib')\n")
+        proc = self.make("bench", "OUT_DIR=scratch", plot_python=sys.executable,
+                         PYTHONPATH=os.path.dirname(fake))
+        self.assertNotEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("matplotlib is not installed", proc.stderr)
+        self.assertTrue(os.path.isfile(self.file("scratch", "h200.csv")))
+
+    def test_without_a_gpu_measuring_targets_stop_with_one_line(self):
+        no_gpu = fake_gpu_tools(os.path.join(self.top, "no-gpu-bin"), gpu=False)
+        for target in ("bench", "profile-all"):
+            proc = self.make(target, "OUT_DIR=scratch", gpu_bin=no_gpu)
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            # make's own error line (the gpu-check prerequisite's $(error)), and nothing else.
+            out = proc.stdout + proc.stderr
+            self.assertRegex(out, rf"^Makefile:\d+: \*\*\* make {target}: needs a CUDA GPU and "
+                                  r"this machine has none \((nvidia-smi lists no GPU|no NVIDIA "
+                                  r"driver, libcuda\.so\.1 not found)\); make help lists what works without "
+                                  r"one\.  Stop\.$")
+            self.assertEqual(len(out.splitlines()), 1, out)
+            self.assertFalse(os.path.exists(self.log))   # nothing ran
+            self.assertFalse(os.path.exists(self.file("scratch")))
+
+    @needs_matplotlib
+    def test_plot_draws_charts_diagrams_and_accuracy_chart_but_no_readme(self):
+        reference = self.file("plots", "reference")
+        os.makedirs(reference)
+        for source, name in (("plots/fixture.csv", "gpu.csv"),
+                             ("plots/fixture-profile.csv", "gpu-profile.csv"),
+                             ("accuracy/fixture-accuracy.csv", "gpu-accuracy.csv")):
+            shutil.copy(os.path.join(REPO, "tests", *source.split("/")),
+                        os.path.join(reference, name))
+        step = "step2_bankconflict"   # a step with an access-pattern model
+        os.makedirs(self.file(step))
+        shutil.copy(os.path.join(REPO, step, "reduce.cu"), self.file(step))
+        step_readme = "# Step 2\n\n<!-- BEGIN figures -->\nstale\n<!-- END figures -->\n"
+        with open(self.file(step, "README.md"), "w") as f:
+            f.write(step_readme)
+        proc = self.make("plot", "RESULTS=plots/reference/gpu.csv")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        charts = ["gpu-accuracy", "gpu-profile", "gpu-progression", "gpu-sweep", "gpu-vs-cub"]
+        twins = [f"{chart}.zh-CN.png" for chart in charts] if PLOT_FONT else []
+        self.assertEqual(sorted(os.listdir(reference)),
+                         sorted(["gpu-accuracy.csv", "gpu-profile.csv", "gpu.csv"]
+                                + [f"{chart}.png" for chart in charts] + twins))
+        self.assertNotIn("no Chinese form", proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.file("plots", "diagrams"))),
+                         [f"{step}-banks.png", f"{step}-lanes.png"])
+        self.assert_readme_untouched()
+        with open(self.file(step, "README.md")) as f:
+            self.assertEqual(f.read(), step_readme)   # make docs fills it, not make plot
+
+    def profile_all(self, *args):
+        bindir = make_ncu(self.top)
+        return self.make("profile-all", *args,
+                         PATH=bindir + os.pathsep + os.environ.get("PATH", ""))
+
+    def test_profile_all_writes_out_dir_for_both_parts_and_device_selects_the_gpu(self):
+        proc = self.profile_all("OUT_DIR=prof", "DEVICE=3")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.file("prof"))),
+                         ["h200-profile.csv", "h200-rows-profile.csv"])
+        rows = schema.load_profile(self.file("prof", "h200-profile.csv"))
+        self.assertEqual({r.code_hash for r in rows if r.step == "step10_c"},
+                         {fake_hash("step10_c")})
+        self.assertEqual({r.step for r in rows}, set(PART1_LABELS) | {"step9_singlepass"})
+        rows = schema.load_profile(self.file("prof", "h200-rows-profile.csv"))
+        self.assertEqual({r.step for r in rows}, set(ROW_LABELS))
+        self.assert_readme_untouched()
+        # DEVICE=3 reaches every program as CUDA_VISIBLE_DEVICES; without it, nothing does.
+        with open(self.env_log) as f:
+            seen = [line.split() for line in f]
+        self.assertEqual({step for step, _ in seen}, set(PART1_LABELS) | {"step9_singlepass"} |
+                         set(ROW_LABELS))
+        self.assertEqual({env for _, env in seen}, {"CUDA_VISIBLE_DEVICES=3"})
+        os.remove(self.env_log)
+        self.assertEqual(self.profile_all("OUT_DIR=prof").returncode, 0)
+        with open(self.env_log) as f:
+            self.assertEqual({line.split()[1] for line in f}, {"CUDA_VISIBLE_DEVICES=-"})
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("make_targets", verbosity=1))

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""CPU tests for tools/verify.py (make verify): profile and bench of the
+programs named, on the fakes of tests/fakes.py (ncu and PyTorch included).
+No GPU needed. Run: python3 tests/test_verify.py
+"""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fakes import REPO, ROW_STEP_OPS, ScriptTest, make_ncu, make_torch_python  # noqa: E402
+
+
+class VerifyTest(ScriptTest):
+    """tools/verify.py (make verify): profile and bench of the programs named
+    on the fakes (the grader has its own tests), this run's files apart, the
+    rows merged, a table last."""
+
+    def test_verify_one_part_2_program(self):
+        self.add_rows_programs()
+        for name, op in ROW_STEP_OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{op};\n")
+        bindir = make_ncu(self.top)
+        python = make_torch_python(self.top)
+        verify_dir = os.path.join(self.top, "verify")
+        proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                               ["--root", self.root, "--only", "rows/step5_layernorm",
+                                "--out-dir", self.out, "--verify-dir", verify_dir,
+                                "--torch-python", python, "--skip", "grade"],
+                               PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
+                               FAKE_NCU_LOG=os.path.join(self.top, "ncu.log"))
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(verify_dir)),
+                         ["bench.log", "h200-rows-bench.log", "h200-rows-profile.csv",
+                          "h200-rows.csv", "profile-rows-32768x1024.log", "summary.json",
+                          "summary.txt"])
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-rows-bench.log", "h200-rows-profile.csv", "h200-rows.csv"])
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[-1], "verify: PASS: graded, profiled and timed")
+        self.assertIn("rows/step5_layernorm: shape, median us, GB/s, share of its bar, "
+                      "vs previous, vs PyTorch, vs torch.compile", lines)
+        self.assertTrue(any(re.match(r"  32768 x 1024 \| [\d.]+ \| \d+ \| \d+% \| — \| "
+                                     r"[\d.]+x (win|tie|loss) \| [\d.]+x (win|tie|loss)$", l)
+                            for l in lines), lines)
+        # The make targets it needs: the programs, and the grader's twin.
+        proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                               ["--root", self.root, "--only", "rows/step5_layernorm",
+                                "--targets"])
+        self.assertEqual(proc.stdout.split(),
+                         ["rows/step5_layernorm/run", "rows/step0_thread/run",
+                          "rows/baseline_copy/run", "step9_singlepass/run",
+                          "build/monitored/rows/step5_layernorm/run"])
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from counting import run_module
+    sys.exit(run_module("verify", verbosity=1))
