@@ -7,7 +7,7 @@
  *                     [0, 1), the sum kept in bfloat16, in float, and
  *                     exactly (double), with the relative errors.
  *
- * Exit status 0. tests/test_scripts.py checks the ones' stall at 256. */
+ * Exit status 0. tests/test_accuracy.py checks the ones' stall at 256. */
 #include "harness.h"
 #include "rows_ref.h"
 
