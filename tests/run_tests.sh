@@ -45,7 +45,7 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 SUITE_TABLE='
 gpu|GPU suite: the grader on every program and broken fixture|$PYTHON tests/gpu_suite.py
 cli|command line, make stepK, make diff, make new, the homework flow|bash tests/cli_tests.sh
-scripts|bench and profile scripts, make bench and profile-all|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_scripts.py
+scripts|bench and profile scripts, make bench, profile-all and publish|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_scripts.py
 patterns|access-pattern model against the counters|$PLOT_PYTHON tests/test_patterns.py
 plot|charts (tools/plot.py, matplotlib)|$PLOT_PYTHON tests/test_plot.py
 accuracy|accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan SASS|$PLOT_PYTHON tests/test_accuracy.py
@@ -56,6 +56,7 @@ multigpu_unit|multigpu: shards and options (C)|build/multigpu_tests
 claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
+publish|make publish: what it copies into plots/reference, what it refuses (tools/publish.py)|$PYTHON tests/test_publish.py
 steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
 grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
