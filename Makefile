@@ -78,7 +78,7 @@ TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD_MINUTES := 2
 TEST_SECONDS := 90
 
-.PHONY: all help test check mutants determinism venv bench tune plot docs profile profile-all sanitize \
+.PHONY: all help test check mutants determinism venv bench tune plot publish docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) FORCE
 .DEFAULT_GOAL := all
 
@@ -100,6 +100,7 @@ help:
 	@echo "                       (FROM=K starts it from step K of that part instead)"
 	@echo "  make docs            rewrite the generated blocks of the READMEs from plots/reference"
 	@echo "  make plot            redraw the charts of plots/reference (or RESULTS=...) and diagrams"
+	@echo "  make publish         copy a finished run's CSVs and logs (OUT_DIR) into plots/reference, then redraw its charts"
 	@echo "  make diagrams        draw each step's access pattern into plots/diagrams (the steps with a model)"
 	@echo "  make ptxas           registers, shared memory and spills of every kernel, per architecture:"
 	@echo "                       about 2,000 lines in 2.5 min (ARCH=sm_90: a third; PTXAS_DIRS=step8_vector: one step)"
@@ -130,7 +131,7 @@ help:
 	@echo "  make tune            time other block sizes / unroll factors of some steps"
 	@echo "  make sanitize        compute-sanitizer memcheck, racecheck, synccheck on every part 1 program"
 	@echo "  make nccl-check      every multigpu check and measurement on this machine's GPUs: plots/results/nccl/"
-	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write; default plots/results),"
+	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write and publish reads; default plots/results),"
 	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
 	@echo "make exits 2 whenever anything fails; the grader's own exit codes (1 wrong, 2 usage,"
 	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run (make check's last line names it);"
@@ -430,7 +431,8 @@ $(VENV_PYTHON): tools/requirements.txt
 
 # Measurements go to OUT_DIR, git-ignored scratch by default, on whatever GPU
 # runs them. The committed reference, which `make plot`, `make docs` and the
-# tests read, is replaced only on purpose: `make bench OUT_DIR=plots/reference`.
+# tests read, is replaced only on purpose: `make publish` copies a finished
+# run's files into it (`make bench OUT_DIR=plots/reference` still works).
 OUT_DIR ?= plots/results
 RESULTS ?= plots/reference/h200.csv
 PROFILE ?= $(patsubst %.csv,%-profile.csv,$(RESULTS))
@@ -445,7 +447,7 @@ TORCH_PYTHON ?= $(PYTHON)
 
 # bench.py files its rows as $(OUT_DIR)/<gpu>.csv, with <gpu>-bench.log beside
 # them, and writes that path to build/bench-results; the charts of that file
-# follow, also after failed runs (their rows are never drawn). The exit status
+# follow, each with its Chinese twin (--chinese), also after failed runs (their rows are never drawn). The exit status
 # is bench.py's, else plot.py's. READMEs are never touched: that is `make docs`.
 # ONLY=rows/step13_x,step9_singlepass (sum or rows: a whole part) times those
 # programs and what their ratios are read against, in one run, and merges
@@ -461,7 +463,7 @@ bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
 	    for csv in $$(cat build/bench-results); do \
 	        profile=$${csv%.csv}-profile.csv; \
 	        if [ -f "$$profile" ]; then set -- --profile "$$profile"; else set --; fi; \
-	        $(PLOT_PYTHON) tools/plot.py --results "$$csv" "$$@"; plotted=$$?; \
+	        $(PLOT_PYTHON) tools/plot.py --chinese --results "$$csv" "$$@"; plotted=$$?; \
 	        [ $$status -ne 0 ] || status=$$plotted; \
 	    done; \
 	fi; \
@@ -481,6 +483,19 @@ ROW_RESULTS = $(patsubst %.csv,%-rows.csv,$(RESULTS))
 plot: $(NEED_VENV)
 	$(PLOT_PYTHON) tools/plot.py --chinese --results $(RESULTS) $(PROFILE_ARG)
 	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(ROW_RESULTS); fi
+
+# A finished run's results become the reference: tools/publish.py copies
+# OUT_DIR's CSVs and logs of the reference's GPU into plots/reference under
+# their own names (one line and exit 2, nothing copied, where there is nothing
+# to publish, another GPU model's, or a partial run over a full file), then
+# the reference's charts are drawn from them in both languages (make plot).
+# No GPU; the pages follow with make docs.
+publish: $(NEED_VENV) | build
+	@rm -f build/published
+	$(PYTHON) tools/publish.py --from $(OUT_DIR) --to plots/reference --record-path build/published
+	@csv=$$(cat build/published); if [ -f "$$csv" ]; then \
+	    $(MAKE) --no-print-directory plot RESULTS="$$csv"; \
+	else echo "publish: no $$csv, so no chart drawn"; fi
 
 # Every generated block of README.md, ACCURACY.md and the step READMEs, in
 # each language present, from RESULTS and its -profile.csv and -accuracy.csv

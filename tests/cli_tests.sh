@@ -315,7 +315,7 @@ printf '#!/bin/sh\necho "unit: 2 passed, 0 failed"\n' > "$runner/build/unit_test
 printf '#!/bin/sh\necho "multigpu unit: 1 passed, 0 failed"\n' > "$runner/build/multigpu_tests"
 chmod +x "$runner/build/unit_tests" "$runner/build/multigpu_tests"
 printf 'echo "noise of a green suite"\necho "cli: 3 passed, 0 failed"\n' > "$runner/tests/cli_tests.sh"
-for t in schema steps plot docs bench make_targets profile fakes verify patterns editions claims grade_report grade; do
+for t in schema steps publish plot docs bench make_targets profile fakes verify patterns editions claims grade_report grade; do
     printf 'print("%s: 1 passed, 0 failed")\n' "$t" > "$runner/tests/test_$t.py"
 done
 # The chart suite's own label is plots:, as tests/test_plot.py prints it.
@@ -328,18 +328,18 @@ printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed"
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline == "22 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
+[ $rc -eq 0 ] && [[ $lastline == "23 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
     && [[ $lastline == *"make test on a machine with one, or make check STEP=K there" ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 20 ] \
+[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 21 ] \
     && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
-    && [ "$(echo "$out" | wc -l)" -le 23 ] && ok \
+    && [ "$(echo "$out" | wc -l)" -le 24 ] && ok \
     || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
 # Each result line names its suite as SUITES= takes it (multigpu_unit, not
 # the program's own "multigpu unit:"): all of them run every suite again.
 named=$(echo "$out" | grep -E '^[a-z_ ]+: [0-9]+ passed' | cut -d: -f1 | xargs)
 out=$(SUITES="$named" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "22 passed, 0 failed, 5 skipped"* ]] \
+[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "23 passed, 0 failed, 5 skipped"* ]] \
     && [[ " $named " == *" multigpu_unit "*" plot "* || " $named " == *" plot "*" multigpu_unit "* ]] && ok \
     || bad "run_tests.sh names suites that SUITES= does not take: '$named' -> exit $rc: $(echo "$out" | tail -n 2)"
 # Stale committed results (tools/stale.py): one line before the total, and
@@ -355,7 +355,7 @@ printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
 printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
 printf 'print("crashed")\n' > "$runner/tests/test_schema.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "26 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "27 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
     && [[ $out == *"what went wrong"* ]] && [[ $out == *"schema: ended without a result line"* ]] && ok \
     || bad "run_tests.sh with a device, a failure and a crash -> exit $rc: $out"
 out=$(SUITES="editions unit" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?

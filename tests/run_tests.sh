@@ -46,7 +46,7 @@ SUITE_TABLE='
 gpu|GPU suite: the grader on every program and broken fixture|$PYTHON tests/gpu_suite.py
 cli|command line, make stepK, make diff, make new, the homework flow|bash tests/cli_tests.sh
 bench|tools/bench.py: programs, rounds, files, part 2 beside PyTorch, --only and --run-id|$PYTHON tests/test_bench.py
-make_targets|make bench, make profile-all and make plot over the fake programs|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_make_targets.py
+make_targets|make bench, make profile-all, make plot and make publish over the fake programs|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_make_targets.py
 patterns|access-pattern model against the counters|$PLOT_PYTHON tests/test_patterns.py
 plot|charts (tools/plot.py, matplotlib)|$PLOT_PYTHON tests/test_plot.py
 accuracy|accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan SASS, the bf16 stall|$PLOT_PYTHON tests/test_accuracy.py
@@ -60,6 +60,7 @@ fakes|the fake programs, ncu and PyTorch (tests/fakes.py) against the harness|$P
 verify|tools/verify.py (make verify): profile and bench of the programs named|$PYTHON tests/test_verify.py
 editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
+publish|make publish: what it copies into plots/reference, what it refuses (tools/publish.py)|$PYTHON tests/test_publish.py
 steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
 grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py

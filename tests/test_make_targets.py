@@ -15,7 +15,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fakes import (PART1_LABELS, REPO, ROW_LABELS, ROW_PROGRAMS, ScriptTest,  # noqa: E402
                    clean_env, fake_gpu_tools, fake_hash, make_ncu, make_root, python_without_torch,
-                   read_log)
+                   read_log, write_executable)
 
 import schema  # noqa: E402
 
@@ -92,10 +92,15 @@ class MakeTargetTest(ScriptTest):
     def test_bench_writes_out_dir_and_never_touches_readmes(self):
         proc = self.make("bench", "OUT_DIR=scratch")
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        charts = ["h200-progression", "h200-rows-layernorm", "h200-rows-progression",
+                  "h200-rows-sum", "h200-sweep", "h200-vs-cub"]
+        # Each chart with its Chinese twin where the font is there, else one line says why.
+        twins = [f"{chart}.zh-CN.png" for chart in charts] if PLOT_FONT else []
+        if not PLOT_FONT:
+            self.assertIn("chart_zh: pylopdf_fonts_zh_cn is not installed", proc.stderr)
         self.assertEqual(sorted(os.listdir(self.file("scratch"))),
-                         ["h200-bench.log", "h200-progression.png", "h200-rows-layernorm.png",
-                          "h200-rows-progression.png", "h200-rows-sum.png", "h200-rows.csv",
-                          "h200-sweep.png", "h200-vs-cub.png", "h200.csv"])
+                         sorted(["h200-bench.log", "h200-rows.csv", "h200.csv"]
+                                + [f"{chart}.png" for chart in charts] + twins))
         self.assertIn("plot.py: wrote " + self.file("scratch", "h200-sweep.png"), proc.stdout)
         self.assertIn(f"bench: {self.no_torch} cannot run torch on a GPU", proc.stdout)
         self.assertEqual(len(read_log(self.log)), 3 * (5 + len(ROW_PROGRAMS) + 1))
@@ -122,6 +127,82 @@ class MakeTargetTest(ScriptTest):
         self.assertTrue(os.path.isfile(self.file("plots", "results", "h200-rows-progression.png")))
         self.assertFalse(os.path.exists(self.file("plots", "results", "h200-rows-sweep.png")))
         self.assert_readme_untouched()
+
+    def fake_plot_python(self):
+        """A PLOT_PYTHON that only writes its arguments down, one call a line."""
+        calls = os.path.join(self.top, "plot-calls.log")
+        fake = os.path.join(self.top, "fake-plot-python")
+        write_executable(fake, f'#!/bin/sh\necho "$*" >> "{calls}"\n')
+        return fake, calls
+
+    def test_bench_asks_for_the_chinese_twins(self):
+        # Whatever this machine's matplotlib and font: each chart call says --chinese.
+        fake, calls = self.fake_plot_python()
+        proc = self.make("bench", "OUT_DIR=scratch", plot_python=fake)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(calls) as f:
+            lines = f.read().splitlines()
+        self.assertEqual([line.split(" --results ")[-1] for line in lines],
+                         ["scratch/h200.csv", "scratch/h200-rows.csv"])
+        for line in lines:
+            self.assertTrue(line.startswith("tools/plot.py --chinese "), line)
+
+    def publish_run(self):
+        """A finished run in plots/results and an older reference, both the fixture
+        GPU's ("Test GPU": test-gpu.csv)."""
+        reference, results = self.file("plots", "reference"), self.file("plots", "results")
+        os.makedirs(reference)
+        os.makedirs(results)
+        fixture = os.path.join(REPO, "tests", "plots", "fixture.csv")
+        with open(fixture) as f:
+            lines = f.read().splitlines(keepends=True)
+        with open(os.path.join(reference, "test-gpu.csv"), "w") as f:
+            f.writelines(lines[:-1])       # an older run: one row fewer, same programs
+        shutil.copy(fixture, os.path.join(results, "test-gpu.csv"))
+        shutil.copy(os.path.join(REPO, "tests", "plots", "fixture-profile.csv"),
+                    os.path.join(results, "test-gpu-profile.csv"))
+        with open(os.path.join(results, "test-gpu-bench.log"), "w") as f:
+            f.write("bench: done\n")
+        return reference, results
+
+    @needs_matplotlib
+    def test_publish_copies_the_run_and_draws_the_references_charts(self):
+        reference, results = self.publish_run()
+        proc = self.make("publish")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for name in ("test-gpu.csv", "test-gpu-profile.csv", "test-gpu-bench.log"):
+            with open(os.path.join(reference, name)) as a, open(os.path.join(results, name)) as b:
+                self.assertEqual(a.read(), b.read(), name)
+        self.assertIn("publish: 3 of 3 files of test-gpu changed", proc.stdout)
+        charts = ["test-gpu-profile", "test-gpu-progression", "test-gpu-sweep", "test-gpu-vs-cub"]
+        twins = [f"{chart}.zh-CN.png" for chart in charts] if PLOT_FONT else []
+        self.assertEqual(sorted(os.listdir(reference)),
+                         sorted(["test-gpu.csv", "test-gpu-profile.csv", "test-gpu-bench.log"]
+                                + [f"{chart}.png" for chart in charts] + twins))
+        self.assert_readme_untouched()
+
+    @staticmethod
+    def folder_text(folder):
+        texts = {}
+        for name in os.listdir(folder):
+            with open(os.path.join(folder, name)) as f:
+                texts[name] = f.read()
+        return texts
+
+    def test_publish_refuses_in_one_line_and_leaves_the_reference(self):
+        reference, results = self.publish_run()
+        fake, calls = self.fake_plot_python()
+        before = self.folder_text(reference)
+        for args, words in ((["OUT_DIR=plots/empty"], "nothing to publish"),
+                            (["OUT_DIR=plots/reference"], "the reference itself")):
+            os.makedirs(self.file("plots", "empty"), exist_ok=True)
+            proc = self.make("publish", *args, plot_python=fake)
+            self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+            errors = [line for line in proc.stderr.splitlines() if line.startswith("publish: ")]
+            self.assertEqual(len(errors), 1, proc.stderr)
+            self.assertIn(words, errors[0])
+        self.assertEqual(self.folder_text(reference), before)
+        self.assertFalse(os.path.exists(calls))   # no chart drawn either
 
     def test_bench_fails_when_drawing_fails(self):
         # bench.py succeeds, plot.py cannot import matplotlib: make must fail.

@@ -9,7 +9,7 @@
 # targets that need no GPU (README.md's "Without a GPU these work" sentence
 # repeats it, and tests/cli_tests.sh compares the two).
 set -u
-WITHOUT_GPU="make, make stepK, make test, make diff, make new, make docs, make plot, make diagrams,"
+WITHOUT_GPU="make, make stepK, make test, make diff, make new, make docs, make plot, make publish, make diagrams,"
 WITHOUT_GPU="$WITHOUT_GPU make ptxas, make mutants, make cuda12, make variance, make bf16-sum, make tolerances,"
 WITHOUT_GPU="$WITHOUT_GPU make multigpu (where NCCL is found)"
 if [ "${1:-}" = --without-gpu ]; then
