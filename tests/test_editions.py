@@ -639,6 +639,9 @@ def placeholders(text):
 # The generators that register their English strings in a STRINGS table, whose
 # Chinese forms live only in tools/zh_strings.py.
 STRING_TABLES = ("docs.py", "rows_docs.py")
+# The generator whose TEXT table maps a label's key to its English alone; its
+# Chinese form, too, lives only in tools/zh_strings.py.
+TEXT_TABLES = ("accuracy_docs.py",)
 
 
 def strings_table_values(source):
@@ -673,6 +676,39 @@ def strings_table_values(source):
             found += [kw.value for kw in node.keywords]
     return sorted(v.lineno for v in found
                   if not (isinstance(v, ast.Constant) and v.value == ""))
+
+
+def text_table_values(source):
+    """The line of every value of a generator's TEXT table (`TEXT = {...}`,
+    `TEXT.update(...)`, `TEXT[key] = ...`) that is not one English string: a
+    {"en": ..., "zh-CN": ...} entry, a table built some other way, or a string
+    with Chinese in it would be a second copy of a Chinese form that
+    tools/zh_strings.py holds."""
+    def is_table(node):
+        return isinstance(node, ast.Name) and node.id == "TEXT"
+
+    def values(node):
+        return list(node.values) if isinstance(node, ast.Dict) else [node]
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(is_table(t) for t in node.targets):
+            found += values(node.value)
+        elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and is_table(t.value) for t in node.targets):
+            found.append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and is_table(node.func.value) and node.func.attr in ("update", "setdefault")):
+            found += [v for arg in node.args for v in values(arg)]
+            found += [kw.value for kw in node.keywords]
+    return sorted(v.lineno for v in found
+                  if not (isinstance(v, ast.Constant) and isinstance(v.value, str)
+                          and not CJK.search(v.value)))
+
+
+def chinese_lines(source):
+    """The lines of a generator's source with a Chinese character in them."""
+    return [number for number, line in enumerate(source.splitlines(), 1) if CJK.search(line)]
 
 
 # ----------------------------------------------------------------------------
@@ -795,21 +831,31 @@ class ChineseStringTests(unittest.TestCase):
         import compare
         import diagrams
         import docs
-        english = set(docs.STRINGS) | {entry["en"] for entry in accuracy_docs.TEXT.values()}
+        english = set(docs.STRINGS) | set(accuracy_docs.TEXT.values())
         english |= set(compare.COUNTER_LABELS.values()) | {compare.LANES_ON}
         english |= set(diagrams.ALT_TEXT.values()) | set(docs.FLUSH_TEXT.values())
         self.assertEqual(sorted(english - set(zh_strings.STRINGS)), [])
-        for entry in accuracy_docs.TEXT.values():   # what the accuracy block will say
-            self.assertEqual(entry["zh-CN"], zh_strings.STRINGS[entry["en"]])
+        for key, text in accuracy_docs.TEXT.items():   # what the accuracy block will say
+            self.assertEqual(accuracy_docs.label(key, "zh-CN"), zh_strings.STRINGS[text], key)
 
     def test_the_generators_hold_no_chinese_form(self):
         # tools/zh_strings.py is the one home of the Chinese: docs.py and
-        # rows_docs.py register their English with "" (issue 44).
+        # rows_docs.py register their English with "", accuracy_docs.py's TEXT
+        # holds its English alone (issue 44).
         for name in STRING_TABLES:
             with self.subTest(name=name):
                 self.assertEqual(strings_table_values(read(os.path.join(ROOT, "tools", name))),
                                  [], f"tools/{name}: a STRINGS value that is not \"\"; its "
                                  "Chinese form belongs in tools/zh_strings.py")
+        for name in TEXT_TABLES:
+            with self.subTest(name=name):
+                self.assertEqual(text_table_values(read(os.path.join(ROOT, "tools", name))),
+                                 [], f"tools/{name}: a TEXT value that is not one English "
+                                 "string; its Chinese form belongs in tools/zh_strings.py")
+        for name in STRING_TABLES + TEXT_TABLES:
+            with self.subTest(name=name, check="no Chinese character"):
+                self.assertEqual(chinese_lines(read(os.path.join(ROOT, "tools", name))), [],
+                                 f"tools/{name}: Chinese belongs in tools/zh_strings.py")
 
     def test_chinese_forms_keep_the_glossary(self):
         terms, _ = parse_glossary(read(GLOSSARY))
@@ -1034,6 +1080,20 @@ class CheckerTests(unittest.TestCase):
         self.assertEqual(strings_table_values(ok + 'STRINGS["d"] = "丁"\n'), [4])
         self.assertEqual(strings_table_values(ok + 'STRINGS.update(TABLE)\n'), [4])
         self.assertEqual(strings_table_values(ok + 'STRINGS.update({**ZH})\n'), [4])
+
+    def test_a_chinese_form_in_a_text_table_is_seen(self):
+        ok = 'TEXT = {\n    "a": "one",\n    "b": "two" " words",\n}\n'
+        self.assertEqual(text_table_values(ok), [])
+        self.assertEqual(chinese_lines(ok), [])
+        both = 'TEXT = {\n    "a": "one",\n    "b": {"en": "two", "zh-CN": "二"},\n}\n'
+        self.assertEqual(text_table_values(both), [3])
+        self.assertEqual(chinese_lines(both), [3])
+        self.assertEqual(text_table_values('TEXT = {"a": "一"}\n'), [1])
+        self.assertEqual(text_table_values(ok + 'TEXT["c"] = ZH["c"]\n'), [5])
+        self.assertEqual(text_table_values(ok + 'TEXT.update({"d": "丁"})\n'), [5])
+        self.assertEqual(text_table_values(ok + 'TEXT.update(TABLE)\n'), [5])
+        self.assertEqual(text_table_values('TEXT = dict(ZH)\n'), [1])
+        self.assertEqual(chinese_lines(ok + '# 注释\n'), [5])
 
     def test_a_summary_without_a_chinese_form_is_seen(self):
         summaries = source_summaries()

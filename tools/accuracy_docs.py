@@ -8,96 +8,73 @@ and which programs agree bit for bit, in English or Chinese.
 tools/docs.py (`make docs`) is the one writer of the page: it fills the
 lines between <!-- BEGIN accuracy --> and <!-- END accuracy --> with this
 block, in ACCURACY.md and ACCURACY.zh-CN.md alike. Without a results file
-the block says how to measure; it never holds invented numbers.
+the block says how to measure; it never holds invented numbers. The labels
+are TEXT's English and, on the Chinese page, tools/zh_strings.py's forms of it.
 """
 import accuracy_data as data
 import schema
+import zh_strings
 from schema import power_label
 
 LANGS = ("en", "zh-CN")
 
-# Every label of the block, in both languages; numbers, program names and
-# CUDA identifiers stay as they are.
+# Every label of the block, in English; its Chinese form lives only in
+# tools/zh_strings.py (STRINGS, keyed by this English), which say() looks up.
+# Numbers, program names and CUDA identifiers stay as they are. A Chinese
+# form written here fails tests/test_editions.py.
 TEXT = {
-    "chart_alt": {"en": "accuracy", "zh-CN": "各种加法方式的舍入误差随 n 的变化"},
-    "not_measured": {
-        "en": "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
-              " writes `{source}`, then `make docs` fills this block from it.",
-        "zh-CN": "尚未测量：在有 GPU 的机器上运行 `make accuracy OUT_DIR=plots/reference` 生成"
-                 " `{source}`，再运行 `make docs` 用它填写本节。",
-    },
-    "provenance": {
-        "en": "Measured on {gpu} ({sms} SMs; driver {driver}, CUDA {cuda}) at revision {rev}."
-              " Each point is one verified run (`--check`){seeds}. Error = |result − reference|"
-              " / Σ|x|, where the reference is a double-precision sum; u = 2^-24 ≈ {u}."
-              " Source: {source}.",
-        "zh-CN": "测量于 {gpu}（{sms} 个 SM；驱动 {driver}，CUDA {cuda}），代码版本 {rev}。"
-              "每个点是一次通过验证的运行（`--check`）{seeds}。误差 = |result − reference| / Σ|x|，"
-              "reference 为双精度求和；u = 2^-24 ≈ {u}。数据来源：{source}。",
-    },
-    "seeds": {"en": ", the median of {k} seeds up to n = {n}",
-              "zh-CN": "，取 {k} 个种子的中位数（直到 n = {n}）"},
-    "table_title": {"en": "**Relative error at n = {n}**", "zh-CN": "**n = {n} 时的相对误差**"},
-    "program": {"en": "program", "zh-CN": "程序"},
-    "cpu_seq": {"en": "CPU sequential float loop", "zh-CN": "CPU 顺序 float 循环"},
-    "cpu_kahan": {"en": "CPU Kahan float loop", "zh-CN": "CPU Kahan float 循环"},
-    "exact": {"en": "0 (exact)", "zh-CN": "0（精确）"},
-    "bounds": {
-        "en": "Textbook bounds at n = {n}: sequential (n−1)u = {seq}, pairwise ⌈log2 n⌉u = {pair},"
-              " Kahan 2u = {kahan}.",
-        "zh-CN": "n = {n} 时的理论上界：顺序 (n−1)u = {seq}，两两（树形）⌈log2 n⌉u = {pair}，"
-              "Kahan 2u = {kahan}。",
-    },
-    "ratio_title": {
-        "en": "**What each choice does to the error at n = {n}** (ratio of relative errors; below"
-              " 1 means the first is more accurate)",
-        "zh-CN": "**n = {n} 时各个选择对误差的影响**（相对误差之比；小于 1 表示前者更准确）",
-    },
-    "choice": {"en": "choice", "zh-CN": "选择"},
-    "ratio_chain": {"en": "a chain in each thread: median of steps {chain} ÷ median of steps {tree}",
-                    "zh-CN": "每个线程内的串行链：steps {chain} 的中位数 ÷ steps {tree} 的中位数"},
-    "ratio_kahan": {"en": "compensating the chain: {kahan} ÷ {base}",
-                    "zh-CN": "对串行链做补偿：{kahan} ÷ {base}"},
-    "ratio_loop": {"en": "a loop instead of a tree: CPU sequential ÷ median of steps {tree}",
-                   "zh-CN": "用循环代替树：CPU 顺序循环 ÷ steps {tree} 的中位数"},
-    "ratio_cpu_kahan": {"en": "compensating the loop: CPU Kahan ÷ CPU sequential",
-                        "zh-CN": "对循环做补偿：CPU Kahan ÷ CPU 顺序循环"},
-    "cost_title": {
-        "en": "**What compensation costs** (timed runs, L2 flushed; per n the median of {rounds}"
-              " alternating runs of each program, each the median of its repetitions)",
-        "zh-CN": "**补偿求和的代价**（计时运行，每次清空 L2；每个 n 取两个程序交替运行 {rounds} 次的中位数，"
-              "每次本身是多次重复的中位数）",
-    },
-    "cost_header": {
-        "en": "| n | {base} us | {kahan} us | {kahan} / {base} |",
-        "zh-CN": "| n | {base} 微秒 | {kahan} 微秒 | {kahan} / {base} |",
-    },
-    "cost_none": {"en": "No timed runs of {base} and {kahan} in the data.",
-                  "zh-CN": "数据中没有 {base} 与 {kahan} 的计时运行。"},
-    "distinct": {
-        "en": "Different sums among one run's timed repetitions: {distinct}"
-              " (1 = every repetition gave the same bits).",
-        "zh-CN": "同一次运行的各次计时重复中不同求和结果的个数：{distinct}（1 表示每次重复结果逐位相同）。",
-    },
-    "same_title": {"en": "**Same bits?**", "zh-CN": "**结果逐位相同吗？**"},
-    "repeat_all": {
-        "en": "Run to run: {count} of {total} programs ran a second time, in a new process, on"
-              " fill {fill}, n = {n}, seed {seed}, and returned the same bits.",
-        "zh-CN": "多次运行：{count} 个（共 {total} 个）程序在新进程中对 fill {fill}、n = {n}、"
-              "seed {seed} 再运行一次，返回的结果逐位相同。",
-    },
-    "repeat_differ": {"en": " Different bits: {steps}.", "zh-CN": "结果不同的程序：{steps}。"},
-    "groups": {
-        "en": "Order decides the bits: on fill {fill}, n = {n}, seed {seed} the programs returned"
-              " {count} different floats; programs in one group returned the same float:",
-        "zh-CN": "加法顺序决定结果的每一位：在 fill {fill}、n = {n}、seed {seed} 上，各程序共得到 {count} 个"
-              "不同的 float；同一组内的程序结果相同：",
-    },
+    "chart_alt": "accuracy",
+    "not_measured":
+        "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
+        " writes `{source}`, then `make docs` fills this block from it.",
+    "provenance":
+        "Measured on {gpu} ({sms} SMs; driver {driver}, CUDA {cuda}) at revision {rev}. Each"
+        " point is one verified run (`--check`){seeds}. Error = |result − reference| / Σ|x|,"
+        " where the reference is a double-precision sum; u = 2^-24 ≈ {u}. Source: {source}.",
+    "seeds": ", the median of {k} seeds up to n = {n}",
+    "table_title": "**Relative error at n = {n}**",
+    "program": "program",
+    "cpu_seq": "CPU sequential float loop",
+    "cpu_kahan": "CPU Kahan float loop",
+    "exact": "0 (exact)",
+    "bounds":
+        "Textbook bounds at n = {n}: sequential (n−1)u = {seq}, pairwise ⌈log2 n⌉u = {pair},"
+        " Kahan 2u = {kahan}.",
+    "ratio_title":
+        "**What each choice does to the error at n = {n}** (ratio of relative errors; below 1"
+        " means the first is more accurate)",
+    "choice": "choice",
+    "ratio_chain": "a chain in each thread: median of steps {chain} ÷ median of steps {tree}",
+    "ratio_kahan": "compensating the chain: {kahan} ÷ {base}",
+    "ratio_loop": "a loop instead of a tree: CPU sequential ÷ median of steps {tree}",
+    "ratio_cpu_kahan": "compensating the loop: CPU Kahan ÷ CPU sequential",
+    "cost_title":
+        "**What compensation costs** (timed runs, L2 flushed; per n the median of {rounds}"
+        " alternating runs of each program, each the median of its repetitions)",
+    "cost_header": "| n | {base} us | {kahan} us | {kahan} / {base} |",
+    "cost_none": "No timed runs of {base} and {kahan} in the data.",
+    "distinct":
+        "Different sums among one run's timed repetitions: {distinct} (1 = every repetition gave"
+        " the same bits).",
+    "same_title": "**Same bits?**",
+    "repeat_all":
+        "Run to run: {count} of {total} programs ran a second time, in a new process, on fill"
+        " {fill}, n = {n}, seed {seed}, and returned the same bits.",
+    "repeat_differ": " Different bits: {steps}.",
+    "groups":
+        "Order decides the bits: on fill {fill}, n = {n}, seed {seed} the programs returned"
+        " {count} different floats; programs in one group returned the same float:",
 }
 
 
+def label(key, lang):
+    """TEXT's English for `key`, or its Chinese form from tools/zh_strings.py."""
+    english = TEXT[key]
+    return {"en": english, "zh-CN": zh_strings.STRINGS[english]}[lang]
+
+
 def say(key, lang, **values):
-    return TEXT[key][lang].format(**values)
+    return label(key, lang).format(**values)
 
 
 def fmt_err(value, lang):

@@ -174,7 +174,7 @@ STRINGS.update({
     "IEEE float32 rounds these operations the same on the GPU. Source: {source}.": "",
     "The largest relative error of a row's variance against the rows' mean, three ways": "",
 })
-zh_strings.apply(STRINGS, accuracy_docs.TEXT)   # the Chinese forms: tools/zh_strings.py
+zh_strings.apply(STRINGS)   # the Chinese forms: tools/zh_strings.py
 
 FLUSH_TEXT = {"all": "L2 flushed before every repetition",
               "none": "L2 not flushed (warm cache)",

@@ -178,7 +178,7 @@ STRINGS = {
         "按线程块顺序读取全部部分和（网格已缩小）",
 
     # ------------------------------------------------------------ ACCURACY: accuracy
-    # (tools/accuracy_docs.py TEXT, by its English text)
+    # (tools/accuracy_docs.py TEXT, by its English text: their only Chinese form)
     "Not measured yet: on a machine with a GPU, `make accuracy OUT_DIR=plots/reference`"
     " writes `{source}`, then `make docs` fills this block from it.":
         "尚未测量：在有 GPU 的机器上运行 `make accuracy OUT_DIR=plots/reference`，"
@@ -524,12 +524,10 @@ CHART_PATTERNS = [
 ]
 
 
-def apply(strings, accuracy_text):
-    """Make tools/docs.py speak these forms: its STRINGS table (English ->
-    Chinese) and accuracy_docs.TEXT (key -> {"en": ..., "zh-CN": ...})."""
+def apply(strings):
+    """Make tools/docs.py speak these forms: fill its STRINGS table (English ->
+    Chinese). tools/accuracy_docs.py looks its labels up here itself."""
     strings.update(STRINGS)
-    for entry in accuracy_text.values():
-        entry["zh-CN"] = STRINGS.get(entry["en"], entry["zh-CN"])
 
 
 def summary(text, lang):
