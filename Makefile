@@ -612,12 +612,13 @@ clean: clean-extras
 # $(OUT_DIR)/<gpu>-accuracy.csv and its chart; planned to take one to two
 # minutes on an H200 (tools/accuracy.py says how). ACCURACY.md's block is
 # `make docs`'s, from the reference (OUT_DIR=plots/reference).
-# The chart is drawn even when some run failed (failed rows are never
-# plotted); make still reports the failure.
+# The chart and its Chinese twin (--chinese; without the font one line says
+# so) are drawn even when some run failed (failed rows are never plotted);
+# make still reports the failure.
 accuracy: gpu-check $(PROGRAMS) $(EXTRA_PROGRAMS) $(NEED_VENV)
 	$(PYTHON) tools/accuracy.py --root . --out-dir $(OUT_DIR); status=$$?; \
 	if [ $$status -le 1 ]; then \
-	    $(PLOT_PYTHON) tools/accuracy_chart.py $(OUT_DIR)/*-accuracy.csv || status=$$?; \
+	    $(PLOT_PYTHON) tools/accuracy_chart.py --chinese $(OUT_DIR)/*-accuracy.csv || status=$$?; \
 	fi; exit $$status
 
 # `make plot` redraws the accuracy chart of RESULTS's -accuracy.csv sibling
@@ -632,7 +633,9 @@ accuracy-chart: $(NEED_VENV)
 # of 1024-float rows with their mean shifted far from 0, in float32 on the CPU
 # with the warp-per-row kernel's order and fused multiply-adds (tools/
 # variance.c says why those are the GPU's bits). No GPU needed; the output
-# is the same on every machine, and make test checks the committed one.
+# is the same on every machine, and make test checks the committed one. The
+# chart comes with its Chinese twin (--chinese; without the font one line
+# says so).
 .PHONY: variance
 test-build: build/variance
 build/variance: tools/variance.c | build
@@ -640,7 +643,7 @@ build/variance: tools/variance.c | build
 variance: build/variance $(NEED_VENV)
 	@mkdir -p $(OUT_DIR)
 	./build/variance > $(OUT_DIR)/variance.csv
-	$(PLOT_PYTHON) tools/variance_chart.py $(OUT_DIR)/variance.csv
+	$(PLOT_PYTHON) tools/variance_chart.py --chinese $(OUT_DIR)/variance.csv
 
 # `make plot` redraws the committed variance chart (and its Chinese twin)
 # from RESULTS's folder's variance.csv, with no build.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """CPU tests of the make targets that run the scripts: make bench (OUT_DIR,
-the charts, its failures), make profile-all (DEVICE) and make plot, in a
+the charts, its failures), make profile-all (DEVICE), make plot and make
+variance's chart call, in a
 scratch copy of the Makefile and tools/ over the fakes of tests/fakes.py,
 with stand-ins for nvidia-smi and ldconfig. No GPU, no ncu needed.
 Run: python3 tests/test_make_targets.py (PLOT_PYTHON, a Python with
@@ -146,6 +147,22 @@ class MakeTargetTest(ScriptTest):
                          ["scratch/h200.csv", "scratch/h200-rows.csv"])
         for line in lines:
             self.assertTrue(line.startswith("tools/plot.py --chinese "), line)
+
+    def test_variance_asks_for_the_chinese_twin_without_a_gpu(self):
+        # make variance builds tools/variance.c and runs it on the CPU, on a
+        # machine with no GPU too; its chart call says --chinese, as make plot's.
+        shutil.copy(os.path.join(REPO, "tools", "variance.c"), self.file("tools"))
+        no_gpu = fake_gpu_tools(os.path.join(self.top, "no-gpu-bin"), gpu=False)
+        fake, calls = self.fake_plot_python()
+        proc = self.make("variance", "OUT_DIR=scratch", plot_python=fake, gpu_bin=no_gpu)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        with open(calls) as f:
+            self.assertEqual(f.read().splitlines(),
+                             ["tools/variance_chart.py --chinese scratch/variance.csv"])
+        with open(self.file("scratch", "variance.csv")) as f, \
+                open(os.path.join(REPO, "plots", "reference", "variance.csv")) as committed:
+            self.assertEqual(f.read(), committed.read())
+        self.assert_readme_untouched()
 
     def publish_run(self):
         """A finished run in plots/results and an older reference, both the fixture
