@@ -644,14 +644,35 @@ STRING_TABLES = ("docs.py", "rows_docs.py")
 TEXT_TABLES = ("accuracy_docs.py",)
 
 
-def strings_table_values(source):
-    """The line of every value a generator writes into its STRINGS table
-    (`STRINGS = {...}`, `STRINGS.update(...)`, `STRINGS[key] = ...`) that is
-    not the empty string: the table only registers the English, and a value
-    here would be a second copy of a Chinese form that zh_strings.apply
-    overwrites."""
+def table_values(source, name, values):
+    """Every value a generator's source writes into its table `name`
+    (`name = {...}`, `name.update(...)`, `name[key] = ...`, keyword arguments
+    too), as AST nodes; values(node) takes a dict literal (or whatever else
+    is assigned or passed) apart into the values to look at."""
     def is_table(node):
-        return isinstance(node, ast.Name) and node.id == "STRINGS"
+        return isinstance(node, ast.Name) and node.id == name
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(is_table(t) for t in node.targets):
+            found += values(node.value)
+        elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Subscript) and is_table(t.value) for t in node.targets):
+            found.append(node.value)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and is_table(node.func.value) and node.func.attr in ("update", "setdefault")):
+            found += [v for arg in node.args for v in values(arg)]
+            found += [kw.value for kw in node.keywords]
+    return found
+
+
+def strings_table_values(source):
+    """The line of every value a generator writes into its STRINGS table that
+    is not the empty string: the table only registers the English, and a
+    value here would be a second copy of a Chinese form that zh_strings.apply
+    overwrites."""
+    def other_table(node):      # another generator's table (checked in its own file)
+        return isinstance(node, ast.Attribute) and node.attr == "STRINGS"
 
     def values(node):
         if isinstance(node, ast.Dict):
@@ -660,48 +681,19 @@ def strings_table_values(source):
             return [node.value]
         return [] if other_table(node) else [node]   # a table built some other way: show it
 
-    def other_table(node):      # another generator's table (checked in its own file)
-        return isinstance(node, ast.Attribute) and node.attr == "STRINGS"
-
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Assign) and any(is_table(t) for t in node.targets):
-            found += values(node.value)
-        elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Subscript) and is_table(t.value) for t in node.targets):
-            found.append(node.value)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and is_table(node.func.value) and node.func.attr in ("update", "setdefault")):
-            found += [v for arg in node.args for v in values(arg)]
-            found += [kw.value for kw in node.keywords]
-    return sorted(v.lineno for v in found
+    return sorted(v.lineno for v in table_values(source, "STRINGS", values)
                   if not (isinstance(v, ast.Constant) and v.value == ""))
 
 
 def text_table_values(source):
-    """The line of every value of a generator's TEXT table (`TEXT = {...}`,
-    `TEXT.update(...)`, `TEXT[key] = ...`) that is not one English string: a
-    {"en": ..., "zh-CN": ...} entry, a table built some other way, or a string
-    with Chinese in it would be a second copy of a Chinese form that
-    tools/zh_strings.py holds."""
-    def is_table(node):
-        return isinstance(node, ast.Name) and node.id == "TEXT"
-
+    """The line of every value of a generator's TEXT table that is not one
+    English string: a {"en": ..., "zh-CN": ...} entry, a table built some
+    other way, or a string with Chinese in it would be a second copy of a
+    Chinese form that tools/zh_strings.py holds."""
     def values(node):
         return list(node.values) if isinstance(node, ast.Dict) else [node]
 
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Assign) and any(is_table(t) for t in node.targets):
-            found += values(node.value)
-        elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Subscript) and is_table(t.value) for t in node.targets):
-            found.append(node.value)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-              and is_table(node.func.value) and node.func.attr in ("update", "setdefault")):
-            found += [v for arg in node.args for v in values(arg)]
-            found += [kw.value for kw in node.keywords]
-    return sorted(v.lineno for v in found
+    return sorted(v.lineno for v in table_values(source, "TEXT", values)
                   if not (isinstance(v, ast.Constant) and isinstance(v.value, str)
                           and not CJK.search(v.value)))
 

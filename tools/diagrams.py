@@ -746,16 +746,23 @@ def draw_row_split(mpl, step, path):
                mpl.Patch(facecolor=SPLIT_BODY[0], label="body: one float4 per lane"),
                mpl.Patch(facecolor=SPLIT_TAIL, label="tail: one float per thread (0 to 2)"),
                mpl.Line2D([], [], color="#222222", linewidth=1.2, label="16-byte boundary")]
-    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
-              fontsize=8, frameon=False, borderaxespad=0.2)
-    fig.text(0.3 / width, 1 - 0.12 / fig.get_figheight(),
-             f"{step}: each row split where float4s can start", fontsize=11.5,
-             fontweight="bold", va="top")
-    fig.text(0.3 / width, 1 - 0.4 / fig.get_figheight(),
-             f"{rows} rows of {cols} floats, one after another: each row starts at another "
-             "distance from a 16-byte boundary, so each has its own head and tail",
-             fontsize=8.5, va="top", color="#333333")
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{step}: each row split where float4s can start",
+                            f"{rows} rows of {cols} floats, one after another: each row starts "
+                            "at another distance from a 16-byte boundary, so each has its own "
+                            "head and tail")
     save(mpl, fig, path)
+
+
+def split_legend_and_titles(fig, ax, width, handles, title, subtitle):
+    """The legend in one row above the cells, then the title and subtitle: the
+    layout of the part 2 split pictures (draw_row_split, draw_row_params)."""
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=len(handles),
+              fontsize=8, frameon=False, borderaxespad=0.2)
+    fig.text(0.3 / width, 1 - 0.12 / fig.get_figheight(), title, fontsize=11.5,
+             fontweight="bold", va="top")
+    fig.text(0.3 / width, 1 - 0.4 / fig.get_figheight(), subtitle, fontsize=8.5, va="top",
+             color="#333333")
 
 
 # rows/step13_layernorm_aligned (and its bfloat16 twin, step 14): gamma and beta
@@ -830,15 +837,11 @@ def draw_row_params(mpl, step, path):
                mpl.Patch(facecolor=PIECE_COLOURS[0], label="gamma: one load per piece"),
                mpl.Patch(facecolor=SPLIT_TAIL, label="tail"),
                mpl.Line2D([], [], color="#222222", linewidth=1.2, label="16-byte boundary")]
-    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=5,
-              fontsize=8, frameon=False, borderaxespad=0.2)
-    fig.text(0.3 / width, 1 - 0.12 / fig.get_figheight(),
-             f"{step}: x's packs on x's boundaries, gamma's in pieces", fontsize=11.5,
-             fontweight="bold", va="top")
-    fig.text(0.3 / width, 1 - 0.4 / fig.get_figheight(),
-             f"{rows} rows of {cols} {unit}s: gamma is indexed by column and starts on a "
-             "boundary, so a row's head puts its body's packs that far past gamma's boundaries",
-             fontsize=8.5, va="top", color="#333333")
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{step}: x's packs on x's boundaries, gamma's in pieces",
+                            f"{rows} rows of {cols} {unit}s: gamma is indexed by column and "
+                            "starts on a boundary, so a row's head puts its body's packs that "
+                            "far past gamma's boundaries")
     save(mpl, fig, path)
 
 

@@ -180,8 +180,11 @@ __device__ void load_pieces(const __nv_bfloat16 *a, float (&v)[PACK])
 
 // gamma or beta for pack i of the body. Where the row's head shifts it off
 // gamma's 16-byte boundaries, the pack is read in the widest pieces its
-// shift allows: 2 to 4 loads instead of 1 (8 one element at a time). The
-// shift is the same in the whole group: a branch, not divergence.
+// shift allows: 2 to 4 loads instead of 1. They hit in L1 (every row reads
+// the same gamma). Loading the two aligned packs around the pack and cutting
+// it out in registers measured slower: more registers, fewer warps per SM
+// (8 one-element loads too). The shift is the same in the whole group:
+// a branch, not divergence.
 template <unsigned int PACK, bool SPLIT>
 __device__ void load_params(const Params &q, unsigned int i, float (&v)[PACK])
 {
