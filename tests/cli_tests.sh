@@ -530,7 +530,7 @@ next=$((last + 1)) rnext=$((rlast + 1))
         && ok || bad "make check SOURCE=broken_src/reduce.cu: the errors are not at its line: $(echo "$out" | grep -m 2 error)"
     # make test: its build, then the suites that read the tree's list of
     # steps (make step0's link and both new steps in place).
-    suites="editions"
+    suites="editions steps"
     [ -n "$no_device" ] && suites="$suites gpu"
     out=$(make test SUITES="$suites" 2>&1); rc=$?
     [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \

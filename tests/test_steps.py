@@ -224,10 +224,15 @@ class ThisRepository(unittest.TestCase):
                         self.assertEqual(first, f"--- {want}/{steps.source_file(name)}")
 
     def test_each_readmes_diff_block_is_make_diffs(self):
-        """The generated diff block of every step's README (both languages)
-        compares with the step diff_base names, the one make diff shows."""
+        """The generated diff block of every shipped step's README (both
+        languages) compares with the step diff_base names, the one make diff
+        shows. A student's `make new` step is left out: its block stays empty
+        until make docs fills it."""
+        shipped = set(schema.SHIPPED) | set(schema.SHIPPED_ROWS)
         for part in ("", "rows/"):
             for name in steps.step_dirs(ROOT, part, source=True):
+                if name not in shipped:
+                    continue
                 want = steps.diff_base(ROOT, name, source=True)
                 for page in ("README.md", "README.zh-CN.md"):
                     path = os.path.join(ROOT, name, page)
