@@ -38,7 +38,8 @@ import grade  # noqa: E402
 CUB = "baseline_cub/run"
 # Bugs a plain timed run cannot show: a race the hardware hides, one that
 # appears only above 2^28 floats (the default n is 2^25), and one in part 2's
-# path for rows wider than registers and shared memory hold (the default
+# path for rows wider than registers and shared memory hold, or in a
+# thread-block cluster's (rows past one block's registers; the default
 # shape's rows are 1024 wide). A fixture's "caught by" may add the last as
 # "/wide": "shape/wide" is caught by a shape check, and not by a plain run.
 # "odd" marks a bug seen only at widths that are not a power of two: the
