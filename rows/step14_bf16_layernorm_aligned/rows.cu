@@ -7,8 +7,8 @@
 //         widest pieces their addresses allow (16, 8, 4 or 2 bytes).
 // Why it helps: at odd widths step 12 read and wrote 2 bytes at a time: eight
 //         times the memory instructions of the aligned path.
-// Effect: against step12_bf16_layernorm on an NVIDIA H200: 0.99x at 32768 x 1024, a loss;
-//         1.85x at 8192 x 4097, a win (make docs writes this from
+// Effect: against step12_bf16_layernorm on an NVIDIA H200: 1.00x at 32768 x 1024, a tie;
+//         1.88x at 8192 x 4097, a win (make docs writes this from
 //         plots/reference/h200-rows.csv).
 #include <cuda_bf16.h>
 #include <type_traits>
