@@ -269,9 +269,10 @@ __global__ void softmax_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, uns
 
 // Every block has max(G / CLUSTER, BLOCK_SIZE) threads: telling the
 // compiler lets it budget registers so that such a block always fits an SM,
-// and MIN_BLOCKS of a cluster's blocks share one.
+// and MIN_BLOCKS of a cluster's blocks share one (0: no minimum asked, as
+// before clusters; an explicit 1 changes the compiler's register budget).
 template <unsigned int G, unsigned int CLUSTER, unsigned int PACK>
-__global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G / CLUSTER, CLUSTER > 1 ? MIN_BLOCKS : 1)
+__global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G / CLUSTER, CLUSTER > 1 ? MIN_BLOCKS : 0)
 softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int rows,
                          unsigned int cols)
 {
