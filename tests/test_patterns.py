@@ -728,7 +728,7 @@ class ReadmeBlockTests(unittest.TestCase):
         # Part 2's pictures: one per step in diagrams.ROW_PICTURES.
         wanted |= {os.path.basename(diagrams.row_figure_path(s, FIGURES))
                    for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT) +
-                   list(diagrams.ROW_PARAMS)}
+                   list(diagrams.ROW_PARAMS) + list(diagrams.ROW_CLUSTER)}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -803,6 +803,30 @@ class ParamPiecesTests(unittest.TestCase):
                 src = " ".join(f.read().split())
             for line in lines:
                 self.assertIn(line, src, step)
+
+
+class ClusterOwnerTests(unittest.TestCase):
+    """The picture of rows/step15_cluster draws diagrams.cluster_owner(), which
+    must place a row's packs as the kernel's index expressions do."""
+
+    def test_each_block_holds_whole_runs_of_threads(self):
+        blocks, threads, slots, packs = diagrams.ROW_CLUSTER["rows/step15_cluster"]
+        g = blocks * threads
+        owners = [diagrams.cluster_owner(i, blocks, threads, slots) for i in range(packs)]
+        self.assertEqual([b for b, _ in owners[:g]], [i // threads for i in range(g)])
+        self.assertEqual(owners[g], (0, "registers"))   # slot 1 starts over at block 0
+        self.assertEqual([p for _, p in owners].count("shared"), packs - slots * g)
+        self.assertEqual(diagrams.cluster_owner(slots * g + threads, blocks, threads, slots),
+                         (1, "shared"))
+
+    def test_matches_the_kernels_indexing(self):
+        with open(os.path.join(ROOT, "rows", "step15_cluster", "rows.cu")) as f:
+            src = " ".join(f.read().split())
+        for line in ("unsigned int rank = blockIdx.x % CLUSTER;",
+                     "unsigned int t = rank * SHARE + b;",
+                     "if (t + k * G < packs) load_pack<PACK>(x, k * G, v[k]);",
+                     "store_pack<PACK>(s_rest, (i / G + k) * SHARE + b, r[k]);"):
+            self.assertIn(line, src)
 
 
 class DrawingTests(unittest.TestCase):

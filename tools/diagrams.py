@@ -845,6 +845,71 @@ def draw_row_params(mpl, step, path):
     save(mpl, fig, path)
 
 
+# rows/step15_cluster: where each pack of one wide row lives when its group of
+# G = blocks x threads spans a cluster. Pack i of the body belongs to thread
+# t = i mod G (pack t + k G into slot k), which is thread t mod B of block
+# t / B; while i < SLOTS x G it sits in slot i / G of that thread's
+# registers, past that in its block's shared memory (at (i / G) B + t mod B).
+# Each block reduces its packs to one pair, and the pairs meet once, through
+# distributed shared memory.
+ROW_CLUSTER = {"rows/step15_cluster": (4, 4, 2, 40)}   # step -> (blocks, threads each, slots, packs)
+ROW_CLUSTER_FIGURE = "cluster"
+ROW_CLUSTER_ALT = ("{step}: which of a cluster's {blocks} blocks holds each float4 of one row "
+                   "({packs} float4s, {slots} in each thread's registers, the rest in shared "
+                   "memory), and the one exchange of the blocks' (max, sum) pairs")
+
+
+def cluster_owner(i, blocks, threads, slots):
+    """(block, place) of pack i of a row: place is "registers" or "shared"."""
+    g = blocks * threads
+    return i % g // threads, "registers" if i < slots * g else "shared"
+
+
+def draw_row_cluster(mpl, step, path):
+    blocks, threads, slots, packs = ROW_CLUSTER[step]
+    g = blocks * threads
+    width = packs * 0.3 + 1.2
+    fig, ax = new_figure(mpl, width, 5, 0.42, 1.1, 0.2, 0.6, 0.6)
+    top = 4.0   # the row, at y = top .. top + 1
+    for i in range(packs):
+        block, place = cluster_owner(i, blocks, threads, slots)
+        add_cell(ax, mpl.Rectangle((i, top), 1, 1, facecolor=ROW_WARP_COLOURS[block],
+                                   edgecolor="#ffffff", linewidth=0.8,
+                                   hatch="////" if place == "shared" else None))
+    for k in range(packs // g + 1):   # slot k holds packs k G .. (k + 1) G - 1
+        ax.plot([k * g, k * g], [top - 0.15, top + 1.15], color="#222222", linewidth=1.2)
+        if k * g < packs:
+            label = f"slot {k} (registers)" if k < slots else "rest (shared memory)"
+            ax.text(k * g + min(g, packs - k * g) / 2, top - 0.3, label, ha="center",
+                    va="top", fontsize=8)
+    box = packs / blocks
+    for b in range(blocks):   # each block's pair, and the exchange below
+        x0 = b * box + box * 0.1
+        add_cell(ax, mpl.Rectangle((x0, 1.6), box * 0.8, 1.0, facecolor=ROW_WARP_COLOURS[b],
+                                   edgecolor="#222222", linewidth=0.8))
+        ax.text(x0 + box * 0.4, 2.1, f"block {b}: (max, sum)\nof its packs", ha="center",
+                va="center", fontsize=8, color="#ffffff" if b == 0 else "#111111")
+        ax.annotate("", xy=(x0 + box * 0.4, 0.75), xytext=(x0 + box * 0.4, 1.6),
+                    arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
+    add_cell(ax, mpl.Rectangle((0, 0.05), packs, 0.7, facecolor="#ffffff", edgecolor="#222222",
+                               linewidth=0.8))
+    ax.text(packs / 2, 0.4, "cluster.sync(), then in every block lane r reads block r's pair: "
+            "the row's max and sum, the same in each", ha="center", va="center", fontsize=8.5)
+    ax.set_xlim(-0.3, packs + 0.3)
+    ax.set_ylim(0, 5.2)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    bare(ax)
+    handles = [mpl.Patch(facecolor=ROW_WARP_COLOURS[b], label=f"block {b}") for b in range(blocks)]
+    handles.append(mpl.Patch(facecolor="#ffffff", edgecolor="#555555", hatch="////",
+                             label="in the block's shared memory"))
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{step}: one row over a cluster of {blocks} blocks",
+                            f"G = {blocks} x {threads} threads; float4 i goes to thread i mod G, "
+                            f"slot i / G; past {slots} slots, to its block's shared memory")
+    save(mpl, fig, path)
+
+
 ROW_NO_PICTURE = ("No access-pattern picture for {step}: the row sum steps (0 to 4) have one; "
                   "this step reads its rows as step 4 does.")
 
@@ -855,6 +920,11 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
         rows, cols, pack = ROW_SPLIT[step]
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
         alt = translate(ROW_SPLIT_ALT, step=step, rows=rows, cols=cols, most=pack - 1)
+        return f"![{alt}]({link})"
+    if step in ROW_CLUSTER:
+        blocks, _, slots, packs = ROW_CLUSTER[step]
+        link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
+        alt = translate(ROW_CLUSTER_ALT, step=step, blocks=blocks, packs=packs, slots=slots)
         return f"![{alt}]({link})"
     if step in ROW_PARAMS:
         rows, cols, _ = ROW_PARAMS[step]
@@ -873,7 +943,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
 
 def row_figure_path(step, out_dir):
     kind = ROW_SPLIT_FIGURE if step in ROW_SPLIT else \
-        ROW_PARAMS_FIGURE if step in ROW_PARAMS else ROW_FIGURE
+        ROW_PARAMS_FIGURE if step in ROW_PARAMS else \
+        ROW_CLUSTER_FIGURE if step in ROW_CLUSTER else ROW_FIGURE
     return os.path.join(out_dir, f"{step.replace('/', '-')}-{kind}.png")
 
 
@@ -934,6 +1005,9 @@ def run(args):
         for step in ROW_PARAMS:
             if os.path.isfile(os.path.join(root, step, "rows.cu")):
                 draw_row_params(mpl, step, row_figure_path(step, out_dir))
+        for step in ROW_CLUSTER:
+            if os.path.isfile(os.path.join(root, step, "rows.cu")):
+                draw_row_cluster(mpl, step, row_figure_path(step, out_dir))
     return 0
 
 

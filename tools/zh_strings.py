@@ -304,6 +304,11 @@ STRINGS = {
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+    "{step}: which of a cluster's {blocks} blocks holds each float4 of one row ({packs} float4s, "
+    "{slots} in each thread's registers, the rest in shared memory), and the one exchange of the "
+    "blocks' (max, sum) pairs":
+        "{step}：簇里 {blocks} 个线程块中，一行的每个 float4 由哪一个持有（共 {packs} 个 float4，"
+        "每个线程的寄存器里放 {slots} 个，其余放在共享内存里），以及各线程块的 (max, sum) 对只做一次的交换",
     "{step}: for each row of a {rows} x {cols} matrix, its split in x and the pieces in which its "
     "body reads gamma and beta, whose 16-byte boundaries fall elsewhere in every row":
         "{step}：{rows} x {cols} 的矩阵中，每一行在 x 里怎样切分，以及它的主体分几段读取 gamma 和 beta："
@@ -377,6 +382,10 @@ SUMMARIES = {
         "对齐的 LayerNorm：沿用第 10 步的首尾切分，gamma 和 beta 按各自的对齐分段读取。",
     "Aligned LayerNorm in bfloat16: step 12's bfloat16 loads and stores, on step 13.":
         "bfloat16 的对齐 LayerNorm：把第 12 步的 bfloat16 加载与存储用在第 13 步上。",
+    "Clusters: a wide row's group spans several blocks, which share one exchange.":
+        "线程块簇：一个宽行的线程组分给几个线程块，它们只做一次交换。",
+    "bfloat16 clusters: step 15's cluster softmax on bfloat16 rows.":
+        "bfloat16 的线程块簇：把第 15 步的簇 softmax 用在 bfloat16 的行上。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
