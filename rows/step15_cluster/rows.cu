@@ -371,7 +371,6 @@ softmax_registers_kernel(const float *g_x, float *g_y, unsigned int rows, unsign
 #endif
 }
 
-
 // 16-byte loads and stores need each row's body on a 16-byte boundary in x
 // and in y: when x and y are a multiple of 16 bytes apart, every row starts
 // as far from a boundary in one as in the other, whatever its width.
