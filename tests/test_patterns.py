@@ -828,6 +828,22 @@ class ClusterOwnerTests(unittest.TestCase):
                      "store_pack<PACK>(s_rest, (i / G + k) * SHARE + b, r[k]);"):
             self.assertIn(line, src)
 
+    def test_the_layernorm_clusters_indexing(self):
+        """Step 17 places a row's packs as step 15 does (its picture uses the
+        same cluster_owner): rest_slot() is step 15's slot in a cluster."""
+        self.assertEqual(diagrams.ROW_CLUSTER["rows/step17_layernorm_cluster"],
+                         diagrams.ROW_CLUSTER["rows/step15_cluster"])
+        with open(os.path.join(ROOT, "rows", "step17_layernorm_cluster", "rows.cu")) as f:
+            src = " ".join(f.read().split())
+        for line in ("unsigned int rank = blockIdx.x % CLUSTER;",
+                     "unsigned int t = rank * SHARE + b;",
+                     "if (t + k * G < packs) load_pack<PACK>(x, k * G, v[k]);",
+                     "return CLUSTER == 1 ? i + k * G : (i / G + k) * (G / CLUSTER) + b;",
+                     "store_pack<PACK>(s_rest, rest_slot<G, CLUSTER>(i, k, b), r[k]);",
+                     "cluster_allreduce<CLUSTER>(sum, &s_cluster[0]);",
+                     "cluster_allreduce<CLUSTER>(sum, &s_cluster[1]);"):
+            self.assertIn(line, src)
+
 
 class DrawingTests(unittest.TestCase):
     def setUp(self):

@@ -852,11 +852,26 @@ def draw_row_params(mpl, step, path):
 # registers, past that in its block's shared memory (at (i / G) B + t mod B).
 # Each block reduces its packs to one pair, and the pairs meet once, through
 # distributed shared memory.
-ROW_CLUSTER = {"rows/step15_cluster": (4, 4, 2, 40)}   # step -> (blocks, threads each, slots, packs)
+# rows/step17_layernorm_cluster places its packs the same way; its blocks
+# exchange twice: their sums (the mean), then their squares around it.
+ROW_CLUSTER = {"rows/step15_cluster": (4, 4, 2, 40),   # step -> (blocks, threads each, slots, packs)
+               "rows/step17_layernorm_cluster": (4, 4, 2, 40)}
 ROW_CLUSTER_FIGURE = "cluster"
 ROW_CLUSTER_ALT = ("{step}: which of a cluster's {blocks} blocks holds each float4 of one row "
                    "({packs} float4s, {slots} in each thread's registers, the rest in shared "
                    "memory), and the one exchange of the blocks' (max, sum) pairs")
+ROW_CLUSTER_LN_ALT = ("{step}: which of a cluster's {blocks} blocks holds each float4 of one row "
+                      "({packs} float4s, {slots} in each thread's registers, the rest in shared "
+                      "memory), and the two exchanges of the blocks' sums: the mean, then the "
+                      "variance")
+# What each block hands the others, and what the exchange gives every block.
+ROW_CLUSTER_EXCHANGE = {
+    "rows/step15_cluster": ("(max, sum)\nof its packs", "cluster.sync(), then in every block lane r "
+                            "reads block r's pair: the row's max and sum, the same in each"),
+    "rows/step17_layernorm_cluster": ("sum, then squares\naround the mean",
+                                      "cluster.sync() twice: lane r reads block r's sum (the "
+                                      "row's mean), then its squares around it (the variance)"),
+}
 
 
 def cluster_owner(i, blocks, threads, slots):
@@ -867,6 +882,7 @@ def cluster_owner(i, blocks, threads, slots):
 
 def draw_row_cluster(mpl, step, path):
     blocks, threads, slots, packs = ROW_CLUSTER[step]
+    handed, exchange = ROW_CLUSTER_EXCHANGE[step]
     g = blocks * threads
     width = packs * 0.3 + 1.2
     fig, ax = new_figure(mpl, width, 5, 0.42, 1.1, 0.2, 0.6, 0.6)
@@ -887,14 +903,13 @@ def draw_row_cluster(mpl, step, path):
         x0 = b * box + box * 0.1
         add_cell(ax, mpl.Rectangle((x0, 1.6), box * 0.8, 1.0, facecolor=ROW_WARP_COLOURS[b],
                                    edgecolor="#222222", linewidth=0.8))
-        ax.text(x0 + box * 0.4, 2.1, f"block {b}: (max, sum)\nof its packs", ha="center",
+        ax.text(x0 + box * 0.4, 2.1, f"block {b}: {handed}", ha="center",
                 va="center", fontsize=8, color="#ffffff" if b == 0 else "#111111")
         ax.annotate("", xy=(x0 + box * 0.4, 0.75), xytext=(x0 + box * 0.4, 1.6),
                     arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
     add_cell(ax, mpl.Rectangle((0, 0.05), packs, 0.7, facecolor="#ffffff", edgecolor="#222222",
                                linewidth=0.8))
-    ax.text(packs / 2, 0.4, "cluster.sync(), then in every block lane r reads block r's pair: "
-            "the row's max and sum, the same in each", ha="center", va="center", fontsize=8.5)
+    ax.text(packs / 2, 0.4, exchange, ha="center", va="center", fontsize=8.5)
     ax.set_xlim(-0.3, packs + 0.3)
     ax.set_ylim(0, 5.2)
     ax.set_xticks([])
@@ -924,7 +939,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
     if step in ROW_CLUSTER:
         blocks, _, slots, packs = ROW_CLUSTER[step]
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
-        alt = translate(ROW_CLUSTER_ALT, step=step, blocks=blocks, packs=packs, slots=slots)
+        template = ROW_CLUSTER_LN_ALT if "layernorm" in step else ROW_CLUSTER_ALT
+        alt = translate(template, step=step, blocks=blocks, packs=packs, slots=slots)
         return f"![{alt}]({link})"
     if step in ROW_PARAMS:
         rows, cols, _ = ROW_PARAMS[step]

@@ -36,7 +36,8 @@ SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "row
                 "rows/step7_wide", "rows/step8_softmax", "rows/step9_online",
                 "rows/step10_aligned", "rows/step11_bf16", "rows/step12_bf16_layernorm",
                 "rows/step13_layernorm_aligned", "rows/step14_bf16_layernorm_aligned",
-                "rows/step15_cluster", "rows/step16_bf16_cluster") + ROW_BASELINES
+                "rows/step15_cluster", "rows/step16_bf16_cluster",
+                "rows/step17_layernorm_cluster", "rows/step18_bf16_layernorm_cluster") + ROW_BASELINES
 
 
 def step_number(name):

@@ -309,6 +309,12 @@ STRINGS = {
     "blocks' (max, sum) pairs":
         "{step}：簇里 {blocks} 个线程块中，一行的每个 float4 由哪一个持有（共 {packs} 个 float4，"
         "每个线程的寄存器里放 {slots} 个，其余放在共享内存里），以及各线程块的 (max, sum) 对只做一次的交换",
+    "{step}: which of a cluster's {blocks} blocks holds each float4 of one row ({packs} float4s, "
+    "{slots} in each thread's registers, the rest in shared memory), and the two exchanges of the "
+    "blocks' sums: the mean, then the variance":
+        "{step}：簇里 {blocks} 个线程块中，一行的每个 float4 由哪一个持有（共 {packs} 个 float4，"
+        "每个线程的寄存器里放 {slots} 个，其余放在共享内存里），以及各线程块的部分和所做的两次交换："
+        "先得均值，再得方差",
     "{step}: for each row of a {rows} x {cols} matrix, its split in x and the pieces in which its "
     "body reads gamma and beta, whose 16-byte boundaries fall elsewhere in every row":
         "{step}：{rows} x {cols} 的矩阵中，每一行在 x 里怎样切分，以及它的主体分几段读取 gamma 和 beta："
@@ -386,6 +392,10 @@ SUMMARIES = {
         "线程块簇：一个宽行的线程组分给几个线程块，它们只做一次交换。",
     "bfloat16 clusters: step 15's cluster softmax on bfloat16 rows.":
         "bfloat16 的线程块簇：把第 15 步的簇 softmax 用在 bfloat16 的行上。",
+    "Cluster LayerNorm: a row wider than one block holds spans the blocks of a cluster.":
+        "簇 LayerNorm：一个线程块装不下的宽行，分给一个线程块簇的各个线程块。",
+    "bfloat16 cluster LayerNorm: step 17's cluster LayerNorm on bfloat16 rows.":
+        "bfloat16 的簇 LayerNorm：把第 17 步的簇 LayerNorm 用在 bfloat16 的行上。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/

@@ -1,18 +1,22 @@
-// Cluster LayerNorm: a wide row's group spans several blocks, which share two exchanges.
+// Cluster LayerNorm: a row wider than one block holds spans the blocks of a cluster.
 //
-// Change: a row's group of G threads was one block, up to 1024 threads.
-//         On Hopper (sm_90) a group of more than BLOCK_SIZE = 256 threads is
-//         now a thread-block cluster of G / 256 blocks, up to 16, as in step
-//         15's softmax: each block sums its share of the row, the blocks'
-//         sums meet after one cluster barrier in distributed shared memory
-//         (the mean), then each block sums its squares around that mean and
-//         the sums meet again (the variance, two-pass). Rows of up to 131072
-//         floats fit the cluster's registers, wider ones also its shared
-//         memory: one read of x. Before sm_90, step 13's groups.
-// Why it helps: a block of 1024 threads fills an SM's registers, so each SM
-//         normalized one wide row at a time, and past the registers and
-//         shared memory of one block step 13 read each row three times.
-// Effect: not measured yet (make docs writes this from plots/reference/h200-rows.csv).
+// Change: past what a block of 1024 threads holds on chip (its registers,
+//         then its shared memory: 90112 floats on an H200) step 13 read each
+//         row three times. On Hopper (sm_90) such a row is now the group of a
+//         thread-block cluster of 16 blocks of 256 threads (8 where the GPU
+//         runs no more), which the hardware runs at the same time on one GPC.
+//         Each block sums its share of the row; the blocks' sums meet after a
+//         cluster barrier in distributed shared memory (the mean); each block
+//         then sums its squares around that mean and they meet again (the
+//         variance, still two-pass). Narrower rows, and GPUs before sm_90,
+//         keep step 13's one-block groups.
+// Why it helps: a cluster holds 16 blocks' registers and shared memory, so
+//         the row stays on chip up to 2^20 floats: x is read once, not three
+//         times. Rows that fit one block were read once already, and there
+//         the cluster's barriers measured no faster.
+// Effect: against step13_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a tie;
+//         1.28x at 512 x 128256, a win (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include <cooperative_groups.h>
 
 #include "check.h"

@@ -2,16 +2,18 @@
 //
 // Change: x, y, gamma and beta are bfloat16, as in step 14: 16-byte loads
 //         bring 8 of them, widened to float in registers, and each output is
-//         rounded once as it is stored. A row's group of more than 256
-//         threads is a thread-block cluster, as in step 17: each block sums
-//         its share, the sums meet in distributed shared memory (the mean),
-//         then the sums of squares around it (the variance). Everything past
-//         the loads and stores stays float, shared memory included.
-// Why it helps: a bfloat16 row is half the bytes of a float one but the same
-//         registers once widened, so step 14 ran one 1024-thread block an SM
-//         at wide rows and read rows past one block's shared memory three
-//         times.
-// Effect: not measured yet (make docs writes this from plots/reference/h200-rows.csv).
+//         rounded once as it is stored. A row wider than one 1024-thread
+//         block holds on chip is the group of a cluster, as in step 17, here
+//         of 8 blocks: each block sums its share, the sums meet in
+//         distributed shared memory (the mean), then the sums of squares
+//         around it (the variance). Everything past the loads and stores
+//         stays float, shared memory included.
+// Why it helps: widened to float, a bfloat16 row takes the registers and
+//         shared memory of a float row, so past 90112 elements step 14 read
+//         each row three times; 8 blocks hold 524288 on chip.
+// Effect: against step14_bf16_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a
+//         tie; 1.12x at 512 x 128256, a win (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <type_traits>
