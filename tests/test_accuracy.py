@@ -562,6 +562,7 @@ class MakeAccuracyTest(unittest.TestCase):
 
     def make_accuracy(self, gpu=True):
         shutil.copy(os.path.join(REPO, "Makefile"), self.root)
+        shutil.copytree(os.path.join(REPO, "mk"), os.path.join(self.root, "mk"))
         os.makedirs(os.path.join(self.root, "tools"), exist_ok=True)
         for name in os.listdir(os.path.join(REPO, "tools")):
             if name.endswith((".py", ".sh")):
@@ -599,7 +600,7 @@ class MakeAccuracyTest(unittest.TestCase):
         proc = self.make_accuracy(gpu=False)
         self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
         # make's own error line (the gpu-check prerequisite's $(error)), and nothing else.
-        self.assertRegex(proc.stdout + proc.stderr, r"^Makefile:\d+: \*\*\* make accuracy: needs "
+        self.assertRegex(proc.stdout + proc.stderr, r"^mk/\w+\.mk:\d+: \*\*\* make accuracy: needs "
                                                      r"a CUDA GPU and this machine has none "
                                                      r"\([^)]*\); make help lists what works without one\.  Stop\.\n$")
         self.assertFalse(os.path.exists(self.log))   # no program ran

@@ -514,6 +514,7 @@ class RunTests(Repo):
 
     def test_make_docs(self):
         shutil.copy(os.path.join(ROOT, "Makefile"), self.root)
+        shutil.copytree(os.path.join(ROOT, "mk"), self.path("mk"))
         os.makedirs(self.path("tools"))
         for name in os.listdir(os.path.join(ROOT, "tools")):
             if name.endswith(".py"):

@@ -43,6 +43,7 @@ def scratch_makefile(root):
     """The Makefile and the scripts in root, as in the repository; no sources,
     so make builds nothing (PROGRAMS= for the fake programs' directories)."""
     shutil.copy(os.path.join(REPO, "Makefile"), root)
+    shutil.copytree(os.path.join(REPO, "mk"), os.path.join(root, "mk"))   # its jobs
     os.makedirs(os.path.join(root, "tools"), exist_ok=True)
     for name in os.listdir(os.path.join(REPO, "tools")):
         if name.endswith((".py", ".sh")) or name == "requirements.txt":
@@ -240,7 +241,7 @@ class MakeTargetTest(ScriptTest):
             self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
             # make's own error line (the gpu-check prerequisite's $(error)), and nothing else.
             out = proc.stdout + proc.stderr
-            self.assertRegex(out, rf"^Makefile:\d+: \*\*\* make {target}: needs a CUDA GPU and "
+            self.assertRegex(out, rf"^mk/\w+\.mk:\d+: \*\*\* make {target}: needs a CUDA GPU and "
                                   r"this machine has none \((nvidia-smi lists no GPU|no NVIDIA "
                                   r"driver, libcuda\.so\.1 not found)\); make help lists what works without "
                                   r"one\.  Stop\.$")

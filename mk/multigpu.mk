@@ -1,0 +1,75 @@
+# ================================================================ multigpu
+# Beyond one GPU (multigpu/README.md): the sum over every visible GPU with
+# NCCL, and NCCL's all-reduce of vectors. Built only where nccl.h is found:
+# in NCCL_HOME (a pip wheel's nvidia/nccl, or NVIDIA's tarball), else in the
+# CUDA toolkit, /usr/include or /usr/local/include. Without it `make` skips
+# it and `make multigpu` says how to get NCCL, in one line.
+NCCL_HOME ?=
+NCCL_INC := $(firstword $(foreach d,$(if $(NCCL_HOME),$(NCCL_HOME)/include) $(CUDA_HOME)/include \
+              /usr/include /usr/local/include,$(if $(wildcard $(d)/nccl.h),$(d))))
+# The library beside the header, if there is one there (a pip wheel ships
+# libnccl.so.2 only, hence -l: with the full name); else the linker's own path.
+NCCL_LIBDIR := $(firstword $(foreach d,$(if $(NCCL_INC),$(patsubst %/include,%,$(NCCL_INC))/lib64 \
+                 $(patsubst %/include,%,$(NCCL_INC))/lib),$(if $(wildcard $(d)/libnccl.so.2),$(d))))
+NCCL_LDFLAGS := $(if $(NCCL_LIBDIR),-L$(NCCL_LIBDIR) -Xlinker -rpath -Xlinker $(NCCL_LIBDIR)) \
+                -l:libnccl.so.2
+MG_PROGRAM := multigpu/run
+MG_SOURCES := multigpu/multigpu.c multigpu/plan.c multigpu/plan.h step9_singlepass/reduce.cu
+NO_NCCL_LINE := make multigpu: NCCL not found (no nccl.h in NCCL_HOME, $(CUDA_HOME)/include, \
+  /usr/include or /usr/local/include): pip install nvidia-nccl-cu13 and set \
+  NCCL_HOME=<site-packages>/nvidia/nccl, or install NVIDIA's libnccl-dev, then make multigpu again
+# The summary charts' inputs: committed by tools/nccl_check.sh's run.
+MG_SUM_CSV ?= plots/reference/h200x2-multigpu.csv
+MG_ALLREDUCE_CSV ?= plots/reference/h200x2-allreduce.csv
+
+.PHONY: multigpu nccl-check multigpu-chart
+ifneq ($(NCCL_INC),)
+ALL_MORE += $(MG_PROGRAM)
+TEST_BUILD_MORE += $(MG_PROGRAM)
+multigpu: $(MG_PROGRAM)
+else
+multigpu:
+	$(error $(NO_NCCL_LINE))
+endif
+TEST_BUILD_MORE += build/multigpu_tests
+CLEAN_MORE += $(MG_PROGRAM)
+
+# Step 9's kernel once more, as an object of its own: reused, not copied.
+build/mg/step9.o: step9_singlepass/reduce.cu $(HEADERS) build/arch.stamp
+	@mkdir -p $(@D)
+	$(NVCC) $(NVFLAGS) -c $< -o $@
+
+build/mg/plan.o: multigpu/plan.c multigpu/plan.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Imultigpu -c $< -o $@
+
+build/mg/multigpu.o: multigpu/multigpu.c multigpu/plan.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Imultigpu $(filter-out -I/usr/include,-I$(NCCL_INC)) -c $< -o $@
+
+build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
+	@mkdir -p $(@D)
+	@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program multigpu) || exit 1; \
+	 printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+
+$(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o build/mg/step9.o build/hash/multigpu.o \
+               $(COMMON_OBJ) build/arch.stamp
+	$(NVCC) $(NVFLAGS) -o $@ build/mg/multigpu.o build/mg/plan.o build/mg/step9.o \
+	    build/hash/multigpu.o $(COMMON_OBJ) $(NCCL_LDFLAGS) $(LDLIBS)
+
+# Shards and options, tested without a GPU or NCCL.
+build/multigpu_tests: tests/multigpu_tests.c tests/expect.h multigpu/plan.c multigpu/plan.h common/harness.c \
+                      $(HEADERS) | build
+	$(CC) $(CFLAGS) -Imultigpu -o $@ tests/multigpu_tests.c multigpu/plan.c common/harness.c \
+	    -lm $(LDLIBS)
+
+# Every check and measurement of the multigpu part on this machine's GPUs,
+# into OUT_DIR/nccl (tools/nccl_check.sh; about 5 minutes on two H200s).
+nccl-check: gpu-check
+	GIT_REV=$(GIT_REV) bash tools/nccl_check.sh $(OUT_DIR)/nccl
+
+# `make plot` draws the multigpu charts once their CSVs exist.
+PLOT_PARTS += multigpu-chart
+multigpu-chart: $(NEED_VENV)
+	@if [ -f $(MG_SUM_CSV) ] || [ -f $(MG_ALLREDUCE_CSV) ]; then \
+	    $(PLOT_PYTHON) tools/multigpu_chart.py --chinese --sum $(MG_SUM_CSV) --allreduce $(MG_ALLREDUCE_CSV); fi

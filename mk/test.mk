@@ -1,0 +1,69 @@
+# ---------------------------------------------------------------- tests
+build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/back_ref.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/back_ref.c -lm $(LDLIBS)
+
+# Deliberately broken programs: the grader must FAIL every one of them.
+# Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
+# one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).
+BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu)) \
+           $(patsubst %/rows.cu,%/run,$(wildcard tests/broken/rows/*/rows.cu))
+MUTANT_LINES := $(shell sed -n 's/^\([a-z0-9_]*\) *| *\([a-z0-9_/]*\) *|.*/\1:\2/p' tests/broken/mutants.txt)
+SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
+ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
+MUTANTS := $(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS))) \
+           $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS)))
+MUTANT_SOURCES := $(patsubst %/run,%/reduce.cu,$(filter-out build/mutants/rows/%,$(MUTANTS))) \
+                  $(patsubst %/run,%/rows.cu,$(filter build/mutants/rows/%,$(MUTANTS)))
+
+# Each mutant's source is made from its own step's source only, so a step of
+# your own (make new), or an edit to another step, rebuilds no mutant.
+define MUTANT_RULE
+$(if $(filter rows/%,$(2)),build/mutants/rows/$(1)/rows.cu: $(2)/rows.cu,build/mutants/$(1)/reduce.cu: $(2)/reduce.cu) \
+        tests/broken/mutants.txt tools/mutate.sh
+	@bash tools/mutate.sh $(1) $$@
+endef
+$(foreach m,$(MUTANT_LINES),$(eval $(call MUTANT_RULE,$(firstword $(subst :, ,$(m))),$(lastword $(subst :, ,$(m))))))
+
+# `make mutants` builds them; `make mutant-sources` only writes their sources
+# (no GPU needed either way; only the GPU suite runs them).
+.PHONY: mutant-sources
+mutants: $(MUTANTS)
+mutant-sources: $(MUTANT_SOURCES)
+
+# Generated sources (mutants, code hashes) are kept after a build, for reading.
+.SECONDARY:
+
+# make test: first what the suites need (test-build), TEST_JOBS at a time
+# unless make was given its own -j, into build/test-build.log: the compiler's
+# command lines are shown when the build fails, or with V=1. Then every suite
+# (tests/run_tests.sh; SUITES=... picks some). The broken fixtures and the
+# mutants are built only where there is a GPU: the GPU suite alone runs them
+# (TEST_GPU=1 is need_gpu.sh's answer; make mutants builds them anywhere).
+# The suites run make a few hundred times: they get PLOT_PYTHON and OPENMP
+# as found here, so that none of those makes probes for them again.
+# Said on screen first, a line each, and only when it is so: how many
+# programs are not built yet, with the time of a full build, and that the
+# plotting Python goes into .venv (the build's own output goes to the log).
+TEST_PROGRAMS = $(PROGRAMS) $(ROW_PROGRAMS) $(EXTRA_PROGRAMS)
+TEST_UNBUILT = $(filter-out $(wildcard $(TEST_PROGRAMS)),$(TEST_PROGRAMS))
+test:
+	@mkdir -p build; n=$(words $(TEST_UNBUILT)); [ $$n -eq 0 ] || echo "make test: building $$n of the" \
+	     "$(words $(TEST_PROGRAMS)) programs first, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
+	     "(all $(words $(TEST_PROGRAMS)): about $(TEST_BUILD_MINUTES) min on two cores), then the suites"; \
+	 [ -z "$(NEED_VENV)" ] || [ $(VENV_PYTHON) -nt tools/requirements.txt ] || echo "make test: Python cannot import" \
+	     "matplotlib and the chart font: installing tools/requirements.txt into .venv (once)"
+	+@gpu=1; bash tools/need_gpu.sh test >/dev/null 2>&1 || gpu=; \
+	 build="$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-build TEST_GPU=$$gpu"; \
+	 if [ -n "$(V)" ]; then $$build; else \
+	     $$build -Otarget > build/test-build.log 2>&1 || { cat build/test-build.log; \
+	         echo "make test: the build failed: its commands and errors are above (build/test-build.log)"; exit 2; }; \
+	 fi
+	@PLOT_PYTHON=$(PLOT_PYTHON) PYTHON=$(PYTHON) OPENMP='$(OPENMP)' TEST_SECONDS=$(TEST_SECONDS) \
+	    GPU_ONLY='$(ONLY)' bash tests/run_tests.sh
+
+# What the GPU suite grades: every program and fixture as the grader builds
+# it, with its watch on the work (build/monitored/, above).
+MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS))
+.PHONY: monitored broken
+monitored: $(MONITORED)
+broken: $(BROKEN)
