@@ -37,10 +37,6 @@ define HASH_RECIPE
 @h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $*) || exit 1; \
  printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
 endef
-build/hash/%.c: %/reduce.cu $(HASH_INPUTS) build/arch.stamp
-	$(HASH_RECIPE)
-build/hash/%.c: %/rows.cu $(HASH_INPUTS) build/arch.stamp
-	$(HASH_RECIPE)
 
 build/hash/%.o: build/hash/%.c
 	$(CC) $(CFLAGS) -c $< -o $@
@@ -49,19 +45,7 @@ build/hash/%.o: build/hash/%.c
 # then linked with its code hash and the harness: a new revision (every
 # commit, any edit: build/version.o) relinks the programs, it does not
 # compile them again.
-build/obj/%/reduce.o: %/reduce.cu $(HEADERS) build/arch.stamp
-	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
-
-build/obj/%/rows.o: %/rows.cu $(HEADERS) build/arch.stamp
-	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
-
-%/run: build/obj/%/reduce.o build/hash/%.o $(HARNESS) build/arch.stamp
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(LDLIBS)
-
-%/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/arch.stamp
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(LDLIBS)
+# (The rules themselves are PART_RULES, below: one definition for both parts.)
 
 # The grader's builds: the same program with its watch on where the work is
 # done (common/gpu_work.c, the "gpu-work" check), wrapped around the
@@ -86,19 +70,30 @@ build/gpu_work_sum.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_ROWS -c $< -o $@
 
-build/graded/%/run: build/obj/build/graded/%/reduce.o build/hash/build/graded/%.o $(HARNESS) build/gpu_work_sum.o build/arch.stamp
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/build/graded/$*.o $(HARNESS) $(WATCH_SUM) $(LDLIBS)
+# The rules of one part's programs, written once and made for each part:
+# $(1) its source's name (reduce: part 1, rows: part 2), $(2) its harness,
+# $(3) the watch's object and $(4) the watch's link flags. A program, its
+# object, its code hash, and the grader's two builds of it.
+define PART_RULES
+build/hash/%.c: %/$(1).cu $$(HASH_INPUTS) build/arch.stamp
+	$$(HASH_RECIPE)
 
-build/graded/%/run: build/obj/build/graded/%/rows.o build/hash/build/graded/%.o $(ROWS_HARNESS) build/gpu_work_rows.o build/arch.stamp
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/build/graded/$*.o $(ROWS_HARNESS) $(WATCH_ROWS) $(LDLIBS)
+build/obj/%/$(1).o: %/$(1).cu $$(HEADERS) build/arch.stamp
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVFLAGS) -c $$< -o $$@
 
-build/monitored/%/run: build/obj/%/reduce.o build/hash/%.o $(HARNESS) build/gpu_work_sum.o build/arch.stamp
-	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(HARNESS) $(WATCH_SUM) $(LDLIBS)
+%/run: build/obj/%/$(1).o build/hash/%.o $$($(2)) build/arch.stamp
+	$$(NVCC) $$(NVFLAGS) -o $$@ $$< build/hash/$$*.o $$($(2)) $$(LDLIBS)
 
-build/monitored/%/run: build/obj/%/rows.o build/hash/%.o $(ROWS_HARNESS) build/gpu_work_rows.o build/arch.stamp
-	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -o $@ $< build/hash/$*.o $(ROWS_HARNESS) $(WATCH_ROWS) $(LDLIBS)
+build/graded/%/run: build/obj/build/graded/%/$(1).o build/hash/build/graded/%.o $$($(2)) $(3) build/arch.stamp
+	$$(NVCC) $$(NVFLAGS) -o $$@ $$< build/hash/build/graded/$$*.o $$($(2)) $$($(4)) $$(LDLIBS)
+
+build/monitored/%/run: build/obj/%/$(1).o build/hash/%.o $$($(2)) $(3) build/arch.stamp
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(NVFLAGS) -o $$@ $$< build/hash/$$*.o $$($(2)) $$($(4)) $$(LDLIBS)
+endef
+$(eval $(call PART_RULES,reduce,HARNESS,build/gpu_work_sum.o,WATCH_SUM))
+$(eval $(call PART_RULES,rows,ROWS_HARNESS,build/gpu_work_rows.o,WATCH_ROWS))
 
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
 code-hash:
