@@ -1,7 +1,7 @@
 // Cluster LayerNorm: a row wider than one block holds spans the blocks of a cluster.
 //
 // Change: past what a block of 1024 threads holds on chip (its registers,
-//         then its shared memory: 90112 floats on an H200) step 13 read each
+//         then its shared memory: about 90000 floats on an H200) step 13 read each
 //         row three times. On Hopper (sm_90) such a row is now the group of a
 //         thread-block cluster of 16 blocks of 256 threads (8 where the GPU
 //         runs no more), which the hardware runs at the same time on one GPC.
@@ -24,7 +24,7 @@
 
 namespace cg = cooperative_groups;
 
-#define BLOCK_SIZE 256   // threads per block: G / 256 blocks per row when G > 256
+#define BLOCK_SIZE 256   // threads per block when G <= 256, and per block of a cluster
 #define UNROLL 4         // independent loads in flight per thread
 #define WARPS_PER_SM 32  // enough rows' loads in flight (half the 64 warps an SM holds)
 #define MAX_GROUP 1024   // the most threads a block can have (the group without clusters)

@@ -9,7 +9,7 @@
 //         around it (the variance). Everything past the loads and stores
 //         stays float, shared memory included.
 // Why it helps: widened to float, a bfloat16 row takes the registers and
-//         shared memory of a float row, so past 90112 elements step 14 read
+//         shared memory of a float row, so past about 90000 elements step 14 read
 //         each row three times; 8 blocks hold 524288 on chip.
 // Effect: against step14_bf16_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a
 //         tie; 1.12x at 512 x 128256, a win (make docs writes this from
@@ -23,7 +23,7 @@
 
 namespace cg = cooperative_groups;
 
-#define BLOCK_SIZE 256   // threads per block: G / 256 blocks per row when G > 256
+#define BLOCK_SIZE 256   // threads per block when G <= 256, and per block of a cluster
 #define UNROLL 4         // independent loads in flight per thread
 #define WARPS_PER_SM 32  // enough rows' loads in flight (half the 64 warps an SM holds)
 #define MAX_GROUP 1024   // the most threads a block can have (the group without clusters)
