@@ -46,7 +46,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (program discovery and the programs' error messages)
 import schema  # noqa: E402  (step names, GPU slug)
 from accuracy_data import COST_BASE, COST_KAHAN, relative_error  # noqa: E402

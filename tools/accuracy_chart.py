@@ -15,7 +15,6 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accuracy_data as data  # noqa: E402
 import schema  # noqa: E402  (step names and size labels)
 import chart_zh  # noqa: E402

@@ -43,7 +43,6 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
 import steps  # noqa: E402  (the step list of both parts, the step before a step)
 

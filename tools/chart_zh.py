@@ -27,7 +27,6 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import zh_strings  # noqa: E402
 
 FONT_PACKAGE = "pylopdf_fonts_zh_cn"

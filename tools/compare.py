@@ -21,7 +21,6 @@ rows never get here.
 """
 import copy
 import os
-import statistics
 from dataclasses import dataclass
 
 import schema

@@ -25,7 +25,6 @@ import os
 import sys
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import patterns as pt  # noqa: E402
 from generated import write_if_changed  # noqa: E402
 

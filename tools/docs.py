@@ -42,7 +42,6 @@ import textwrap
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
 import chart_zh  # noqa: E402  (a Chinese page shows a chart's Chinese twin)
 import accuracy_docs  # noqa: E402  (ACCURACY.md's block)

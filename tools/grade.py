@@ -73,7 +73,6 @@ Exit status: 0 all passed, 1 some check failed, 2 usage error, 3 no CUDA device.
 import argparse
 import concurrent.futures
 import csv
-import json
 import os
 import random
 import re
@@ -87,7 +86,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare  # noqa: E402  (the win/tie rule of the project's results)
 import schema  # noqa: E402  (step numbers)
 import steps  # noqa: E402  (the step list of both parts)

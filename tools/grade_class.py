@@ -42,7 +42,6 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grade  # noqa: E402
 from grade import ratio_text  # noqa: E402  (1.82x, 0.0043x: as the grader writes them)
 

@@ -14,7 +14,6 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
 import schema  # noqa: E402
 from generated import write_if_changed  # noqa: E402

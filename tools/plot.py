@@ -32,7 +32,6 @@ import os
 import sys
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)

@@ -23,7 +23,6 @@ import tempfile
 
 # bench.py lives next to this file and already knows how to find and run the
 # programs; schema.py holds the CSV columns, step names and GPU slug.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402  (the step list, the step before a step)

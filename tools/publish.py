@@ -36,7 +36,6 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import schema  # noqa: E402  (gpu_slug)
 
 EXIT_USAGE = 2

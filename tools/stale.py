@@ -27,7 +27,6 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (current runs, and what a program is compared with)
 import code_hash  # noqa: E402
 import schema  # noqa: E402

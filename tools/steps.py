@@ -36,7 +36,6 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import schema  # noqa: E402  (step_number, step_sort_key, step_dirs)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -18,8 +18,6 @@ import statistics
 import subprocess
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 import code_hash  # noqa: E402
 
 SUM_COLUMNS = ("step,source,n,gpus,launch,combine,reps,warmup,median_us,min_us,max_us,"

@@ -42,7 +42,6 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 import schema  # noqa: E402
 # tools/ holds a profile.py, which would shadow the standard library's
 # profile module that torch.compile imports (through cProfile): once schema

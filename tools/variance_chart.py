@@ -14,7 +14,6 @@ import csv
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chart_zh  # noqa: E402
 from plot import load_matplotlib, save_figure  # noqa: E402
 

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  (the programs, --only and what a program is compared with)
 import compare  # noqa: E402
 import rows_docs  # noqa: E402  (share(): a program's share of its bar)
