@@ -7,9 +7,9 @@ each step's speed-up: instructions, divergence, bank conflicts, DRAM traffic,
 occupancy and launch shape. `--all --csv OUT` also writes them in long format
 (tools/schema.py), each row with the program's code hash from `run --version`.
 
-Exit codes: 0 ok, 2 usage error or program not built, 3 ncu not found or no
-CUDA device, 4 ncu failed (e.g. a metric it does not know), 5 the performance
-counters are not permitted for this user.
+Exit codes: 0 ok, 2 usage error or program not built, 3 no CUDA device (as
+bench.py and grade.py), 4 ncu not found or failed (e.g. a metric it does not
+know), 5 the performance counters are not permitted for this user.
 """
 import argparse
 import csv
@@ -27,7 +27,7 @@ import bench  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402  (the step list, the step before a step)
 
-EXIT_USAGE, EXIT_MISSING, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
+EXIT_USAGE, EXIT_DEVICE, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
 DEFAULT_N = 1 << 25
 NCU_TIMEOUT_S = 600  # ncu replays the kernel once per counter pass; minutes means a hang
 
@@ -139,7 +139,7 @@ def find_ncu(search_paths=None):
         matches = [m for m in glob.glob(pattern) if bench.is_executable(m)]
         if matches:
             return max(matches, key=version_key)
-    raise ProfileError(EXIT_MISSING, "ncu (Nsight Compute) not found; install it or add it to PATH")
+    raise ProfileError(EXIT_NCU, "ncu (Nsight Compute) not found; install it or add it to PATH")
 
 
 def ncu_command(ncu, program, kernel_re, n):
@@ -162,7 +162,7 @@ def run_ncu(cmd):
     except subprocess.TimeoutExpired:
         raise ProfileError(EXIT_NCU, f"ncu timed out after {NCU_TIMEOUT_S} s: {' '.join(cmd)}")
     except OSError as e:
-        raise ProfileError(EXIT_MISSING, f"cannot run {cmd[0]}: {e.strerror}")
+        raise ProfileError(EXIT_NCU, f"cannot run {cmd[0]}: {e.strerror}")
     return proc.returncode, proc.stdout, proc.stdout + "\n" + proc.stderr
 
 
@@ -199,7 +199,7 @@ def check_ncu_output(text):
         raise ProfileError(EXIT_PERM, PERM_MESSAGE)
     for line in text.splitlines():
         if bench.NO_DEVICE_TEXT in line:
-            raise ProfileError(EXIT_MISSING, bench.no_device_message(line.strip()))
+            raise ProfileError(EXIT_DEVICE, bench.no_device_message(line.strip()))
     unknown = re.compile(r"failed to find metric|unknown metric|invalid metric|metric .*not found",
                          re.IGNORECASE)
     for line in text.splitlines():
@@ -330,7 +330,7 @@ def probe_gpu(program):
                               text=True, errors="replace", timeout=NCU_TIMEOUT_S)
         message = bench.error_line(proc.stderr)
         if bench.NO_DEVICE_TEXT in proc.stderr:
-            raise ProfileError(EXIT_MISSING, bench.no_device_message(proc.stderr))
+            raise ProfileError(EXIT_DEVICE, bench.no_device_message(proc.stderr))
         rows = bench.read_rows(tmp)
         if proc.returncode != 0 or not rows:
             raise ProfileError(EXIT_NCU,
