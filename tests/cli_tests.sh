@@ -219,8 +219,8 @@ expect 0 "usage:" ./step3/run --help
 # Tools that need Nsight Compute or compute-sanitizer fail with one clear line
 # without them (make stops earlier without a GPU: these are the scripts).
 if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/nvidia/nsight-compute/*/ncu >/dev/null 2>&1; then
-    expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
-    expect_only_line 3 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
+    expect_only_line 4 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
+    expect_only_line 4 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
 else
     skip "ncu is here: the no-ncu checks are left to machines without it"
 fi
