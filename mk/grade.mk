@@ -29,43 +29,13 @@ SPEED_FLAGS = $(if $(SPEED),--speed '$(SPEED)' $(if $(SPEED_AT),--speed-at '$(SP
     $(if $(SPEED_ROUNDS),--speed-rounds '$(SPEED_ROUNDS)') $(if $(SPEED_POINTS),--speed-points '$(SPEED_POINTS)') \
     $(if $(SPEED_CREDIT),--speed-credit '$(SPEED_CREDIT)') $(if $(SPEED_TIE),--speed-tie '$(SPEED_TIE)'))
 
+# The work itself is tools/check.sh's; make gives it what it reads here.
 .PHONY: check-run
 check-run:
-	@mkdir -p build; verdict=$(CHECK_VERDICT); rm -f "$$verdict"; \
-	 stop() { echo "$$*" > "$$verdict"; exit 0; }; \
-	 prog=$${PROGRAM:-}; src=$${SOURCE:-}; dir=; \
-	 if [ -n "$$src" ]; then \
-	     test ! -d "$$src" || stop "make check: SOURCE=$$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"; \
-	     test -f "$$src" || stop "make check: SOURCE=$$src: no such file"; \
-	     case "$$src" in *.cu) ;; *) stop "make check: SOURCE=$$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac; \
-	 elif [ -n "$$prog" ]; then \
-	     test ! -d "$$prog" || stop "make check: PROGRAM=$$prog is a folder: give the program in it, e.g. PROGRAM=$${prog%/}/run"; \
-	     test -e "$$prog" || stop "make check: PROGRAM=$$prog: no such file"; \
-	     test -x "$$prog" || stop "make check: PROGRAM=$$prog is not an executable (SOURCE=file.cu grades a source file)"; \
-	 else \
-	     step=$${STEP:-}; \
-	     test -n "$$step" || stop "usage: make check STEP=K (a step number, rows/K, cub, rows/cub or rows/copy), SOURCE=path/reduce.cu or PROGRAM=path/run"; \
-	     k=$${step#rows/}; case "$$step" in cub|rows/cub|rows/copy) k=0 ;; esac; \
-	     hint=$$(echo "$$step" | sed -n 's|^\(rows/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$$|\1\2|p'); \
-	     case "$$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '$$step'$${hint:+ (that step is STEP=$$hint)}" ;; esac; \
-	     dir=$$($(PYTHON) tools/steps.py dir "$$step" 2>/dev/null) || \
-	         stop "make check: no step $$step (no $$(case "$$step" in rows/*) echo "rows/step$${step#rows/}";; *) echo "step$$step";; esac)_*/ folder)"; \
-	 fi; \
-	 if [ -n "$$src" ]; then \
-	     prog=$$(bash tools/grade_source.sh --build-only "$$src") || \
-	         stop "make check: $$src does not build with this harness (the compiler's errors are above); bash tools/grade_source.sh $$src exits 4 for this"; \
-	     echo "make check: $$src builds with this harness: $$prog"; \
-	 elif [ -n "$$dir" ]; then \
-	     prog=build/monitored/$$dir/run; \
-	     $(MAKE) --no-print-directory $(if $(V),,-s) "$$prog" || stop "make check: $$prog does not build (the compiler's errors are above)"; \
-	 fi; \
-	 direct="python3 tools/grade.py $(if $(strip $(GRADE_FLAGS) $(SPEED_FLAGS)),$(strip $(GRADE_FLAGS) $(SPEED_FLAGS)) )$$prog"; \
-	 nogpu=$$(bash tools/need_gpu.sh check "$$direct" "$${dir:+$$dir compiled; }grading it" 2>&1) || \
-	     stop "$${nogpu:-make check: tools/need_gpu.sh failed}"; \
-	 $(PYTHON) tools/grade.py $(GRADE_FLAGS) $(SPEED_FLAGS) $(if $(JUNIT),--junit '$(JUNIT)') \
-	     $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') $(if $(SUMMARY),--summary '$(SUMMARY)') "$$prog"; rc=$$?; \
-	 case $$rc in 0) ;; 1) why="a check failed" ;; 2) why="a usage error" ;; 3) why="no CUDA device" ;; *) why="it stopped" ;; esac; \
-	 [ $$rc -eq 0 ] || stop "make check: the grader exited $$rc ($$why); make exits 2 for any failure, this keeps the grader's code: $$direct"
+	@mkdir -p build; CHECK_VERDICT=$(CHECK_VERDICT) PYTHON='$(PYTHON)' MAKE='$(MAKE)' MAKE_QUIET='$(if $(V),,-s)' \
+	    GRADER_FLAGS="$(strip $(GRADE_FLAGS) $(SPEED_FLAGS))" \
+	    REPORT_FLAGS="$(if $(JUNIT),--junit '$(JUNIT)') $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') $(if $(SUMMARY),--summary '$(SUMMARY)')" \
+	    bash tools/check.sh
 
 # A whole class: every SUBMISSIONS/<student>/reduce.cu (or rows.cu) graded as
 # make check SOURCE= grades it, one at a time, with SPEED=... if given, into
