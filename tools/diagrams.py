@@ -863,13 +863,16 @@ ROW_CLUSTER_LN_ALT = ("{step}: which of a cluster's {blocks} blocks holds each f
                       "({packs} float4s, {slots} in each thread's registers, the rest in shared "
                       "memory), and the two exchanges of the blocks' sums: the mean, then the "
                       "variance")
-# What each block hands the others, and what the exchange gives every block.
+# What each block hands the others, what the exchange gives every block, and
+# the picture's alt text.
 ROW_CLUSTER_EXCHANGE = {
     "rows/step15_cluster": ("(max, sum)\nof its packs", "cluster.sync(), then in every block lane r "
-                            "reads block r's pair: the row's max and sum, the same in each"),
+                            "reads block r's pair: the row's max and sum, the same in each",
+                            ROW_CLUSTER_ALT),
     "rows/step17_layernorm_cluster": ("sum, then squares\naround the mean",
                                       "cluster.sync() twice: lane r reads block r's sum (the "
-                                      "row's mean), then its squares around it (the variance)"),
+                                      "row's mean), then its squares around it (the variance)",
+                                      ROW_CLUSTER_LN_ALT),
 }
 
 
@@ -881,7 +884,7 @@ def cluster_owner(i, blocks, threads, slots):
 
 def draw_row_cluster(mpl, step, path):
     blocks, threads, slots, packs = ROW_CLUSTER[step]
-    handed, exchange = ROW_CLUSTER_EXCHANGE[step]
+    handed, exchange, _ = ROW_CLUSTER_EXCHANGE[step]
     g = blocks * threads
     width = packs * 0.3 + 1.2
     fig, ax = new_figure(mpl, width, 5, 0.42, 1.1, 0.2, 0.6, 0.6)
@@ -938,8 +941,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
     if step in ROW_CLUSTER:
         blocks, _, slots, packs = ROW_CLUSTER[step]
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
-        template = ROW_CLUSTER_LN_ALT if "layernorm" in step else ROW_CLUSTER_ALT
-        alt = translate(template, step=step, blocks=blocks, packs=packs, slots=slots)
+        alt = translate(ROW_CLUSTER_EXCHANGE[step][2], step=step, blocks=blocks, packs=packs,
+                        slots=slots)
         return f"![{alt}]({link})"
     if step in ROW_PARAMS:
         rows, cols, _ = ROW_PARAMS[step]
