@@ -78,6 +78,27 @@ class GpuWorkVerdict(unittest.TestCase):
         self.assertEqual(self.verdict(OK_LINE.replace("um=on", "um=off")),
                          (True, False, "unified memory's traffic is not watched on this machine"))
 
+    def test_host_memory_a_kernel_can_write_fails(self):
+        # host_sum_mapped on the H200: one cudaHostAlloc (and the driver call it makes).
+        line = OK_LINE + " host_maps=1 host_map=cudaHostAlloc pageable=off"
+        ok, skipped, reason = self.verdict(line)
+        self.assertEqual((ok, skipped), (False, False))
+        self.assertIn("made host memory that a kernel can write (cudaHostAlloc, 1 call)", reason)
+        self.assertIn("(cudaMemAdvise, 2 calls)",
+                      self.verdict(line.replace("=1 host_map=cudaHostAlloc", "=2 host_map=cudaMemAdvise"))[2])
+        self.assertEqual(self.verdict(line.replace("host_maps=1", "host_maps=0")), (True, False, ""))
+
+    def test_an_older_line_without_host_maps_still_reads(self):
+        self.assertEqual(self.verdict(OK_LINE), (True, False, ""))
+
+    def test_pageable_memory_unwatched_is_said(self):
+        line = OK_LINE + " host_maps=0 host_map=- pageable=on"
+        self.assertEqual(self.verdict(line), (True, False, "kernels' access to pageable host "
+                                                           "memory is not watched on this machine"))
+        both = self.verdict(line.replace("um=on", "um=off"))[2]
+        self.assertIn("unified memory's traffic and kernels' access", both)
+        self.assertIn("are not watched", both)
+
     def test_linked_but_never_called_fails(self):
         ok, skipped, reason = self.verdict("monitor=linked\n")
         self.assertEqual((ok, skipped), (False, False))

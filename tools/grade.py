@@ -564,6 +564,7 @@ def gpu_work_verdict(text, entry):
         to_host = int(fields["d2h_bytes"]) + int(fields["um_d2h_bytes"])
         size = int(fields["input_bytes"])
         lost = int(fields.get("dropped", 0))
+        maps = int(fields.get("host_maps", 0))
     except (KeyError, ValueError):
         return False, False, f"the watch's line is not readable: {text.strip()}"
     if lost:
@@ -574,8 +575,19 @@ def gpu_work_verdict(text, entry):
     if to_host >= GPU_WORK_HOST_SHARE * size:
         return False, False, (f"moved {to_host} bytes to the host during {entry} "
                               f"(its input is {size} bytes): the work was done on the host")
-    if fields.get("um") == "off":   # said, in the reports; the check still passes
-        return True, False, "unified memory's traffic is not watched on this machine"
+    if maps:   # zero-copy: no copy and no page move shows it, the call that makes the memory does
+        calls = f"{maps} call{'s' if maps > 1 else ''}"
+        return False, False, (f"made host memory that a kernel can write ({fields.get('host_map', '?')}, "
+                              f"{calls}): a kernel can leave the input there for the host "
+                              "to reduce, and the harness needs none")
+    unwatched = []   # said, in the reports; the check still passes
+    if fields.get("um") == "off":
+        unwatched.append("unified memory's traffic")
+    if fields.get("pageable") == "on":
+        unwatched.append("kernels' access to pageable host memory")
+    if unwatched:
+        verb = "are" if len(unwatched) > 1 else "is"
+        return True, False, f"{' and '.join(unwatched)} {verb} not watched on this machine"
     return True, False, ""
 
 
