@@ -99,17 +99,6 @@ int parse_mask(const char *s, enum row_mask *out)
     return -1;
 }
 
-const char *row_op_name(enum row_op op)
-{
-    switch (op) {
-    case ROW_SUM: return "sum";
-    case ROW_LAYERNORM: return "layernorm";
-    case ROW_SOFTMAX: return "softmax";
-    case ROW_COPY: return "copy";
-    }
-    return "?";
-}
-
 void print_usage(const char *prog, const struct program *p)
 {
     if (p->kind == PROGRAM_SUM) {
@@ -132,8 +121,8 @@ void print_usage(const char *prog, const struct program *p)
                "  --offset K      start the input K floats (0..3) past an aligned address\n",
                prog);
     } else {
-        int pack = row_pack_elements(p->dtype);
-        const char *elem = p->dtype == ROW_BF16 ? "bfloat16s" : "floats";
+        int pack = p->pack;
+        const char *elem = p->elems;
         printf("usage: %s [options]\n"
                "Runs this step's row kernel (%s) on a rows x cols matrix of %s, checks\n"
                "every output against a CPU reference in double, and times it. A timed run\n"
@@ -155,15 +144,15 @@ void print_usage(const char *prog, const struct program *p)
                "                  levels: 0 or -200, so softmax's every exponential is 0 or 1\n"
                "                  centered: 128 +- 1 (less for wide rows), mean exact: a\n"
                "                  LayerNorm's mean and variance are exact\n",
-               prog, row_op_name(p->op), elem);
-        if (p->op == ROW_SOFTMAX)
+               prog, p->op, elem);
+        if (p->masks)
             printf("  --mask M        -inf over the fill: causal, padded (whole rows), ends (the\n"
                    "                  first and last few), topk (all but a few), mixed (the four\n"
                    "                  in turn, row by row), or none (the default)\n");
         printf("  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
                "  --offset K      start x K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for y\n", elem, pack - 1);
-        if (p->op == ROW_LAYERNORM)
+        if (p->affine)
             printf("  --gamma-offset K, --beta-offset K   the same for gamma and beta\n");
         printf("  --check-every K check rows 0, K, 2K ... and the last K only, not every row\n"
                "                  (the CPU takes minutes over a matrix past 2^32 elements)\n");
@@ -264,7 +253,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len)
 {
     int rows = p->kind == PROGRAM_ROWS;
-    int pack = row_pack_elements(p->dtype);
+    int pack = p->pack;
     o->program = *p;
     o->n = REDUCE_DEFAULT_N;
     o->rows = ROWS_DEFAULT_ROWS;
@@ -464,14 +453,14 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                  o->at, o->n - 1, o->n);
         return PARSE_ERROR;
     }
-    if (o->mask != MASK_NONE && p->op != ROW_SOFTMAX) {
+    if (o->mask != MASK_NONE && !p->masks) {
         snprintf(err, err_len, "--mask lays -inf over softmax's input: this program computes %s",
-                 row_op_name(p->op));
+                 p->op);
         return PARSE_ERROR;
     }
-    if ((o->gamma_offset || o->beta_offset) && p->op != ROW_LAYERNORM) {
+    if ((o->gamma_offset || o->beta_offset) && !p->affine) {
         snprintf(err, err_len, "--gamma-offset and --beta-offset are LayerNorm's: this program "
-                               "computes %s", row_op_name(p->op));
+                               "computes %s", p->op);
         return PARSE_ERROR;
     }
     return gpu_info ? PARSE_GPU_INFO : PARSE_OK;
@@ -490,7 +479,7 @@ void row_fill_name(const struct options *o, char *out, size_t len)
 
 int verify_set(const struct options *o, struct options *out)
 {
-    enum row_op op = o->program.op;
+    unsigned checks = o->program.checks;
     int count = 0;
     struct options c = *o;
     c.check_only = 1;
@@ -513,7 +502,7 @@ int verify_set(const struct options *o, struct options *out)
         out[count].offset = (o->offset + 1) % (REDUCE_MAX_OFFSET + 1);
         return count + 1;
     }
-    int pack = row_pack_elements(o->program.dtype);
+    int pack = o->program.pack;
     if (o->cols > 1) {
         out[count] = c;
         out[count].cols = o->cols - 1;
@@ -524,17 +513,19 @@ int verify_set(const struct options *o, struct options *out)
     out[count++].offset = (o->offset + 1) % pack;
     out[count] = c;
     out[count++].y_offset = (o->y_offset + 1) % pack;
-    if (op == ROW_LAYERNORM || op == ROW_SOFTMAX) {
+    if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;
         out[count++].fill = FILL_SHIFTED;
-        if (op == ROW_LAYERNORM) {
-            out[count] = c;
-            out[count++].row_fill = ROW_FILL_CENTERED;
-        }
+    }
+    if (checks & ROW_CHECK_CENTERED) {
+        out[count] = c;
+        out[count++].row_fill = ROW_FILL_CENTERED;
+    }
+    if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;
         out[count++].fill = FILL_TINY;
     }
-    if (op == ROW_SOFTMAX) {
+    if (checks & ROW_CHECK_LEVELS_MASKED) {
         out[count] = c;
         out[count].row_fill = ROW_FILL_LEVELS;
         out[count++].mask = MASK_MIXED;

@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rows.h"   /* enum row_op and enum row_dtype: part 2's options depend on them */
-
 /* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
  * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
  * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
@@ -28,24 +26,30 @@
  * floats). A size that does not fit stops with "out of device memory". */
 #define ROWS_MAX_N ((size_t)1 << 36)
 
-/* Elements in one 16-byte pack: every part 2 --offset from 0 to this minus
- * 1 puts the array somewhere else in a pack. */
-static inline int row_pack_elements(enum row_dtype dtype)
-{
-    return dtype == ROW_BF16 ? 8 : 4;
-}
-
 /* Which main() parses the options: part 1's sum of n floats, or part 2's
  * rows x cols. Each accepts only its own size flags. */
 enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 
-/* What the parser must know of the program it parses for: its part and,
- * in part 2, its op (--mask is softmax's, --gamma-offset LayerNorm's) and
- * element type (how far --offset goes). Part 1 leaves op and dtype 0. */
+/* verify_set()'s checks beyond the shape, one column fewer and the offsets,
+ * for a rows x cols program: what its op's arithmetic can get wrong. */
+enum row_checks {
+    ROW_CHECK_SHIFTED_TINY = 1,   /* --fill shifted and --fill tiny */
+    ROW_CHECK_CENTERED = 2,       /* --fill centered: an exact mean and variance */
+    ROW_CHECK_LEVELS_MASKED = 4,  /* --fill levels under --mask mixed */
+};
+
+/* What the parser must know of the program it parses for: its part and, for
+ * rows x cols, what its op takes. The ops themselves are the parts' own
+ * business (common/rows.h names part 2's): nothing here changes when a part
+ * gains one. Part 1 leaves everything but kind 0. */
 struct program {
     enum program_kind kind;
-    enum row_op op;
-    enum row_dtype dtype;
+    const char *op;       /* the op's name in messages: "layernorm" */
+    const char *elems;    /* "floats" or "bfloat16s" */
+    int pack;             /* elements in one 16-byte pack: how far --offset goes */
+    int masks;            /* takes --mask */
+    int affine;           /* takes --gamma-offset and --beta-offset */
+    unsigned checks;      /* enum row_checks */
 };
 
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
@@ -69,9 +73,6 @@ enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_
 #define MASK_COUNT 6
 const char *mask_name(enum row_mask mask);
 int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
-
-/* "sum", "layernorm", "softmax" or "copy". */
-const char *row_op_name(enum row_op op);
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */

@@ -40,6 +40,13 @@ struct row_problem {
     struct workspace work;       /* see row_workspace() */
 };
 
+/* Elements in one 16-byte pack: every --offset from 0 to this minus 1 puts
+ * the array somewhere else in a pack. */
+static inline int row_pack_elements(enum row_dtype dtype)
+{
+    return dtype == ROW_BF16 ? 8 : 4;
+}
+
 /* Which operation this program computes: its rows.cu defines it. */
 extern const enum row_op step_op;
 

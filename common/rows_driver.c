@@ -459,7 +459,7 @@ static void print_row_info(void)
 
 int main(int argc, char **argv)
 {
-    const struct program rows = {.kind = PROGRAM_ROWS, .op = step_op, .dtype = step_dtype};
+    const struct program rows = row_program_of(step_op, step_dtype);
     struct options o;
     struct context c;
     char err[256];

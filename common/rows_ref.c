@@ -377,6 +377,34 @@ double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols)
     return matrix;
 }
 
+const char *row_op_name(enum row_op op)
+{
+    switch (op) {
+    case ROW_SUM: return "sum";
+    case ROW_LAYERNORM: return "layernorm";
+    case ROW_SOFTMAX: return "softmax";
+    case ROW_COPY: return "copy";
+    }
+    return "?";
+}
+
+struct program row_program_of(enum row_op op, enum row_dtype dtype)
+{
+    struct program p = {
+        .kind = PROGRAM_ROWS, .op = row_op_name(op),
+        .elems = dtype == ROW_BF16 ? "bfloat16s" : "floats", .pack = row_pack_elements(dtype),
+        .masks = op == ROW_SOFTMAX, .affine = op == ROW_LAYERNORM,
+    };
+    /* A mean and a variance (LayerNorm), or a max and exponentials
+     * (softmax), go wrong on a large offset or on tiny values; LayerNorm's
+     * variance on a mean it must get exactly; softmax on masked rows. */
+    if (op == ROW_LAYERNORM)
+        p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED;
+    else if (op == ROW_SOFTMAX)
+        p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED;
+    return p;
+}
+
 const char *row_kind_name(enum row_op op, enum row_dtype dtype)
 {
     if (dtype != ROW_BF16)

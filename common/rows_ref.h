@@ -22,6 +22,14 @@
  * the 1e-38 added to every softmax tolerance, covers what lies below. */
 #define BF16_ROUNDOFF 0x1p-8
 
+/* "sum", "layernorm", "softmax" or "copy". */
+const char *row_op_name(enum row_op op);
+
+/* What the shared option parser and verify_set() (common/harness.c) must
+ * know of a part 2 program: its op's name, its element type, the options
+ * its op takes and the checks its arithmetic needs. */
+struct program row_program_of(enum row_op op, enum row_dtype dtype);
+
 /* float <-> bfloat16 bits on the host: round to nearest, ties to even, as
  * __float2bfloat16_rn does on the GPU; a NaN stays a NaN. bfloat16 -> float
  * is exact. */

@@ -575,6 +575,18 @@ static void test_rows(void)
     EXPECT(row_bytes(ROW_COPY, ROW_F32, 2, 4) == 64.0);
     EXPECT(row_bytes(ROW_SUM, ROW_F32, 2, 4) == 40.0);
     EXPECT(strcmp(row_op_name(ROW_LAYERNORM), "layernorm") == 0);
+
+    /* What the shared parser is told of each op: the options it takes and
+     * verify_set()'s extra checks (common/harness.c names no op). */
+    struct program sm = row_program_of(ROW_SOFTMAX, ROW_BF16);
+    EXPECT(sm.kind == PROGRAM_ROWS && strcmp(sm.op, "softmax") == 0 && sm.pack == 8 &&
+           strcmp(sm.elems, "bfloat16s") == 0 && sm.masks && !sm.affine &&
+           sm.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED));
+    struct program ln = row_program_of(ROW_LAYERNORM, ROW_F32);
+    EXPECT(ln.pack == 4 && strcmp(ln.elems, "floats") == 0 && !ln.masks && ln.affine &&
+           ln.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED));
+    struct program sum = row_program_of(ROW_SUM, ROW_F32), copy = row_program_of(ROW_COPY, ROW_BF16);
+    EXPECT(!sum.masks && !sum.affine && sum.checks == 0 && copy.checks == 0 && copy.pack == 8);
 }
 
 /* bfloat16: the host's rounding, and the bound of a bfloat16 output. */
@@ -926,7 +938,7 @@ static enum parse_status rows_parse_line(const char *line, enum row_op op, enum 
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    const struct program rows = {.kind = PROGRAM_ROWS, .op = op, .dtype = dtype};
+    const struct program rows = row_program_of(op, dtype);
     return parse_options(argc, argv, &rows, o, err, 256);
 }
 
@@ -1027,7 +1039,7 @@ static void test_verify_set(void)
     EXPECT(k == 3 && out[0].n == 1000 && out[1].n == 999 && out[2].offset == 0);
     EXPECT(out[0].check_only && out[0].fill == FILL_EXACT && out[0].csv_path == NULL);
     EXPECT(parse("-n 1", &o, err) == PARSE_OK && verify_set(&o, out) == 2);
-    const struct program layernorm = {.kind = PROGRAM_ROWS, .op = ROW_LAYERNORM};
+    const struct program layernorm = row_program_of(ROW_LAYERNORM, ROW_F32);
     char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
     EXPECT(parse_options(5, argv, &layernorm, &o, err, sizeof err) == PARSE_OK);
     k = verify_set(&o, out);
