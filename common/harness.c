@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int parse_size(const char *s, size_t *out)
 {
@@ -161,7 +162,10 @@ void print_usage(const char *prog, const struct program *p)
            "  --check         verify one run only; no timing (the row's time columns are empty)\n"
            "  --no-verify     a timed run skips its checks (its own runs are still verified)\n");
     if (p->kind == PROGRAM_SUM)
-        printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n");
+        printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n"
+               "  --same-input    every timed repetition sums the same input (by default each\n"
+               "                  gets %d elements changed, so none can reuse an earlier answer)\n",
+               FRESH_COUNT);
     printf("  --checks FILE   run many checks in this process, one line of options each\n"
            "                  (e.g. --fill ones --offset 3); - reads standard input\n"
            "  --runs FILE     the same for timed runs (what make bench uses)\n"
@@ -276,6 +280,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
     o->check_only = 0;
     o->verify = 1;
     o->flush = 1;
+    o->same_input = 0;
     o->device = 0;
     o->cpu_sums = 0;
     o->checks_path = NULL;
@@ -300,6 +305,8 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
+        } else if (strcmp(a, "--same-input") == 0 && !rows) {
+            o->same_input = 1;
         } else if (!rows && take_value(argc, argv, &i, a, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {
                 snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
@@ -700,6 +707,60 @@ double tolerance(size_t n, struct reference ref)
     if (k >= TOLERANCE_K_MAX)
         return ref.sum_abs;   /* the bound says nothing this far: only exact fills check */
     return k / (1.0 - k) * ref.sum_abs + 0x1p-24 * ref.sum_abs;
+}
+
+uint64_t fresh_seed(void)
+{
+    uint64_t seed = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f != NULL) {
+        if (fread(&seed, sizeof seed, 1, f) != 1)
+            seed = 0;
+        fclose(f);
+    }
+    /* No /dev/urandom: the clock and the process still differ run to run. */
+    return seed ? seed : splitmix64((uint64_t)time(NULL) ^ ((uint64_t)clock() << 32));
+}
+
+void fresh_init(struct fresh *f, uint64_t seed, struct reference base)
+{
+    f->state = seed;
+    f->sign = 1;
+    if (base.exact) {
+        f->step = 1.0;
+        return;
+    }
+    int e = 0;
+    frexp(base.sum_abs > 0.0 ? base.sum_abs : 1.0, &e);   /* sum_abs < 2^e */
+    f->step = ldexp(1.0, e - 18);
+}
+
+void fresh_next(struct fresh *f, float *x, size_t n, struct reference *ref, size_t *pos,
+                float *val)
+{
+    for (int k = 0; k < FRESH_COUNT; k++) {
+        f->state = splitmix64(f->state);
+        size_t i = (size_t)(f->state % n);
+        float old = x[i], now = (float)((double)old + f->sign * f->step);
+        x[i] = now;
+        ref->sum += (double)now - (double)old;
+        ref->sum_abs += fabs((double)now) - fabs((double)old);
+        pos[k] = i;
+        val[k] = now;
+    }
+    /* Integers stay integers (step 1): exact while sum |x| stays below 2^24. */
+    ref->exact = ref->exact && ref->sum_abs < EXACT_SUM_LIMIT;
+    f->sign = -f->sign;
+}
+
+int fresh_moved(float result, double now, double before)
+{
+    return isfinite(result) && fabs((double)result - now) < fabs((double)result - before);
+}
+
+int above_peak(double gbps, double peak_gbps, int flushed)
+{
+    return flushed && peak_gbps > 0.0 && gbps > peak_gbps;
 }
 
 float sum_sequential(const float *x, size_t n)

@@ -112,6 +112,7 @@ struct options {
     int check_only;         /* one verified run, no timing */
     int verify;             /* a timed run first runs verify_set()'s checks */
     int flush;              /* flush L2 before each repetition */
+    int same_input;         /* part 1: every timed repetition sums the same input (no fresh_next()) */
     int device;
     int cpu_sums;           /* also sum on the CPU: float loop and Kahan loop */
     const char *checks_path;  /* --checks FILE: many checks, one per line, one process */
@@ -195,6 +196,41 @@ double tolerance(size_t n, struct reference ref);
 
 /* What the CPU gets with float32 arithmetic: a plain loop, and the same
  * loop with Kahan's compensation (the lost low bits are carried along). */
+/* A fresh input for every timed repetition, so that no answer can be kept
+ * from one run and given again in the next (a program that remembers its
+ * inputs would time as fast as it likes). Before each repetition, outside
+ * the timed region, the harness changes FRESH_COUNT elements, at places
+ * drawn from a stream seeded anew in every process (no program can know
+ * them in advance), each by +step or -step (the sign alternates from one
+ * repetition to the next, so the values stay near the fill's). The host
+ * keeps the input and its reference in step, so each repetition is checked
+ * against its own reference; and since the changes move the sum by
+ * FRESH_COUNT x step, an answer kept from the run before is told apart from
+ * the right one even where the tolerance is too wide to (fresh_moved()).
+ * step is 1 on an exact fill (integers stay integers: the check stays
+ * exact) and otherwise the least power of two above 2^-18 of sum |x|: far above
+ * any honest rounding error, far below the sum's scale. */
+#define FRESH_COUNT 64
+struct fresh {
+    uint64_t state;   /* the places' stream */
+    double step;
+    int sign;
+};
+uint64_t fresh_seed(void);   /* from the system's entropy: a different stream in every process */
+void fresh_init(struct fresh *f, uint64_t seed, struct reference base);
+/* This repetition's changes: pos[k] and val[k], k < FRESH_COUNT (a place
+ * may come twice; its last value stands), with x and *ref updated to them. */
+void fresh_next(struct fresh *f, float *x, size_t n, struct reference *ref, size_t *pos,
+                float *val);
+/* 1 if result is nearer the reference after the changes (now) than the one
+ * before them (before): the answer moved with the input. */
+int fresh_moved(float result, double now, double before);
+
+/* 1 if a median time gives a bandwidth above the device's theoretical peak
+ * with the L2 flushed before each repetition: no run that reads its input
+ * from memory is that fast, so the answer was kept from an earlier run. */
+int above_peak(double gbps, double peak_gbps, int flushed);
+
 float sum_sequential(const float *x, size_t n);
 float sum_kahan(const float *x, size_t n);
 

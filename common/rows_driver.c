@@ -356,6 +356,15 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     if (!o.check_only) {
         s = compute_stats(times, reps);
         gbps = bytes / (s.median * 1e3);
+        if (pass && above_peak(gbps, g->peak_gbps, flush.buf != NULL)) {
+            pass = 0;
+            snprintf(verdict, sizeof verdict,
+                     "FAIL: %.0f GB/s is above the device's theoretical peak of %.0f GB/s, with "
+                     "the L2 flushed: no run that reads its input is that fast (an answer kept "
+                     "from an earlier run?)", gbps, g->peak_gbps);
+            if (why != NULL)
+                snprintf(why, why_len, "%s", verdict);
+        }
     }
     if (!quiet) {
         printf("rows = %zu, cols = %zu (%.1f MiB), %s, fill %s, seed %llu, offset %d", rows,

@@ -246,7 +246,7 @@ NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("ba
 OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
 SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
-SWITCHES |= set() if ROWS else {"--cpu-sums"}
+SWITCHES |= set() if ROWS else {"--cpu-sums", "--same-input"}
 VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
           "--runs", "--device"} | ({"--rows", "--cols", "--y-offset", "--gamma-offset",
                                     "--beta-offset", "--mask", "--check-every"} if ROWS else {"-n"})
@@ -401,7 +401,7 @@ def run_lines(path, base, check_only):
         o.pop("--csv", None)
         if "--csv" in base:
             o["--csv"] = base["--csv"]
-        o["switches"] |= base["switches"] & {"--no-verify", "--no-flush", "--cpu-sums"}
+        o["switches"] |= base["switches"] & {"--no-verify", "--no-flush", "--cpu-sums", "--same-input"}
         log(["==", line])
         print(f"== {'check' if check_only else 'run'} {line}", flush=True)
         rc = run(o)

@@ -64,6 +64,7 @@ static void test_parse_options(void)
     EXPECT(o.fill == FILL_ONEHOT && o.offset == 3 && !o.flush && o.check_only);
     EXPECT(o.csv_path && strcmp(o.csv_path, "out.csv") == 0 && o.device == 1);
     EXPECT(parse("-n=2K", &o, err) == PARSE_OK && o.n == 2048);
+    EXPECT(!o.same_input && parse("--same-input", &o, err) == PARSE_OK && o.same_input);
     EXPECT(parse("-h", &o, err) == PARSE_HELP);
     EXPECT(parse("-n 5 --help", &o, err) == PARSE_HELP);
 
@@ -343,6 +344,73 @@ static void test_distinct(void)
     EXPECT(count_distinct(v, 2) == 1);
     EXPECT(count_distinct(v, 4) == 2);
     EXPECT(count_distinct(v, 6) == 4);   /* bits, not values: -0 and +0 differ */
+}
+
+/* A fresh input for each timed repetition: the host's copy and reference
+ * move with the changes, an exact fill stays exact, and an answer kept from
+ * the input before is told apart from the right one. */
+static void test_fresh(void)
+{
+    size_t n = 100003, pos[FRESH_COUNT];
+    float val[FRESH_COUNT];
+    float *x = malloc(n * sizeof *x);
+    EXPECT(x != NULL);
+    if (x == NULL)
+        return;
+    for (int exact = 0; exact < 2; exact++) {
+        fill_input(x, n, exact ? FILL_EXACT : FILL_RANDOM, 3, 0);
+        struct reference base = reference_sum(x, n), ref = base;
+        EXPECT(ref.exact == exact);
+        struct fresh f;
+        fresh_init(&f, 42, ref);
+        EXPECT(exact ? f.step == 1.0 : (f.step > ref.sum_abs * 0x1p-18 && f.step <= ref.sum_abs * 0x1p-17));
+        double before = ref.sum;
+        for (int rep = 0; rep < 5; rep++) {
+            before = ref.sum;
+            fresh_next(&f, x, n, &ref, pos, val);
+            int placed = 1;
+            for (int k = 0; k < FRESH_COUNT; k++)
+                placed &= pos[k] < n;
+            EXPECT(placed);
+            /* The last value given for each place is what x holds there. */
+            EXPECT(x[pos[FRESH_COUNT - 1]] == val[FRESH_COUNT - 1]);
+            struct reference again = reference_sum(x, n);
+            EXPECT(fabs(again.sum - ref.sum) <= 1e-9 * again.sum_abs);
+            EXPECT(fabs(again.sum_abs - ref.sum_abs) <= 1e-9 * again.sum_abs);
+            EXPECT(again.exact == ref.exact && ref.exact == exact);
+            /* It moved by about FRESH_COUNT steps, up then down. */
+            double moved = (ref.sum - before) * (rep % 2 ? -1.0 : 1.0);
+            EXPECT(moved > 0.9 * FRESH_COUNT * f.step && moved < 1.1 * FRESH_COUNT * f.step);
+        }
+        /* The right sum passes; the one from before the change does not. */
+        EXPECT(fresh_moved((float)ref.sum, ref.sum, before));
+        EXPECT(!fresh_moved((float)before, ref.sum, before));
+        EXPECT(!fresh_moved(NAN, ref.sum, before));
+    }
+    /* Another process draws other places. */
+    fill_input(x, n, FILL_RANDOM, 3, 0);
+    struct reference r1 = reference_sum(x, n), r2 = r1;
+    struct fresh f1, f2;
+    size_t pos2[FRESH_COUNT];
+    fresh_init(&f1, 1, r1);
+    fresh_init(&f2, 2, r2);
+    fresh_next(&f1, x, n, &r1, pos, val);
+    fresh_next(&f2, x, n, &r2, pos2, val);
+    EXPECT(memcmp(pos, pos2, sizeof pos) != 0);
+    EXPECT(fresh_seed() != fresh_seed());
+    /* One element: every change lands on it. */
+    float one = 0.5f;
+    struct reference r = reference_sum(&one, 1);
+    fresh_init(&f1, 7, r);
+    fresh_next(&f1, &one, 1, &r, pos, val);
+    EXPECT(pos[0] == 0 && (double)one == r.sum);
+    free(x);
+
+    /* Faster than the memory allows, with the L2 flushed: an answer kept. */
+    EXPECT(above_peak(5945.0, 4814.3, 1));
+    EXPECT(!above_peak(4440.0, 4814.3, 1));
+    EXPECT(!above_peak(5945.0, 4814.3, 0));   /* an unflushed L2 can serve it honestly */
+    EXPECT(!above_peak(5945.0, 0.0, 1));      /* no peak known */
 }
 
 static void test_stats(void)
@@ -1264,6 +1332,7 @@ int main(void)
     test_reference();
     test_tolerance();
     test_distinct();
+    test_fresh();
     test_stats();
     test_csv();
     test_rows();
