@@ -162,10 +162,9 @@ void print_usage(const char *prog, const struct program *p)
            "  --check         verify one run only; no timing (the row's time columns are empty)\n"
            "  --no-verify     a timed run skips its checks (its own runs are still verified)\n");
     if (p->kind == PROGRAM_SUM)
-        printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n"
-               "  --same-input    every timed repetition sums the same input (by default each\n"
-               "                  gets %d elements changed, so none can reuse an earlier answer)\n",
-               FRESH_COUNT);
+        printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n");
+    printf("  --same-input    every timed repetition gets the same input (by default each one\n"
+           "                  gets a few elements changed, so none can reuse an earlier answer)\n");
     printf("  --checks FILE   run many checks in this process, one line of options each\n"
            "                  (e.g. --fill ones --offset 3); - reads standard input\n"
            "  --runs FILE     the same for timed runs (what make bench uses)\n"
@@ -305,7 +304,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
-        } else if (strcmp(a, "--same-input") == 0 && !rows) {
+        } else if (strcmp(a, "--same-input") == 0) {
             o->same_input = 1;
         } else if (!rows && take_value(argc, argv, &i, a, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {

@@ -249,6 +249,67 @@ static long long outputs_differ(const struct outputs *a, const struct outputs *b
     return -1;
 }
 
+/* A fresh input for every timed run (common/harness.h, struct fresh): before
+ * each one, FRESH_ROWS rows of x get one element changed each, at places
+ * from the process's own stream, by twice the element's size rounded up to
+ * a power of two (at least 2), up and down in turn: every op's outputs in
+ * that row move far past their tolerance (a -inf stays -inf, and its row
+ * stays what it was). The host's x follows; changed[] gets the rows. */
+#define FRESH_ROWS 4
+static int fresh_rows(struct fresh *f, float *h_x, size_t rows, size_t cols,
+                      const struct buffers *b, size_t *changed)
+{
+    int count = rows < FRESH_ROWS ? (int)rows : FRESH_ROWS;
+    for (int k = 0; k < count; k++) {
+        f->state = splitmix64(f->state);
+        size_t r = (size_t)(f->state % rows), i = r * cols + (size_t)((f->state >> 32) % cols);
+        int e = 0;
+        frexp(fmax(fabs((double)h_x[i]), 0.5), &e);   /* |x| < 2^e */
+        float now = (float)((double)h_x[i] + f->sign * ldexp(1.0, e + 1));
+        if (b->bf16) {
+            uint16_t bits = bf16_from_float(now);
+            now = bf16_to_float(bits);
+            CHECK_CUDA(cudaMemcpy((uint16_t *)elems_of(&b->x, 1, b->x_skip) + i, &bits,
+                                  sizeof bits, cudaMemcpyHostToDevice));
+        } else {
+            CHECK_CUDA(cudaMemcpy(b->x.data + i, &now, sizeof now, cudaMemcpyHostToDevice));
+        }
+        h_x[i] = now;
+        changed[k] = r;
+    }
+    f->sign = -f->sign;
+    return count;
+}
+
+/* Row r's outputs against its reference: y's row (a sum's one value), and
+ * LayerNorm's mean and rstd. */
+static void check_one_row(const struct buffers *b, size_t r, size_t cols, const float *h_x,
+                          const float *h_gamma, const float *h_beta, float *y_row,
+                          struct row_verdict *v)
+{
+    enum row_op op = step_op;
+    size_t count = op == ROW_SUM ? 1 : cols, at = op == ROW_SUM ? r : r * cols;
+    if (b->bf16) {
+        uint16_t *y16 = host_alloc(count, sizeof *y16);
+        CHECK_CUDA(cudaMemcpy(y16, (const uint16_t *)elems_of(&b->y, 1, b->y_skip) + at,
+                              count * sizeof *y16, cudaMemcpyDeviceToHost));
+        for (size_t k = 0; k < count; k++)
+            y_row[k] = bf16_to_float(y16[k]);
+        free(y16);
+    } else {
+        CHECK_CUDA(cudaMemcpy(y_row, b->y.data + at, count * sizeof(float),
+                              cudaMemcpyDeviceToHost));
+    }
+    float mean = 0.0f, rstd = 0.0f;
+    if (b->affine) {
+        CHECK_CUDA(cudaMemcpy(&mean, b->mean.data + r, sizeof mean, cudaMemcpyDeviceToHost));
+        CHECK_CUDA(cudaMemcpy(&rstd, b->rstd.data + r, sizeof rstd, cudaMemcpyDeviceToHost));
+    }
+    check_rows(op, step_dtype, h_x + r * cols, 1, cols, h_gamma, h_beta, LN_EPS, y_row, &mean,
+               &rstd, v);
+    v->row = r;
+}
+
 static int run_one(const struct options *opt, const struct context *c, int quiet, char *why,
                    size_t why_len)
 {
@@ -270,6 +331,18 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                             host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
     struct outputs last = {host_alloc(out_count, sizeof(float)),
                            host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
+    int fresh_runs = !o.check_only && !o.same_input;
+    struct outputs again = {NULL, NULL, NULL};   /* the last timed input's untimed repeat */
+    if (fresh_runs) {
+        again.y = host_alloc(out_count, sizeof(float));
+        again.mean = host_alloc(rows, sizeof(float));
+        again.rstd = host_alloc(rows, sizeof(float));
+    }
+    float *y_row = host_alloc(cols, sizeof(float));
+    struct fresh fresh = {fresh_seed(), 0.0, 1};
+    size_t changed[FRESH_ROWS];
+    struct row_verdict kept = {0};   /* the first changed row that failed, and its run */
+    int kept_run = -1;
     double *times = host_alloc((size_t)reps, sizeof(double));
     size_t one = onehot_index(n, o.seed, o.at_given, o.at);
     fill_row_input(h_x, rows, cols, o.fill, o.row_fill, o.mask, o.seed, one);
@@ -302,7 +375,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     timer_init(&timer);
 
     int guards_ok = 1, zeroed_ok = 1;
+    struct row_verdict v;
     for (int r = 0; r < runs; r++) {
+        int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
+        int touched = k >= 0 && fresh_runs ? fresh_rows(&fresh, h_x, rows, cols, &b, changed) : 0;
         buffers_poison_outputs(&b);
         flusher_run(&flush);
         timer_start(&timer);
@@ -310,23 +386,39 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         double us = timer_stop_us(&timer);
         guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, affine_cols);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
-        int k = r - (runs - reps);   /* index among the timed runs */
         if (k < 0)
-            continue;                /* warm-up */
+            continue;
         times[k] = us;
-        /* The first timed run is checked against the reference, the last
-         * against the first: bit for bit, as a race would show. */
-        if (k == 0)
+        /* The rows this run's input changed in, against their new reference:
+         * an output kept from an earlier run is the old row's. */
+        for (int j = 0; j < touched && kept_run < 0; j++) {
+            check_one_row(&b, changed[j], cols, h_x, h_gamma, h_beta, y_row, &kept);
+            if (kept.bad > 0)
+                kept_run = k;
+        }
+        /* The first timed run is checked whole, against its own input; the
+         * last must give the same bits again (from the first, with
+         * --same-input), as a race would not. */
+        if (k == 0) {
             outputs_fetch(&first, &b, out_count);
-        else if (k == reps - 1)
+            check_rows_every(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y,
+                             first.mean, first.rstd, o.check_every, &v);
+        }
+        if (k == reps - 1 && (fresh_runs || reps > 1))
             outputs_fetch(&last, &b, out_count);
     }
-
-    struct row_verdict v;
-    check_rows_every(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y, first.mean,
-                     first.rstd, o.check_every, &v);
-    long long moved = reps > 1 ? outputs_differ(&first, &last, out_count, per_row) : -1;
-    int pass = v.bad == 0 && moved < 0 && guards_ok && zeroed_ok;
+    long long moved = -1;
+    if (fresh_runs) {   /* the last timed input once more, untimed */
+        buffers_poison_outputs(&b);
+        row_forward(&p);
+        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, affine_cols);
+        zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
+        outputs_fetch(&again, &b, out_count);
+        moved = outputs_differ(&last, &again, out_count, per_row);
+    } else if (reps > 1) {
+        moved = outputs_differ(&first, &last, out_count, per_row);
+    }
+    int pass = v.bad == 0 && kept_run < 0 && moved < 0 && guards_ok && zeroed_ok;
 
     char where[96];
     if (op == ROW_SUM || strcmp(v.what, "y") != 0)
@@ -345,6 +437,18 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                  "the outputs are wrong%s", where, v.got, v.want, v.tol,
                  v.tol == 0.0 ? ": exact" : "", v.bad,
                  isnan(v.got) ? " (NaN: an output nothing wrote, or a read outside the input)" : "");
+    else if (kept_run >= 0) {
+        if (op == ROW_SUM || strcmp(kept.what, "y") != 0)
+            snprintf(where, sizeof where, "%s[row %zu]", kept.what, kept.row);
+        else
+            snprintf(where, sizeof where, "y[row %zu, col %zu]", kept.row, kept.col);
+        snprintf(verdict, sizeof verdict, "FAIL: timed run %d gave %s = %.9g, not %.9g (tolerance "
+                 "%.3g), in a row whose input changed before that run: an output kept from an "
+                 "earlier run?", kept_run + 1, where, kept.got, kept.want, kept.tol);
+    }
+    else if (moved >= 0 && fresh_runs)
+        snprintf(verdict, sizeof verdict, "FAIL: the last timed run's input, run again untimed, "
+                 "gave other outputs (first at output %lld): a race?", moved);
     else if (moved >= 0)
         snprintf(verdict, sizeof verdict, "FAIL: timed run %d differs from timed run 1 (first at "
                  "output %lld): a race?", reps, moved);
@@ -421,6 +525,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     free(last.y);
     free(last.mean);
     free(last.rstd);
+    free(again.y);
+    free(again.mean);
+    free(again.rstd);
+    free(y_row);
     free(times);
     return rc;
 }

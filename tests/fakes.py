@@ -245,8 +245,9 @@ ROWS = os.path.basename(os.path.dirname(HERE)) == "rows"
 NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
 OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
-SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
-SWITCHES |= set() if ROWS else {"--cpu-sums", "--same-input"}
+SWITCHES = {"--check", "--no-verify", "--no-flush", "--same-input", "--gpu-info", "--version", "-h",
+            "--help"}
+SWITCHES |= set() if ROWS else {"--cpu-sums"}
 VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
           "--runs", "--device"} | ({"--rows", "--cols", "--y-offset", "--gamma-offset",
                                     "--beta-offset", "--mask", "--check-every"} if ROWS else {"-n"})

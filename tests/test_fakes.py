@@ -31,7 +31,7 @@ class FakeProgramTest(ScriptTest):
                               text=True, env=clean_env(), cwd=self.top, timeout=60)
 
     def test_options_are_the_harness_options(self):
-        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a", "--same-input": "step0_a"}
+        part_only = {"-n": "step0_a", "--cpu-sums": "step0_a"}
         part_only.update((option, "rows/step0_thread") for option in (
             "--rows", "--cols", "--y-offset", "--gamma-offset", "--beta-offset", "--mask",
             "--check-every"))
