@@ -153,8 +153,10 @@ void print_usage(const char *prog, const struct program *p)
         printf("  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
                "  --offset K      start x K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for y\n", elem, pack - 1);
-        if (p->affine)
+        if (p->gamma && p->beta)
             printf("  --gamma-offset K, --beta-offset K   the same for gamma and beta\n");
+        else if (p->gamma)
+            printf("  --gamma-offset K  the same for gamma\n");
         printf("  --check-every K check rows 0, K, 2K ... and the last K only, not every row\n"
                "                  (the CPU takes minutes over a matrix past 2^32 elements)\n");
     }
@@ -464,8 +466,13 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                  p->op);
         return PARSE_ERROR;
     }
-    if ((o->gamma_offset || o->beta_offset) && !p->affine) {
-        snprintf(err, err_len, "--gamma-offset and --beta-offset are LayerNorm's: this program "
+    if (o->gamma_offset && !p->gamma) {
+        snprintf(err, err_len, "--gamma-offset places gamma, which LayerNorm and RMSNorm take: "
+                               "this program computes %s", p->op);
+        return PARSE_ERROR;
+    }
+    if (o->beta_offset && !p->beta) {
+        snprintf(err, err_len, "--beta-offset places beta, which LayerNorm takes: this program "
                                "computes %s", p->op);
         return PARSE_ERROR;
     }

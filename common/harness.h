@@ -48,7 +48,7 @@ struct program {
     const char *elems;    /* "floats" or "bfloat16s" */
     int pack;             /* elements in one 16-byte pack: how far --offset goes */
     int masks;            /* takes --mask */
-    int affine;           /* takes --gamma-offset and --beta-offset */
+    int gamma, beta;      /* takes --gamma-offset, --beta-offset */
     unsigned checks;      /* enum row_checks */
 };
 

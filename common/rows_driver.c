@@ -47,7 +47,8 @@ static void *host_alloc(size_t count, size_t size)
 /* The device side of one problem: every buffer between NaN guards. */
 struct buffers {
     struct guarded x, y, mean, rstd, gamma, beta, zeroed, scratch;
-    int affine;   /* LayerNorm: mean, rstd, gamma and beta exist */
+    int norm;     /* LayerNorm and RMSNorm: rstd and gamma exist */
+    int affine;   /* LayerNorm: mean and beta too */
     int bf16;     /* x, y, gamma and beta hold bfloat16, two to a guarded float */
     /* bfloat16: 1 where the array's offset is odd, the half-float before it */
     size_t x_skip, y_skip, gamma_skip, beta_skip;
@@ -96,7 +97,7 @@ static int pads_intact(const struct guarded *g, size_t skip, size_t count)
 static struct row_problem problem_of(const struct buffers *b, size_t rows, size_t cols)
 {
     struct row_problem p = {
-        .mean = b->affine ? b->mean.data : NULL, .rstd = b->affine ? b->rstd.data : NULL,
+        .mean = b->affine ? b->mean.data : NULL, .rstd = b->norm ? b->rstd.data : NULL,
         .eps = LN_EPS, .rows = rows, .cols = cols,
     };
     /* Each program gets its own element type's pointers; the others stay
@@ -104,12 +105,12 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
     if (b->bf16) {
         p.x_bf16 = elems_of(&b->x, 1, b->x_skip);
         p.y_bf16 = elems_of(&b->y, 1, b->y_skip);
-        p.gamma_bf16 = b->affine ? elems_of(&b->gamma, 1, b->gamma_skip) : NULL;
+        p.gamma_bf16 = b->norm ? elems_of(&b->gamma, 1, b->gamma_skip) : NULL;
         p.beta_bf16 = b->affine ? elems_of(&b->beta, 1, b->beta_skip) : NULL;
     } else {
         p.x = b->x.data;
         p.y = b->y.data;
-        p.gamma = b->affine ? b->gamma.data : NULL;
+        p.gamma = b->norm ? b->gamma.data : NULL;
         p.beta = b->affine ? b->beta.data : NULL;
     }
     p.work.zeroed = b->zeroed.count ? b->zeroed.data : NULL;
@@ -119,18 +120,19 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
 
 static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
 {
+    b->norm = step_op == ROW_LAYERNORM || step_op == ROW_RMSNORM;
     b->affine = step_op == ROW_LAYERNORM;
     b->bf16 = step_dtype == ROW_BF16;
     b->x_skip = b->bf16 ? (size_t)o->offset % 2 : 0;
     b->y_skip = b->bf16 ? (size_t)o->y_offset % 2 : 0;
     b->gamma_skip = b->bf16 ? (size_t)o->gamma_offset % 2 : 0;
     b->beta_skip = b->bf16 ? (size_t)o->beta_offset % 2 : 0;
-    size_t with_affine = b->affine ? 1 : 0;
+    size_t with_affine = b->affine ? 1 : 0, with_norm = b->norm ? 1 : 0;
     elems_alloc(&b->x, b->bf16, (size_t)o->offset, o->n);
     elems_alloc(&b->y, b->bf16, (size_t)o->y_offset, out_count);
     guarded_alloc(&b->mean, 0, o->rows * with_affine);
-    guarded_alloc(&b->rstd, 0, o->rows * with_affine);
-    elems_alloc(&b->gamma, b->bf16, (size_t)o->gamma_offset, o->cols * with_affine);
+    guarded_alloc(&b->rstd, 0, o->rows * with_norm);
+    elems_alloc(&b->gamma, b->bf16, (size_t)o->gamma_offset, o->cols * with_norm);
     elems_alloc(&b->beta, b->bf16, (size_t)o->beta_offset, o->cols * with_affine);
     struct row_problem p = problem_of(b, o->rows, o->cols);
     struct workspace_size size = row_workspace(&p);
@@ -161,12 +163,10 @@ static int buffers_guards_intact(const struct buffers *b, size_t n, size_t out_c
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!guards_intact(all[k]))
             return 0;
-    if (b->bf16) {
-        size_t affine = b->affine ? cols : 0;
+    if (b->bf16)
         return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->y, b->y_skip, out_count) &&
-               pads_intact(&b->gamma, b->gamma_skip, affine) &&
-               pads_intact(&b->beta, b->beta_skip, affine);
-    }
+               pads_intact(&b->gamma, b->gamma_skip, b->norm ? cols : 0) &&
+               pads_intact(&b->beta, b->beta_skip, b->affine ? cols : 0);
     return 1;
 }
 
@@ -234,17 +234,18 @@ static void upload_bf16(void *d, float *h, size_t count)
     free(h16);
 }
 
-/* Where two runs' outputs differ first, or -1. */
+/* Where two runs' outputs differ first, or -1. mean_rows, rstd_rows: how
+ * many of each the op writes (0 for none). */
 static long long outputs_differ(const struct outputs *a, const struct outputs *b, size_t y_count,
-                                size_t rows_if_affine)
+                                size_t mean_rows, size_t rstd_rows)
 {
     if (memcmp(a->y, b->y, y_count * sizeof(float)) != 0) {
         for (size_t k = 0; k < y_count; k++)
             if (memcmp(&a->y[k], &b->y[k], sizeof(float)) != 0)
                 return (long long)k;
     }
-    if (rows_if_affine && (memcmp(a->mean, b->mean, rows_if_affine * sizeof(float)) != 0 ||
-                           memcmp(a->rstd, b->rstd, rows_if_affine * sizeof(float)) != 0))
+    if (memcmp(a->mean, b->mean, mean_rows * sizeof(float)) != 0 ||
+        memcmp(a->rstd, b->rstd, rstd_rows * sizeof(float)) != 0)
         return 0;
     return -1;
 }
@@ -301,10 +302,10 @@ static void check_one_row(const struct buffers *b, size_t r, size_t cols, const 
                               cudaMemcpyDeviceToHost));
     }
     float mean = 0.0f, rstd = 0.0f;
-    if (b->affine) {
+    if (b->affine)
         CHECK_CUDA(cudaMemcpy(&mean, b->mean.data + r, sizeof mean, cudaMemcpyDeviceToHost));
+    if (b->norm)
         CHECK_CUDA(cudaMemcpy(&rstd, b->rstd.data + r, sizeof rstd, cudaMemcpyDeviceToHost));
-    }
     check_rows(op, step_dtype, h_x + r * cols, 1, cols, h_gamma, h_beta, LN_EPS, y_row, &mean,
                &rstd, v);
     v->row = r;
@@ -320,7 +321,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     size_t elem = dtype == ROW_BF16 ? 2 : sizeof(float);
     size_t rows = o.rows, cols = o.cols, n = o.n;
     size_t out_count = (op == ROW_SUM) ? rows : n;
-    size_t per_row = (op == ROW_LAYERNORM) ? rows : 0;
+    size_t mean_rows = op == ROW_LAYERNORM ? rows : 0;
+    size_t rstd_rows = op == ROW_LAYERNORM || op == ROW_RMSNORM ? rows : 0;
     int reps = o.check_only ? 1 : o.reps;
     int runs = o.check_only ? 1 : o.warmup + o.reps;
 
@@ -352,14 +354,14 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
 
     struct buffers b;
     buffers_alloc(&b, &o, out_count);
-    size_t affine_cols = b.affine ? cols : 0;
+    size_t gamma_cols = b.norm ? cols : 0, beta_cols = b.affine ? cols : 0;
     if (b.bf16) {
         /* The same fills, rounded to bfloat16 once here; the reference then
          * starts from the rounded values (h_x, h_gamma and h_beta widened
          * back), so the input's rounding is no error of the program's. */
         upload_bf16(elems_of(&b.x, 1, b.x_skip), h_x, n);
-        upload_bf16(elems_of(&b.gamma, 1, b.gamma_skip), h_gamma, affine_cols);
-        upload_bf16(elems_of(&b.beta, 1, b.beta_skip), h_beta, affine_cols);
+        upload_bf16(elems_of(&b.gamma, 1, b.gamma_skip), h_gamma, gamma_cols);
+        upload_bf16(elems_of(&b.beta, 1, b.beta_skip), h_beta, beta_cols);
     } else {
         CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
         CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
@@ -384,7 +386,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         timer_start(&timer);
         row_forward(&p);
         double us = timer_stop_us(&timer);
-        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, affine_cols);
+        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, cols);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         if (k < 0)
             continue;
@@ -411,12 +413,12 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     if (fresh_runs) {   /* the last timed input once more, untimed */
         buffers_poison_outputs(&b);
         row_forward(&p);
-        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, affine_cols);
+        guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, cols);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         outputs_fetch(&again, &b, out_count);
-        moved = outputs_differ(&last, &again, out_count, per_row);
+        moved = outputs_differ(&last, &again, out_count, mean_rows, rstd_rows);
     } else if (reps > 1) {
-        moved = outputs_differ(&first, &last, out_count, per_row);
+        moved = outputs_differ(&first, &last, out_count, mean_rows, rstd_rows);
     }
     int pass = v.bad == 0 && kept_run < 0 && moved < 0 && guards_ok && zeroed_ok;
 
@@ -554,9 +556,9 @@ static int run(const struct options *o, void *ctx)
         }
         printf("check    PASS: %d checks: the exact fill at this shape%s, with x and then y moved "
                "in its pack%s%s%s\n", count, o->cols > 1 ? " and one column fewer" : "",
-               step_op == ROW_LAYERNORM || step_op == ROW_SOFTMAX ? "; shifted and tiny fills" : "",
-               step_op == ROW_LAYERNORM ? "; the centered fill" : "",
-               step_op == ROW_SOFTMAX ? "; the levels fill, masked" : "");
+               o->program.checks & ROW_CHECK_SHIFTED_TINY ? "; shifted and tiny fills" : "",
+               o->program.checks & ROW_CHECK_CENTERED ? "; the centered fill" : "",
+               o->program.checks & ROW_CHECK_LEVELS_MASKED ? "; the levels fill, masked" : "");
     }
     return run_one(o, c, 0, NULL, 0);
 }

@@ -22,7 +22,7 @@
  * the 1e-38 added to every softmax tolerance, covers what lies below. */
 #define BF16_ROUNDOFF 0x1p-8
 
-/* "sum", "layernorm", "softmax" or "copy". */
+/* "sum", "layernorm", "softmax", "copy" or "rmsnorm". */
 const char *row_op_name(enum row_op op);
 
 /* What the shared option parser and verify_set() (common/harness.c) must
@@ -78,8 +78,10 @@ struct row_stats {
     double sum, sum_abs;   /* sum of x, sum of |x| */
     double mean, var;      /* var = sum (x - mean)^2 / cols: the population variance */
     double max;            /* for softmax */
+    double ms;             /* mean of x^2, for RMSNorm */
     int exact;             /* every x an integer and sum_abs < 2^24 */
     int exact_var;         /* exact, an integer mean, and sum (x - mean)^2 < 2^24 */
+    int exact_sq;          /* every x an integer and sum x^2 < 2^24: any order of adds is exact */
 };
 void row_stats(const float *x, size_t cols, struct row_stats *s);
 
@@ -111,6 +113,23 @@ void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct
  * one rounding off keeps the general bound. Returns 1 if it tightened b. */
 int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, struct ln_bounds *b);
 double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double beta, double y);
+
+/* RMSNorm's error bounds for one row (tests/unit_tests.c tries them), for
+ * float arithmetic in any order of adds. Every x^2 is positive, so the sum
+ * of squares is off by at most g(cols) of itself (each square rounds once,
+ * each add once), whatever the order; when s->exact_sq it is exact:
+ *   ms + eps: relative error <= rho_s = g(cols + 1) ms / (ms + eps) + 2u
+ *             (the division by cols, or a product with a rounded 1 / cols,
+ *             and + eps), or 3u when exact_sq
+ *   rstd:     relative error <= rho_r = rho_s / 2 + (MATH_ULPS + 1) u (+ rho_s^2)
+ *   y_i:      |y_i' - y_i| <= |y_i| (rho_r + 3u): x_i rstd gamma_i, two
+ *             products in either order. */
+struct rms_bounds {
+    double rstd, rstd_tol;   /* the reference, and its absolute tolerance */
+    double rho_r;            /* for y's tolerance */
+};
+void rmsnorm_bounds(const struct row_stats *s, size_t cols, double eps, struct rms_bounds *b);
+double rmsnorm_y_tol(const struct rms_bounds *b, double y);
 
 /* Softmax over one row, in double, -inf values (masked) left out. */
 struct softmax_stats {

@@ -648,13 +648,92 @@ static void test_rows(void)
      * verify_set()'s extra checks (common/harness.c names no op). */
     struct program sm = row_program_of(ROW_SOFTMAX, ROW_BF16);
     EXPECT(sm.kind == PROGRAM_ROWS && strcmp(sm.op, "softmax") == 0 && sm.pack == 8 &&
-           strcmp(sm.elems, "bfloat16s") == 0 && sm.masks && !sm.affine &&
+           strcmp(sm.elems, "bfloat16s") == 0 && sm.masks && !sm.gamma && !sm.beta &&
            sm.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED));
     struct program ln = row_program_of(ROW_LAYERNORM, ROW_F32);
-    EXPECT(ln.pack == 4 && strcmp(ln.elems, "floats") == 0 && !ln.masks && ln.affine &&
+    EXPECT(ln.pack == 4 && strcmp(ln.elems, "floats") == 0 && !ln.masks && ln.gamma && ln.beta &&
            ln.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED));
+    struct program rms = row_program_of(ROW_RMSNORM, ROW_BF16);
+    EXPECT(strcmp(rms.op, "rmsnorm") == 0 && rms.gamma && !rms.beta && !rms.masks &&
+           rms.checks == ROW_CHECK_SHIFTED_TINY);
     struct program sum = row_program_of(ROW_SUM, ROW_F32), copy = row_program_of(ROW_COPY, ROW_BF16);
-    EXPECT(!sum.masks && !sum.affine && sum.checks == 0 && copy.checks == 0 && copy.pack == 8);
+    EXPECT(!sum.masks && !sum.gamma && sum.checks == 0 && copy.checks == 0 && copy.pack == 8);
+    EXPECT(strcmp(row_kind_name(ROW_RMSNORM, ROW_BF16), "rmsnorm_bf16") == 0);
+    /* RMSNorm: read x, write y, read gamma, write rstd. */
+    EXPECT(row_bytes(ROW_RMSNORM, ROW_F32, 2, 4) == 32.0 + 32.0 + 16.0 + 8.0);
+}
+
+/* RMSNorm in float, as a kernel would compute it: the squares summed in a
+ * long sequential chain (the worst order for rounding), the mean, + eps and
+ * 1 / sqrt, then two products. with_eps = 0 leaves eps out (a classic bug). */
+static void rmsnorm_float(const float *x, const float *gamma, size_t cols, int with_eps,
+                          float *y, float *rstd)
+{
+    float sum = 0.0f;
+    for (size_t c = 0; c < cols; c++)
+        sum += x[c] * x[c];
+    float ms = sum / (float)cols;
+    *rstd = 1.0f / sqrtf(with_eps ? ms + LN_EPS : ms);
+    for (size_t c = 0; c < cols; c++)
+        y[c] = x[c] * *rstd * gamma[c];
+}
+
+static void test_rmsnorm(void)
+{
+    size_t widths[] = {1, 7, 1024, 4097, 65536};
+    enum fill_kind fills[] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_WIDE, FILL_EXACT};
+    size_t most = 65536;
+    float *x = malloc(most * sizeof *x), *y = malloc(most * sizeof *y);
+    float *gamma = malloc(most * sizeof *gamma), *beta = malloc(most * sizeof *beta);
+    EXPECT(x && y && gamma && beta);
+    if (!(x && y && gamma && beta))
+        return;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t f = 0; f < sizeof fills / sizeof fills[0]; f++) {
+            size_t cols = widths[w];
+            fill_row_input(x, 1, cols, fills[f], ROW_FILL_SHARED, MASK_NONE, 5 + f, 0);
+            fill_affine(gamma, beta, cols, 5 + f);
+            float rstd;
+            rmsnorm_float(x, gamma, cols, 1, y, &rstd);
+            struct row_verdict v;
+            check_rows(ROW_RMSNORM, ROW_F32, x, 1, cols, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+            if (v.bad != 0)
+                printf("rmsnorm: width %zu fill %s: %s is %.9g, not %.9g (tol %.3g)\n", cols,
+                       fill_name(fills[f]), v.what, v.got, v.want, v.tol);
+            EXPECT(v.bad == 0);
+        }
+    /* Without eps: caught where eps matters, the tiny fill (mean(x^2) about
+     * 3e-7 beside eps = 1e-5). */
+    fill_row_input(x, 1, 1024, FILL_TINY, ROW_FILL_SHARED, MASK_NONE, 9, 0);
+    fill_affine(gamma, beta, 1024, 9);
+    float rstd;
+    rmsnorm_float(x, gamma, 1024, 0, y, &rstd);
+    struct row_verdict v;
+    check_rows(ROW_RMSNORM, ROW_F32, x, 1, 1024, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+    EXPECT(v.bad > 0 && strcmp(v.what, "rstd") == 0);
+    /* Integers with sum x^2 < 2^24: the sum of squares is exact in any
+     * order, and the bound is a few ulps at any width. */
+    struct row_stats s;
+    for (size_t c = 0; c < 4096; c++)
+        x[c] = (float)((int)(c % 7) - 3);
+    row_stats(x, 4096, &s);
+    struct rms_bounds b;
+    rmsnorm_bounds(&s, 4096, LN_EPS, &b);
+    EXPECT(s.exact_sq && b.rho_r < 8.0 * UNIT_ROUNDOFF);
+    /* A bfloat16 program: the bound adds one rounding of each output. */
+    for (size_t c = 0; c < 1024; c++) {
+        x[c] = bf16_to_float(bf16_from_float(x[c] * 0.37f));
+        gamma[c] = bf16_to_float(bf16_from_float(gamma[c]));
+    }
+    rmsnorm_float(x, gamma, 1024, 1, y, &rstd);
+    for (size_t c = 0; c < 1024; c++)
+        y[c] = bf16_to_float(bf16_from_float(y[c]));
+    check_rows(ROW_RMSNORM, ROW_BF16, x, 1, 1024, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+    EXPECT(v.bad == 0);
+    free(x);
+    free(y);
+    free(gamma);
+    free(beta);
 }
 
 /* bfloat16: the host's rounding, and the bound of a bfloat16 output. */
@@ -1037,7 +1116,13 @@ static void test_row_options(void)
            strstr(err, "0 to 3"));
     EXPECT(rows_parse_line("--gamma-offset 2 --beta-offset=3", ROW_LAYERNORM, ROW_F32, &o, err) ==
            PARSE_OK && o.gamma_offset == 2 && o.beta_offset == 3);
-    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR &&
+           strstr(err, "this program computes softmax"));
+    /* RMSNorm has gamma but no beta. */
+    EXPECT(rows_parse_line("--gamma-offset 7", ROW_RMSNORM, ROW_BF16, &o, err) == PARSE_OK &&
+           o.gamma_offset == 7);
+    EXPECT(rows_parse_line("--beta-offset 1", ROW_RMSNORM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strstr(err, "--beta-offset places beta, which LayerNorm takes"));
     /* levels is part 2's fill; a mask is softmax's. */
     EXPECT(rows_parse_line("--check --fill levels --mask causal", ROW_SOFTMAX, ROW_BF16, &o, err) ==
            PARSE_OK && o.row_fill == ROW_FILL_LEVELS && o.mask == MASK_CAUSAL);
@@ -1341,6 +1426,7 @@ int main(void)
     test_masks();
     test_exact_bounds();
     test_row_options();
+    test_rmsnorm();
     test_backward();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
