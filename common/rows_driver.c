@@ -46,9 +46,10 @@ static void *host_alloc(size_t count, size_t size)
 
 /* The device side of one problem: every buffer between NaN guards. */
 struct buffers {
-    struct guarded x, y, mean, rstd, gamma, beta, zeroed, scratch;
+    struct guarded x, y, mean, rstd, gamma, beta, residual, h, zeroed, scratch;
     int norm;     /* LayerNorm and RMSNorm: rstd and gamma exist */
     int affine;   /* LayerNorm: mean and beta too */
+    int add;      /* the residual add: residual and h exist (at x's and y's skips) */
     int bf16;     /* x, y, gamma and beta hold bfloat16, two to a guarded float */
     /* bfloat16: 1 where the array's offset is odd, the half-float before it */
     size_t x_skip, y_skip, gamma_skip, beta_skip;
@@ -105,11 +106,15 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
     if (b->bf16) {
         p.x_bf16 = elems_of(&b->x, 1, b->x_skip);
         p.y_bf16 = elems_of(&b->y, 1, b->y_skip);
+        p.residual_bf16 = b->add ? elems_of(&b->residual, 1, b->x_skip) : NULL;
+        p.h_bf16 = b->add ? elems_of(&b->h, 1, b->y_skip) : NULL;
         p.gamma_bf16 = b->norm ? elems_of(&b->gamma, 1, b->gamma_skip) : NULL;
         p.beta_bf16 = b->affine ? elems_of(&b->beta, 1, b->beta_skip) : NULL;
     } else {
         p.x = b->x.data;
         p.y = b->y.data;
+        p.residual = b->add ? b->residual.data : NULL;
+        p.h = b->add ? b->h.data : NULL;
         p.gamma = b->norm ? b->gamma.data : NULL;
         p.beta = b->affine ? b->beta.data : NULL;
     }
@@ -120,7 +125,8 @@ static struct row_problem problem_of(const struct buffers *b, size_t rows, size_
 
 static void buffers_alloc(struct buffers *b, const struct options *o, size_t out_count)
 {
-    b->norm = step_op == ROW_LAYERNORM || step_op == ROW_RMSNORM;
+    b->add = step_op == ROW_ADD_RMSNORM;
+    b->norm = step_op == ROW_LAYERNORM || step_op == ROW_RMSNORM || b->add;
     b->affine = step_op == ROW_LAYERNORM;
     b->bf16 = step_dtype == ROW_BF16;
     b->x_skip = b->bf16 ? (size_t)o->offset % 2 : 0;
@@ -134,12 +140,14 @@ static void buffers_alloc(struct buffers *b, const struct options *o, size_t out
     guarded_alloc(&b->rstd, 0, o->rows * with_norm);
     elems_alloc(&b->gamma, b->bf16, (size_t)o->gamma_offset, o->cols * with_norm);
     elems_alloc(&b->beta, b->bf16, (size_t)o->beta_offset, o->cols * with_affine);
+    elems_alloc(&b->residual, b->bf16, (size_t)o->offset, b->add ? o->n : 0);
+    elems_alloc(&b->h, b->bf16, (size_t)o->y_offset, b->add ? o->n : 0);
     struct row_problem p = problem_of(b, o->rows, o->cols);
     struct workspace_size size = row_workspace(&p);
     guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
     guarded_alloc(&b->scratch, 0, floats_for(size.scratch));
     struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
-                             &b->zeroed, &b->scratch};
+                             &b->residual, &b->h, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         guarded_poison(all[k]);
     CHECK_CUDA(cudaMemset(b->zeroed.data, 0, b->zeroed.count * sizeof(float)));
@@ -152,6 +160,7 @@ static void buffers_poison_outputs(const struct buffers *b)
     guarded_poison(&b->y);
     guarded_poison(&b->mean);
     guarded_poison(&b->rstd);
+    guarded_poison(&b->h);
     guarded_poison(&b->scratch);
 }
 
@@ -159,14 +168,16 @@ static int buffers_guards_intact(const struct buffers *b, size_t n, size_t out_c
                                  size_t cols)
 {
     const struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
-                                   &b->zeroed, &b->scratch};
+                                   &b->residual, &b->h, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!guards_intact(all[k]))
             return 0;
     if (b->bf16)
         return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->y, b->y_skip, out_count) &&
                pads_intact(&b->gamma, b->gamma_skip, b->norm ? cols : 0) &&
-               pads_intact(&b->beta, b->beta_skip, b->affine ? cols : 0);
+               pads_intact(&b->beta, b->beta_skip, b->affine ? cols : 0) &&
+               pads_intact(&b->residual, b->x_skip, b->add ? n : 0) &&
+               pads_intact(&b->h, b->y_skip, b->add ? n : 0);
     return 1;
 }
 
@@ -187,31 +198,45 @@ static int buffers_zeroed_clean(const struct buffers *b)
 static void buffers_free(struct buffers *b)
 {
     struct guarded *all[] = {&b->x, &b->y, &b->mean, &b->rstd, &b->gamma, &b->beta,
-                             &b->zeroed, &b->scratch};
+                             &b->residual, &b->h, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         guarded_free(all[k]);
 }
 
 /* The outputs of one run, on the host. */
 struct outputs {
-    float *y, *mean, *rstd;
+    float *y, *mean, *rstd, *h;
 };
 
 /* bfloat16 outputs come back widened to float: exact, so the checks and the
  * bit-for-bit comparison of two runs see what the kernel wrote. */
+/* count elements from element at of a buffer, widened to float. */
+static void elems_fetch_at(float *h, const struct guarded *g, int bf16, size_t skip, size_t at,
+                           size_t count)
+{
+    if (bf16) {
+        uint16_t *h16 = host_alloc(count, sizeof *h16);
+        CHECK_CUDA(cudaMemcpy(h16, (const uint16_t *)elems_of(g, 1, skip) + at,
+                              count * sizeof *h16, cudaMemcpyDeviceToHost));
+        #pragma omp parallel for schedule(static) if (count > ((size_t)1 << 20))
+        for (size_t k = 0; k < count; k++)
+            h[k] = bf16_to_float(h16[k]);
+        free(h16);
+    } else {
+        CHECK_CUDA(cudaMemcpy(h, g->data + at, count * sizeof(float), cudaMemcpyDeviceToHost));
+    }
+}
+
+static void elems_fetch(float *h, const struct guarded *g, int bf16, size_t skip, size_t count)
+{
+    elems_fetch_at(h, g, bf16, skip, 0, count);
+}
+
 static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t y_count)
 {
-    if (b->bf16) {
-        uint16_t *y16 = host_alloc(y_count, sizeof *y16);
-        CHECK_CUDA(cudaMemcpy(y16, elems_of(&b->y, 1, b->y_skip), y_count * sizeof *y16,
-                              cudaMemcpyDeviceToHost));
-        #pragma omp parallel for schedule(static) if (y_count > ((size_t)1 << 20))
-        for (size_t k = 0; k < y_count; k++)
-            h->y[k] = bf16_to_float(y16[k]);
-        free(y16);
-    } else {
-        CHECK_CUDA(cudaMemcpy(h->y, b->y.data, y_count * sizeof(float), cudaMemcpyDeviceToHost));
-    }
+    elems_fetch(h->y, &b->y, b->bf16, b->y_skip, y_count);
+    if (b->add)
+        elems_fetch(h->h, &b->h, b->bf16, b->y_skip, y_count);
     CHECK_CUDA(cudaMemcpy(h->mean, b->mean.data, b->mean.count * sizeof(float),
                           cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(h->rstd, b->rstd.data, b->rstd.count * sizeof(float),
@@ -237,8 +262,10 @@ static void upload_bf16(void *d, float *h, size_t count)
 /* Where two runs' outputs differ first, or -1. mean_rows, rstd_rows: how
  * many of each the op writes (0 for none). */
 static long long outputs_differ(const struct outputs *a, const struct outputs *b, size_t y_count,
-                                size_t mean_rows, size_t rstd_rows)
+                                size_t mean_rows, size_t rstd_rows, size_t h_count)
 {
+    if (memcmp(a->h, b->h, h_count * sizeof(float)) != 0)
+        return 0;
     if (memcmp(a->y, b->y, y_count * sizeof(float)) != 0) {
         for (size_t k = 0; k < y_count; k++)
             if (memcmp(&a->y[k], &b->y[k], sizeof(float)) != 0)
@@ -256,9 +283,43 @@ static long long outputs_differ(const struct outputs *a, const struct outputs *b
  * a power of two (at least 2), up and down in turn: every op's outputs in
  * that row move far past their tolerance (a -inf stays -inf, and its row
  * stays what it was). The host's x follows; changed[] gets the rows. */
+/* h = x + residual as the element type stores it: the add in float, then
+ * bfloat16's one rounding. */
+static float stored_sum(float x, float residual, int bf16)
+{
+    float h = x + residual;
+    return bf16 ? bf16_to_float(bf16_from_float(h)) : h;
+}
+
+/* The written h against x + residual as stored, exactly, on the rows
+ * check_rows_every() checks; the worst (the first) into v. */
+static void check_h_every(const float *h, const float *want, size_t rows, size_t cols,
+                          size_t every, struct row_verdict *v)
+{
+    memset(v, 0, sizeof *v);
+    v->exact = 1;
+    for (size_t r = 0; r < rows; r++) {
+        if (!(r % every == 0 || r + every >= rows))
+            continue;
+        for (size_t c = 0; c < cols; c++) {
+            size_t i = r * cols + c;
+            if (memcmp(&h[i], &want[i], sizeof(float)) == 0)
+                continue;
+            if (v->bad++ == 0) {
+                v->row = r;
+                v->col = c;
+                v->what = "h";
+                v->got = h[i];
+                v->want = want[i];
+                v->ratio = HUGE_VAL;
+            }
+        }
+    }
+}
+
 #define FRESH_ROWS 4
 static int fresh_rows(struct fresh *f, float *h_x, size_t rows, size_t cols,
-                      const struct buffers *b, size_t *changed)
+                      const struct buffers *b, const float *h_res, float *h_sum, size_t *changed)
 {
     int count = rows < FRESH_ROWS ? (int)rows : FRESH_ROWS;
     for (int k = 0; k < count; k++) {
@@ -276,31 +337,32 @@ static int fresh_rows(struct fresh *f, float *h_x, size_t rows, size_t cols,
             CHECK_CUDA(cudaMemcpy(b->x.data + i, &now, sizeof now, cudaMemcpyHostToDevice));
         }
         h_x[i] = now;
+        if (b->add)
+            h_sum[i] = stored_sum(now, h_res[i], b->bf16);
         changed[k] = r;
     }
     f->sign = -f->sign;
     return count;
 }
 
-/* Row r's outputs against its reference: y's row (a sum's one value), and
- * LayerNorm's mean and rstd. */
+/* Row r's outputs against its reference: y's row (a sum's one value),
+ * LayerNorm's mean and rstd, RMSNorm's rstd, and the residual add's h (h_x
+ * is then x + residual as stored, what y normalises). */
 static void check_one_row(const struct buffers *b, size_t r, size_t cols, const float *h_x,
                           const float *h_gamma, const float *h_beta, float *y_row,
                           struct row_verdict *v)
 {
     enum row_op op = step_op;
-    size_t count = op == ROW_SUM ? 1 : cols, at = op == ROW_SUM ? r : r * cols;
-    if (b->bf16) {
-        uint16_t *y16 = host_alloc(count, sizeof *y16);
-        CHECK_CUDA(cudaMemcpy(y16, (const uint16_t *)elems_of(&b->y, 1, b->y_skip) + at,
-                              count * sizeof *y16, cudaMemcpyDeviceToHost));
-        for (size_t k = 0; k < count; k++)
-            y_row[k] = bf16_to_float(y16[k]);
-        free(y16);
-    } else {
-        CHECK_CUDA(cudaMemcpy(y_row, b->y.data + at, count * sizeof(float),
-                              cudaMemcpyDeviceToHost));
+    if (b->add) {
+        elems_fetch_at(y_row, &b->h, b->bf16, b->y_skip, r * cols, cols);
+        check_h_every(y_row, h_x + r * cols, 1, cols, 1, v);
+        if (v->bad > 0) {
+            v->row = r;
+            return;
+        }
     }
+    size_t count = op == ROW_SUM ? 1 : cols, at = op == ROW_SUM ? r : r * cols;
+    elems_fetch_at(y_row, &b->y, b->bf16, b->y_skip, at, count);
     float mean = 0.0f, rstd = 0.0f;
     if (b->affine)
         CHECK_CUDA(cudaMemcpy(&mean, b->mean.data + r, sizeof mean, cudaMemcpyDeviceToHost));
@@ -322,24 +384,29 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     size_t rows = o.rows, cols = o.cols, n = o.n;
     size_t out_count = (op == ROW_SUM) ? rows : n;
     size_t mean_rows = op == ROW_LAYERNORM ? rows : 0;
-    size_t rstd_rows = op == ROW_LAYERNORM || op == ROW_RMSNORM ? rows : 0;
+    size_t rstd_rows = op == ROW_LAYERNORM || op == ROW_RMSNORM || op == ROW_ADD_RMSNORM ? rows : 0;
+    size_t h_count = op == ROW_ADD_RMSNORM ? n : 0;
     int reps = o.check_only ? 1 : o.reps;
     int runs = o.check_only ? 1 : o.warmup + o.reps;
 
     /* Input, on the host. */
     float *h_x = host_alloc(n, sizeof(float));
     float *h_gamma = host_alloc(cols, sizeof(float)), *h_beta = host_alloc(cols, sizeof(float));
-    struct outputs first = {host_alloc(out_count, sizeof(float)),
-                            host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
-    struct outputs last = {host_alloc(out_count, sizeof(float)),
-                           host_alloc(rows, sizeof(float)), host_alloc(rows, sizeof(float))};
+    struct outputs first = {host_alloc(out_count, sizeof(float)), host_alloc(rows, sizeof(float)),
+                            host_alloc(rows, sizeof(float)), host_alloc(h_count, sizeof(float))};
+    struct outputs last = {host_alloc(out_count, sizeof(float)), host_alloc(rows, sizeof(float)),
+                           host_alloc(rows, sizeof(float)), host_alloc(h_count, sizeof(float))};
     int fresh_runs = !o.check_only && !o.same_input;
-    struct outputs again = {NULL, NULL, NULL};   /* the last timed input's untimed repeat */
+    struct outputs again = {NULL, NULL, NULL, NULL};   /* the last timed input's untimed repeat */
     if (fresh_runs) {
         again.y = host_alloc(out_count, sizeof(float));
         again.mean = host_alloc(rows, sizeof(float));
         again.rstd = host_alloc(rows, sizeof(float));
+        again.h = host_alloc(h_count, sizeof(float));
     }
+    /* The residual add: the residual, and x + residual as stored (h's
+     * reference, and the input y's reference normalises). */
+    float *h_res = host_alloc(h_count, sizeof(float)), *h_sum = host_alloc(h_count, sizeof(float));
     float *y_row = host_alloc(cols, sizeof(float));
     struct fresh fresh = {fresh_seed(), 0.0, 1};
     size_t changed[FRESH_ROWS];
@@ -349,6 +416,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     size_t one = onehot_index(n, o.seed, o.at_given, o.at);
     fill_row_input(h_x, rows, cols, o.fill, o.row_fill, o.mask, o.seed, one);
     fill_affine(h_gamma, h_beta, cols, o.seed);
+    if (h_count)   /* the same fill, from another seed */
+        fill_row_input(h_res, rows, cols, o.fill, o.row_fill, o.mask, o.seed + 1, one);
     char fill[64];
     row_fill_name(&o, fill, sizeof fill);
 
@@ -362,13 +431,20 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         upload_bf16(elems_of(&b.x, 1, b.x_skip), h_x, n);
         upload_bf16(elems_of(&b.gamma, 1, b.gamma_skip), h_gamma, gamma_cols);
         upload_bf16(elems_of(&b.beta, 1, b.beta_skip), h_beta, beta_cols);
+        upload_bf16(elems_of(&b.residual, 1, b.x_skip), h_res, h_count);
     } else {
         CHECK_CUDA(cudaMemcpy(b.x.data, h_x, n * sizeof(float), cudaMemcpyHostToDevice));
         CHECK_CUDA(cudaMemcpy(b.gamma.data, h_gamma, b.gamma.count * sizeof(float),
                               cudaMemcpyHostToDevice));
         CHECK_CUDA(cudaMemcpy(b.beta.data, h_beta, b.beta.count * sizeof(float),
                               cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(b.residual.data, h_res, h_count * sizeof(float),
+                              cudaMemcpyHostToDevice));
     }
+    for (size_t i = 0; i < h_count; i++)
+        h_sum[i] = stored_sum(h_x[i], h_res[i], b.bf16);
+    /* What y is checked against: x, or for the residual add h as stored. */
+    const float *y_input = h_count ? h_sum : h_x;
     struct row_problem p = problem_of(&b, rows, cols);
 
     struct flusher flush;
@@ -380,7 +456,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     struct row_verdict v;
     for (int r = 0; r < runs; r++) {
         int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
-        int touched = k >= 0 && fresh_runs ? fresh_rows(&fresh, h_x, rows, cols, &b, changed) : 0;
+        int touched = k >= 0 && fresh_runs
+                          ? fresh_rows(&fresh, h_x, rows, cols, &b, h_res, h_sum, changed) : 0;
         buffers_poison_outputs(&b);
         flusher_run(&flush);
         timer_start(&timer);
@@ -394,7 +471,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         /* The rows this run's input changed in, against their new reference:
          * an output kept from an earlier run is the old row's. */
         for (int j = 0; j < touched && kept_run < 0; j++) {
-            check_one_row(&b, changed[j], cols, h_x, h_gamma, h_beta, y_row, &kept);
+            check_one_row(&b, changed[j], cols, y_input, h_gamma, h_beta, y_row, &kept);
             if (kept.bad > 0)
                 kept_run = k;
         }
@@ -403,8 +480,11 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
          * --same-input), as a race would not. */
         if (k == 0) {
             outputs_fetch(&first, &b, out_count);
-            check_rows_every(op, dtype, h_x, rows, cols, h_gamma, h_beta, LN_EPS, first.y,
-                             first.mean, first.rstd, o.check_every, &v);
+            if (h_count)
+                check_h_every(first.h, h_sum, rows, cols, o.check_every, &v);
+            if (!h_count || v.bad == 0)
+                check_rows_every(op, dtype, y_input, rows, cols, h_gamma, h_beta, LN_EPS,
+                                 first.y, first.mean, first.rstd, o.check_every, &v);
         }
         if (k == reps - 1 && (fresh_runs || reps > 1))
             outputs_fetch(&last, &b, out_count);
@@ -416,14 +496,14 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         guards_ok = guards_ok && buffers_guards_intact(&b, n, out_count, cols);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         outputs_fetch(&again, &b, out_count);
-        moved = outputs_differ(&last, &again, out_count, mean_rows, rstd_rows);
+        moved = outputs_differ(&last, &again, out_count, mean_rows, rstd_rows, h_count);
     } else if (reps > 1) {
-        moved = outputs_differ(&first, &last, out_count, mean_rows, rstd_rows);
+        moved = outputs_differ(&first, &last, out_count, mean_rows, rstd_rows, h_count);
     }
     int pass = v.bad == 0 && kept_run < 0 && moved < 0 && guards_ok && zeroed_ok;
 
     char where[96];
-    if (op == ROW_SUM || strcmp(v.what, "y") != 0)
+    if (op == ROW_SUM || (strcmp(v.what, "y") != 0 && strcmp(v.what, "h") != 0))
         snprintf(where, sizeof where, "%s[row %zu]", v.what, v.row);
     else
         snprintf(where, sizeof where, "y[row %zu, col %zu]", v.row, v.col);
@@ -440,7 +520,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                  v.tol == 0.0 ? ": exact" : "", v.bad,
                  isnan(v.got) ? " (NaN: an output nothing wrote, or a read outside the input)" : "");
     else if (kept_run >= 0) {
-        if (op == ROW_SUM || strcmp(kept.what, "y") != 0)
+        if (op == ROW_SUM || (strcmp(kept.what, "y") != 0 && strcmp(kept.what, "h") != 0))
             snprintf(where, sizeof where, "%s[row %zu]", kept.what, kept.row);
         else
             snprintf(where, sizeof where, "y[row %zu, col %zu]", kept.row, kept.col);
@@ -530,6 +610,11 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     free(again.y);
     free(again.mean);
     free(again.rstd);
+    free(again.h);
+    free(first.h);
+    free(last.h);
+    free(h_res);
+    free(h_sum);
     free(y_row);
     free(times);
     return rc;

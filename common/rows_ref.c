@@ -312,6 +312,8 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
                       const float *rstd, struct row_verdict *v)
 {
     struct row_stats s;
+    if (op == ROW_ADD_RMSNORM)   /* checked as the RMSNorm of h, the sum as stored */
+        op = ROW_RMSNORM;
     if (op == ROW_SUM || op == ROW_LAYERNORM || op == ROW_RMSNORM)
         row_stats(xr, cols, &s);
     const float *yr = y + r * cols;
@@ -335,6 +337,7 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
         }
         break;
     }
+    case ROW_ADD_RMSNORM:
     case ROW_RMSNORM: {
         struct rms_bounds b;
         rmsnorm_bounds(&s, cols, eps, &b);
@@ -403,6 +406,8 @@ double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols)
     case ROW_SOFTMAX: return 2.0 * matrix;
     case ROW_COPY: return 2.0 * matrix;
     case ROW_RMSNORM: return 2.0 * matrix + 4.0 * (double)rows + elem * (double)cols;
+    case ROW_ADD_RMSNORM:   /* x and residual read, h and y written */
+        return 4.0 * matrix + 4.0 * (double)rows + elem * (double)cols;
     }
     return matrix;
 }
@@ -415,6 +420,7 @@ const char *row_op_name(enum row_op op)
     case ROW_SOFTMAX: return "softmax";
     case ROW_COPY: return "copy";
     case ROW_RMSNORM: return "rmsnorm";
+    case ROW_ADD_RMSNORM: return "add_rmsnorm";
     }
     return "?";
 }
@@ -424,7 +430,8 @@ struct program row_program_of(enum row_op op, enum row_dtype dtype)
     struct program p = {
         .kind = PROGRAM_ROWS, .op = row_op_name(op),
         .elems = dtype == ROW_BF16 ? "bfloat16s" : "floats", .pack = row_pack_elements(dtype),
-        .masks = op == ROW_SOFTMAX, .gamma = op == ROW_LAYERNORM || op == ROW_RMSNORM,
+        .masks = op == ROW_SOFTMAX,
+        .gamma = op == ROW_LAYERNORM || op == ROW_RMSNORM || op == ROW_ADD_RMSNORM,
         .beta = op == ROW_LAYERNORM,
     };
     /* A mean and a variance (LayerNorm), or a max and exponentials
@@ -432,7 +439,7 @@ struct program row_program_of(enum row_op op, enum row_dtype dtype)
      * variance on a mean it must get exactly; softmax on masked rows. */
     if (op == ROW_LAYERNORM)
         p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED;
-    else if (op == ROW_RMSNORM)   /* tiny: eps outweighs mean(x^2) there */
+    else if (op == ROW_RMSNORM || op == ROW_ADD_RMSNORM)   /* tiny: eps outweighs mean(x^2) there */
         p.checks = ROW_CHECK_SHIFTED_TINY;
     else if (op == ROW_SOFTMAX)
         p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED;
@@ -449,6 +456,7 @@ const char *row_kind_name(enum row_op op, enum row_dtype dtype)
     case ROW_SOFTMAX: return "softmax_bf16";
     case ROW_COPY: return "copy_bf16";
     case ROW_RMSNORM: return "rmsnorm_bf16";
+    case ROW_ADD_RMSNORM: return "add_rmsnorm_bf16";
     }
     return "?";
 }

@@ -169,8 +169,10 @@ struct row_verdict {
 };
 
 /* Checks every output of op on x against the reference. y, mean and rstd
- * are the program's outputs (mean and rstd only for LayerNorm; gamma and
- * beta too). For ROW_BF16, x, gamma and beta are the bfloat16 inputs and y
+ * are the program's outputs (mean and rstd only for LayerNorm, rstd only
+ * for RMSNorm; gamma and beta as the op takes them). For ROW_ADD_RMSNORM, x
+ * is h as stored (x + residual): y is checked as its RMSNorm, and the
+ * harness checks h itself, exactly. For ROW_BF16, x, gamma and beta are the bfloat16 inputs and y
  * the bfloat16 outputs, widened to float (exactly): the reference starts
  * from the rounded input, and y's tolerance adds its one rounding to
  * bfloat16 (bf16_output_tol); mean and rstd stay float. Rows are checked

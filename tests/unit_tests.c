@@ -659,8 +659,14 @@ static void test_rows(void)
     struct program sum = row_program_of(ROW_SUM, ROW_F32), copy = row_program_of(ROW_COPY, ROW_BF16);
     EXPECT(!sum.masks && !sum.gamma && sum.checks == 0 && copy.checks == 0 && copy.pack == 8);
     EXPECT(strcmp(row_kind_name(ROW_RMSNORM, ROW_BF16), "rmsnorm_bf16") == 0);
-    /* RMSNorm: read x, write y, read gamma, write rstd. */
+    /* RMSNorm: read x, write y, read gamma, write rstd; the residual add
+     * reads residual and writes h too. */
     EXPECT(row_bytes(ROW_RMSNORM, ROW_F32, 2, 4) == 32.0 + 32.0 + 16.0 + 8.0);
+    EXPECT(row_bytes(ROW_ADD_RMSNORM, ROW_BF16, 2, 4) == 4 * 16.0 + 8.0 + 8.0);
+    struct program add = row_program_of(ROW_ADD_RMSNORM, ROW_F32);
+    EXPECT(strcmp(add.op, "add_rmsnorm") == 0 && add.gamma && !add.beta &&
+           add.checks == ROW_CHECK_SHIFTED_TINY);
+    EXPECT(strcmp(row_kind_name(ROW_ADD_RMSNORM, ROW_BF16), "add_rmsnorm_bf16") == 0);
 }
 
 /* RMSNorm in float, as a kernel would compute it: the squares summed in a
@@ -702,6 +708,17 @@ static void test_rmsnorm(void)
                        fill_name(fills[f]), v.what, v.got, v.want, v.tol);
             EXPECT(v.bad == 0);
         }
+    /* The residual add's y is checked as the RMSNorm of h (given as x). */
+    fill_row_input(x, 1, 1000, FILL_RANDOM, ROW_FILL_SHARED, MASK_NONE, 4, 0);
+    fill_affine(gamma, beta, 1000, 4);
+    float h_rstd;
+    rmsnorm_float(x, gamma, 1000, 1, y, &h_rstd);
+    struct row_verdict va;
+    check_rows(ROW_ADD_RMSNORM, ROW_F32, x, 1, 1000, gamma, NULL, LN_EPS, y, NULL, &h_rstd, &va);
+    EXPECT(va.bad == 0);
+    y[10] *= 1.001f;
+    check_rows(ROW_ADD_RMSNORM, ROW_F32, x, 1, 1000, gamma, NULL, LN_EPS, y, NULL, &h_rstd, &va);
+    EXPECT(va.bad == 1 && va.col == 10);
     /* Without eps: caught where eps matters, the tiny fill (mean(x^2) about
      * 3e-7 beside eps = 1e-5). */
     fill_row_input(x, 1, 1024, FILL_TINY, ROW_FILL_SHARED, MASK_NONE, 9, 0);
