@@ -143,11 +143,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     int fresh_runs = !o.check_only && !o.same_input;
     struct fresh fresh;
     fresh_init(&fresh, fresh_seed(), ref);
-    float cpu_seq = 0.0f, cpu_kahan = 0.0f;
-    if (o.cpu_sums) {
-        cpu_seq = sum_sequential(h_in, o.n);
-        cpu_kahan = sum_kahan(h_in, o.n);
-    }
+    float cpu_seq = 0.0f, cpu_kahan = 0.0f;   /* --cpu-sums: of timed run 1's input */
 
     /* Device buffers, each between NaN guards: the input (offset to test
      * misaligned starts), the two partial-sum buffers and the workspace. */
@@ -185,6 +181,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                                           cudaMemcpyHostToDevice));
             }
             refs[k] = ref;
+            if (k == 0 && o.cpu_sums) {
+                cpu_seq = sum_sequential(h_in, o.n);
+                cpu_kahan = sum_kahan(h_in, o.n);
+            }
         }
         guarded_poison(&a);
         guarded_poison(&b);

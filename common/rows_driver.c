@@ -277,12 +277,6 @@ static long long outputs_differ(const struct outputs *a, const struct outputs *b
     return -1;
 }
 
-/* A fresh input for every timed run (common/harness.h, struct fresh): before
- * each one, FRESH_ROWS rows of x get one element changed each, at places
- * from the process's own stream, by twice the element's size rounded up to
- * a power of two (at least 2), up and down in turn: every op's outputs in
- * that row move far past their tolerance (a -inf stays -inf, and its row
- * stays what it was). The host's x follows; changed[] gets the rows. */
 /* h = x + residual as the element type stores it: the add in float, then
  * bfloat16's one rounding. */
 static float stored_sum(float x, float residual, int bf16)
@@ -317,32 +311,77 @@ static void check_h_every(const float *h, const float *want, size_t rows, size_t
     }
 }
 
+/* A fresh input for every timed run (common/harness.h, struct fresh): before
+ * each one, the previous run's changes are undone and FRESH_ROWS rows of x
+ * get one element changed each, at places from the process's own stream,
+ * by twice the element's size rounded up to a power of two (at least 2), up
+ * or down in turn. The input is the fill with this run's changes only, so
+ * nothing drifts however many runs there are. The changed element's output
+ * moves far past its tolerance in LayerNorm, RMSNorm, softmax and the copy;
+ * a row sum's tolerance grows with the width, so there the sum must also sit
+ * nearer the row's new sum than its sum before the change (fresh_moved). A
+ * -inf stays -inf, and its row what it was. The host's x (and the residual
+ * add's h) follows. */
 #define FRESH_ROWS 4
-static int fresh_rows(struct fresh *f, float *h_x, size_t rows, size_t cols,
-                      const struct buffers *b, const float *h_res, float *h_sum, size_t *changed)
+struct fresh_rows {
+    struct fresh f;
+    int count;                  /* changes in place */
+    size_t at[FRESH_ROWS];      /* their elements */
+    float was[FRESH_ROWS];      /* the values they replaced */
+    size_t row[FRESH_ROWS];     /* their rows */
+    double before[FRESH_ROWS];  /* each row's sum in the run before (a row sum's check) */
+};
+
+/* x[i] = value, on the device (in its element type) and on the host. */
+static void set_element(const struct buffers *b, float *h_x, size_t i, float value)
+{
+    if (b->bf16) {
+        uint16_t bits = bf16_from_float(value);
+        value = bf16_to_float(bits);
+        CHECK_CUDA(cudaMemcpy((uint16_t *)elems_of(&b->x, 1, b->x_skip) + i, &bits, sizeof bits,
+                              cudaMemcpyHostToDevice));
+    } else {
+        CHECK_CUDA(cudaMemcpy(b->x.data + i, &value, sizeof value, cudaMemcpyHostToDevice));
+    }
+    h_x[i] = value;
+}
+
+static double row_sum(const float *x, size_t cols)
+{
+    double sum = 0.0;
+    for (size_t c = 0; c < cols; c++)
+        sum += x[c];
+    return sum;
+}
+
+static void fresh_rows_next(struct fresh_rows *fr, float *h_x, size_t rows, size_t cols,
+                            const struct buffers *b, const float *h_res, float *h_sum)
 {
     int count = rows < FRESH_ROWS ? (int)rows : FRESH_ROWS;
+    size_t at[FRESH_ROWS];
     for (int k = 0; k < count; k++) {
-        f->state = splitmix64(f->state);
-        size_t r = (size_t)(f->state % rows), i = r * cols + (size_t)((f->state >> 32) % cols);
+        fr->f.state = splitmix64(fr->f.state);
+        fr->row[k] = (size_t)(fr->f.state % rows);
+        at[k] = fr->row[k] * cols + (size_t)((fr->f.state >> 32) % cols);
+        fr->before[k] = step_op == ROW_SUM ? row_sum(h_x + fr->row[k] * cols, cols) : 0.0;
+    }
+    for (int k = fr->count - 1; k >= 0; k--) {   /* back to the fill, last change first */
+        set_element(b, h_x, fr->at[k], fr->was[k]);
+        if (b->add)
+            h_sum[fr->at[k]] = stored_sum(h_x[fr->at[k]], h_res[fr->at[k]], b->bf16);
+    }
+    for (int k = 0; k < count; k++) {
+        size_t i = at[k];
         int e = 0;
         frexp(fmax(fabs((double)h_x[i]), 0.5), &e);   /* |x| < 2^e */
-        float now = (float)((double)h_x[i] + f->sign * ldexp(1.0, e + 1));
-        if (b->bf16) {
-            uint16_t bits = bf16_from_float(now);
-            now = bf16_to_float(bits);
-            CHECK_CUDA(cudaMemcpy((uint16_t *)elems_of(&b->x, 1, b->x_skip) + i, &bits,
-                                  sizeof bits, cudaMemcpyHostToDevice));
-        } else {
-            CHECK_CUDA(cudaMemcpy(b->x.data + i, &now, sizeof now, cudaMemcpyHostToDevice));
-        }
-        h_x[i] = now;
+        fr->at[k] = i;
+        fr->was[k] = h_x[i];
+        set_element(b, h_x, i, (float)((double)h_x[i] + fr->f.sign * ldexp(1.0, e + 1)));
         if (b->add)
-            h_sum[i] = stored_sum(now, h_res[i], b->bf16);
-        changed[k] = r;
+            h_sum[i] = stored_sum(h_x[i], h_res[i], b->bf16);
     }
-    f->sign = -f->sign;
-    return count;
+    fr->count = count;
+    fr->f.sign = -fr->f.sign;
 }
 
 /* Row r's outputs against its reference: y's row (a sum's one value),
@@ -408,8 +447,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
      * reference, and the input y's reference normalises). */
     float *h_res = host_alloc(h_count, sizeof(float)), *h_sum = host_alloc(h_count, sizeof(float));
     float *y_row = host_alloc(cols, sizeof(float));
-    struct fresh fresh = {fresh_seed(), 0.0, 1};
-    size_t changed[FRESH_ROWS];
+    struct fresh_rows fresh = {{fresh_seed(), 0.0, 1}, 0, {0}, {0}, {0}, {0}};
     struct row_verdict kept = {0};   /* the first changed row that failed, and its run */
     int kept_run = -1;
     double *times = host_alloc((size_t)reps, sizeof(double));
@@ -456,8 +494,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     struct row_verdict v;
     for (int r = 0; r < runs; r++) {
         int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
-        int touched = k >= 0 && fresh_runs
-                          ? fresh_rows(&fresh, h_x, rows, cols, &b, h_res, h_sum, changed) : 0;
+        if (k >= 0 && fresh_runs)
+            fresh_rows_next(&fresh, h_x, rows, cols, &b, h_res, h_sum);
         buffers_poison_outputs(&b);
         flusher_run(&flush);
         timer_start(&timer);
@@ -470,8 +508,18 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         times[k] = us;
         /* The rows this run's input changed in, against their new reference:
          * an output kept from an earlier run is the old row's. */
-        for (int j = 0; j < touched && kept_run < 0; j++) {
-            check_one_row(&b, changed[j], cols, y_input, h_gamma, h_beta, y_row, &kept);
+        for (int j = 0; fresh_runs && j < fresh.count && kept_run < 0; j++) {
+            size_t r = fresh.row[j];
+            check_one_row(&b, r, cols, y_input, h_gamma, h_beta, y_row, &kept);
+            if (kept.bad == 0 && op == ROW_SUM) {   /* the sum moved with its row */
+                double now = row_sum(h_x + r * cols, cols);
+                if (now != fresh.before[j] && !fresh_moved(y_row[0], now, fresh.before[j])) {
+                    kept.bad = 1;
+                    kept.what = "sum";
+                    kept.got = y_row[0];
+                    kept.want = now;
+                }
+            }
             if (kept.bad > 0)
                 kept_run = k;
         }
@@ -506,7 +554,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     if (op == ROW_SUM || (strcmp(v.what, "y") != 0 && strcmp(v.what, "h") != 0))
         snprintf(where, sizeof where, "%s[row %zu]", v.what, v.row);
     else
-        snprintf(where, sizeof where, "y[row %zu, col %zu]", v.row, v.col);
+        snprintf(where, sizeof where, "%s[row %zu, col %zu]", v.what, v.row, v.col);
     char verdict[512] = "PASS";
     if (!guards_ok)
         snprintf(verdict, sizeof verdict,
@@ -523,7 +571,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         if (op == ROW_SUM || (strcmp(kept.what, "y") != 0 && strcmp(kept.what, "h") != 0))
             snprintf(where, sizeof where, "%s[row %zu]", kept.what, kept.row);
         else
-            snprintf(where, sizeof where, "y[row %zu, col %zu]", kept.row, kept.col);
+            snprintf(where, sizeof where, "%s[row %zu, col %zu]", kept.what, kept.row, kept.col);
         snprintf(verdict, sizeof verdict, "FAIL: timed run %d gave %s = %.9g, not %.9g (tolerance "
                  "%.3g), in a row whose input changed before that run: an output kept from an "
                  "earlier run?", kept_run + 1, where, kept.got, kept.want, kept.tol);

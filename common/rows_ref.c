@@ -182,7 +182,7 @@ void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct
     double dm = s->exact ? gamma_k(2.0) * fabs(s->mean) : gamma_k(n + 1.0) * (s->sum_abs / n);
     double v = s->var + eps;
     double rho_v = (gamma_k(n + 2.0) * s->var + (1.0 + gamma_k(n + 2.0)) * dm * dm) / v + 2.0 * u;
-    double rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    double rho_r = rho_v / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_v * rho_v;
     b->mean = s->mean;
     b->rstd = 1.0 / sqrt(v);
     b->mean_tol = dm;
@@ -197,7 +197,7 @@ int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, stru
         return 0;
     const double u = UNIT_ROUNDOFF;
     double rho_v = 3.0 * u;
-    b->rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    b->rho_r = rho_v / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_v * rho_v;
     b->rstd_tol = b->rho_r * b->rstd;
     b->dm = 0.0;
     return 1;
@@ -216,7 +216,7 @@ void rmsnorm_bounds(const struct row_stats *s, size_t cols, double eps, struct r
     const double u = UNIT_ROUNDOFF;
     double v = s->ms + eps;
     double rho_s = s->exact_sq ? 3.0 * u : gamma_k((double)cols + 1.0) * s->ms / v + 2.0 * u;
-    b->rho_r = rho_s / 2.0 + (MATH_ULPS + 1.0) * u + rho_s * rho_s;
+    b->rho_r = rho_s / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_s * rho_s;
     b->rstd = 1.0 / sqrt(v);
     b->rstd_tol = b->rho_r * b->rstd;
 }

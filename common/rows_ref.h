@@ -94,7 +94,7 @@ void row_stats(const float *x, size_t cols, struct row_stats *s);
  *          formed from the row's sum, as every step here does.)
  *   var:   relative error of var' + eps <= rho_v
  *          = (g(cols + 2) * var + (1 + g(cols + 2)) * dm^2) / (var + eps) + 2u
- *   rstd:  relative error <= rho_r = rho_v / 2 + (MATH_ULPS + 1) u (+ rho_v^2)
+ *   rstd:  relative error <= rho_r = rho_v / 2 + (2 MATH_ULPS + 1) u (+ rho_v^2)
  *   y_i:   |y_i' - y_i| <= |gamma_i| rstd (|x_i - mean| (rho_r + 3u) + dm (1 + rho_r + 3u))
  *                          + u (|beta_i| + |y_i|)
  * where g(k) = k u / (1 - k u). */
@@ -120,8 +120,11 @@ double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double
  * each add once), whatever the order; when s->exact_sq it is exact:
  *   ms + eps: relative error <= rho_s = g(cols + 1) ms / (ms + eps) + 2u
  *             (the division by cols, or a product with a rounded 1 / cols,
- *             and + eps), or 3u when exact_sq
- *   rstd:     relative error <= rho_r = rho_s / 2 + (MATH_ULPS + 1) u (+ rho_s^2)
+ *             and + eps), or 3u when exact_sq (this assumes the squares are
+ *             summed first and the sum scaled once, as every step here does)
+ *   rstd:     relative error <= rho_r = rho_s / 2 + (2 MATH_ULPS + 1) u (+ rho_s^2)
+ *             (rsqrtf's MATH_ULPS ulps are up to 2 MATH_ULPS u of its value,
+ *             at the bottom of a binade)
  *   y_i:      |y_i' - y_i| <= |y_i| (rho_r + 3u): x_i rstd gamma_i, two
  *             products in either order. */
 struct rms_bounds {

@@ -243,7 +243,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.basename(HERE)
 ROWS = os.path.basename(os.path.dirname(HERE)) == "rows"
 NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
-OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
+OP = ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
+      else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
 SWITCHES = {"--check", "--no-verify", "--no-flush", "--same-input", "--gpu-info", "--version", "-h",
             "--help"}
