@@ -132,11 +132,18 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     fill_input(h_in, o.n, o.fill, o.seed, one);
     struct reference ref = reference_sum(h_in, o.n);
     double tol = tolerance(o.n, ref);
-    float cpu_seq = 0.0f, cpu_kahan = 0.0f;
-    if (o.cpu_sums) {
-        cpu_seq = sum_sequential(h_in, o.n);
-        cpu_kahan = sum_kahan(h_in, o.n);
+    /* A timed repetition's reference, and the one before its input changed. */
+    struct reference *refs = malloc(reps * sizeof *refs);
+    double *befores = malloc(reps * sizeof *befores);
+    float *repeats = malloc(reps * sizeof *repeats);
+    if (refs == NULL || befores == NULL || repeats == NULL) {
+        fprintf(stderr, "error: out of host memory for %d repetitions\n", reps);
+        exit(EXIT_DEVICE);
     }
+    int fresh_runs = !o.check_only && !o.same_input;
+    struct fresh fresh;
+    fresh_init(&fresh, fresh_seed(), ref);
+    float cpu_seq = 0.0f, cpu_kahan = 0.0f;   /* --cpu-sums: of timed run 1's input */
 
     /* Device buffers, each between NaN guards: the input (offset to test
      * misaligned starts), the two partial-sum buffers and the workspace. */
@@ -161,7 +168,24 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     timer_init(&timer);
 
     int guards_ok = 1, zeroed_ok = 1;
+    size_t pos[FRESH_COUNT];
+    float val[FRESH_COUNT];
     for (int r = 0; r < runs; r++) {
+        int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
+        if (k >= 0) {
+            befores[k] = ref.sum;
+            if (fresh_runs) {        /* this repetition's own input, outside the timed region */
+                fresh_next(&fresh, h_in, o.n, &ref, pos, val);
+                for (int j = 0; j < FRESH_COUNT; j++)
+                    CHECK_CUDA(cudaMemcpy(in.data + pos[j], &val[j], sizeof(float),
+                                          cudaMemcpyHostToDevice));
+            }
+            refs[k] = ref;
+            if (k == 0 && o.cpu_sums) {
+                cpu_seq = sum_sequential(h_in, o.n);
+                cpu_kahan = sum_kahan(h_in, o.n);
+            }
+        }
         guarded_poison(&a);
         guarded_poison(&b);
         guarded_poison(&work.scratch);
@@ -172,23 +196,51 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         guards_ok = guards_ok && guards_intact(&in) && guards_intact(&a) && guards_intact(&b) &&
                     guards_intact(&work.zeroed) && guards_intact(&work.scratch);
         zeroed_ok = zeroed_ok && work_left_zeroed(&work);
-        int k = r - (runs - reps);   /* index among the timed runs */
         if (k < 0)
-            continue;                /* warm-up */
+            continue;
         times[k] = us;
         CHECK_CUDA(cudaMemcpy(&results[k], d_result, sizeof(float), cudaMemcpyDeviceToHost));
+        if (!fresh_runs)
+            continue;
+        /* The same input once more, untimed: a data race shows as a sum
+         * that moves between the two. */
+        guarded_poison(&a);
+        guarded_poison(&b);
+        guarded_poison(&work.scratch);
+        d_result = run_reduction(in.data, o.n, a.data, b.data, work_view(&work));
+        guards_ok = guards_ok && guards_intact(&in) && guards_intact(&a) && guards_intact(&b) &&
+                    guards_intact(&work.zeroed) && guards_intact(&work.scratch);
+        zeroed_ok = zeroed_ok && work_left_zeroed(&work);
+        CHECK_CUDA(cudaMemcpy(&repeats[k], d_result, sizeof(float), cudaMemcpyDeviceToHost));
     }
 
-    /* Every timed run must give the same bits (a data race shows up as a
-     * sum that moves) and that sum must match the reference. */
-    int distinct = count_distinct(results, reps);
+    /* Each timed run's sum must match its own input's reference, must have
+     * moved with its input's change, and must come again bit for bit from
+     * the same input (from its repeat, or from run 1 with --same-input: a
+     * data race shows up as a sum that moves). distinct: the different sums
+     * one input gave (1 = bit-identical). */
+    int distinct = 1;
+    if (!fresh_runs)
+        distinct = count_distinct(results, reps);
+    else
+        for (int k = 0; k < reps; k++)
+            distinct += memcmp(&results[k], &repeats[k], sizeof(float)) != 0;
     int bad = -1;
-    for (int k = 0; k < reps && bad < 0; k++)
-        if (!within_tolerance(results[k], ref.sum, tol) ||
-            memcmp(&results[k], &results[0], sizeof(float)) != 0)
-            bad = k;
+    enum { WRONG, KEPT, MOVED } why_bad = WRONG;
+    for (int k = 0; k < reps && bad < 0; k++) {
+        const float *again = fresh_runs ? &repeats[k] : &results[0];
+        if (!within_tolerance(results[k], refs[k].sum, tolerance(o.n, refs[k])))
+            bad = k, why_bad = WRONG;
+        else if (fresh_runs && !fresh_moved(results[k], refs[k].sum, befores[k]))
+            bad = k, why_bad = KEPT;
+        else if (memcmp(&results[k], again, sizeof(float)) != 0)
+            bad = k, why_bad = MOVED;
+    }
+    int k0 = bad < 0 ? 0 : bad;       /* the run the report and the CSV row show */
     int pass = (bad < 0) && guards_ok && zeroed_ok;
-    float result = (bad < 0) ? results[0] : results[bad];
+    float result = results[k0];
+    ref = refs[k0];
+    tol = tolerance(o.n, ref);
     double abs_err = fabs((double)result - ref.sum);
 
     char verdict[512] = "PASS";
@@ -198,7 +250,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     else if (!zeroed_ok)
         snprintf(verdict, sizeof verdict,
                  "FAIL: a pass left its workspace's counters non-zero (the next pass needs them at 0)");
-    else if (bad >= 0 && !within_tolerance(results[bad], ref.sum, tol)) {
+    else if (bad >= 0 && why_bad == WRONG) {
         const char *what = isnan(result) ? "NaN: an unwritten output or a read outside the input"
                                          : "not the reference";
         if (o.check_only)
@@ -206,6 +258,15 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         else
             snprintf(verdict, sizeof verdict, "FAIL: timed run %d gave %.9g, %s", bad + 1, result,
                      what);
+    } else if (bad >= 0 && why_bad == KEPT) {
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: timed run %d gave %.9g, the sum of its input before this run changed %d "
+                 "of its elements (%.9g), not after (%.9g): an answer kept from an earlier run?",
+                 bad + 1, result, FRESH_COUNT, befores[bad], refs[bad].sum);
+    } else if (bad >= 0 && fresh_runs) {
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: timed run %d gave %.9g, and the same input again gave %.9g (%d of %d runs "
+                 "differed): a race?", bad + 1, result, repeats[bad], distinct - 1, reps);
     } else if (bad >= 0) {
         snprintf(verdict, sizeof verdict,
                  "FAIL: timed run %d gave %.9g but run 1 gave %.9g (%d different sums in %d runs): "
@@ -219,6 +280,15 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     if (!o.check_only) {
         s = compute_stats(times, reps);
         gbps = bandwidth_gbps(o.n, s.median);
+        if (pass && above_peak(gbps, g->peak_gbps, flush.buf != NULL)) {
+            pass = 0;
+            snprintf(verdict, sizeof verdict,
+                     "FAIL: %.0f GB/s is above the device's theoretical peak of %.0f GB/s, with "
+                     "the L2 flushed: no run that reads its input is that fast (an answer kept "
+                     "from an earlier run?)", gbps, g->peak_gbps);
+            if (why != NULL)
+                snprintf(why, why_len, "%s", verdict);
+        }
     }
     if (!quiet) {
         printf("n = %zu (%.1f MiB), fill %s, seed %llu, offset %d\n", o.n,
@@ -269,6 +339,9 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     free(h_in);
     free(times);
     free(results);
+    free(refs);
+    free(befores);
+    free(repeats);
     return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int parse_size(const char *s, size_t *out)
 {
@@ -99,17 +100,6 @@ int parse_mask(const char *s, enum row_mask *out)
     return -1;
 }
 
-const char *row_op_name(enum row_op op)
-{
-    switch (op) {
-    case ROW_SUM: return "sum";
-    case ROW_LAYERNORM: return "layernorm";
-    case ROW_SOFTMAX: return "softmax";
-    case ROW_COPY: return "copy";
-    }
-    return "?";
-}
-
 void print_usage(const char *prog, const struct program *p)
 {
     if (p->kind == PROGRAM_SUM) {
@@ -132,13 +122,14 @@ void print_usage(const char *prog, const struct program *p)
                "  --offset K      start the input K floats (0..3) past an aligned address\n",
                prog);
     } else {
-        int pack = row_pack_elements(p->dtype);
-        const char *elem = p->dtype == ROW_BF16 ? "bfloat16s" : "floats";
+        int pack = p->pack;
+        const char *elem = p->elems;
         printf("usage: %s [options]\n"
                "Runs this step's row kernel (%s) on a rows x cols matrix of %s, checks\n"
                "every output against a CPU reference in double, and times it. A timed run\n"
-               "first checks the shape, one column fewer and other offsets (LayerNorm and\n"
-               "softmax: the shifted and tiny fills too; softmax: the levels fill, masked).\n"
+               "first checks the shape, one column fewer and other offsets (the norms and\n"
+               "softmax: the shifted and tiny fills too; LayerNorm: the centered fill;\n"
+               "softmax: the levels fill, masked).\n"
                "\n"
                "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
                "  --cols C        elements per row, 1 .. 2^20 (default 1024); rows x cols may\n"
@@ -155,16 +146,18 @@ void print_usage(const char *prog, const struct program *p)
                "                  levels: 0 or -200, so softmax's every exponential is 0 or 1\n"
                "                  centered: 128 +- 1 (less for wide rows), mean exact: a\n"
                "                  LayerNorm's mean and variance are exact\n",
-               prog, row_op_name(p->op), elem);
-        if (p->op == ROW_SOFTMAX)
+               prog, p->op, elem);
+        if (p->masks)
             printf("  --mask M        -inf over the fill: causal, padded (whole rows), ends (the\n"
                    "                  first and last few), topk (all but a few), mixed (the four\n"
                    "                  in turn, row by row), or none (the default)\n");
         printf("  --at K          onehot's 1 at index K, or at n-k for K = -k (-1 = last)\n"
                "  --offset K      start x K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for y\n", elem, pack - 1);
-        if (p->op == ROW_LAYERNORM)
+        if (p->gamma && p->beta)
             printf("  --gamma-offset K, --beta-offset K   the same for gamma and beta\n");
+        else if (p->gamma)
+            printf("  --gamma-offset K  the same for gamma\n");
         printf("  --check-every K check rows 0, K, 2K ... and the last K only, not every row\n"
                "                  (the CPU takes minutes over a matrix past 2^32 elements)\n");
     }
@@ -173,6 +166,8 @@ void print_usage(const char *prog, const struct program *p)
            "  --no-verify     a timed run skips its checks (its own runs are still verified)\n");
     if (p->kind == PROGRAM_SUM)
         printf("  --cpu-sums      also sum on the CPU in float: a plain loop and a Kahan loop\n");
+    printf("  --same-input    every timed repetition gets the same input (by default each one\n"
+           "                  gets a few elements changed, so none can reuse an earlier answer)\n");
     printf("  --checks FILE   run many checks in this process, one line of options each\n"
            "                  (e.g. --fill ones --offset 3); - reads standard input\n"
            "  --runs FILE     the same for timed runs (what make bench uses)\n"
@@ -264,7 +259,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                                 struct options *o, char *err, size_t err_len)
 {
     int rows = p->kind == PROGRAM_ROWS;
-    int pack = row_pack_elements(p->dtype);
+    int pack = p->pack;
     o->program = *p;
     o->n = REDUCE_DEFAULT_N;
     o->rows = ROWS_DEFAULT_ROWS;
@@ -287,6 +282,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
     o->check_only = 0;
     o->verify = 1;
     o->flush = 1;
+    o->same_input = 0;
     o->device = 0;
     o->cpu_sums = 0;
     o->checks_path = NULL;
@@ -311,6 +307,8 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             o->cpu_sums = 1;
         } else if (strcmp(a, "--no-flush") == 0) {
             o->flush = 0;
+        } else if (strcmp(a, "--same-input") == 0) {
+            o->same_input = 1;
         } else if (!rows && take_value(argc, argv, &i, a, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {
                 snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
@@ -464,14 +462,19 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                  o->at, o->n - 1, o->n);
         return PARSE_ERROR;
     }
-    if (o->mask != MASK_NONE && p->op != ROW_SOFTMAX) {
+    if (o->mask != MASK_NONE && !p->masks) {
         snprintf(err, err_len, "--mask lays -inf over softmax's input: this program computes %s",
-                 row_op_name(p->op));
+                 p->op);
         return PARSE_ERROR;
     }
-    if ((o->gamma_offset || o->beta_offset) && p->op != ROW_LAYERNORM) {
-        snprintf(err, err_len, "--gamma-offset and --beta-offset are LayerNorm's: this program "
-                               "computes %s", row_op_name(p->op));
+    if (o->gamma_offset && !p->gamma) {
+        snprintf(err, err_len, "--gamma-offset places gamma, which LayerNorm and RMSNorm take: "
+                               "this program computes %s", p->op);
+        return PARSE_ERROR;
+    }
+    if (o->beta_offset && !p->beta) {
+        snprintf(err, err_len, "--beta-offset places beta, which LayerNorm takes: this program "
+                               "computes %s", p->op);
         return PARSE_ERROR;
     }
     return gpu_info ? PARSE_GPU_INFO : PARSE_OK;
@@ -490,7 +493,7 @@ void row_fill_name(const struct options *o, char *out, size_t len)
 
 int verify_set(const struct options *o, struct options *out)
 {
-    enum row_op op = o->program.op;
+    unsigned checks = o->program.checks;
     int count = 0;
     struct options c = *o;
     c.check_only = 1;
@@ -513,7 +516,7 @@ int verify_set(const struct options *o, struct options *out)
         out[count].offset = (o->offset + 1) % (REDUCE_MAX_OFFSET + 1);
         return count + 1;
     }
-    int pack = row_pack_elements(o->program.dtype);
+    int pack = o->program.pack;
     if (o->cols > 1) {
         out[count] = c;
         out[count].cols = o->cols - 1;
@@ -524,17 +527,19 @@ int verify_set(const struct options *o, struct options *out)
     out[count++].offset = (o->offset + 1) % pack;
     out[count] = c;
     out[count++].y_offset = (o->y_offset + 1) % pack;
-    if (op == ROW_LAYERNORM || op == ROW_SOFTMAX) {
+    if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;
         out[count++].fill = FILL_SHIFTED;
-        if (op == ROW_LAYERNORM) {
-            out[count] = c;
-            out[count++].row_fill = ROW_FILL_CENTERED;
-        }
+    }
+    if (checks & ROW_CHECK_CENTERED) {
+        out[count] = c;
+        out[count++].row_fill = ROW_FILL_CENTERED;
+    }
+    if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;
         out[count++].fill = FILL_TINY;
     }
-    if (op == ROW_SOFTMAX) {
+    if (checks & ROW_CHECK_LEVELS_MASKED) {
         out[count] = c;
         out[count].row_fill = ROW_FILL_LEVELS;
         out[count++].mask = MASK_MIXED;
@@ -709,6 +714,60 @@ double tolerance(size_t n, struct reference ref)
     if (k >= TOLERANCE_K_MAX)
         return ref.sum_abs;   /* the bound says nothing this far: only exact fills check */
     return k / (1.0 - k) * ref.sum_abs + 0x1p-24 * ref.sum_abs;
+}
+
+uint64_t fresh_seed(void)
+{
+    uint64_t seed = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f != NULL) {
+        if (fread(&seed, sizeof seed, 1, f) != 1)
+            seed = 0;
+        fclose(f);
+    }
+    /* No /dev/urandom: the clock and the process still differ run to run. */
+    return seed ? seed : splitmix64((uint64_t)time(NULL) ^ ((uint64_t)clock() << 32));
+}
+
+void fresh_init(struct fresh *f, uint64_t seed, struct reference base)
+{
+    f->state = seed;
+    f->sign = 1;
+    if (base.exact) {
+        f->step = 1.0;
+        return;
+    }
+    int e = 0;
+    frexp(base.sum_abs > 0.0 ? base.sum_abs : 1.0, &e);   /* sum_abs < 2^e */
+    f->step = ldexp(1.0, e - 18);
+}
+
+void fresh_next(struct fresh *f, float *x, size_t n, struct reference *ref, size_t *pos,
+                float *val)
+{
+    for (int k = 0; k < FRESH_COUNT; k++) {
+        f->state = splitmix64(f->state);
+        size_t i = (size_t)(f->state % n);
+        float old = x[i], now = (float)((double)old + f->sign * f->step);
+        x[i] = now;
+        ref->sum += (double)now - (double)old;
+        ref->sum_abs += fabs((double)now) - fabs((double)old);
+        pos[k] = i;
+        val[k] = now;
+    }
+    /* Integers stay integers (step 1): exact while sum |x| stays below 2^24. */
+    ref->exact = ref->exact && ref->sum_abs < EXACT_SUM_LIMIT;
+    f->sign = -f->sign;
+}
+
+int fresh_moved(float result, double now, double before)
+{
+    return isfinite(result) && fabs((double)result - now) < fabs((double)result - before);
+}
+
+int above_peak(double gbps, double peak_gbps, int flushed)
+{
+    return flushed && peak_gbps > 0.0 && gbps > peak_gbps;
 }
 
 float sum_sequential(const float *x, size_t n)

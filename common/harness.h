@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "rows.h"   /* enum row_op and enum row_dtype: part 2's options depend on them */
-
 /* 2^31 - 1 (8 GiB of floats): the kernels index with 32-bit unsigned ints.
  * The largest index a step forms, a grid-stride loop's i + UNROLL * stride,
  * passes n by UNROLL x the grid's threads (about 2^20 on an H200): far
@@ -28,24 +26,30 @@
  * floats). A size that does not fit stops with "out of device memory". */
 #define ROWS_MAX_N ((size_t)1 << 36)
 
-/* Elements in one 16-byte pack: every part 2 --offset from 0 to this minus
- * 1 puts the array somewhere else in a pack. */
-static inline int row_pack_elements(enum row_dtype dtype)
-{
-    return dtype == ROW_BF16 ? 8 : 4;
-}
-
 /* Which main() parses the options: part 1's sum of n floats, or part 2's
  * rows x cols. Each accepts only its own size flags. */
 enum program_kind { PROGRAM_SUM, PROGRAM_ROWS };
 
-/* What the parser must know of the program it parses for: its part and,
- * in part 2, its op (--mask is softmax's, --gamma-offset LayerNorm's) and
- * element type (how far --offset goes). Part 1 leaves op and dtype 0. */
+/* verify_set()'s checks beyond the shape, one column fewer and the offsets,
+ * for a rows x cols program: what its op's arithmetic can get wrong. */
+enum row_checks {
+    ROW_CHECK_SHIFTED_TINY = 1,   /* --fill shifted and --fill tiny */
+    ROW_CHECK_CENTERED = 2,       /* --fill centered: an exact mean and variance */
+    ROW_CHECK_LEVELS_MASKED = 4,  /* --fill levels under --mask mixed */
+};
+
+/* What the parser must know of the program it parses for: its part and, for
+ * rows x cols, what its op takes. The ops themselves are the parts' own
+ * business (common/rows.h names part 2's): nothing here changes when a part
+ * gains one. Part 1 leaves everything but kind 0. */
 struct program {
     enum program_kind kind;
-    enum row_op op;
-    enum row_dtype dtype;
+    const char *op;       /* the op's name in messages: "layernorm" */
+    const char *elems;    /* "floats" or "bfloat16s" */
+    int pack;             /* elements in one 16-byte pack: how far --offset goes */
+    int masks;            /* takes --mask */
+    int gamma, beta;      /* takes --gamma-offset, --beta-offset */
+    unsigned checks;      /* enum row_checks */
 };
 
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
@@ -69,9 +73,6 @@ enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_
 #define MASK_COUNT 6
 const char *mask_name(enum row_mask mask);
 int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
-
-/* "sum", "layernorm", "softmax" or "copy". */
-const char *row_op_name(enum row_op op);
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */
@@ -111,6 +112,7 @@ struct options {
     int check_only;         /* one verified run, no timing */
     int verify;             /* a timed run first runs verify_set()'s checks */
     int flush;              /* flush L2 before each repetition */
+    int same_input;         /* part 1: every timed repetition sums the same input (no fresh_next()) */
     int device;
     int cpu_sums;           /* also sum on the CPU: float loop and Kahan loop */
     const char *checks_path;  /* --checks FILE: many checks, one per line, one process */
@@ -194,6 +196,41 @@ double tolerance(size_t n, struct reference ref);
 
 /* What the CPU gets with float32 arithmetic: a plain loop, and the same
  * loop with Kahan's compensation (the lost low bits are carried along). */
+/* A fresh input for every timed repetition, so that no answer can be kept
+ * from one run and given again in the next (a program that remembers its
+ * inputs would time as fast as it likes). Before each repetition, outside
+ * the timed region, the harness changes FRESH_COUNT elements, at places
+ * drawn from a stream seeded anew in every process (no program can know
+ * them in advance), each by +step or -step (the sign alternates from one
+ * repetition to the next, so the values stay near the fill's). The host
+ * keeps the input and its reference in step, so each repetition is checked
+ * against its own reference; and since the changes move the sum by
+ * FRESH_COUNT x step, an answer kept from the run before is told apart from
+ * the right one even where the tolerance is too wide to (fresh_moved()).
+ * step is 1 on an exact fill (integers stay integers: the check stays
+ * exact) and otherwise the least power of two above 2^-18 of sum |x|: far above
+ * any honest rounding error, far below the sum's scale. */
+#define FRESH_COUNT 64
+struct fresh {
+    uint64_t state;   /* the places' stream */
+    double step;
+    int sign;
+};
+uint64_t fresh_seed(void);   /* from the system's entropy: a different stream in every process */
+void fresh_init(struct fresh *f, uint64_t seed, struct reference base);
+/* This repetition's changes: pos[k] and val[k], k < FRESH_COUNT (a place
+ * may come twice; its last value stands), with x and *ref updated to them. */
+void fresh_next(struct fresh *f, float *x, size_t n, struct reference *ref, size_t *pos,
+                float *val);
+/* 1 if result is nearer the reference after the changes (now) than the one
+ * before them (before): the answer moved with the input. */
+int fresh_moved(float result, double now, double before);
+
+/* 1 if a median time gives a bandwidth above the device's theoretical peak
+ * with the L2 flushed before each repetition: no run that reads its input
+ * from memory is that fast, so the answer was kept from an earlier run. */
+int above_peak(double gbps, double peak_gbps, int flushed);
+
 float sum_sequential(const float *x, size_t n);
 float sum_kahan(const float *x, size_t n);
 

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-enum row_op { ROW_SUM, ROW_LAYERNORM, ROW_SOFTMAX, ROW_COPY };
+enum row_op { ROW_SUM, ROW_LAYERNORM, ROW_SOFTMAX, ROW_COPY, ROW_RMSNORM, ROW_ADD_RMSNORM };
 
 /* How x, y, gamma and beta are stored: float, or bfloat16 (1 sign, 8
  * exponent and 7 stored mantissa bits: a float with its low 16 bits cut). */
@@ -26,8 +26,16 @@ enum row_dtype { ROW_F32, ROW_BF16 };
 struct row_problem {
     const float *x;              /* rows x cols */
     float *y;                    /* ROW_SUM: one float per row; otherwise rows x cols */
-    float *mean, *rstd;          /* ROW_LAYERNORM: one per row, as PyTorch saves them */
-    const float *gamma, *beta;   /* ROW_LAYERNORM: cols each */
+    float *mean, *rstd;          /* ROW_LAYERNORM: one per row, as PyTorch saves them;
+                                  * ROW_RMSNORM: rstd only (mean is NULL) */
+    const float *gamma, *beta;   /* ROW_LAYERNORM: cols each; ROW_RMSNORM: gamma only */
+    /* ROW_ADD_RMSNORM, a transformer block's residual stream: h = x +
+     * residual, added in float and stored once in the element type, is
+     * written out (the next block's residual) and normalised as stored:
+     * y = h / sqrt(mean(h^2) + eps) * gamma, with rstd. rows x cols each;
+     * residual starts where x does in its pack, h where y does. */
+    const float *residual;
+    float *h;
     /* ROW_BF16 programs: the same arrays as bfloat16, and x, y, gamma and
      * beta above are NULL. void, because C has no bfloat16 type: a kernel
      * reads them as __nv_bfloat16. mean and rstd stay float, as PyTorch
@@ -35,10 +43,20 @@ struct row_problem {
     const void *x_bf16;
     void *y_bf16;
     const void *gamma_bf16, *beta_bf16;
-    float eps;                   /* ROW_LAYERNORM: y = (x - mean) / sqrt(var + eps) * gamma + beta */
+    const void *residual_bf16;
+    void *h_bf16;
+    float eps;                   /* ROW_LAYERNORM: y = (x - mean) / sqrt(var + eps) * gamma + beta;
+                                  * ROW_RMSNORM: y = x / sqrt(mean(x^2) + eps) * gamma */
     size_t rows, cols;
     struct workspace work;       /* see row_workspace() */
 };
+
+/* Elements in one 16-byte pack: every --offset from 0 to this minus 1 puts
+ * the array somewhere else in a pack. */
+static inline int row_pack_elements(enum row_dtype dtype)
+{
+    return dtype == ROW_BF16 ? 8 : 4;
+}
 
 /* Which operation this program computes: its rows.cu defines it. */
 extern const enum row_op step_op;

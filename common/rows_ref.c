@@ -152,11 +152,12 @@ void fill_row_input(float *x, size_t rows, size_t cols, enum fill_kind fill, enu
 
 void row_stats(const float *x, size_t cols, struct row_stats *s)
 {
-    double sum = 0.0, sum_abs = 0.0, max = -HUGE_VAL;
+    double sum = 0.0, sum_abs = 0.0, sum_sq = 0.0, max = -HUGE_VAL;
     int integers = 1;
     for (size_t c = 0; c < cols; c++) {
         sum += x[c];
         sum_abs += fabs(x[c]);
+        sum_sq += (double)x[c] * x[c];
         max = fmax(max, x[c]);
         integers &= x[c] == truncf(x[c]);
     }
@@ -168,7 +169,9 @@ void row_stats(const float *x, size_t cols, struct row_stats *s)
     s->mean = mean;
     s->var = var / (double)cols;
     s->max = max;
+    s->ms = sum_sq / (double)cols;
     s->exact = integers && sum_abs < EXACT_SUM_LIMIT;
+    s->exact_sq = integers && sum_sq < EXACT_SUM_LIMIT;
     s->exact_var = s->exact && mean == floor(mean) && var < EXACT_SUM_LIMIT;
 }
 
@@ -179,7 +182,7 @@ void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct
     double dm = s->exact ? gamma_k(2.0) * fabs(s->mean) : gamma_k(n + 1.0) * (s->sum_abs / n);
     double v = s->var + eps;
     double rho_v = (gamma_k(n + 2.0) * s->var + (1.0 + gamma_k(n + 2.0)) * dm * dm) / v + 2.0 * u;
-    double rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    double rho_r = rho_v / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_v * rho_v;
     b->mean = s->mean;
     b->rstd = 1.0 / sqrt(v);
     b->mean_tol = dm;
@@ -194,7 +197,7 @@ int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, stru
         return 0;
     const double u = UNIT_ROUNDOFF;
     double rho_v = 3.0 * u;
-    b->rho_r = rho_v / 2.0 + (MATH_ULPS + 1.0) * u + rho_v * rho_v;
+    b->rho_r = rho_v / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_v * rho_v;
     b->rstd_tol = b->rho_r * b->rstd;
     b->dm = 0.0;
     return 1;
@@ -206,6 +209,21 @@ double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double
     double d = fabs(x - b->mean);
     return fabs(gamma) * b->rstd * (d * (b->rho_r + 3.0 * u) + b->dm * (1.0 + b->rho_r + 3.0 * u)) +
            u * (fabs(beta) + fabs(y));
+}
+
+void rmsnorm_bounds(const struct row_stats *s, size_t cols, double eps, struct rms_bounds *b)
+{
+    const double u = UNIT_ROUNDOFF;
+    double v = s->ms + eps;
+    double rho_s = s->exact_sq ? 3.0 * u : gamma_k((double)cols + 1.0) * s->ms / v + 2.0 * u;
+    b->rho_r = rho_s / 2.0 + (2.0 * MATH_ULPS + 1.0) * u + rho_s * rho_s;
+    b->rstd = 1.0 / sqrt(v);
+    b->rstd_tol = b->rho_r * b->rstd;
+}
+
+double rmsnorm_y_tol(const struct rms_bounds *b, double y)
+{
+    return fabs(y) * (b->rho_r + 3.0 * UNIT_ROUNDOFF);
 }
 
 void softmax_stats(const float *x, size_t cols, struct softmax_stats *s)
@@ -294,7 +312,9 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
                       const float *rstd, struct row_verdict *v)
 {
     struct row_stats s;
-    if (op == ROW_SUM || op == ROW_LAYERNORM)
+    if (op == ROW_ADD_RMSNORM)   /* checked as the RMSNorm of h, the sum as stored */
+        op = ROW_RMSNORM;
+    if (op == ROW_SUM || op == ROW_LAYERNORM || op == ROW_RMSNORM)
         row_stats(xr, cols, &s);
     const float *yr = y + r * cols;
     int bf16 = dtype == ROW_BF16;
@@ -313,6 +333,18 @@ static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, siz
         for (size_t c = 0; c < cols; c++) {
             double want = (xr[c] - b.mean) * b.rstd * gamma[c] + beta[c];
             double tol = layernorm_y_tol(&b, xr[c], gamma[c], beta[c], want);
+            consider(v, "y", r, c, yr[c], want, bf16 ? bf16_output_tol(tol, want) : tol);
+        }
+        break;
+    }
+    case ROW_ADD_RMSNORM:
+    case ROW_RMSNORM: {
+        struct rms_bounds b;
+        rmsnorm_bounds(&s, cols, eps, &b);
+        consider(v, "rstd", r, 0, rstd[r], b.rstd, b.rstd_tol);
+        for (size_t c = 0; c < cols; c++) {
+            double want = xr[c] * b.rstd * gamma[c];
+            double tol = rmsnorm_y_tol(&b, want);
             consider(v, "y", r, c, yr[c], want, bf16 ? bf16_output_tol(tol, want) : tol);
         }
         break;
@@ -373,8 +405,45 @@ double row_bytes(enum row_op op, enum row_dtype dtype, size_t rows, size_t cols)
     case ROW_LAYERNORM: return 2.0 * matrix + 8.0 * (double)rows + 2.0 * elem * (double)cols;
     case ROW_SOFTMAX: return 2.0 * matrix;
     case ROW_COPY: return 2.0 * matrix;
+    case ROW_RMSNORM: return 2.0 * matrix + 4.0 * (double)rows + elem * (double)cols;
+    case ROW_ADD_RMSNORM:   /* x and residual read, h and y written */
+        return 4.0 * matrix + 4.0 * (double)rows + elem * (double)cols;
     }
     return matrix;
+}
+
+const char *row_op_name(enum row_op op)
+{
+    switch (op) {
+    case ROW_SUM: return "sum";
+    case ROW_LAYERNORM: return "layernorm";
+    case ROW_SOFTMAX: return "softmax";
+    case ROW_COPY: return "copy";
+    case ROW_RMSNORM: return "rmsnorm";
+    case ROW_ADD_RMSNORM: return "add_rmsnorm";
+    }
+    return "?";
+}
+
+struct program row_program_of(enum row_op op, enum row_dtype dtype)
+{
+    struct program p = {
+        .kind = PROGRAM_ROWS, .op = row_op_name(op),
+        .elems = dtype == ROW_BF16 ? "bfloat16s" : "floats", .pack = row_pack_elements(dtype),
+        .masks = op == ROW_SOFTMAX,
+        .gamma = op == ROW_LAYERNORM || op == ROW_RMSNORM || op == ROW_ADD_RMSNORM,
+        .beta = op == ROW_LAYERNORM,
+    };
+    /* A mean and a variance (LayerNorm), or a max and exponentials
+     * (softmax), go wrong on a large offset or on tiny values; LayerNorm's
+     * variance on a mean it must get exactly; softmax on masked rows. */
+    if (op == ROW_LAYERNORM)
+        p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED;
+    else if (op == ROW_RMSNORM || op == ROW_ADD_RMSNORM)   /* tiny: eps outweighs mean(x^2) there */
+        p.checks = ROW_CHECK_SHIFTED_TINY;
+    else if (op == ROW_SOFTMAX)
+        p.checks = ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED;
+    return p;
 }
 
 const char *row_kind_name(enum row_op op, enum row_dtype dtype)
@@ -386,6 +455,8 @@ const char *row_kind_name(enum row_op op, enum row_dtype dtype)
     case ROW_LAYERNORM: return "layernorm_bf16";
     case ROW_SOFTMAX: return "softmax_bf16";
     case ROW_COPY: return "copy_bf16";
+    case ROW_RMSNORM: return "rmsnorm_bf16";
+    case ROW_ADD_RMSNORM: return "add_rmsnorm_bf16";
     }
     return "?";
 }

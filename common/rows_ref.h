@@ -22,6 +22,14 @@
  * the 1e-38 added to every softmax tolerance, covers what lies below. */
 #define BF16_ROUNDOFF 0x1p-8
 
+/* "sum", "layernorm", "softmax", "copy" or "rmsnorm". */
+const char *row_op_name(enum row_op op);
+
+/* What the shared option parser and verify_set() (common/harness.c) must
+ * know of a part 2 program: its op's name, its element type, the options
+ * its op takes and the checks its arithmetic needs. */
+struct program row_program_of(enum row_op op, enum row_dtype dtype);
+
 /* float <-> bfloat16 bits on the host: round to nearest, ties to even, as
  * __float2bfloat16_rn does on the GPU; a NaN stays a NaN. bfloat16 -> float
  * is exact. */
@@ -70,8 +78,10 @@ struct row_stats {
     double sum, sum_abs;   /* sum of x, sum of |x| */
     double mean, var;      /* var = sum (x - mean)^2 / cols: the population variance */
     double max;            /* for softmax */
+    double ms;             /* mean of x^2, for RMSNorm */
     int exact;             /* every x an integer and sum_abs < 2^24 */
     int exact_var;         /* exact, an integer mean, and sum (x - mean)^2 < 2^24 */
+    int exact_sq;          /* every x an integer and sum x^2 < 2^24: any order of adds is exact */
 };
 void row_stats(const float *x, size_t cols, struct row_stats *s);
 
@@ -84,7 +94,7 @@ void row_stats(const float *x, size_t cols, struct row_stats *s);
  *          formed from the row's sum, as every step here does.)
  *   var:   relative error of var' + eps <= rho_v
  *          = (g(cols + 2) * var + (1 + g(cols + 2)) * dm^2) / (var + eps) + 2u
- *   rstd:  relative error <= rho_r = rho_v / 2 + (MATH_ULPS + 1) u (+ rho_v^2)
+ *   rstd:  relative error <= rho_r = rho_v / 2 + (2 MATH_ULPS + 1) u (+ rho_v^2)
  *   y_i:   |y_i' - y_i| <= |gamma_i| rstd (|x_i - mean| (rho_r + 3u) + dm (1 + rho_r + 3u))
  *                          + u (|beta_i| + |y_i|)
  * where g(k) = k u / (1 - k u). */
@@ -103,6 +113,26 @@ void layernorm_bounds(const struct row_stats *s, size_t cols, double eps, struct
  * one rounding off keeps the general bound. Returns 1 if it tightened b. */
 int layernorm_exact_variance(const struct row_stats *s, double kernel_mean, struct ln_bounds *b);
 double layernorm_y_tol(const struct ln_bounds *b, double x, double gamma, double beta, double y);
+
+/* RMSNorm's error bounds for one row (tests/unit_tests.c tries them), for
+ * float arithmetic in any order of adds. Every x^2 is positive, so the sum
+ * of squares is off by at most g(cols) of itself (each square rounds once,
+ * each add once), whatever the order; when s->exact_sq it is exact:
+ *   ms + eps: relative error <= rho_s = g(cols + 1) ms / (ms + eps) + 2u
+ *             (the division by cols, or a product with a rounded 1 / cols,
+ *             and + eps), or 3u when exact_sq (this assumes the squares are
+ *             summed first and the sum scaled once, as every step here does)
+ *   rstd:     relative error <= rho_r = rho_s / 2 + (2 MATH_ULPS + 1) u (+ rho_s^2)
+ *             (rsqrtf's MATH_ULPS ulps are up to 2 MATH_ULPS u of its value,
+ *             at the bottom of a binade)
+ *   y_i:      |y_i' - y_i| <= |y_i| (rho_r + 3u): x_i rstd gamma_i, two
+ *             products in either order. */
+struct rms_bounds {
+    double rstd, rstd_tol;   /* the reference, and its absolute tolerance */
+    double rho_r;            /* for y's tolerance */
+};
+void rmsnorm_bounds(const struct row_stats *s, size_t cols, double eps, struct rms_bounds *b);
+double rmsnorm_y_tol(const struct rms_bounds *b, double y);
 
 /* Softmax over one row, in double, -inf values (masked) left out. */
 struct softmax_stats {
@@ -142,8 +172,10 @@ struct row_verdict {
 };
 
 /* Checks every output of op on x against the reference. y, mean and rstd
- * are the program's outputs (mean and rstd only for LayerNorm; gamma and
- * beta too). For ROW_BF16, x, gamma and beta are the bfloat16 inputs and y
+ * are the program's outputs (mean and rstd only for LayerNorm, rstd only
+ * for RMSNorm; gamma and beta as the op takes them). For ROW_ADD_RMSNORM, x
+ * is h as stored (x + residual): y is checked as its RMSNorm, and the
+ * harness checks h itself, exactly. For ROW_BF16, x, gamma and beta are the bfloat16 inputs and y
  * the bfloat16 outputs, widened to float (exactly): the reference starts
  * from the rounded input, and y's tolerance adds its one rounding to
  * bfloat16 (bf16_output_tol); mean and rstd stay float. Rows are checked

@@ -243,9 +243,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.basename(HERE)
 ROWS = os.path.basename(os.path.dirname(HERE)) == "rows"
 NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
-OP = ("copy" if DIR == "baseline_copy" else "layernorm" if "layernorm" in DIR
+OP = ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
+      else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
-SWITCHES = {"--check", "--no-verify", "--no-flush", "--gpu-info", "--version", "-h", "--help"}
+SWITCHES = {"--check", "--no-verify", "--no-flush", "--same-input", "--gpu-info", "--version", "-h",
+            "--help"}
 SWITCHES |= set() if ROWS else {"--cpu-sums"}
 VALUED = {"--reps", "--warmup", "--seed", "--fill", "--at", "--offset", "--csv", "--checks",
           "--runs", "--device"} | ({"--rows", "--cols", "--y-offset", "--gamma-offset",
@@ -401,7 +403,7 @@ def run_lines(path, base, check_only):
         o.pop("--csv", None)
         if "--csv" in base:
             o["--csv"] = base["--csv"]
-        o["switches"] |= base["switches"] & {"--no-verify", "--no-flush", "--cpu-sums"}
+        o["switches"] |= base["switches"] & {"--no-verify", "--no-flush", "--cpu-sums", "--same-input"}
         log(["==", line])
         print(f"== {'check' if check_only else 'run'} {line}", flush=True)
         rc = run(o)

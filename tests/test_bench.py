@@ -28,6 +28,21 @@ class BenchUnitTest(ScriptTest):
         self.assertEqual(bench.program_dirs(self.root),
                          ["step0_a", "step1_b", "step10_c", "baseline_cub"])
 
+    def test_torch_ops_follow_the_ops_that_ran(self):
+        """PyTorch's float ops always; its bfloat16 ones once a bfloat16 row
+        was written; RMSNorm's forms only once one of ours computed them."""
+        sweep = bench.Sweep([("rows/x", "x/run", [])], 1, 1, 0, 1, self.root, None,
+                            torch=("python3", [(4, 8)], None))
+        self.assertEqual(sweep.torch_ops().split(","),
+                         ["sum", "compiled/sum", "layernorm", "compiled/layernorm", "softmax",
+                          "compiled/softmax", "copy"])
+        sweep.rows = [{"op": "softmax_bf16"}, {"op": "add_rmsnorm_bf16"}]
+        ops = sweep.torch_ops().split(",")
+        self.assertIn("compiled/layernorm_bf16", ops)
+        self.assertIn("compiled/add_rmsnorm_bf16", ops)
+        self.assertNotIn("rmsnorm", ops)
+        self.assertNotIn("rmsnorm_bf16", ops)
+
     def test_row_programs_in_step_order_then_baselines(self):
         self.assertEqual(bench.row_program_dirs(self.root), [])   # no rows/: no part 2
         make_root(self.top, ("rows/step10_late", "rows/baseline_copy") + ROW_PROGRAMS)

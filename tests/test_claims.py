@@ -615,7 +615,7 @@ class ToleranceTests(unittest.TestCase):
             self.assertAlmostEqual(t[("softmax", "levels", cols)][0], 4 * u, delta=1e-9)
             self.assertAlmostEqual(t[("softmax", "levels/causal", cols)][0], 4 * u, delta=1e-9)
             mean, rstd, y, largest = t[("layernorm", "centered", cols)]
-            self.assertLess(max(rstd, y), 8 * u)
+            self.assertLess(max(rstd, y), 10 * u)   # rsqrtf's 2 ulps are up to 4u
             self.assertEqual(t[("sum", "exact", cols)][0] if cols < 500000 else 0.0, 0.0)
         # "2.4% at that width": the general softmax bound at 100003 columns.
         self.assertAlmostEqual(t[("softmax", "random", 100003)][0], 0.024, delta=0.0005)

@@ -64,6 +64,7 @@ static void test_parse_options(void)
     EXPECT(o.fill == FILL_ONEHOT && o.offset == 3 && !o.flush && o.check_only);
     EXPECT(o.csv_path && strcmp(o.csv_path, "out.csv") == 0 && o.device == 1);
     EXPECT(parse("-n=2K", &o, err) == PARSE_OK && o.n == 2048);
+    EXPECT(!o.same_input && parse("--same-input", &o, err) == PARSE_OK && o.same_input);
     EXPECT(parse("-h", &o, err) == PARSE_HELP);
     EXPECT(parse("-n 5 --help", &o, err) == PARSE_HELP);
 
@@ -345,6 +346,73 @@ static void test_distinct(void)
     EXPECT(count_distinct(v, 6) == 4);   /* bits, not values: -0 and +0 differ */
 }
 
+/* A fresh input for each timed repetition: the host's copy and reference
+ * move with the changes, an exact fill stays exact, and an answer kept from
+ * the input before is told apart from the right one. */
+static void test_fresh(void)
+{
+    size_t n = 100003, pos[FRESH_COUNT];
+    float val[FRESH_COUNT];
+    float *x = malloc(n * sizeof *x);
+    EXPECT(x != NULL);
+    if (x == NULL)
+        return;
+    for (int exact = 0; exact < 2; exact++) {
+        fill_input(x, n, exact ? FILL_EXACT : FILL_RANDOM, 3, 0);
+        struct reference base = reference_sum(x, n), ref = base;
+        EXPECT(ref.exact == exact);
+        struct fresh f;
+        fresh_init(&f, 42, ref);
+        EXPECT(exact ? f.step == 1.0 : (f.step > ref.sum_abs * 0x1p-18 && f.step <= ref.sum_abs * 0x1p-17));
+        double before = ref.sum;
+        for (int rep = 0; rep < 5; rep++) {
+            before = ref.sum;
+            fresh_next(&f, x, n, &ref, pos, val);
+            int placed = 1;
+            for (int k = 0; k < FRESH_COUNT; k++)
+                placed &= pos[k] < n;
+            EXPECT(placed);
+            /* The last value given for each place is what x holds there. */
+            EXPECT(x[pos[FRESH_COUNT - 1]] == val[FRESH_COUNT - 1]);
+            struct reference again = reference_sum(x, n);
+            EXPECT(fabs(again.sum - ref.sum) <= 1e-9 * again.sum_abs);
+            EXPECT(fabs(again.sum_abs - ref.sum_abs) <= 1e-9 * again.sum_abs);
+            EXPECT(again.exact == ref.exact && ref.exact == exact);
+            /* It moved by about FRESH_COUNT steps, up then down. */
+            double moved = (ref.sum - before) * (rep % 2 ? -1.0 : 1.0);
+            EXPECT(moved > 0.9 * FRESH_COUNT * f.step && moved < 1.1 * FRESH_COUNT * f.step);
+        }
+        /* The right sum passes; the one from before the change does not. */
+        EXPECT(fresh_moved((float)ref.sum, ref.sum, before));
+        EXPECT(!fresh_moved((float)before, ref.sum, before));
+        EXPECT(!fresh_moved(NAN, ref.sum, before));
+    }
+    /* Another process draws other places. */
+    fill_input(x, n, FILL_RANDOM, 3, 0);
+    struct reference r1 = reference_sum(x, n), r2 = r1;
+    struct fresh f1, f2;
+    size_t pos2[FRESH_COUNT];
+    fresh_init(&f1, 1, r1);
+    fresh_init(&f2, 2, r2);
+    fresh_next(&f1, x, n, &r1, pos, val);
+    fresh_next(&f2, x, n, &r2, pos2, val);
+    EXPECT(memcmp(pos, pos2, sizeof pos) != 0);
+    EXPECT(fresh_seed() != fresh_seed());
+    /* One element: every change lands on it. */
+    float one = 0.5f;
+    struct reference r = reference_sum(&one, 1);
+    fresh_init(&f1, 7, r);
+    fresh_next(&f1, &one, 1, &r, pos, val);
+    EXPECT(pos[0] == 0 && (double)one == r.sum);
+    free(x);
+
+    /* Faster than the memory allows, with the L2 flushed: an answer kept. */
+    EXPECT(above_peak(5945.0, 4814.3, 1));
+    EXPECT(!above_peak(4440.0, 4814.3, 1));
+    EXPECT(!above_peak(5945.0, 4814.3, 0));   /* an unflushed L2 can serve it honestly */
+    EXPECT(!above_peak(5945.0, 0.0, 1));      /* no peak known */
+}
+
 static void test_stats(void)
 {
     double a[] = {5, 1, 4, 2, 3};
@@ -575,6 +643,114 @@ static void test_rows(void)
     EXPECT(row_bytes(ROW_COPY, ROW_F32, 2, 4) == 64.0);
     EXPECT(row_bytes(ROW_SUM, ROW_F32, 2, 4) == 40.0);
     EXPECT(strcmp(row_op_name(ROW_LAYERNORM), "layernorm") == 0);
+
+    /* What the shared parser is told of each op: the options it takes and
+     * verify_set()'s extra checks (common/harness.c names no op). */
+    struct program sm = row_program_of(ROW_SOFTMAX, ROW_BF16);
+    EXPECT(sm.kind == PROGRAM_ROWS && strcmp(sm.op, "softmax") == 0 && sm.pack == 8 &&
+           strcmp(sm.elems, "bfloat16s") == 0 && sm.masks && !sm.gamma && !sm.beta &&
+           sm.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_LEVELS_MASKED));
+    struct program ln = row_program_of(ROW_LAYERNORM, ROW_F32);
+    EXPECT(ln.pack == 4 && strcmp(ln.elems, "floats") == 0 && !ln.masks && ln.gamma && ln.beta &&
+           ln.checks == (ROW_CHECK_SHIFTED_TINY | ROW_CHECK_CENTERED));
+    struct program rms = row_program_of(ROW_RMSNORM, ROW_BF16);
+    EXPECT(strcmp(rms.op, "rmsnorm") == 0 && rms.gamma && !rms.beta && !rms.masks &&
+           rms.checks == ROW_CHECK_SHIFTED_TINY);
+    struct program sum = row_program_of(ROW_SUM, ROW_F32), copy = row_program_of(ROW_COPY, ROW_BF16);
+    EXPECT(!sum.masks && !sum.gamma && sum.checks == 0 && copy.checks == 0 && copy.pack == 8);
+    EXPECT(strcmp(row_kind_name(ROW_RMSNORM, ROW_BF16), "rmsnorm_bf16") == 0);
+    /* RMSNorm: read x, write y, read gamma, write rstd; the residual add
+     * reads residual and writes h too. */
+    EXPECT(row_bytes(ROW_RMSNORM, ROW_F32, 2, 4) == 32.0 + 32.0 + 16.0 + 8.0);
+    EXPECT(row_bytes(ROW_ADD_RMSNORM, ROW_BF16, 2, 4) == 4 * 16.0 + 8.0 + 8.0);
+    struct program add = row_program_of(ROW_ADD_RMSNORM, ROW_F32);
+    EXPECT(strcmp(add.op, "add_rmsnorm") == 0 && add.gamma && !add.beta &&
+           add.checks == ROW_CHECK_SHIFTED_TINY);
+    EXPECT(strcmp(row_kind_name(ROW_ADD_RMSNORM, ROW_BF16), "add_rmsnorm_bf16") == 0);
+}
+
+/* RMSNorm in float, as a kernel would compute it: the squares summed in a
+ * long sequential chain (the worst order for rounding), the mean, + eps and
+ * 1 / sqrt, then two products. with_eps = 0 leaves eps out (a classic bug). */
+static void rmsnorm_float(const float *x, const float *gamma, size_t cols, int with_eps,
+                          float *y, float *rstd)
+{
+    float sum = 0.0f;
+    for (size_t c = 0; c < cols; c++)
+        sum += x[c] * x[c];
+    float ms = sum / (float)cols;
+    *rstd = 1.0f / sqrtf(with_eps ? ms + LN_EPS : ms);
+    for (size_t c = 0; c < cols; c++)
+        y[c] = x[c] * *rstd * gamma[c];
+}
+
+static void test_rmsnorm(void)
+{
+    size_t widths[] = {1, 7, 1024, 4097, 65536};
+    enum fill_kind fills[] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_WIDE, FILL_EXACT};
+    size_t most = 65536;
+    float *x = malloc(most * sizeof *x), *y = malloc(most * sizeof *y);
+    float *gamma = malloc(most * sizeof *gamma), *beta = malloc(most * sizeof *beta);
+    EXPECT(x && y && gamma && beta);
+    if (!(x && y && gamma && beta))
+        return;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t f = 0; f < sizeof fills / sizeof fills[0]; f++) {
+            size_t cols = widths[w];
+            fill_row_input(x, 1, cols, fills[f], ROW_FILL_SHARED, MASK_NONE, 5 + f, 0);
+            fill_affine(gamma, beta, cols, 5 + f);
+            float rstd;
+            rmsnorm_float(x, gamma, cols, 1, y, &rstd);
+            struct row_verdict v;
+            check_rows(ROW_RMSNORM, ROW_F32, x, 1, cols, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+            if (v.bad != 0)
+                printf("rmsnorm: width %zu fill %s: %s is %.9g, not %.9g (tol %.3g)\n", cols,
+                       fill_name(fills[f]), v.what, v.got, v.want, v.tol);
+            EXPECT(v.bad == 0);
+        }
+    /* The residual add's y is checked as the RMSNorm of h (given as x). */
+    fill_row_input(x, 1, 1000, FILL_RANDOM, ROW_FILL_SHARED, MASK_NONE, 4, 0);
+    fill_affine(gamma, beta, 1000, 4);
+    float h_rstd;
+    rmsnorm_float(x, gamma, 1000, 1, y, &h_rstd);
+    struct row_verdict va;
+    check_rows(ROW_ADD_RMSNORM, ROW_F32, x, 1, 1000, gamma, NULL, LN_EPS, y, NULL, &h_rstd, &va);
+    EXPECT(va.bad == 0);
+    y[10] *= 1.001f;
+    check_rows(ROW_ADD_RMSNORM, ROW_F32, x, 1, 1000, gamma, NULL, LN_EPS, y, NULL, &h_rstd, &va);
+    EXPECT(va.bad == 1 && va.col == 10);
+    /* Without eps: caught where eps matters, the tiny fill (mean(x^2) about
+     * 3e-7 beside eps = 1e-5). */
+    fill_row_input(x, 1, 1024, FILL_TINY, ROW_FILL_SHARED, MASK_NONE, 9, 0);
+    fill_affine(gamma, beta, 1024, 9);
+    float rstd;
+    rmsnorm_float(x, gamma, 1024, 0, y, &rstd);
+    struct row_verdict v;
+    check_rows(ROW_RMSNORM, ROW_F32, x, 1, 1024, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+    EXPECT(v.bad > 0 && strcmp(v.what, "rstd") == 0);
+    /* Integers with sum x^2 < 2^24: the sum of squares is exact in any
+     * order, and the bound is a few ulps at any width. */
+    struct row_stats s;
+    for (size_t c = 0; c < 4096; c++)
+        x[c] = (float)((int)(c % 7) - 3);
+    row_stats(x, 4096, &s);
+    struct rms_bounds b;
+    rmsnorm_bounds(&s, 4096, LN_EPS, &b);
+    EXPECT(s.exact_sq && b.rho_r < 8.0 * UNIT_ROUNDOFF);
+    /* A bfloat16 program: the bound adds one rounding of each output. */
+    for (size_t c = 0; c < 1024; c++) {
+        x[c] = bf16_to_float(bf16_from_float(x[c] * 0.37f));
+        gamma[c] = bf16_to_float(bf16_from_float(gamma[c]));
+    }
+    rmsnorm_float(x, gamma, 1024, 1, y, &rstd);
+    for (size_t c = 0; c < 1024; c++)
+        y[c] = bf16_to_float(bf16_from_float(y[c]));
+    check_rows(ROW_RMSNORM, ROW_BF16, x, 1, 1024, gamma, NULL, LN_EPS, y, NULL, &rstd, &v);
+    EXPECT(v.bad == 0);
+    free(x);
+    free(y);
+    free(gamma);
+    free(beta);
 }
 
 /* bfloat16: the host's rounding, and the bound of a bfloat16 output. */
@@ -926,7 +1102,7 @@ static enum parse_status rows_parse_line(const char *line, enum row_op op, enum 
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    const struct program rows = {.kind = PROGRAM_ROWS, .op = op, .dtype = dtype};
+    const struct program rows = row_program_of(op, dtype);
     return parse_options(argc, argv, &rows, o, err, 256);
 }
 
@@ -957,7 +1133,13 @@ static void test_row_options(void)
            strstr(err, "0 to 3"));
     EXPECT(rows_parse_line("--gamma-offset 2 --beta-offset=3", ROW_LAYERNORM, ROW_F32, &o, err) ==
            PARSE_OK && o.gamma_offset == 2 && o.beta_offset == 3);
-    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR);
+    EXPECT(rows_parse_line("--gamma-offset 2", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR &&
+           strstr(err, "this program computes softmax"));
+    /* RMSNorm has gamma but no beta. */
+    EXPECT(rows_parse_line("--gamma-offset 7", ROW_RMSNORM, ROW_BF16, &o, err) == PARSE_OK &&
+           o.gamma_offset == 7);
+    EXPECT(rows_parse_line("--beta-offset 1", ROW_RMSNORM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strstr(err, "--beta-offset places beta, which LayerNorm takes"));
     /* levels is part 2's fill; a mask is softmax's. */
     EXPECT(rows_parse_line("--check --fill levels --mask causal", ROW_SOFTMAX, ROW_BF16, &o, err) ==
            PARSE_OK && o.row_fill == ROW_FILL_LEVELS && o.mask == MASK_CAUSAL);
@@ -1027,7 +1209,7 @@ static void test_verify_set(void)
     EXPECT(k == 3 && out[0].n == 1000 && out[1].n == 999 && out[2].offset == 0);
     EXPECT(out[0].check_only && out[0].fill == FILL_EXACT && out[0].csv_path == NULL);
     EXPECT(parse("-n 1", &o, err) == PARSE_OK && verify_set(&o, out) == 2);
-    const struct program layernorm = {.kind = PROGRAM_ROWS, .op = ROW_LAYERNORM};
+    const struct program layernorm = row_program_of(ROW_LAYERNORM, ROW_F32);
     char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
     EXPECT(parse_options(5, argv, &layernorm, &o, err, sizeof err) == PARSE_OK);
     k = verify_set(&o, out);
@@ -1252,6 +1434,7 @@ int main(void)
     test_reference();
     test_tolerance();
     test_distinct();
+    test_fresh();
     test_stats();
     test_csv();
     test_rows();
@@ -1260,6 +1443,7 @@ int main(void)
     test_masks();
     test_exact_bounds();
     test_row_options();
+    test_rmsnorm();
     test_backward();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -54,8 +54,8 @@ TEXT = {
     "cost_header": "| n | {base} us | {kahan} us | {kahan} / {base} |",
     "cost_none": "No timed runs of {base} and {kahan} in the data.",
     "distinct":
-        "Different sums among one run's timed repetitions: {distinct} (1 = every repetition gave"
-        " the same bits).",
+        "Different sums one input gave in a run's timed repetitions, each summed once more"
+        " untimed: {distinct} (1 = every repetition's sum came back bit for bit).",
     "same_title": "**Same bits?**",
     "repeat_all":
         "Run to run: {count} of {total} programs ran a second time, in a new process, on fill"

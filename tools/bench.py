@@ -70,6 +70,9 @@ TORCH_OPS = "sum,layernorm,softmax,copy"
 # PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
 # (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
 TORCH_BF16_OPS = "layernorm_bf16,softmax_bf16,copy_bf16"
+# PyTorch's forms of the ops only some programs compute, timed once one of
+# ours wrote a row of that op (so a bench without them compiles none).
+TORCH_WHEN_RUN = ("rmsnorm", "add_rmsnorm", "rmsnorm_bf16", "add_rmsnorm_bf16")
 # Each op but the copies also through torch.compile, as users run PyTorch
 # (tools/torch_rows.py: compiled/<op>, compiled once per shape, untimed).
 COMPILED = "compiled/"
@@ -385,8 +388,10 @@ class Sweep:
         _, _, ops = self.torch
         if ops is not None:
             return ",".join(ops)
-        bf16 = any(row.get("op", "").endswith("_bf16") for row in self.rows)
+        ran = {row.get("op", "") for row in self.rows}
+        bf16 = any(op.endswith("_bf16") for op in ran)
         names = TORCH_OPS.split(",") + (TORCH_BF16_OPS.split(",") if bf16 else [])
+        names += [op for op in TORCH_WHEN_RUN if op in ran]
         return ",".join(o for name in names for o in torch_ops_of(name))
 
     def run_torch(self, r):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # determinism.sh OUT_DIR: does each program give the same bits every run?
 # Every step, CUB and step 9's atomicAdd variant (extras/atomic_step9, the
-# demo that is not a step) sum the same input 100 times at two sizes;
+# demo that is not a step) sum the same input 100 times at two sizes
+# (--same-input: a timed run otherwise changes its input every repetition);
 # the CSV's `distinct` column counts the different sums (1 = bit-identical).
 # The atomic build is expected to give several, and its runs exit 1 (the
 # harness fails a sum that moves): that is the point, so it is not an error
@@ -27,7 +28,7 @@ for p in $programs; do
     [ -x "$p" ] || { echo "determinism: $p is not built (make $p)" >&2; exit 2; }
     for n in 1048576 33554432; do
         rows_before=$(cat "$out" 2>/dev/null | wc -l)
-        "$p" -n "$n" --reps "$reps" --warmup 2 --csv "$out" > /dev/null 2> "$out.err"
+        "$p" -n "$n" --reps "$reps" --warmup 2 --same-input --csv "$out" > /dev/null 2> "$out.err"
         rc=$?
         # No device (or a device that failed): no program will do better,
         # so one line and stop, with the program's own exit code.

@@ -322,6 +322,7 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
     """Every check for one part 2 program, in a fixed order."""
     program = program or RowProgram()
     softmax, layernorm = program.op == "softmax", program.op == "layernorm"
+    rms = program.op in ("rmsnorm", "add_rmsnorm")   # gamma, no beta
     pack = program.pack
     cases = []
     k = 0
@@ -365,7 +366,7 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
                 k += 1
                 cases.append(Case("offset", row_args(rows, cols, fill, seed=k, offset=offset)))
     # y (and gamma and beta) apart from x: every pair of offsets.
-    arrays = 4 if layernorm else 2
+    arrays = 4 if layernorm else 3 if rms else 2
     names = ("--y-offset", "--gamma-offset", "--beta-offset")
     for rows, cols in ((13, 4097), (3, 1024)):
         for run in offset_pairs(pack, arrays):
@@ -378,10 +379,13 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
     # fill, mean 2000, and on the centered one, mean 128 and every sum exact,
     # so that its check stays a few ulps wide at any width; the shifted
     # fill's own bound says little past about a thousand columns) and eps
-    # (tiny: a variance below eps); softmax's max (wide, shifted) and masks.
+    # (tiny: a variance below eps); RMSNorm's eps and squares; softmax's max
+    # (wide, shifted) and masks.
     def stat_fills(cols):
         if layernorm:
             return ("centered", "tiny") + (("shifted",) if cols <= 1024 else ())
+        if rms:   # eps against mean(x^2) (tiny), squares of a large offset and of wide values
+            return ("tiny", "shifted", "wide")
         return ("wide", "shifted", "tiny") if softmax else ()
     for cols in sorted(set(STAT_COLS) | set(path)):
         for fill in stat_fills(cols):

@@ -147,8 +147,8 @@ RESULT_SCHEMA = (
     ("cpu_kahan", "float?", "CPU Kahan-compensated float32 sum (--cpu-sums only)"),
     ("rows", "int?", "part 2: rows of the matrix (empty for part 1)"),
     ("cols", "int?", "part 2: floats per row"),
-    ("op", "str?", "part 2: sum, layernorm, softmax or copy; with _bf16 (softmax_bf16) when "
-                   "x and y are bfloat16"),
+    ("op", "str?", "part 2: sum, layernorm, softmax, copy, rmsnorm or add_rmsnorm; with _bf16 "
+                   "(softmax_bf16) when x and y are bfloat16"),
     ("bytes", "float?", "bytes a run must move; gbps = bytes / median time"),
     ("arch", "str?", "the machine code the program carries, e.g. sm_90"),
     ("toolchain", "str?", "what built it: nvcc and CCCL versions (or torch's, for torch rows)"),

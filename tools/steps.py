@@ -101,8 +101,8 @@ def folder(root, name):
 
 def row_op(root, name):
     """What a part 2 program computes, read from its rows.cu (common/rows.h's
-    step_op and step_dtype): sum, layernorm, softmax or copy, with _bf16 for
-    bfloat16 data; "" if it does not say."""
+    step_op and step_dtype): sum, layernorm, softmax, copy, rmsnorm or
+    add_rmsnorm, with _bf16 for bfloat16 data; "" if it does not say."""
     try:
         with open(os.path.join(root, name, "rows.cu"), encoding="utf-8") as handle:
             text = handle.read()

@@ -15,6 +15,10 @@ LayerNorm). The ops:
                and rstd, as our LayerNorm writes them
     softmax    torch.softmax(x, dim=-1)
     copy       y.copy_(x)
+    rmsnorm    torch.nn.functional.rms_norm(x, [cols], gamma, 1e-5): y (its
+               bytes count the rstd our RMSNorm writes too: 4 a row)
+    add_rmsnorm  h = x + residual, then rms_norm(h, ...): h and y, as a
+               transformer block's residual stream runs them
 and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
 the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
 model holds them (torch.native_layer_norm wants them in the input's type)
@@ -49,7 +53,8 @@ import schema  # noqa: E402
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 EPS = 1e-5
-OPS = ("sum", "layernorm", "softmax", "copy", "layernorm_bf16", "softmax_bf16", "copy_bf16")
+OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layernorm_bf16",
+       "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16")
 BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
@@ -73,7 +78,9 @@ def row_bytes(op, rows, cols):
     matrix = elem * rows * cols
     return {"sum": matrix + elem * rows,
             "layernorm": 2 * matrix + 8.0 * rows + 2 * elem * cols,
-            "softmax": 2 * matrix, "copy": 2 * matrix}[base]
+            "softmax": 2 * matrix, "copy": 2 * matrix,
+            "rmsnorm": 2 * matrix + 4.0 * rows + elem * cols,
+            "add_rmsnorm": 4 * matrix + 4.0 * rows + elem * cols}[base]
 
 
 def git_rev():
@@ -175,6 +182,25 @@ class Runner:
             want = (xd - m) * r * gamma.double() + beta.double()
             err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
             ok = err <= rel and (mean.double().view(-1) - m.view(-1)).abs().max().item() <= 1e-3
+        elif op in ("rmsnorm", "add_rmsnorm"):
+            gamma = (1 + (torch.rand(cols, generator=gen, device="cuda") - 0.5)).to(x.dtype)
+            rms = torch.nn.functional.rms_norm
+            if op == "rmsnorm":
+                times, y = self.time(self.prepare(lambda a, g: rms(a, [cols], g, EPS), compiled,
+                                                  x, gamma))
+                hd = x.double()
+            else:
+                res = (torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1).to(x.dtype)
+
+                def add_rms(a, r, g):
+                    h = a + r
+                    return h, rms(h, [cols], g, EPS)
+                times, (h, y) = self.time(self.prepare(add_rms, compiled, x, res, gamma))
+                hd = (x.float() + res.float()).to(x.dtype).double()   # h as stored
+                ok_h = (h.double() - hd).abs().max().item() <= 2.0 ** -8 * hd.abs().max().item()
+            want = hd * torch.rsqrt((hd * hd).mean(dim=-1, keepdim=True) + EPS) * gamma.double()
+            err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
+            ok = err <= rel and (op == "rmsnorm" or ok_h)
         elif op == "softmax":
             times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))
             want = torch.softmax(x.double(), dim=-1)

@@ -218,9 +218,10 @@ STRINGS = {
     "| n | {base} us | {kahan} us | {kahan} / {base} |":
         "| n | {base}（微秒） | {kahan}（微秒） | {kahan} / {base} |",
     "No timed runs of {base} and {kahan} in the data.": "数据里没有 {base} 和 {kahan} 的计时运行。",
-    "Different sums among one run's timed repetitions: {distinct}"
-    " (1 = every repetition gave the same bits).":
-        "一次运行的各次计时重复中，不同的和共有 {distinct} 个（1 表示每次重复的结果都逐位相同）。",
+    "Different sums one input gave in a run's timed repetitions, each summed once more"
+    " untimed: {distinct} (1 = every repetition's sum came back bit for bit).":
+        "一次运行的各次计时重复里，每个输入都不计时地再算一遍，同一个输入给出的不同的和共有 {distinct} 个"
+        "（1 表示每次重复的和都逐位重现）。",
     "**Same bits?**": "**结果逐位相同吗？**",
     "Run to run: {count} of {total} programs ran a second time, in a new process, on"
     " fill {fill}, n = {n}, seed {seed}, and returned the same bits.":
