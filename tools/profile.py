@@ -42,7 +42,7 @@ DEFAULT_NCU_PATHS = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/nc
 STEP_KERNEL_RE = "reduce_kernel"
 CUB_KERNEL_RE = "DeviceReduceKernel"
 # Part 2: each program launches one kernel per run (rows/*/rows.cu).
-ROW_KERNEL_RE = "row_sum_kernel|layernorm|softmax|copy_kernel|DeviceSegmentedReduce"
+ROW_KERNEL_RE = "row_sum_kernel|layernorm|rmsnorm|softmax|copy_kernel|DeviceSegmentedReduce"
 DEFAULT_SHAPE = (32768, 1024)
 
 METRICS = (
