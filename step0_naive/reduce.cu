@@ -6,7 +6,7 @@
 // Why it is slow: the working threads are spread over every warp, so at each
 //         level all warps issue the add for only a few active lanes (warp
 //         divergence), and % is a multi-instruction integer division.
-// Effect: the starting point, 330.8 us for 2^25 floats on an NVIDIA H200 (make docs writes
+// Effect: the starting point, 331.1 us for 2^25 floats on an NVIDIA H200 (make docs writes
 //         this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"

@@ -6,7 +6,7 @@
 //         compare and a branch, and index math on blockDim.x; with a constant
 //         each level is straight-line code with the offsets folded in; only
 //         the test tid < s and its add remain per level.
-// Effect: against step4_warp on an NVIDIA H200: 1.04x at 2^25 floats, a win; 1.05x at 2^28
+// Effect: against step4_warp on an NVIDIA H200: 1.04x at 2^25 floats, a win; 1.04x at 2^28
 //         floats, a win (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"

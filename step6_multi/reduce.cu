@@ -8,7 +8,7 @@
 //         Brent's theorem: the tree costs O(log p) for p threads, so do O(n/p)
 //         serial adds per thread and pay for the tree, the barriers and a
 //         block's start once per thread. The partial sums shrink to ~1000.
-// Effect: against step5_unroll on an NVIDIA H200: 1.78x at 2^25 floats, a win; 1.84x at 2^28
+// Effect: against step5_unroll on an NVIDIA H200: 1.78x at 2^25 floats, a win; 1.91x at 2^28
 //         floats, a win (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"

@@ -6,7 +6,7 @@
 // Why it helps: a shuffle moves a register between lanes in one instruction,
 //         with no shared-memory store, load and bank to share; one block-wide
 //         barrier remains instead of one per level above the last warp.
-// Effect: against step6_multi on an NVIDIA H200: 1.01x at 2^25 floats, a tie; 1.00x at 2^28
+// Effect: against step6_multi on an NVIDIA H200: 1.00x at 2^25 floats, a tie; 1.00x at 2^28
 //         floats, a tie (make docs writes this from plots/reference/h200.csv).
 #include "check.h"
 #include "reduce.h"

@@ -12,7 +12,9 @@
 //         shared memory of a float row, so past about 90000 elements step 14 read
 //         each row three times; 8 blocks hold 524288 on chip.
 // Effect: against step14_bf16_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a
-//         tie; 1.12x at 512 x 128256, a win (make docs writes this from
+//         tie; 1.12x at 512 x 128256, a win; † measured on an earlier version of
+//         rows/step14_bf16_layernorm_aligned (at 9c4b3db),
+//         rows/step18_bf16_layernorm_cluster (at 9c4b3db) (make docs writes this from
 //         plots/reference/h200-rows.csv).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>

@@ -9,7 +9,9 @@
 //         leave most of the block idle: a row of 31 floats keeps 31 of 256
 //         threads busy.
 // Effect: against step0_thread on an NVIDIA H200: 3.35x at 32768 x 1024, a win; 239.37x at
-//         256 x 65536, a win (make docs writes this from plots/reference/h200-rows.csv).
+//         256 x 65536, a win; † measured on an earlier version of rows/step0_thread (at
+//         8cb8874), rows/step1_block (at 8cb8874) (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
 

@@ -7,7 +7,9 @@
 //         the tree is 5 shuffles long and needs no barrier and no shared
 //         memory, and 8 rows share one block's launch cost.
 // Effect: against step1_block on an NVIDIA H200: 1.15x at 32768 x 1024, a win; 1.84x at
-//         65536 x 768, a win (make docs writes this from plots/reference/h200-rows.csv).
+//         65536 x 768, a win; † measured on an earlier version of rows/step1_block (at
+//         8cb8874), rows/step2_warp (at 8cb8874) (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
 

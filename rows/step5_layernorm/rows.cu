@@ -10,7 +10,9 @@
 //         1024 columns, so its second and third reads mostly hit the 60 MB
 //         L2; DRAM sees about one read and one write.
 // Effect: the first LayerNorm: 86.8 us at 32768 x 1024 on an NVIDIA H200, 73% of the copy
-//         kernel's bandwidth (make docs writes this from plots/reference/h200-rows.csv).
+//         kernel's bandwidth; † measured on an earlier version of rows/copy (at 8cb8874),
+//         rows/step5_layernorm (at 8cb8874) (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
 

@@ -13,7 +13,9 @@
 //         expf never overflows (expf(89) is already inf in float); the row
 //         is still read once and written once, so it runs at copy speed.
 // Effect: the first softmax: 63.6 us at 32768 x 1024 on an NVIDIA H200, 100% of the copy
-//         kernel's bandwidth (make docs writes this from plots/reference/h200-rows.csv).
+//         kernel's bandwidth; † measured on an earlier version of rows/copy (at 8cb8874),
+//         rows/step8_softmax (at 8cb8874) (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
 

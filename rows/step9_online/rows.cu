@@ -9,7 +9,9 @@
 //         rescaling lets FlashAttention compute a softmax block by block
 //         without ever holding a whole row.
 // Effect: against step8_softmax on an NVIDIA H200: 0.99x at 32768 x 1024, a tie; 1.28x at
-//         512 x 128256, a win (make docs writes this from plots/reference/h200-rows.csv).
+//         512 x 128256, a win; † measured on an earlier version of rows/step8_softmax (at
+//         8cb8874), rows/step9_online (at 8cb8874) (make docs writes this from
+//         plots/reference/h200-rows.csv).
 #include "check.h"
 #include "rows.h"
 
