@@ -51,6 +51,12 @@ import schema  # noqa: E402
 # profile module that torch.compile imports (through cProfile): once schema
 # is in, tools/ leaves the path.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+# Inductor's and Triton's compiled kernels go under build/ (unless the caller
+# names other folders): a later round, or a later call on the same machine,
+# loads them from disk instead of compiling every shape again, which is most
+# of a first round's time.
+for _var, _sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR", "triton")):
+    os.environ.setdefault(_var, os.path.join(os.path.dirname(HERE), "build", "torch-cache", _sub))
 
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layernorm_bf16",
