@@ -6,8 +6,8 @@
 // Why it is slow: the working threads are spread over every warp, so at each
 //         level all warps issue the add for only a few active lanes (warp
 //         divergence), and % is a multi-instruction integer division.
-// Effect: the starting point, 331.1 us for 2^25 floats on an NVIDIA H200 (make docs writes
-//         this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

@@ -7,8 +7,8 @@
 //         skip the level (nvcc 13 predicates it instead: see README.md).
 //         New problem: the stride 2*s between neighbours' addresses maps
 //         several threads of a warp to the same shared-memory bank.
-// Effect: against step0_naive on an NVIDIA H200: 1.58x at 2^25 floats, a win; 1.61x at 2^28
-//         floats, a win (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

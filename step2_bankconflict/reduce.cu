@@ -6,8 +6,8 @@
 //         threads now touch consecutive words, so a warp's 32 loads land in
 //         32 different banks and are served at once (step 1's stride put up
 //         to 8 of them in one bank at 256 threads, replayed one after another).
-// Effect: against step1_divergence on an NVIDIA H200: 1.28x at 2^25 floats, a win; 1.30x at
-//         2^28 floats, a win (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

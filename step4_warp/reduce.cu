@@ -6,8 +6,8 @@
 //         a block-wide barrier and a loop test. One warp needs only to order
 //         its own lanes. Since Volta a warp's lanes run independently, so the
 //         old "warp-synchronous" trick without __syncwarp() is a data race.
-// Effect: against step3_idle on an NVIDIA H200: 1.30x at 2^25 floats, a win; 1.32x at 2^28
-//         floats, a win (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

@@ -8,8 +8,8 @@
 //         Brent's theorem: the tree costs O(log p) for p threads, so do O(n/p)
 //         serial adds per thread and pay for the tree, the barriers and a
 //         block's start once per thread. The partial sums shrink to ~1000.
-// Effect: against step5_unroll on an NVIDIA H200: 1.78x at 2^25 floats, a win; 1.91x at 2^28
-//         floats, a win (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

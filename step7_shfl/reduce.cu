@@ -6,8 +6,8 @@
 // Why it helps: a shuffle moves a register between lanes in one instruction,
 //         with no shared-memory store, load and bank to share; one block-wide
 //         barrier remains instead of one per level above the last warp.
-// Effect: against step6_multi on an NVIDIA H200: 1.00x at 2^25 floats, a tie; 1.00x at 2^28
-//         floats, a tie (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

@@ -6,8 +6,8 @@
 // Why it helps: the same bytes take a quarter of the load instructions and
 //         address calculations, and each thread has UNROLL x 16 bytes in
 //         flight instead of UNROLL x 4: more of the memory latency is hidden.
-// Effect: against step7_shfl on an NVIDIA H200: 1.04x at 2^25 floats, a win; 1.04x at 2^28
-//         floats, a win (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "reduce.h"
 

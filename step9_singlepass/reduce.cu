@@ -8,8 +8,8 @@
 // Why it helps: step 8 launches a second kernel for its ~1000 partial sums,
 //         and the GPU idles between the two launches. Each ticket releases
 //         its block's partial; the last block acquires them all, once.
-// Effect: against step8_vector on an NVIDIA H200: 1.04x at 2^25 floats, a win; 1.00x at 2^28
-//         floats, a tie (make docs writes this from plots/reference/h200.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cuda/atomic>
 
 #include "check.h"

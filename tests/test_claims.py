@@ -8,13 +8,13 @@ OUT_DIR=plots/reference`) and check
     (code_hash: the program's source, its part's harness and the flags,
     exactly as `make code-hash DIR=...` computes it),
   - the speed targets of the tutorial (step 8 against CUB and the peak),
-  - that every shipped step's source has its generated '// Effect:' comment,
+  - that every shipped step's source points to its README for its effect,
+    with no figure of its own,
   - the counter movements the step READMEs describe,
   - the loop lengths the READMEs quote from `make sass`,
   - that `make docs` writes every generated page (README.md, ACCURACY.md,
-    rows/README.md and the step READMEs of both parts, both languages) and
-    every Effect comment byte for byte as committed, every
-    block in them (results, accuracy, measured, counters, diff, figures),
+    rows/README.md and the step READMEs of both parts, both languages)
+    byte for byte as committed, every block in them (results, accuracy, measured, counters, diff, figures),
     so no number in them was typed by hand.
 Only the shipped programs (tools/schema.py SHIPPED) are covered, so a
 student's own step never breaks `make test`. Step 9 arrived with the
@@ -222,8 +222,8 @@ class MovedHashes(stale.Hashes):
 
 
 class StaleMarkTests(unittest.TestCase):
-    """When a program's hash moves, every page, table and Effect line that
-    shows its figures says so; the others do not change."""
+    """When a program's hash moves, every page and table that shows its
+    figures says so; the others do not change."""
 
     def regenerate(self, moved):
         src = docs.Sources(ROOT, RESULTS, PROFILE)
@@ -249,7 +249,6 @@ class StaleMarkTests(unittest.TestCase):
                      os.path.join(ROOT, row_step, "README.md"),
                      os.path.join(ROOT, row_step, "README.zh-CN.md")):
             with self.subTest(rel(path)):
-                # (The diff block quotes the sources on disk, Effect lines and all.)
                 for name in ("stale", "measured"):
                     self.assertNotIn(mark, block(now[path], name))
                     self.assertIn(mark, block(pages[path], name))
@@ -265,9 +264,6 @@ class StaleMarkTests(unittest.TestCase):
         other = os.path.join(ROOT, "step5_unroll", "README.md")
         self.assertEqual(pages[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0],
                          now[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
-        # The Effect line of the step's source says it too.
-        effect = pages[os.path.join(ROOT, step, "reduce.cu")]
-        self.assertIn("measured on an earlier version", effect.split("// Effect:")[1][:400])
 
     def test_the_stale_line_names_the_program_and_the_command(self):
         found = stale.scan(ROOT, MovedHashes({"rows/step7_wide"}))
@@ -337,12 +333,9 @@ class StaleAttributionTests(unittest.TestCase):
 
 
 class RunViewTests(unittest.TestCase):
-    """A program's view of its own run: its rounds, and an Effect line whose
-    comparison has no row at the seed shape."""
+    """A program's view of its own run: its rounds."""
 
-    def test_rounds_of_a_run_and_a_missing_comparison(self):
-        import rows_docs
-        import types
+    def test_rounds_of_a_run(self):
         rows = []
         for rnd in (1, 2, 3):   # an old run of 3 rounds: step 5 and step 6
             for step in ("rows/step5_layernorm", "rows/step6_registers", "rows/copy"):
@@ -361,8 +354,6 @@ class RunViewTests(unittest.TestCase):
         m = compare.RowMeasurements.load(path)
         self.assertEqual(m.within("rows/step5_layernorm").round_count, 3)
         self.assertEqual(m.within("rows/step6_registers").round_count, 1)
-        text = rows_docs.effect_text(types.SimpleNamespace(m=m), "rows/step6_registers")
-        self.assertIn("step5_layernorm has no row there in this run", text)
 
 
 class HashCheckSelfTest(unittest.TestCase):
@@ -490,19 +481,33 @@ class TargetTests(unittest.TestCase):
 
 
 class EffectLineTests(unittest.TestCase):
-    """Every shipped step's source opens with an '// Effect:' comment that `make
-    docs` writes from the reference (GeneratedDocsTests sees it is current)."""
+    """Every shipped step's source has one '// Effect:' comment, the same in
+    every step: it sends the reader to the README beside it, whose tables
+    make docs writes. A figure in a source would go stale at the next
+    re-measure and show up in every step's diff."""
 
-    def test_every_step_has_an_effect_line(self):
+    EFFECT = re.compile(r"^// Effect:.*\n(?://         .*\n)*", re.M)
+    FIGURE = re.compile(r"\d(\.\d+)?\s*(x\b|us\b|GB/s|%)")
+
+    def test_every_step_points_to_its_readme(self):
         sources = [source(s) for s in MEASURED_STEPS]
         sources += [os.path.join(ROOT, s, "rows.cu") for s in schema.SHIPPED_ROWS
                     if os.path.isdir(os.path.join(ROOT, s))]
+        seen = set()
         for path in sources:
             with open(path, encoding="utf-8") as f:
-                match = docs.EFFECT_RE.search(f.read())
-            self.assertIsNotNone(match, f"{rel(path)} has no '// Effect:' comment")
-            said = " ".join(match.group(0).replace("//", " ").split())
-            self.assertIn("(make docs writes this from plots/reference/", said, rel(path))
+                found = self.EFFECT.findall(f.read())
+            self.assertEqual(len(found), 1, f"{rel(path)}: {len(found)} '// Effect:' comments")
+            self.assertIn("README.md", found[0], rel(path))
+            self.assertIsNone(self.FIGURE.search(found[0]), f"{rel(path)}: a figure in {found[0]!r}")
+            seen.add(found[0])
+        self.assertEqual(len(seen), 1, f"the Effect comments differ: {sorted(seen)}")
+
+    def test_the_check_sees_a_figure(self):
+        self.assertIsNotNone(self.FIGURE.search("// Effect: 1.78x at 2^25 floats, a win"))
+        self.assertIsNotNone(self.FIGURE.search("// Effect: 36.0 us"))
+        self.assertIsNone(self.FIGURE.search(
+            "// Effect: measured in README.md beside this file (plots/reference)"))
 
 
 # -------------------------------------------------------------------- counters
@@ -729,15 +734,14 @@ class GeneratedDocsTests(unittest.TestCase):
     """`make docs` from plots/reference changes no README (English or Chinese)."""
 
     def test_readmes_are_what_make_docs_writes(self):
-        # Both parts' pages and the Effect comments in the shipped sources.
+        # Both parts' pages; docs.py writes no source.
         src = docs.Sources(ROOT, RESULTS, PROFILE)
         folders = {ROOT, os.path.join(ROOT, "rows"), os.path.join(ROOT, "multigpu")}
         folders |= {os.path.join(ROOT, schema.program_dir(s)) for s in PRESENT}
         folders |= {os.path.join(ROOT, s) for s in schema.SHIPPED_ROWS}
         changes = docs.regenerate(src)
         self.assertIn(os.path.join(ROOT, "rows", "README.md"), [c[0] for c in changes])
-        self.assertIn(os.path.join(ROOT, "rows", "step4_group", "rows.cu"),
-                      [c[0] for c in changes])
+        self.assertEqual([rel(c[0]) for c in changes if not c[0].endswith(".md")], [])
         stale = [rel(path) for path, old, new in changes
                  if os.path.dirname(path) in folders and new != old]
         self.assertEqual(stale, [], "these differ from what `make docs` writes from "

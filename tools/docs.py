@@ -38,7 +38,6 @@ import math
 import os
 import re
 import sys
-import textwrap
 import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -733,7 +732,6 @@ def regenerate(src):
             new = fill_blocks(old, [(name, lambda f=f, lang=lang: f(src, step, lang))
                                     for name, f in STEP_BLOCKS.items()])
             changes.append((path, old, new))
-        changes += effect_change(src.source_file(step), part1_effect(src, step))
     if src.rows is not None:
         changes += rows_changes(src)
     for path, lang in pages(os.path.join(src.root, "multigpu")):
@@ -741,56 +739,6 @@ def regenerate(src):
         changes.append((path, old, fill_blocks(old, [
             ("stale", lambda lang=lang: stale_note(src, lang, kinds=("multigpu",)))])))
     return changes
-
-
-# ----------------------------------------------------------------------------
-# The Effect line of each step's source (a comment: no code hash moves)
-# ----------------------------------------------------------------------------
-
-EFFECT_RE = re.compile(r"^// Effect:.*\n(?://         .*\n)*", re.M)
-
-
-def effect_lines(text, source):
-    """'// Effect: <text>' wrapped, and where it comes from."""
-    body = textwrap.wrap(f"{text} (make docs writes this from {source}).", width=82,
-                         break_on_hyphens=False)
-    return "".join(("// Effect: " if k == 0 else "//         ") + line + "\n"
-                   for k, line in enumerate(body))
-
-
-def effect_change(path, text):
-    """[(path, old, new)] for a source whose Effect comment says something else."""
-    if text is None or not os.path.isfile(path):
-        return []
-    old = read_text(path)
-    match = EFFECT_RE.search(old)
-    if match is None:
-        return []
-    return [(path, old, old[:match.start()] + text + old[match.end():])]
-
-
-def part1_effect(src, step):
-    """Step against the step before it at n = 2^25 and 2^28, with the rounds' verdict."""
-    m = src.m
-    source = src.path(m.path)
-    mid, big = TABLE_SIZES
-    row = m.get(step, mid)
-    if row is None:
-        return None
-    prev = m.previous(step, mid)
-    if prev is None:
-        return effect_lines(f"the starting point, {row.median_us:.1f} us for "
-                            f"{power_label(mid)} floats on an {row.gpu}"
-                            f"{rows_docs.effect_stale(m, [row])}", source)
-    parts, shown = [], []
-    for n in (mid, big):
-        this, before = m.get(step, n), m.previous(step, n)
-        if this and before:
-            parts.append(f"{before.median_us / this.median_us:.2f}x at {power_label(n)} floats, "
-                         f"a {m.verdict_vs(step, before.step, n)}")
-            shown += [this, before]
-    return effect_lines(f"against {prev.step} on an {row.gpu}: {'; '.join(parts)}"
-                        f"{rows_docs.effect_stale(m, shown)}", source)
 
 
 def row_figures(src, step, translate):
@@ -831,10 +779,6 @@ def rows_changes(src):
                       ("diff", lambda t=tr_lang: rows_docs.diff_block(rsrc, step, t)),
                       ("figures", lambda t=tr_lang, step=step: row_figures(src, step, t))]
             changes.append((path, old, fill_blocks(old, blocks)))
-        if rsrc.m.get(step, compare.ROW_SEED_SHAPE):
-            changes += effect_change(rsrc.source_file(step),
-                                     effect_lines(rows_docs.effect_text(rsrc, step),
-                                                  rsrc.path(rsrc.m.path)))
     return changes
 
 
@@ -907,16 +851,11 @@ def run(args):
         for path, _ in changes:
             print(f"docs: {src.path(path)} is out of date: run `make docs`", file=sys.stderr)
         return EXIT_STALE if changes else 0
-    # A rewritten Effect comment changes the diff blocks that quote that
-    # source, so a second round writes those (a third would change nothing).
-    for _ in range(3):
-        for path, new in changes:
-            if write_if_changed(path, new):
-                print(f"docs: wrote {src.path(path)}")
-        if not changes:
-            break
-        src = Sources(args.root, args.results, args.profile, args.accuracy)
-        changes = [(path, new) for path, old, new in regenerate(src) if new != old]
+    # docs.py writes README blocks only, never a source that a diff block
+    # quotes, so one round is enough.
+    for path, new in changes:
+        if write_if_changed(path, new):
+            print(f"docs: wrote {src.path(path)}")
     return 0
 
 

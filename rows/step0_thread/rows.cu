@@ -6,10 +6,8 @@
 // Why it is slow: the 32 threads of a warp read 32 different rows at once,
 //         cols floats apart: each load instruction touches 32 sectors of 32
 //         bytes to use 4 bytes of each, where a coalesced one touches 4.
-// Effect: the first row sum: 137.9 us at 32768 x 1024 on an NVIDIA H200, 25% of step 9 on
-//         one array's bandwidth; † measured on an earlier version of rows/step0_thread (at
-//         8cb8874), step9_singlepass (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -13,10 +13,8 @@
 //         registers (at 1024 threads a row, 96 bytes of spills, not 32).
 //         Part 1's step 8 peels the head and tail of its one array the same
 //         way.
-// Effect: against step9_online on an NVIDIA H200: 1.00x at 32768 x 1024, a tie; 1.60x at
-//         4096 x 50257, a win; † measured on an earlier version of rows/step10_aligned (at
-//         8cb8874), rows/step9_online (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

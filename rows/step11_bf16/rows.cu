@@ -10,11 +10,8 @@
 //         element instead of 8. A float kernel handed bfloat16 buffers
 //         would read each pair of values as one float; one that summed in
 //         bfloat16 would be wrong.
-// Effect: the first bfloat16 softmax: 33.4 us at 32768 x 1024 on an NVIDIA H200, 97% of the
-//         bfloat16 copy's bandwidth; 1.93x step10_aligned in float; † measured on an earlier
-//         version of rows/copy16 (at 8cb8874), rows/step10_aligned (at 8cb8874),
-//         rows/step11_bf16 (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cuda_bf16.h>
 
 #include "check.h"

@@ -11,11 +11,8 @@
 //         bytes per element instead of 8. A mean summed in bfloat16 would
 //         be wrong in its third digit, and the variance around it by far
 //         more than eps (ACCURACY.md).
-// Effect: the first bfloat16 LayerNorm: 34.4 us at 32768 x 1024 on an NVIDIA H200, 94% of
-//         the bfloat16 copy's bandwidth; 1.92x step7_wide in float; † measured on an earlier
-//         version of rows/copy16 (at 8cb8874), rows/step12_bf16_layernorm (at 8cb8874),
-//         rows/step7_wide (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cuda_bf16.h>
 
 #include "check.h"

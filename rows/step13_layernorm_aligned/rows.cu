@@ -11,10 +11,8 @@
 //         their packs is read in the widest pieces its address allows.
 // Why it helps: at 4097 or 50257 floats a row, every load and store was a
 //         plain float: four times the memory instructions for the same bytes.
-// Effect: against step7_wide on an NVIDIA H200: 1.00x at 32768 x 1024, a tie; 1.89x at 4096
-//         x 50257, a win; † measured on an earlier version of rows/step13_layernorm_aligned
-//         (at 7fbf719), rows/step7_wide (at 7fbf719) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

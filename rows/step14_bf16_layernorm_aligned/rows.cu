@@ -7,10 +7,8 @@
 //         widest pieces their addresses allow (16, 8, 4 or 2 bytes).
 // Why it helps: at odd widths step 12 read and wrote 2 bytes at a time: eight
 //         times the memory instructions of the aligned path.
-// Effect: against step12_bf16_layernorm on an NVIDIA H200: 1.00x at 32768 x 1024, a tie;
-//         1.88x at 8192 x 4097, a win; † measured on an earlier version of
-//         rows/step12_bf16_layernorm (at e38fb50), rows/step14_bf16_layernorm_aligned (at
-//         e38fb50) (make docs writes this from plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cuda_bf16.h>
 #include <type_traits>
 

@@ -15,10 +15,8 @@
 //         worked on one wide row at a time, and while that block waited at
 //         its barriers nothing else loaded. Blocks of 256 threads let four
 //         rows' blocks share an SM: one waits while the others load.
-// Effect: against step10_aligned on an NVIDIA H200: 1.01x at 32768 x 1024, a tie; 1.26x at
-//         512 x 128256, a win; † measured on an earlier version of rows/step10_aligned (at
-//         96170df), rows/step15_cluster (at 96170df) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cooperative_groups.h>
 
 #include "check.h"

@@ -12,10 +12,8 @@
 //         float one but the same registers once widened, so step 11 ran one
 //         1024-thread block an SM at wide rows, as step 10 did, with nothing
 //         loading while it waited at its barriers.
-// Effect: against step11_bf16 on an NVIDIA H200: 1.00x at 32768 x 1024, a tie; 1.37x at 1024
-//         x 32768, a win; † measured on an earlier version of rows/step11_bf16 (at 96170df),
-//         rows/step16_bf16_cluster (at 96170df) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cuda_bf16.h>
 #include <cooperative_groups.h>
 

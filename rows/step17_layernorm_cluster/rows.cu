@@ -14,10 +14,8 @@
 //         the row stays on chip up to 2^20 floats: x is read once, not three
 //         times. Rows that fit one block were read once already, and there
 //         the cluster's barriers measured no faster.
-// Effect: against step13_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a tie;
-//         1.28x at 512 x 128256, a win; † measured on an earlier version of
-//         rows/step13_layernorm_aligned (at 9c4b3db), rows/step17_layernorm_cluster (at
-//         9c4b3db) (make docs writes this from plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cooperative_groups.h>
 
 #include "check.h"

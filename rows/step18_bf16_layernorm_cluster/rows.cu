@@ -11,11 +11,8 @@
 // Why it helps: widened to float, a bfloat16 row takes the registers and
 //         shared memory of a float row, so past about 90000 elements step 14 read
 //         each row three times; 8 blocks hold 524288 on chip.
-// Effect: against step14_bf16_layernorm_aligned on an NVIDIA H200: 1.00x at 32768 x 1024, a
-//         tie; 1.12x at 512 x 128256, a win; † measured on an earlier version of
-//         rows/step14_bf16_layernorm_aligned (at 9c4b3db),
-//         rows/step18_bf16_layernorm_cluster (at 9c4b3db) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <type_traits>

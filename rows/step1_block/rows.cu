@@ -8,10 +8,8 @@
 //         load is 128 contiguous bytes, 4 sectors instead of 32. Short rows
 //         leave most of the block idle: a row of 31 floats keeps 31 of 256
 //         threads busy.
-// Effect: against step0_thread on an NVIDIA H200: 3.35x at 32768 x 1024, a win; 239.37x at
-//         256 x 65536, a win; † measured on an earlier version of rows/step0_thread (at
-//         8cb8874), rows/step1_block (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -6,10 +6,8 @@
 // Why it helps: a row of 1024 floats is 32 per lane: every lane is busy,
 //         the tree is 5 shuffles long and needs no barrier and no shared
 //         memory, and 8 rows share one block's launch cost.
-// Effect: against step1_block on an NVIDIA H200: 1.15x at 32768 x 1024, a win; 1.84x at
-//         65536 x 768, a win; † measured on an earlier version of rows/step1_block (at
-//         8cb8874), rows/step2_warp (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

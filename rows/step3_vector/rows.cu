@@ -7,10 +7,8 @@
 // Why it helps: a quarter of the load instructions for the same bytes, and
 //         UNROLL x 16 bytes in flight per lane instead of 4: more of the
 //         memory latency is hidden (part 1, steps 6 and 8).
-// Effect: against step2_warp on an NVIDIA H200: 1.08x at 32768 x 1024, a win; 3.59x at 256 x
-//         65536, a win; † measured on an earlier version of rows/step2_warp (at 8cb8874),
-//         rows/step3_vector (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -7,10 +7,8 @@
 // Why it helps: 256 rows of 65536 floats are 256 warps with a warp per row,
 //         under 2 per SM: too few loads in flight to cover the memory's
 //         latency. With G = 1024 the same rows keep 8192 warps busy.
-// Effect: against step3_vector on an NVIDIA H200: 1.00x at 32768 x 1024, a tie; 3.16x at 256
-//         x 65536, a win; † measured on an earlier version of rows/step3_vector (at
-//         8cb8874), rows/step4_group (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -9,10 +9,8 @@
 // Why it is still fast: the row is read three times, but a row is 4 KB at
 //         1024 columns, so its second and third reads mostly hit the 60 MB
 //         L2; DRAM sees about one read and one write.
-// Effect: the first LayerNorm: 86.8 us at 32768 x 1024 on an NVIDIA H200, 73% of the copy
-//         kernel's bandwidth; † measured on an earlier version of rows/copy (at 8cb8874),
-//         rows/step5_layernorm (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -9,10 +9,8 @@
 // Why it helps: the row crosses the memory bus once, and every load of a
 //         thread is in flight before the first add needs one; the variance
 //         is still two-pass, around the mean, but costs no second read.
-// Effect: against step5_layernorm on an NVIDIA H200: 1.32x at 32768 x 1024, a win; 1.96x at
-//         8192 x 4096, a win; † measured on an earlier version of rows/step5_layernorm (at
-//         8cb8874), rows/step6_registers (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

@@ -9,10 +9,8 @@
 // Why it helps: a row of 65536 floats is 256 KB, more than either the
 //         register file or shared memory gives one block, but not more than
 //         both: it is read once instead of three times.
-// Effect: against step6_registers on an NVIDIA H200: 0.99x at 32768 x 1024, a loss; 1.33x at
-//         256 x 65536, a win; † measured on an earlier version of rows/step6_registers (at
-//         8cb8874), rows/step7_wide (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 

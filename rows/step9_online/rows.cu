@@ -8,10 +8,8 @@
 // Why it helps: such a row is read twice instead of three times. The same
 //         rescaling lets FlashAttention compute a softmax block by block
 //         without ever holding a whole row.
-// Effect: against step8_softmax on an NVIDIA H200: 0.99x at 32768 x 1024, a tie; 1.28x at
-//         512 x 128256, a win; † measured on an earlier version of rows/step8_softmax (at
-//         8cb8874), rows/step9_online (at 8cb8874) (make docs writes this from
-//         plots/reference/h200-rows.csv).
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 
