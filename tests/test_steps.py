@@ -109,6 +109,18 @@ class Tree(unittest.TestCase):
         self.assertEqual(prev("rows/step5_norm_aligned_bf16"), "rows/step3_norm_bf16")
         self.assertIsNone(prev("rows/step0_sum"))
 
+    def test_an_ops_first_step_follows_one_of_its_element_type(self):
+        # A float op's first step after a bfloat16 one is read beside (and
+        # diffed against) the float step before it, not the bfloat16 one.
+        self.write("rows/step6_rms/rows.cu", "const enum row_op step_op = ROW_RMSNORM;\n")
+        self.assertEqual(steps.previous_step(self.root, "rows/step6_rms"), "rows/step4_norm_aligned")
+        self.assertEqual(steps.diff_base(self.root, "rows/step6_rms"), "rows/step4_norm_aligned")
+        self.write("rows/step7_rms_bf16/rows.cu",
+                   "const enum row_op step_op = ROW_RMSNORM;\nconst enum row_dtype step_dtype = ROW_BF16;\n")
+        self.assertEqual(steps.previous_step(self.root, "rows/step7_rms_bf16"),
+                         "rows/step5_norm_aligned_bf16")
+        self.assertEqual(steps.diff_base(self.root, "rows/step7_rms_bf16"), "rows/step6_rms")
+
     def test_diff_base(self):
         base = lambda name: steps.diff_base(self.root, name)  # noqa: E731
         self.assertEqual(base("rows/step3_norm_bf16"), "rows/step1_norm")   # its float twin

@@ -128,7 +128,8 @@ def _earlier(root, name, source):
 
 def previous_step(root, name, source=False):
     """The step name's ratios and counters are read beside: in part 2 the
-    nearest lower-numbered step of the same op, else the nearest
+    nearest lower-numbered step of the same op, else (an op's first step) the
+    nearest of the same element type, float or bfloat16, else the nearest
     lower-numbered step; in part 1 the nearest lower-numbered step. None
     for a baseline and a first step."""
     if schema.step_number(name) is None:
@@ -136,7 +137,10 @@ def previous_step(root, name, source=False):
     earlier = _earlier(root, name, source)
     if part_of(name):
         op = row_op(root, name)
-        earlier = [d for d in earlier if op and row_op(root, d) == op] or earlier
+        bf16 = op.endswith("_bf16")
+        earlier = ([d for d in earlier if op and row_op(root, d) == op]
+                   or [d for d in earlier if op and row_op(root, d).endswith("_bf16") == bf16]
+                   or earlier)
     return earlier[-1] if earlier else None
 
 
