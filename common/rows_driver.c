@@ -371,12 +371,16 @@ static void fresh_rows_next(struct fresh_rows *fr, float *h_x, size_t rows, size
             h_sum[fr->at[k]] = stored_sum(h_x[fr->at[k]], h_res[fr->at[k]], b->bf16);
     }
     for (int k = 0; k < count; k++) {
-        size_t i = at[k];
-        int e = 0;
-        frexp(fmax(fabs((double)h_x[i]), 0.5), &e);   /* |x| < 2^e */
+        size_t i = at[k], row0 = fr->row[k] * cols;
+        /* A masked value (-inf) would stay -inf: take the row's next finite one. */
+        for (size_t c = 1; c < cols && !isfinite(h_x[i]); c++)
+            i = row0 + (at[k] - row0 + c) % cols;
         fr->at[k] = i;
         fr->was[k] = h_x[i];
-        set_element(b, h_x, i, (float)((double)h_x[i] + fr->f.sign * ldexp(1.0, e + 1)));
+        if (!isfinite(h_x[i]))   /* a row masked whole: nothing to change */
+            continue;
+        double step = fresh_row_step(h_x + row0, cols, i - row0, step_op);
+        set_element(b, h_x, i, (float)((double)h_x[i] + fr->f.sign * step));
         if (b->add)
             h_sum[i] = stored_sum(h_x[i], h_res[i], b->bf16);
     }

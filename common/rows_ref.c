@@ -307,6 +307,25 @@ static void merge(struct row_verdict *into, const struct row_verdict *part)
     }
 }
 
+double fresh_row_step(const float *row, size_t cols, size_t c, enum row_op op)
+{
+    int e = 0;
+    frexp(fmax(fabs((double)row[c]), 0.5), &e);   /* |x_c| < 2^e */
+    double step = ldexp(1.0, e + 1);
+    if (op != ROW_SUM)
+        return step;
+    struct row_stats s;
+    row_stats(row, cols, &s);
+    for (int k = 0; k < 64; k++) {   /* a vacuous tolerance (TOLERANCE_K_MAX) stops here */
+        double sum_abs = s.sum_abs + step;   /* at most, once x_c moved by step */
+        struct reference ref = {s.sum, sum_abs, s.exact && sum_abs < EXACT_SUM_LIMIT};
+        if (step > 4.0 * tolerance(cols, ref))
+            break;
+        step *= 2.0;
+    }
+    return step;
+}
+
 static void check_row(enum row_op op, enum row_dtype dtype, const float *xr, size_t r, size_t cols, const float *gamma,
                       const float *beta, double eps, const float *y, const float *mean,
                       const float *rstd, struct row_verdict *v)

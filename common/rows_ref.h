@@ -85,6 +85,15 @@ struct row_stats {
 };
 void row_stats(const float *x, size_t cols, struct row_stats *s);
 
+/* The change a timed run's fresh input makes to element c of a row (which
+ * must be finite): 2^(e+1) where |x_c| < 2^e (at least 2), so integers stay
+ * integers and every op's outputs move past their tolerance. A row sum's
+ * tolerance grows with the row (g(cols - 1) sum |x|): there the change is
+ * doubled until it is over four times the tolerance the changed row has, so
+ * an honest sum sits nearer the new sum than the old one (fresh_moved), in
+ * any order of adds. */
+double fresh_row_step(const float *row, size_t cols, size_t c, enum row_op op);
+
 /* LayerNorm's error bounds for one row, for float arithmetic in any order of
  * adds (tests/unit_tests.c derives them step by step and tries them):
  *   mean:  |mean' - mean| <= dm = g(cols + 1) * mean|x|; when the row's sum is

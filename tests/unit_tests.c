@@ -413,6 +413,69 @@ static void test_fresh(void)
     EXPECT(!above_peak(5945.0, 0.0, 1));      /* no peak known */
 }
 
+/* A sum of blocks of 256 in float, then of the blocks' sums: a GPU's order. */
+static float sum_blocks(const float *x, size_t n)
+{
+    float total = 0.0f;
+    for (size_t b = 0; b < n; b += 256) {
+        float s = 0.0f;
+        for (size_t i = b; i < n && i < b + 256; i++)
+            s += x[i];
+        total += s;
+    }
+    return total;
+}
+
+static double sum_double(const float *x, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    return s;
+}
+
+/* Part 2's change to a row before a timed run (fresh_rows in rows_driver.c). */
+static void test_fresh_rows(void)
+{
+    /* Any op: 2^(e+1) where |x| < 2^e, at least 2: integers stay integers. */
+    float r3[3] = {0.25f, -3.0f, 100.0f};
+    EXPECT(fresh_row_step(r3, 3, 0, ROW_LAYERNORM) == 2.0);
+    EXPECT(fresh_row_step(r3, 3, 1, ROW_SOFTMAX) == 8.0);
+    EXPECT(fresh_row_step(r3, 3, 2, ROW_RMSNORM) == 256.0);
+    float ints[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    EXPECT(fresh_row_step(ints, 4, 3, ROW_SUM) == 16.0);   /* exact: no tolerance to clear */
+    /* A row sum: the change clears four times the changed row's tolerance,
+     * so an honest sum, in a chain or in blocks, sits nearer the new sum
+     * than the old one, at every width and fill. (With 2^(e+1) alone the
+     * wide fill's chained sums failed here at 32768 columns and up.) */
+    const enum fill_kind fills[] = {FILL_WIDE, FILL_POSITIVE, FILL_SHIFTED, FILL_RANDOM, FILL_EXACT};
+    const size_t widths[] = {33, 1000, 32768, 262144};
+    float *x = malloc(262144 * sizeof *x);
+    EXPECT(x != NULL);
+    if (x == NULL)
+        return;
+    int all = 1;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++)
+        for (size_t f = 0; f < sizeof fills / sizeof fills[0]; f++)
+            for (uint64_t seed = 1; seed <= 4; seed++) {
+                size_t cols = widths[w], c = (size_t)(splitmix64(seed) % cols);
+                fill_rows(x, 1, cols, fills[f], seed, 0);
+                double before = sum_double(x, cols);
+                double step = fresh_row_step(x, cols, c, ROW_SUM);
+                x[c] = (float)((double)x[c] + (seed % 2 ? step : -step));
+                double now = sum_double(x, cols);
+                struct row_stats s;
+                row_stats(x, cols, &s);
+                struct reference ref = {s.sum, s.sum_abs, s.exact};
+                all &= step > 4.0 * tolerance(cols, ref);
+                all &= fresh_moved(sum_sequential(x, cols), now, before);
+                all &= fresh_moved(sum_blocks(x, cols), now, before);
+                all &= fills[f] != FILL_EXACT || (s.exact && x[c] == floorf(x[c]));
+            }
+    EXPECT(all);
+    free(x);
+}
+
 static void test_stats(void)
 {
     double a[] = {5, 1, 4, 2, 3};
@@ -1435,6 +1498,7 @@ int main(void)
     test_tolerance();
     test_distinct();
     test_fresh();
+    test_fresh_rows();
     test_stats();
     test_csv();
     test_rows();
