@@ -265,6 +265,19 @@ class StaleMarkTests(unittest.TestCase):
         self.assertEqual(pages[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0],
                          now[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
 
+    def test_a_students_step_does_not_split_a_stale_part(self):
+        # Every shipped part 2 program stale, and a student's own step (no
+        # committed rows) beside them: the part is still named whole.
+        root = tempfile.mkdtemp(prefix="stale-part-")
+        self.addCleanup(shutil.rmtree, root)
+        shipped = [schema.program_dir(s) for s in schema.SHIPPED_ROWS]
+        for folder in shipped + ["rows/step99_mine"]:
+            os.makedirs(os.path.join(root, folder))
+            with open(os.path.join(root, folder, "rows.cu"), "w") as f:
+                f.write("const enum row_op step_op = ROW_SUM;\n")
+        self.assertEqual(stale.only_list(shipped, root), "rows")
+        self.assertEqual(stale.only_list(shipped[:-1], root).split(",")[0], shipped[0])
+
     def test_the_stale_line_names_the_program_and_the_command(self):
         found = stale.scan(ROOT, MovedHashes({"rows/step7_wide"}))
         line = stale.summary_line(found, ROOT)

@@ -160,9 +160,13 @@ def command_for(path, programs):
 
 
 def part_programs(root):
-    """{part: its program folders}: ONLY=sum and ONLY=rows name them all, as
-    make bench reads them."""
-    return {"sum": bench.program_dirs(root), "rows": bench.row_program_dirs(root)}
+    """{part: its shipped program folders}: when every one of them is stale,
+    ONLY=sum or ONLY=rows (and "every part 2 program" on a page) names them.
+    A student's own step has no committed rows, so it is never stale and must
+    not keep its part from being named whole."""
+    shipped = {schema.program_dir(s) for s in schema.SHIPPED + schema.SHIPPED_ROWS}
+    return {"sum": [d for d in bench.program_dirs(root) if d in shipped],
+            "rows": [d for d in bench.row_program_dirs(root) if d in shipped]}
 
 
 def only_list(folders, root):
