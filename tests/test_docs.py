@@ -849,6 +849,33 @@ class RowOpsTests(unittest.TestCase):
         # Step 8 follows a LayerNorm: its step before is step 7, of another op.
         self.assertEqual(rsrc.m.previous("rows/step8_softmax"), "rows/step7_wide")
 
+    def test_an_ops_first_step_is_beside_the_nearest_of_its_element_type(self):
+        # RMSNorm's first step (19) follows step 17, the float LayerNorm it
+        # builds on, not step 18 (bfloat16), in its counters and its ratios;
+        # its bfloat16 twin (20) is beside step 19, the step it converts.
+        import rows_docs
+        profile = os.path.join(ROOT, "plots", "reference", "h200-rows-profile.csv")
+        rsrc = rows_docs.RowSources(ROOT, self.REFERENCE, profile)
+        tr = (lambda text, **values: docs.tr(text, "en", **values))
+        for step, prev in (("rows/step19_rmsnorm", "rows/step17_layernorm_cluster"),
+                           ("rows/step20_bf16_rmsnorm", "rows/step19_rmsnorm"),
+                           ("rows/step12_bf16_layernorm", "rows/step7_wide")):
+            text = rows_docs.counters_block(rsrc, step, tr, docs.counter_row, docs.fmt_count)
+            self.assertIn(f"| counter | previous ({prev}", text, step)
+        rows, path = [], os.path.join(tempfile.mkdtemp(), "h200-rows.csv")
+        self.addCleanup(shutil.rmtree, os.path.dirname(path))
+        import csv
+        with open(self.REFERENCE, newline="") as f:
+            rows = list(csv.DictReader(f))
+        rows += [dict(r, step="rows/step19_rmsnorm", op="rmsnorm") for r in rows
+                 if r["step"] == "rows/step17_layernorm_cluster"]
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        m = rows_docs.RowSources(ROOT, path, None).m
+        self.assertEqual(m.previous("rows/step19_rmsnorm"), "rows/step17_layernorm_cluster")
+
     def test_bf16_tables_against_the_bf16_copy(self):
         """bfloat16 steps get their own tables and chart, with the bfloat16 copy
         as their bar, and none of it while no bfloat16 step is measured."""

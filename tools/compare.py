@@ -469,15 +469,19 @@ class RowMeasurements(RunIndex):
 
     def previous(self, step):
         """The nearest lower-numbered step of the file computing the same op,
-        else the nearest of any op (bench.previous_step's rule): which step
-        that is does not depend on runs; its figures beside step's come from
-        step's run (within()), and a run without it has none to show. A
-        baseline (rows/copy, rows/cub) has none."""
+        else (an op's first step) the nearest of the same element type, else
+        the nearest of any op (bench.previous_step's rule): which step that is
+        does not depend on runs; its figures beside step's come from step's run
+        (within()), and a run without it has none to show. A baseline
+        (rows/copy, rows/cub) has none."""
         if schema.step_number(step) is None:
             return None
+        op = self.op(step)
         earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
-        same = [s for s in earlier if self.op(s) and self.op(s) == self.op(step)]
-        earlier = same or earlier
+        same = [s for s in earlier if self.op(s) and self.op(s) == op]
+        kind = [s for s in earlier if self.op(s) and op and
+                self.op(s).endswith("_bf16") == op.endswith("_bf16")]
+        earlier = same or kind or earlier
         return earlier[-1] if earlier else None
 
     def ceiling(self, step):

@@ -297,11 +297,16 @@ def counters_block(rsrc, step, tr, counter_row, fmt_count):
     source = rsrc.path(counters.path)
     if step not in counters.steps:
         return tr("No counters for {step} in {source} yet.", step=step, source=source)
-    # Beside the step before of the same op (step 13 beside step 7); a first
-    # bfloat16 step beside its float twin, the step it converts.
-    prev = rsrc.m.previous(step)
-    if prev is None or rsrc.m.op(prev) != rsrc.m.op(step):
-        prev = rsrc.m.float_twin(step) or counters.previous(step)
+    # Beside the step before of the same op (step 13 beside step 7); an op's
+    # first bfloat16 step beside its float twin, the step it converts; another
+    # op's first step beside the nearest of its element type (19 beside 17).
+    # Read from the sources (tools/steps.py), so a step profiled before it is
+    # benched is set beside the same step.
+    prev = steps.previous_step(rsrc.root, step, source=True)
+    twin = steps.float_twin(rsrc.root, step, source=True)
+    if twin and (prev is None or steps.row_op(rsrc.root, prev) != steps.row_op(rsrc.root, step)):
+        prev = twin
+    prev = prev or counters.previous(step)
     marks = stale.Marks(stale.rows_stale(rsrc.hashes), counters.path)
     lines = [tr("| counter | previous ({prev}) | this step ({step}) | change |",
                 prev=marks.cell(prev, counters.version(prev)) if prev else NONE_MARK,
