@@ -204,8 +204,16 @@ class Runner:
                 times, (h, y) = self.time(self.prepare(add_rms, compiled, x, res, gamma))
                 hd = (x.float() + res.float()).to(x.dtype).double()   # h as stored
                 ok_h = (h.double() - hd).abs().max().item() <= 2.0 ** -8 * hd.abs().max().item()
-            want = hd * torch.rsqrt((hd * hd).mean(dim=-1, keepdim=True) + EPS) * gamma.double()
-            err = ((y.double() - want).abs() / (1 + want.abs())).max().item()
+
+            def rel_err(hd):
+                want = hd * torch.rsqrt((hd * hd).mean(dim=-1, keepdim=True) + EPS) * gamma.double()
+                return ((y.double() - want).abs() / (1 + want.abs())).max().item()
+            err = rel_err(hd)
+            if op == "add_rmsnorm":
+                # torch.compile keeps the sum in float and normalises it unrounded
+                # (seen on the H200: 0.005 from h as stored, over the bfloat16
+                # bound): either order is right, so y is held to the nearer one.
+                err = min(err, rel_err(x.double() + res.double()))
             ok = err <= rel and (op == "rmsnorm" or ok_h)
         elif op == "softmax":
             times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Part 2's bench with PyTorch, over calls that may each land on a fresh machine.
-#   PHASE=W OPS=<compiled ops> : build; torch_rows.py once over the bench's 12 shapes, serially as
+#   PHASE=W OPS=<compiled ops> : torch_rows.py once over the bench's 12 shapes, serially as
 #       bench does (no other GPU work: Triton's autotuning picks the same configs), untimed; then
 #       the cache (build/torch-cache) comes home as $OUT/W/cache.tgz (split if > 15 MiB).
 #       Here: mkdir -p build && tar xzf <files>/cache.tgz -C build; carry ["build/torch-cache", ".devwork"].
@@ -13,7 +13,7 @@ T0=$(date +%s); el() { echo "   [t+$(( $(date +%s) - T0 )) s]"; }
 left() { echo $(( ${BUDGET:-560} - ($(date +%s) - T0) )); }
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
 du -sh build/torch-cache 2>/dev/null
-make -j16 all > $L/build.log 2>&1; echo "build rc=$?"; el
+[ "$PHASE" = W ] || { make -j16 all > $L/build.log 2>&1; echo "build rc=$?"; el; }   # PyTorch needs none of ours
 if [ "$PHASE" = W ]; then
   shapes=$(python3 -c "import sys; sys.path.insert(0,'tools'); import bench; print(','.join(f'{a}x{b}' for a,b in bench.ROW_SHAPES))")
   timeout $(( $(left) - 40 )) /opt/torch/.venv/bin/python tools/torch_rows.py --csv build/torch-warm.csv \
