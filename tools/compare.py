@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 
 import schema
+import steps
 
 # The two sizes every table and the progression chart use: 2^25 floats
 # (128 MiB, the seed articles' size) and 2^28 floats (1 GiB, far beyond L2).
@@ -476,13 +477,8 @@ class RowMeasurements(RunIndex):
         (rows/copy, rows/cub) has none."""
         if schema.step_number(step) is None:
             return None
-        op = self.op(step)
         earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
-        same = [s for s in earlier if self.op(s) and self.op(s) == op]
-        kind = [s for s in earlier if self.op(s) and op and
-                self.op(s).endswith("_bf16") == op.endswith("_bf16")]
-        earlier = same or kind or earlier
-        return earlier[-1] if earlier else None
+        return steps.nearest_of_op(self.op(step), earlier, self.op)
 
     def ceiling(self, step):
         """What a program is measured against: the copy for ops that write a row

@@ -136,12 +136,20 @@ def previous_step(root, name, source=False):
         return None
     earlier = _earlier(root, name, source)
     if part_of(name):
-        op = row_op(root, name)
-        bf16 = op.endswith("_bf16")
-        earlier = ([d for d in earlier if op and row_op(root, d) == op]
-                   or [d for d in earlier if op and row_op(root, d).endswith("_bf16") == bf16]
-                   or earlier)
+        return nearest_of_op(row_op(root, name), earlier, lambda d: row_op(root, d))
     return earlier[-1] if earlier else None
+
+
+def nearest_of_op(op, earlier, op_of):
+    """Part 2's rule for the step before (earlier in step order; op_of(step)
+    gives a step's op, '' if unknown): the last of the same op, else the last
+    of the same element type, else the last. The one rule, for the sources
+    (previous_step) and for the results (compare.RowMeasurements)."""
+    bf16 = op.endswith("_bf16")
+    same = ([d for d in earlier if op and op_of(d) == op]
+            or [d for d in earlier if op and op_of(d) and op_of(d).endswith("_bf16") == bf16]
+            or earlier)
+    return same[-1] if same else None
 
 
 def started_from(root, name):
