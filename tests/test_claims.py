@@ -493,6 +493,29 @@ class TargetTests(unittest.TestCase):
                 self.assertLess(speedup, high, f"{this} against {prev}: {speedup:.3f}x {why}")
 
 
+class HomeworkExampleTests(unittest.TestCase):
+    """The pages' `make new NAME=stepK_...` examples name the number make new
+    accepts now (the next free one): a shipped step that takes it turns the
+    newcomer's first command into an error."""
+
+    PAGES = ("README.md", "README.zh-CN.md", "rows/README.md", "rows/README.zh-CN.md")
+
+    def test_make_new_examples_use_the_next_free_number(self):
+        import steps
+        free = {"": steps.next_free(ROOT, "", source=True),
+                "rows/": steps.next_free(ROOT, steps.ROWS, source=True)}
+        seen = 0
+        for page in self.PAGES:
+            with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+                text = f.read()
+            for part, number in re.findall(r"make new NAME=(rows/)?step(\d+)_", text):
+                seen += 1
+                self.assertEqual(int(number), free[part],
+                                 f"{page}: make new NAME={part}step{number}_...: the next free "
+                                 f"number is {free[part]}")
+        self.assertGreaterEqual(seen, 6)
+
+
 class EffectLineTests(unittest.TestCase):
     """Every shipped step's source has one '// Effect:' comment, the same in
     every step: it sends the reader to the README beside it, whose tables
