@@ -397,6 +397,12 @@ SUMMARIES = {
         "簇 LayerNorm：一个线程块装不下的宽行，分给一个线程块簇的各个线程块。",
     "bfloat16 cluster LayerNorm: step 17's cluster LayerNorm on bfloat16 rows.":
         "bfloat16 的簇 LayerNorm：把第 17 步的簇 LayerNorm 用在 bfloat16 的行上。",
+    "RMSNorm: no mean to take away, so one reduction a row where LayerNorm has two.":
+        "RMSNorm：不用减去均值，所以每行只要一次归约，LayerNorm 要两次。",
+    "bfloat16 RMSNorm: step 19's RMSNorm on bfloat16 rows.":
+        "bfloat16 的 RMSNorm：把第 19 步的 RMSNorm 用在 bfloat16 的行上。",
+    "The residual add, fused: h = x + residual written out and normalised in the same pass.":
+        "融合残差加法：h = x + residual 写出去，并在同一趟里做归一化。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
