@@ -141,6 +141,23 @@ class Tree(unittest.TestCase):
         self.write("step10_d/reduce.cu", "// Started from step7_gone by make new: ...\n")
         self.assertEqual(steps.diff_base(self.root, "step10_d", source=True), "step2_c")
 
+    def test_a_step_made_from_an_earlier_one_branches_off(self):
+        """A step started from a step other than the one before it is a side
+        lesson: its op's last step is read before it."""
+        self.write("rows/step6_norm_welford/rows.cu", "// Started from step1_norm by make new: ...\n"
+                   "const enum row_op step_op = ROW_LAYERNORM;\n")
+        self.assertTrue(steps.branches_off(self.root, "rows/step6_norm_welford"))
+        # Started from the step before it (make new without FROM): the line goes on.
+        self.write("rows/step6_norm_welford/rows.cu", "// Started from step4_norm_aligned by make "
+                   "new: ...\nconst enum row_op step_op = ROW_LAYERNORM;\n")
+        self.assertFalse(steps.branches_off(self.root, "rows/step6_norm_welford"))
+        for name in ("rows/step4_norm_aligned", "rows/step5_norm_aligned_bf16", "step2_c"):
+            self.assertFalse(steps.branches_off(self.root, name))
+        # The shipped tree: step 22 (Welford) branches off step 13, so step 17
+        # stays LayerNorm's last step in the tables.
+        self.assertTrue(steps.branches_off(ROOT, "rows/step22_welford"))
+        self.assertFalse(steps.branches_off(ROOT, "rows/step17_layernorm_cluster"))
+
     def test_bench_reads_the_same_answer(self):
         """One implementation: bench's names are this module's functions."""
         self.assertIs(bench.previous_step, steps.previous_step)

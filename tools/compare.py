@@ -464,8 +464,9 @@ class RowMeasurements(RunIndex):
         return ""
 
     def last_step(self, op):
-        """The highest-numbered step computing op (sum, layernorm, ...)."""
-        found = [s for s in self.steps if self.op(s) == op]
+        """The highest-numbered step computing op (sum, layernorm, ...), less
+        the steps that branch off an earlier one (steps.branches_off)."""
+        found = [s for s in self.steps if self.op(s) == op and not steps.branches_off(steps.REPO, s)]
         return found[-1] if found else None
 
     def previous(self, step):

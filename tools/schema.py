@@ -39,7 +39,7 @@ SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "row
                 "rows/step15_cluster", "rows/step16_bf16_cluster",
                 "rows/step17_layernorm_cluster", "rows/step18_bf16_layernorm_cluster",
                 "rows/step19_rmsnorm", "rows/step20_bf16_rmsnorm",
-                "rows/step21_bf16_add_rmsnorm") + ROW_BASELINES
+                "rows/step21_bf16_add_rmsnorm", "rows/step22_welford") + ROW_BASELINES
 
 
 def step_number(name):

@@ -166,6 +166,16 @@ def started_from(root, name):
     return origin if os.path.isfile(os.path.join(root, origin, source_file(name))) else None
 
 
+def branches_off(root, name):
+    """Whether name was started (make new FROM=K) from a step other than the
+    step before it: a side lesson off an earlier step (step 22's Welford
+    LayerNorm off step 13), not the end of its op's line. Its op's last step
+    (compare.RowMeasurements.last_step, the tables of each op's last step)
+    is then the one before it."""
+    origin = started_from(root, name)
+    return origin is not None and origin != previous_step(root, name, source=True)
+
+
 def diff_base(root, name, source=False):
     """The step whose diff against name is name's lesson (make diff, and the
     diff block of its README): None for a baseline and a first step; else

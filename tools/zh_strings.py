@@ -403,6 +403,8 @@ SUMMARIES = {
         "bfloat16 的 RMSNorm：把第 19 步的 RMSNorm 用在 bfloat16 的行上。",
     "The residual add, fused: h = x + residual written out and normalised in the same pass.":
         "融合残差加法：h = x + residual 写出去，并在同一趟里做归一化。",
+    "Welford LayerNorm: one read for the mean and the variance, merged with Chan's formula.":
+        "Welford LayerNorm：读一遍同时得到均值和方差，用 Chan 的公式合并。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
