@@ -100,7 +100,10 @@ double fresh_row_step(const float *row, size_t cols, size_t c, enum row_op op);
  *          exact (s->exact: integers, sum|x| < 2^24, so any order of adds is
  *          exact) only the division, or a product with a rounded 1 / cols,
  *          rounds: dm = g(2) |mean|, at any width. (This assumes the mean is
- *          formed from the row's sum, as every step here does.)
+ *          formed from the row's sum, as every step but 22 does. Step 22's
+ *          mean is the count-weighted average, in double, of chunk means,
+ *          each from its chunk's sum and exact on integer rows: within the
+ *          same dm once rounded to float.)
  *   var:   relative error of var' + eps <= rho_v
  *          = (g(cols + 2) * var + (1 + g(cols + 2)) * dm^2) / (var + eps) + 2u
  *   rstd:  relative error <= rho_r = rho_v / 2 + (2 MATH_ULPS + 1) u (+ rho_v^2)

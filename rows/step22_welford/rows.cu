@@ -4,7 +4,7 @@
 //         read it three times: the mean, the variance around it, then y.
 //         Now the first read gives both: each thread keeps a count, a mean
 //         and M2 (the sum of squares around that mean) and folds in each
-//         chunk of 16 floats with the merge of Chan, Golub and LeVeque;
+//         chunk of UNROLL packs (16 floats) with the merge of Chan, Golub and LeVeque;
 //         lanes, then warps, merge the same way. Merges run in double.
 // Why it helps: two reads and a write instead of three reads and a write,
 //         a quarter fewer bytes, with no E[x^2] - E[x]^2 cancellation.
@@ -55,8 +55,9 @@ __device__ float group_allreduce(float sum, float *s_warp)
 
 // A part of a row: its count, its mean and M2 = the sum of (x - mean)^2.
 // Double: a merge's shares nb / n round in float unless the counts are
-// powers of two, and integer rows must come out exact. There are only
-// cols / 16 + log2(G) merges a row, not one per float.
+// powers of two, and integer rows must come out exact once rounded to
+// float. A thread makes cols / (16 G) + 5 + G / 32 merges (about 45 at
+// 128256 columns), not one per float.
 struct Moments {
     double n, mean, m2;
 };
@@ -234,7 +235,7 @@ __global__ void layernorm_kernel(const float *g_x, float *g_y, float *g_mean, fl
     unsigned int t = threadIdx.x % G;   // this thread's place in its row's group
     unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
     // A group past the last row reads nothing but stays: the barriers in
-    // group_allreduce need every thread of the block.
+    // group_allmerge need every thread of the block.
     const float *x_row = g_x + (size_t)row * cols;
     float *y_row = g_y + (size_t)row * cols;
     RowSplit split = (SPLIT && row < rows) ? split_row<PACK>(x_row, cols)
@@ -250,7 +251,8 @@ __global__ void layernorm_kernel(const float *g_x, float *g_y, float *g_mean, fl
     float e_tail = (t < split.tail) ? x_row[cols - split.tail + t] : 0.0f;
 
     // Pass 1: the mean and the variance, from one read. UNROLL packs at a
-    // time are one chunk; a pack past the row's end leaves a smaller one.
+    // time are one chunk; the row's last packs, fewer than UNROLL, are a
+    // chunk each, so that every chunk's count is a power of two.
     Moments m = {0.0, 0.0, 0.0};
     if (t < split.head)
         m = chan_merge(m, {1.0, (double)e_head, 0.0});
@@ -276,7 +278,7 @@ __global__ void layernorm_kernel(const float *g_x, float *g_y, float *g_mean, fl
     float var = (float)(m.m2 / cols);
     float rstd = rsqrtf(var + eps);
 
-    // Pass 3: normalize, scale, shift, write.
+    // Pass 2: normalize, scale, shift, write.
     for (unsigned int i = t; i < packs; i += G) {
         float gamma[PACK], beta[PACK];
         load_pack<PACK>(x, i, v);
