@@ -31,10 +31,29 @@ UNROLL2 = [("    for (unsigned int i = t; i < packs; i += UNROLL * G) {\n       
             "            for (unsigned int k = 0; k < 2; k++)\n                if (i + k * G < packs)\n"
             "                    m = chan_merge(m, chunk_moments<1>(c, k));")]
 
+# The warps' parts merged by a second butterfly in every warp (lane w takes
+# warp w's part: 5 merges a thread instead of G / 32 = 32); lanes past the
+# group's warps hold empty parts, which chan_merge passes through exactly.
+SERIAL = ("        m = {0.0, 0.0, 0.0};\n"
+          "        for (unsigned int w = 0; w < G / WARP_SIZE; w++)\n"
+          "            m = chan_merge(m, {s_n[first + w], s_mean[first + w], s_m2[first + w]});\n")
+BUTTERFLY = ("        m = {0.0, 0.0, 0.0};\n"
+             "        if (lane < G / WARP_SIZE)\n"
+             "            m = {s_n[first + lane], s_mean[first + lane], s_m2[first + lane]};\n"
+             "#pragma unroll\n"
+             "        for (unsigned int offset = 1; offset < WARP_SIZE; offset <<= 1) {\n"
+             "            Moments o = {__shfl_xor_sync(FULL_MASK, m.n, offset),\n"
+             "                         __shfl_xor_sync(FULL_MASK, m.mean, offset),\n"
+             "                         __shfl_xor_sync(FULL_MASK, m.m2, offset)};\n"
+             "            m = (lane & offset) ? chan_merge(o, m) : chan_merge(m, o);\n"
+             "        }\n")
+
 VARIANTS = {
     "bounds2": [(KERNEL, BOUNDS)],          # ask for 32 registers: two blocks an SM
     "unroll2": UNROLL2,                     # chunks of 8 floats in the one-read pass
     "bounds2_unroll2": [(KERNEL, BOUNDS)] + UNROLL2,
+    "butterfly": [(SERIAL, BUTTERFLY)],
+    "butterfly_unroll2": [(SERIAL, BUTTERFLY)] + UNROLL2,
 }
 
 
