@@ -1,17 +1,26 @@
 #!/usr/bin/env python3
-"""Step 22's register variants for the next GPU session (not part of the tutorial).
+"""Variants for the next GPU session (not part of the tutorial).
 
-Step 22's one-read pass takes 56 registers, so one 1024-thread block fits an
-SM (occupancy 48% against step 13's 94%; wip-harness/NOTES.md). Each variant
-below is step 22's rows.cu with one text change, written to
-build/variants/<name>/rows.cu; wip-harness/step22_variants.sh builds and
-times them beside steps 13 and 22 in one device call.
+Each variant is a shipped step's rows.cu with text changes, written to
+build/variants/<name>/rows.cu (the folder name is what the timing script
+prints); wip-harness/step22_variants.sh builds and times each beside the step
+it comes from, in one device call. Two leads (wip-harness/NOTES.md):
+
+- Step 22's one-read pass takes 56 registers (one 1024-thread block an SM,
+  occupancy 48% against step 13's 94%) and every thread merges the 32 warps'
+  parts one after another, each with a division in double.
+- Issue 49 item 5: from step 4 on, a group's second level is a serial loop
+  over its warps' values in shared memory, in every thread. A shuffle
+  butterfly over the W = G / 32 values does it in log2(W) steps. Lane i takes
+  value i mod W, so every aligned run of W lanes holds all W values and ends
+  with the same bits (the operation is commutative): no identity element is
+  needed, for the sum or the max.
+Usage: python3 wip-harness/step22_variants.py  (prints "name base path" lines)
 """
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE = os.path.join(ROOT, "rows", "step22_welford", "rows.cu")
 
 KERNEL = "template <unsigned int G, unsigned int PACK, bool SPLIT>\n__global__ void layernorm_kernel("
 BOUNDS = ("template <unsigned int G, unsigned int PACK, bool SPLIT>\n"
@@ -30,48 +39,66 @@ UNROLL2 = [("    for (unsigned int i = t; i < packs; i += UNROLL * G) {\n       
             "                    m = chan_merge(m, chunk_moments<1>(c, k));",
             "            for (unsigned int k = 0; k < 2; k++)\n                if (i + k * G < packs)\n"
             "                    m = chan_merge(m, chunk_moments<1>(c, k));")]
+# Step 22: the warps' parts by a butterfly over W lanes, the lower lane's part first.
+MERGE_SERIAL = ("        m = {0.0, 0.0, 0.0};\n"
+                "        for (unsigned int w = 0; w < G / WARP_SIZE; w++)\n"
+                "            m = chan_merge(m, {s_n[first + w], s_mean[first + w], s_m2[first + w]});\n")
+MERGE_BUTTERFLY = ("        constexpr unsigned int W = G / WARP_SIZE;   // the group's warps\n"
+                   "        unsigned int w = lane % W;\n"
+                   "        m = {s_n[first + w], s_mean[first + w], s_m2[first + w]};\n"
+                   "#pragma unroll\n"
+                   "        for (unsigned int offset = 1; offset < W; offset <<= 1) {\n"
+                   "            Moments o = {__shfl_xor_sync(FULL_MASK, m.n, offset),\n"
+                   "                         __shfl_xor_sync(FULL_MASK, m.mean, offset),\n"
+                   "                         __shfl_xor_sync(FULL_MASK, m.m2, offset)};\n"
+                   "            m = (lane & offset) ? chan_merge(o, m) : chan_merge(m, o);\n"
+                   "        }\n")
+# Issue 49 item 5, the sum form (steps 13, 17, 19) and the op form (step 10).
+SUM_SERIAL = ("        sum = 0.0f;\n"
+              "        for (unsigned int w = 0; w < G / WARP_SIZE; w++)\n"
+              "            sum += s_warp[first + w];\n")
+SUM_BUTTERFLY = ("        constexpr unsigned int W = G / WARP_SIZE;   // the group's warps\n"
+                 "        sum = s_warp[first + threadIdx.x % W];\n"
+                 "#pragma unroll\n"
+                 "        for (unsigned int offset = W / 2; offset > 0; offset >>= 1)\n"
+                 "            sum += __shfl_xor_sync(FULL_MASK, sum, offset);\n")
+OP_SERIAL = ("        v = s_warp[first];\n"
+             "        for (unsigned int w = 1; w < G / WARP_SIZE; w++)\n"
+             "            v = op(v, s_warp[first + w]);\n")
+OP_BUTTERFLY = ("        constexpr unsigned int W = G / WARP_SIZE;   // the group's warps\n"
+                "        v = s_warp[first + threadIdx.x % W];\n"
+                "#pragma unroll\n"
+                "        for (unsigned int offset = W / 2; offset > 0; offset >>= 1)\n"
+                "            v = op(v, __shfl_xor_sync(FULL_MASK, v, offset));\n")
 
-# The warps' parts merged by a second butterfly in every warp (lane w takes
-# warp w's part: 5 merges a thread instead of G / 32 = 32); lanes past the
-# group's warps hold empty parts, which chan_merge passes through exactly.
-SERIAL = ("        m = {0.0, 0.0, 0.0};\n"
-          "        for (unsigned int w = 0; w < G / WARP_SIZE; w++)\n"
-          "            m = chan_merge(m, {s_n[first + w], s_mean[first + w], s_m2[first + w]});\n")
-BUTTERFLY = ("        m = {0.0, 0.0, 0.0};\n"
-             "        if (lane < G / WARP_SIZE)\n"
-             "            m = {s_n[first + lane], s_mean[first + lane], s_m2[first + lane]};\n"
-             "#pragma unroll\n"
-             "        for (unsigned int offset = 1; offset < WARP_SIZE; offset <<= 1) {\n"
-             "            Moments o = {__shfl_xor_sync(FULL_MASK, m.n, offset),\n"
-             "                         __shfl_xor_sync(FULL_MASK, m.mean, offset),\n"
-             "                         __shfl_xor_sync(FULL_MASK, m.m2, offset)};\n"
-             "            m = (lane & offset) ? chan_merge(o, m) : chan_merge(m, o);\n"
-             "        }\n")
-
-VARIANTS = {
-    "bounds2": [(KERNEL, BOUNDS)],          # ask for 32 registers: two blocks an SM
-    "unroll2": UNROLL2,                     # chunks of 8 floats in the one-read pass
-    "bounds2_unroll2": [(KERNEL, BOUNDS)] + UNROLL2,
-    "butterfly": [(SERIAL, BUTTERFLY)],
-    "butterfly_unroll2": [(SERIAL, BUTTERFLY)] + UNROLL2,
+STEP22 = "rows/step22_welford"
+VARIANTS = {   # name: (the step it comes from, [(old, new), ...])
+    "s22_bounds2": (STEP22, [(KERNEL, BOUNDS)]),    # ask for 32 registers: two blocks an SM
+    "s22_unroll2": (STEP22, UNROLL2),               # chunks of 8 floats in the one-read pass
+    "s22_bounds2_unroll2": (STEP22, [(KERNEL, BOUNDS)] + UNROLL2),
+    "s22_butterfly": (STEP22, [(MERGE_SERIAL, MERGE_BUTTERFLY)]),
+    "s22_butterfly_unroll2": (STEP22, [(MERGE_SERIAL, MERGE_BUTTERFLY)] + UNROLL2),
+    "s10_shuffle2": ("rows/step10_aligned", [(OP_SERIAL, OP_BUTTERFLY)]),
+    "s13_shuffle2": ("rows/step13_layernorm_aligned", [(SUM_SERIAL, SUM_BUTTERFLY)]),
+    "s17_shuffle2": ("rows/step17_layernorm_cluster", [(SUM_SERIAL, SUM_BUTTERFLY)]),
+    "s19_shuffle2": ("rows/step19_rmsnorm", [(SUM_SERIAL, SUM_BUTTERFLY)]),
 }
 
 
 def main():
-    with open(SOURCE, encoding="utf-8") as handle:
-        text = handle.read()
-    for name, edits in VARIANTS.items():
-        out = text
+    for name, (base, edits) in VARIANTS.items():
+        with open(os.path.join(ROOT, base, "rows.cu"), encoding="utf-8") as handle:
+            out = handle.read()
         for old, new in edits:
             if out.count(old) != 1:
-                sys.exit(f"step22_variants: {name}: the text to replace is not in step 22 once: "
-                         f"{old[:60]!r}")
+                sys.exit(f"step22_variants: {name}: the text to replace is not in {base} once "
+                         f"({out.count(old)} times): {old[:60]!r}")
             out = out.replace(old, new)
         folder = os.path.join(ROOT, "build", "variants", name)
         os.makedirs(folder, exist_ok=True)
         with open(os.path.join(folder, "rows.cu"), "w", encoding="utf-8") as handle:
             handle.write(out)
-        print(os.path.join(folder, "rows.cu"))
+        print(name, base, os.path.join(folder, "rows.cu"))
 
 
 if __name__ == "__main__":
