@@ -38,7 +38,8 @@ class VerifyTest(ScriptTest):
         self.assertEqual(sorted(os.listdir(self.out)),
                          ["h200-rows-bench.log", "h200-rows-profile.csv", "h200-rows.csv"])
         lines = proc.stdout.splitlines()
-        self.assertEqual(lines[-1], "verify: PASS: graded, profiled and timed")
+        # It says what ran: a skipped grade is not reported as graded.
+        self.assertEqual(lines[-1], "verify: PASS: profiled and timed (grade skipped)")
         self.assertIn("rows/step5_layernorm: shape, median us, GB/s, share of its bar, "
                       "vs previous, vs PyTorch, vs torch.compile", lines)
         self.assertTrue(any(re.match(r"  32768 x 1024 \| [\d.]+ \| \d+ \| \d+% \| — \| "
@@ -52,6 +53,16 @@ class VerifyTest(ScriptTest):
                          ["rows/step5_layernorm/run", "rows/step0_thread/run",
                           "rows/baseline_copy/run", "step9_singlepass/run",
                           "build/monitored/rows/step5_layernorm/run"])
+
+
+class WhatRanTest(ScriptTest):
+    def test_the_pass_line_names_what_ran(self):
+        sys.path.insert(0, os.path.join(REPO, "tools"))
+        import verify
+        self.assertEqual(verify.what_ran([]), "graded, profiled and timed")
+        self.assertEqual(verify.what_ran(["grade", "profile"]), "timed (grade, profile skipped)")
+        self.assertEqual(verify.what_ran(["bench", "grade", "profile"]),
+                         "nothing run (grade, profile, bench skipped)")
 
 
 if __name__ == "__main__":

@@ -163,6 +163,17 @@ def sum_table(path, named):
     return lines
 
 
+def what_ran(skip):
+    """The PASS line's words: what this run did, and what it was told to skip
+    (a skipped grade is no pass of the grader's)."""
+    done = [word for word, part in (("graded", "grade"), ("profiled", "profile"), ("timed", "bench"))
+            if part not in skip]
+    text = (", ".join(done[:-1]) + " and " + done[-1] if len(done) > 1 else
+            done[0] if done else "nothing run")
+    skipped = [part for part in ("grade", "profile", "bench") if part in skip]
+    return text + (f" ({', '.join(skipped)} skipped)" if skipped else "")
+
+
 def verify(args):
     named, _ = plan(args.root, args.only)
     if os.path.isdir(args.verify_dir):
@@ -216,7 +227,7 @@ def verify(args):
     if runner.failed:
         lines.append(f"verify: FAILED: {'; '.join(runner.failed)}")
     else:
-        lines.append("verify: PASS: graded, profiled and timed")
+        lines.append("verify: PASS: " + what_ran(args.skip))
     text = "\n".join(lines) + "\n"
     with open(os.path.join(args.verify_dir, "summary.txt"), "w") as handle:
         handle.write(text)
