@@ -190,7 +190,8 @@ def main():
     missing = [p for p in programs + [f for f, _ in broken] for p in (p, twin(p))
                if not os.access(p, os.X_OK)]
     if missing:
-        print(f"gpu: not built: {', '.join(missing)} (run make test, which builds them)")
+        print(f"gpu: not built: {', '.join(missing)} (make test builds them; so does "
+              f"make {' '.join(missing)})")
         print("gpu: 0 passed, 1 failed")
         return 1
 
