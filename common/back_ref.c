@@ -5,6 +5,7 @@
 
 #define U 0x1p-24          /* float's unit roundoff */
 #define MARGIN 0x1p-20     /* the second-order terms, relative */
+#define EXACT_FILL_MAX ((size_t)1 << 20)   /* rows and cols of the exact fill */
 
 /* g(k) = k u / (1 - k u): the relative error bound of k roundings. */
 static double g(double k)
@@ -62,6 +63,115 @@ double ln_dgamma_tol(size_t rows, double dgamma_mag, double dgamma_amag)
 double ln_dbeta_tol(size_t rows, double dbeta_mag)
 {
     return g((double)rows) * dbeta_mag * (1.0 + MARGIN);
+}
+
+/* A counter-based generator (splitmix64): value i of a seed, whatever the
+ * order the fill asks for them in. */
+static unsigned long long mix(unsigned long long z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* An integer in lo..hi from value i of the seed. */
+static long pick(unsigned long long seed, unsigned long long i, long lo, long hi)
+{
+    return lo + (long)(mix(seed * 0x100000001b3ull + i) % (unsigned long long)(hi - lo + 1));
+}
+
+/* n / d rounded to the nearest integer (d > 0). */
+static long nearest(long n, long d)
+{
+    return n >= 0 ? (n + d / 2) / d : -((-n + d / 2) / d);
+}
+
+int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *x,
+                           float *dy, float *gamma, float *mean, float *rstd)
+{
+    /* Past this, a column's sum over the rows could pass 2^24 halves. */
+    if (rows == 0 || cols == 0 || rows > EXACT_FILL_MAX || cols > EXACT_FILL_MAX ||
+        26.0 * (double)rows + 10.0 * (double)cols >= 0x1p24)
+        return -1;
+    static const float rstds[3] = {0.5f, 1.0f, 2.0f};
+    long n = (long)cols;
+    for (size_t j = 0; j < cols; j++)
+        gamma[j] = pick(seed, j, 0, 1) ? 1.0f : -1.0f;
+    for (size_t r = 0; r < rows; r++) {
+        unsigned long long rs = seed + 0x9e37ull * (r + 1);
+        float *xr = x + r * cols, *dyr = dy + r * cols;
+        long c0 = pick(rs, 0, -1000, 1000);   /* the mean: an integer, exact in float */
+        mean[r] = (float)c0;
+        rstd[r] = rstds[pick(rs, 1, 0, 2)];
+        for (size_t j = 0; j < cols; j++) {
+            xr[j] = (float)c0;
+            dyr[j] = (float)pick(rs, 2 + cols + j, -4, 4);
+        }
+        if (cols < 3)
+            continue;   /* k = 0 and N <= 2: every sum and quotient is exact already */
+        /* Columns a and b get k = 0 and 1 and their dy solved for, c gets
+         * k = -1; the others come in pairs of k = t and -t, a last one alone
+         * k = 0: every |k| <= 1, and the row's k sum to 0. They rotate. */
+        size_t a = (2 * r) % cols, b = (2 * r + 1) % cols, c = (2 * r + 2) % cols;
+        xr[b] = (float)(c0 + 1);
+        xr[c] = (float)(c0 - 1);
+        long t = 0;
+        int second = 0;
+        for (size_t j = 0; j < cols; j++) {
+            if (j == a || j == b || j == c)
+                continue;
+            t = second ? -t : pick(rs, 2 + j, -1, 1);
+            second = !second;
+            xr[j] = (float)(c0 + t);
+        }
+        if (second)   /* the last pair's first has no second: back to 0 */
+            for (size_t j = cols; j-- > 0;)
+                if (j != a && j != b && j != c) {
+                    xr[j] = (float)c0;
+                    break;
+                }
+        /* S1 = sum(g), S2 = sum(g k) over the columns but a and b (g = dy gamma). */
+        long s1 = 0, s2 = 0;
+        for (size_t j = 0; j < cols; j++) {
+            if (j == a || j == b)
+                continue;
+            long g = (long)dyr[j] * (long)gamma[j], k = (long)xr[j] - c0;
+            s1 += g;
+            s2 += g * k;
+        }
+        /* g_b = N B - S2 (k_b = 1), then g_a = N A - S1 - g_b (k_a = 0), with A
+         * and B nonzero integers next to the nearest: |g_a|, |g_b| <= 2.5 N. */
+        long shift = pick(rs, 2 + 2 * cols, 0, 1) ? 1 : -1;
+        long big_b = nearest(s2, n) + shift;
+        big_b += big_b == 0 ? shift : 0;
+        long g_b = n * big_b - s2;
+        shift = pick(rs, 3 + 2 * cols, 0, 1) ? 1 : -1;
+        long big_a = nearest(s1 + g_b, n) + shift;
+        big_a += big_a == 0 ? shift : 0;
+        long g_a = n * big_a - s1 - g_b;
+        dyr[a] = (float)(g_a * (long)gamma[a]);   /* gamma is +-1: dy = g gamma */
+        dyr[b] = (float)(g_b * (long)gamma[b]);
+    }
+    return 0;
+}
+
+void ln_backward_exact_ref(const float *x, const float *dy, const float *gamma, float mean,
+                           float rstd, size_t cols, double *dx, double *dx_tol)
+{
+    double n = (double)cols, r = rstd, m = mean, s1 = 0.0, s2 = 0.0;
+    for (size_t k = 0; k < cols; k++) {
+        double gk = (double)dy[k] * gamma[k];
+        s1 += gk;
+        s2 += gk * (((double)x[k] - m) * r);
+    }
+    double m1 = s1 / n, m2 = s2 / n;
+    for (size_t j = 0; j < cols; j++) {
+        double gj = (double)dy[j] * gamma[j], xm = ((double)x[j] - m) * r * m2;
+        dx[j] = r * (gj - m1 - xm);
+        dx_tol[j] = r * (g(2) * (fabs(m1) + fabs(xm)) + g(3) * (fabs(gj) + fabs(m1) + fabs(xm))) *
+                    (1.0 + MARGIN);
+    }
 }
 
 void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, double *dx,

@@ -61,6 +61,36 @@ void ln_param_grads_add(const float *x, const float *dy, float mean, float rstd,
 double ln_dgamma_tol(size_t rows, double dgamma_mag, double dgamma_amag);
 double ln_dbeta_tol(size_t rows, double dbeta_mag);
 
+/* LayerNorm backward's exact fill: inputs on which every sum a kernel forms
+ * is exact in float, in any order, so that its outputs can be held to a few
+ * roundings (dx) or to none (dgamma, dbeta), where the bounds above allow
+ * g(N) of the sums' magnitudes: a mean over N - 1 instead of N, which those
+ * bounds cannot see at wide rows, moves m1 by m1 / (N - 1) here.
+ * Row r: mean a float integer C_r, rstd 2^-1, 1 or 2, x = C_r + k with k
+ * integers in -1..1 summing to 0 (so xhat = k rstd is exact, in either form),
+ * gamma in {-1, 1}, dy integers in -4..4, except two columns of the row whose
+ * dy is solved for so that sum(dy gamma) = N A and sum(dy gamma k) = N B for
+ * nonzero integers A and B: m1 = A and m2 = B rstd are then exact quotients.
+ * The two columns, and the one whose k makes the row's sum 0, move from row
+ * to row, so that no column's sum over the rows grows past 2^24.
+ * Then sum |g| <= 9 N and sum |g k| <= 6.5 N in a row, and a column's sums
+ * over the rows stay under 13 R + 5 N: every partial sum is a multiple of
+ * 1/2 (rstd >= 1/2) under 2^23, exact.
+ * x and dy are rows x cols, gamma cols, mean and rstd rows. Returns 0, or -1
+ * (nothing written) past what it keeps exact: 26 rows + 10 cols >= 2^24, or
+ * either past 2^20. */
+int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *x,
+                           float *dy, float *gamma, float *mean, float *rstd);
+
+/* On that fill: dx's reference and its tolerance, a few roundings: m1 and
+ * m2 a quotient each (or a product with a rounded 1 / N), then dx_j =
+ * rstd (g_j - m1 - xhat_j m2) in at most three more, rstd a power of two:
+ *   tol(dx_j) = rstd [g(2) (|m1| + |xhat_j m2|) + g(3) (|g_j| + |m1| + |xhat_j m2|)]
+ * dgamma and dbeta are exact there: their references (ln_param_grads_add)
+ * are to be met with no tolerance. */
+void ln_backward_exact_ref(const float *x, const float *dy, const float *gamma, float mean,
+                           float rstd, size_t cols, double *dx, double *dx_tol);
+
 /* One row of softmax's dx, from the saved output y, and each tolerance. */
 void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, double *dx,
                               double *dx_tol);

@@ -1488,6 +1488,99 @@ static void test_backward(void)
     }
 }
 
+/* The exact fill: every sum exact in any order, so dx is held to a few
+ * roundings and dgamma, dbeta to none; the means over N - 1 that the bounds
+ * cannot see at 4097 columns (test_backward) are caught here at every width. */
+static void test_backward_exact(void)
+{
+    size_t widths[] = {1, 2, 3, 4, 7, 1024, 4097};
+    size_t rows = 48;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t n = widths[w];
+        float *x = malloc(rows * n * sizeof *x), *dy = malloc(rows * n * sizeof *dy);
+        float *gamma = malloc(n * sizeof *gamma), *mean = malloc(rows * sizeof *mean);
+        float *rstd = malloc(rows * sizeof *rstd);
+        float *t1 = malloc(n * sizeof *t1), *t2 = malloc(n * sizeof *t2);
+        float *xh = malloc(n * sizeof *xh), *got = malloc(n * sizeof *got);
+        double *ref = malloc(n * sizeof *ref), *tol = malloc(n * sizeof *tol);
+        double *gref = malloc(n * sizeof *gref), *gtol = malloc(n * sizeof *gtol);
+        double *dg = calloc(n, sizeof *dg), *dg_mag = calloc(n, sizeof *dg_mag);
+        double *db = calloc(n, sizeof *db), *db_mag = calloc(n, sizeof *db_mag);
+        double *dg_amag = calloc(n, sizeof *dg_amag);
+        EXPECT(ln_backward_exact_fill(rows, n, 7, x, dy, gamma, mean, rstd) == 0);
+        int means_exact = 1, quotients = 1, sums_exact = 1, good = 1, same = 1;
+        int caught[5] = {0, 0, 0, 0, 0};
+        for (size_t r = 0; r < rows; r++) {
+            const float *xr = x + r * n, *dyr = dy + r * n;
+            double s = 0.0;
+            for (size_t j = 0; j < n; j++)
+                s += xr[j];
+            means_exact &= s / (double)n == (double)mean[r];
+            if (n >= 3) {   /* m1 = A and m2 = B rstd, nonzero integers A and B */
+                double s1 = 0.0, s2 = 0.0;
+                for (size_t j = 0; j < n; j++) {
+                    s1 += (double)dyr[j] * gamma[j];
+                    s2 += (double)dyr[j] * gamma[j] * ((double)xr[j] - mean[r]);
+                }
+                quotients &= s1 != 0.0 && fmod(s1, (double)n) == 0.0 && s2 != 0.0 &&
+                             fmod(s2, (double)n) == 0.0;
+            }
+            ln_backward_exact_ref(xr, dyr, gamma, mean[r], rstd[r], n, ref, tol);
+            ln_backward_row_ref(xr, dyr, gamma, mean[r], rstd[r], n, gref, gtol);
+            ln_param_grads_add(xr, dyr, mean[r], rstd[r], n, dg, dg_mag, dg_amag, db, db_mag);
+            for (size_t j = 0; j < n; j++)
+                same &= ref[j] == gref[j] && tol[j] <= gtol[j];
+            for (int order = 0; order < 3; order++)
+                for (int fma_form = 0; fma_form < 2; fma_form++) {
+                    back_ln_dx_float(xr, dyr, gamma, mean[r], rstd[r], n, order, fma_form, 0,
+                                     t1, t2, xh, got);
+                    good &= back_within(got, ref, tol, n);
+                    double e1 = 0.0, e2 = 0.0;   /* the float sums against exact ones */
+                    for (size_t j = 0; j < n; j++) {
+                        e1 += t1[j];
+                        e2 += (double)t1[j] * xh[j];
+                    }
+                    sums_exact &= back_sum(t1, n, order) == e1 && back_sum(t2, n, order) == e2;
+                }
+            for (int broken = 1; broken <= 4; broken++) {
+                if (broken == 2 && n == 1)
+                    continue;   /* a mean over N - 1 = 0 values */
+                back_ln_dx_float(xr, dyr, gamma, mean[r], rstd[r], n, 0, 0, broken, t1, t2, xh, got);
+                caught[broken] |= !back_within(got, ref, tol, n);
+            }
+        }
+        EXPECT(means_exact);
+        EXPECT(quotients);
+        EXPECT(sums_exact);
+        EXPECT(good);
+        EXPECT(same);
+        /* From 3 columns each row's m1 and m2 are nonzero integers (times
+         * rstd): every broken kernel leaves the few roundings allowed. */
+        EXPECT(n < 3 || (caught[1] && caught[2] && caught[3] && caught[4]));
+        /* dgamma and dbeta exact, in any order of the rows. */
+        float *col = malloc(rows * sizeof *col), *col2 = malloc(rows * sizeof *col2);
+        int params_exact = 1;
+        for (size_t j = 0; j < n; j++) {
+            for (size_t r = 0; r < rows; r++) {
+                col[r] = dy[r * n + j] * ((x[r * n + j] - mean[r]) * rstd[r]);
+                col2[r] = dy[r * n + j];
+            }
+            for (int order = 0; order < 3; order++)
+                params_exact &= back_sum(col, rows, order) == dg[j] &&
+                                back_sum(col2, rows, order) == db[j];
+        }
+        EXPECT(params_exact);
+        free(col), free(col2);
+        free(x), free(dy), free(gamma), free(mean), free(rstd), free(t1), free(t2), free(xh);
+        free(got), free(ref), free(tol), free(gref), free(gtol), free(dg), free(dg_mag), free(db);
+        free(db_mag), free(dg_amag);
+    }
+    /* Past what it keeps exact: nothing written, -1. */
+    EXPECT(ln_backward_exact_fill(((size_t)1 << 20) + 1, 1, 7, NULL, NULL, NULL, NULL, NULL) == -1);
+    EXPECT(ln_backward_exact_fill(700000, 1, 7, NULL, NULL, NULL, NULL, NULL) == -1);
+    EXPECT(ln_backward_exact_fill(1, ((size_t)1 << 20) + 1, 7, NULL, NULL, NULL, NULL, NULL) == -1);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -1509,6 +1602,7 @@ int main(void)
     test_row_options();
     test_rmsnorm();
     test_backward();
+    test_backward_exact();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
