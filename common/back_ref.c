@@ -190,3 +190,32 @@ void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, doub
                     (1.0 + MARGIN);
     }
 }
+
+int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *y,
+                                float *dy)
+{
+    if (rows == 0 || cols == 0 || cols > EXACT_FILL_MAX)
+        return -1;
+    static const float ms[4] = {0.0f, 1.0f, 2.0f, 4.0f};
+    for (size_t r = 0; r < rows; r++) {
+        unsigned long long rs = seed + 0x7f4aull * (r + 1);
+        float *yr = y + r * cols, *dyr = dy + r * cols;
+        int masked = r % 16 == 15;
+        long s = 0;   /* sum(m dy): s 2^10 */
+        for (size_t j = 0; j < cols; j++) {
+            yr[j] = masked ? 0.0f : ms[pick(rs, j, 0, 3)] * 0x1p-10f;
+            dyr[j] = (float)pick(rs, cols + j, -3, 3);
+            s += (long)(yr[j] * 0x1p10f) * (long)dyr[j];
+        }
+        if (masked || s != 0)
+            continue;
+        /* s = 0 would hide a kernel that drops it: move one dy of a nonzero
+         * y by one, toward 0 where it is at the end of the range. */
+        for (size_t j = 0; j < cols; j++)
+            if (yr[j] != 0.0f) {
+                dyr[j] += dyr[j] == 3.0f ? -1.0f : 1.0f;
+                break;
+            }
+    }
+    return 0;
+}

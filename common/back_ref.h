@@ -95,4 +95,16 @@ void ln_backward_exact_ref(const float *x, const float *dy, const float *gamma, 
 void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, double *dx,
                               double *dx_tol);
 
+/* Softmax backward's exact fill: y = m 2^-10 with m in {0, 1, 2, 4} (small
+ * and non-negative, as probabilities are), dy integers in -3..3. Then every
+ * y dy is exact, s = sum(y dy) is a multiple of 2^-10 under 12 N 2^-10 (so
+ * every partial sum is exact, in any order, up to N = 2^20), dy - s is
+ * exact, and y (dy - s) is a power of two times it: dx is exact, and a
+ * kernel's must equal softmax_backward_row_ref's dx. Each row with a
+ * nonzero y has s != 0; every 16th row (r = 15, 31, ...) is fully masked
+ * (y = 0: its dx must be exactly 0). Returns 0, or -1 (nothing written)
+ * for cols > 2^20. */
+int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *y,
+                                float *dy);
+
 #endif

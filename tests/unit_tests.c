@@ -1581,6 +1581,66 @@ static void test_backward_exact(void)
     EXPECT(ln_backward_exact_fill(1, ((size_t)1 << 20) + 1, 7, NULL, NULL, NULL, NULL, NULL) == -1);
 }
 
+/* Softmax backward's exact fill: dx exact, so a float kernel in any order
+ * must give the reference's bits; three broken ones do not; masked rows
+ * (y = 0) give 0. */
+static void test_softmax_backward_exact(void)
+{
+    size_t widths[] = {1, 2, 3, 7, 1024, 4097};
+    size_t rows = 48;
+    for (size_t w = 0; w < sizeof widths / sizeof widths[0]; w++) {
+        size_t n = widths[w];
+        float *y = malloc(rows * n * sizeof *y), *dy = malloc(rows * n * sizeof *dy);
+        float *t = malloc(n * sizeof *t), *got = malloc(n * sizeof *got);
+        double *ref = malloc(n * sizeof *ref), *tol = malloc(n * sizeof *tol);
+        EXPECT(softmax_backward_exact_fill(rows, n, 11, y, dy) == 0);
+        int exact = 1, s_nonzero = 1, masked_zero = 1, no_y = 0, misplaced = 0, short_sum = 0;
+        for (size_t r = 0; r < rows; r++) {
+            const float *yr = y + r * n, *dyr = dy + r * n;
+            softmax_backward_row_ref(yr, dyr, n, ref, tol);
+            double s = 0.0;
+            int any = 0;
+            for (size_t j = 0; j < n; j++) {
+                s += (double)yr[j] * dyr[j];
+                any |= yr[j] != 0.0f;
+            }
+            s_nonzero &= !any || s != 0.0;
+            if (r % 16 == 15)
+                for (size_t j = 0; j < n; j++)
+                    masked_zero &= yr[j] == 0.0f && ref[j] == 0.0;
+            for (size_t j = 0; j < n; j++)
+                t[j] = yr[j] * dyr[j];
+            for (int order = 0; order < 3; order++) {
+                float sf = back_sum(t, n, order);
+                for (size_t j = 0; j < n; j++) {
+                    exact &= (double)(yr[j] * (dyr[j] - sf)) == ref[j];
+                    exact &= (double)fmaf(yr[j], dyr[j], -(yr[j] * sf)) == ref[j];
+                }
+            }
+            if (!any)
+                continue;
+            float s_no_y = back_sum(dyr, n, 0), sf = back_sum(t, n, 0);
+            float s_short = back_sum(t, n - 1, 0);   /* the last column's term dropped */
+            int differ_no_y = 0, differ_misplaced = 0, differ_short = 0;
+            for (size_t j = 0; j < n; j++) {
+                differ_no_y |= (double)(yr[j] * (dyr[j] - s_no_y)) != ref[j];
+                differ_misplaced |= (double)(yr[j] * dyr[j] - sf) != ref[j];
+                differ_short |= (double)(yr[j] * (dyr[j] - s_short)) != ref[j];
+            }
+            no_y |= differ_no_y;
+            misplaced |= differ_misplaced;
+            short_sum |= differ_short;
+        }
+        EXPECT(exact);
+        EXPECT(s_nonzero);
+        EXPECT(masked_zero);
+        EXPECT(no_y && misplaced);
+        EXPECT(n < 3 || short_sum);   /* some row's last y dy is nonzero */
+        free(y), free(dy), free(t), free(got), free(ref), free(tol);
+    }
+    EXPECT(softmax_backward_exact_fill(1, ((size_t)1 << 20) + 1, 11, NULL, NULL) == -1);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -1603,6 +1663,7 @@ int main(void)
     test_rmsnorm();
     test_backward();
     test_backward_exact();
+    test_softmax_backward_exact();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
