@@ -1,5 +1,6 @@
 /* back_ref.c: part 3's CPU references and tolerances (back_ref.h). */
 #include "back_ref.h"
+#include "harness.h"   /* splitmix64 */
 
 #include <math.h>
 
@@ -65,20 +66,11 @@ double ln_dbeta_tol(size_t rows, double dbeta_mag)
     return g((double)rows) * dbeta_mag * (1.0 + MARGIN);
 }
 
-/* A counter-based generator (splitmix64): value i of a seed, whatever the
- * order the fill asks for them in. */
-static unsigned long long mix(unsigned long long z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* An integer in lo..hi from value i of the seed. */
+/* An integer in lo..hi from value i of the seed (the harness's counter-based
+ * splitmix64: the same value whatever order the fill asks for them in). */
 static long pick(unsigned long long seed, unsigned long long i, long lo, long hi)
 {
-    return lo + (long)(mix(seed * 0x100000001b3ull + i) % (unsigned long long)(hi - lo + 1));
+    return lo + (long)(splitmix64(seed * 0x100000001b3ull + i) % (unsigned long long)(hi - lo + 1));
 }
 
 /* n / d rounded to the nearest integer (d > 0). */
