@@ -71,6 +71,63 @@ OP_BUTTERFLY = ("        constexpr unsigned int W = G / WARP_SIZE;   // the grou
                 "        for (unsigned int offset = W / 2; offset > 0; offset >>= 1)\n"
                 "            v = op(v, __shfl_xor_sync(FULL_MASK, v, offset));\n")
 
+# Step 22: each thread sums x - K and (x - K)^2 in float (K = the row's first
+# float, read by every thread: a broadcast), then makes one Moments of them;
+# Chan's merge only across lanes and warps. No double in the load loop.
+SHIFT_OLD = """    Moments m = {0.0, 0.0, 0.0};
+    if (t < split.head)
+        m = chan_merge(m, {1.0, (double)e_head, 0.0});
+    if (t < split.tail)
+        m = chan_merge(m, {1.0, (double)e_tail, 0.0});
+    for (unsigned int i = t; i < packs; i += UNROLL * G) {
+        float c[UNROLL][PACK];
+#pragma unroll
+        for (unsigned int k = 0; k < UNROLL; k++)
+            if (i + k * G < packs)
+                load_pack<PACK>(x, i + k * G, c[k]);
+        if (i + (UNROLL - 1) * G < packs) {
+            m = chan_merge(m, chunk_moments<UNROLL>(c, 0));
+        } else {   // the row's last packs: one chunk each
+#pragma unroll
+            for (unsigned int k = 0; k < UNROLL; k++)
+                if (i + k * G < packs)
+                    m = chan_merge(m, chunk_moments<1>(c, k));
+        }
+    }
+"""
+SHIFT_NEW = """    float shift = (row < rows) ? x_row[0] : 0.0f;
+    float s1 = 0.0f, s2 = 0.0f, cnt = 0.0f;
+    if (t < split.head) {
+        float d = e_head - shift; s1 += d; s2 += d * d; cnt += 1.0f;
+    }
+    if (t < split.tail) {
+        float d = e_tail - shift; s1 += d; s2 += d * d; cnt += 1.0f;
+    }
+    for (unsigned int i = t; i < packs; i += UNROLL * G) {
+        float c[UNROLL][PACK];
+#pragma unroll
+        for (unsigned int k = 0; k < UNROLL; k++)
+            if (i + k * G < packs)
+                load_pack<PACK>(x, i + k * G, c[k]);
+#pragma unroll
+        for (unsigned int k = 0; k < UNROLL; k++)
+            if (i + k * G < packs) {
+#pragma unroll
+                for (unsigned int j = 0; j < PACK; j++) {
+                    float d = c[k][j] - shift;
+                    s1 += d;
+                    s2 = fmaf(d, d, s2);
+                }
+                cnt += (float)PACK;
+            }
+    }
+    Moments m = {0.0, 0.0, 0.0};
+    if (cnt > 0.0f) {
+        double mu = (double)s1 / cnt;
+        m = {(double)cnt, shift + mu, fmax(0.0, (double)s2 - (double)s1 * mu)};
+    }
+"""
+
 STEP22 = "rows/step22_welford"
 VARIANTS = {   # name: (the step it comes from, [(old, new), ...])
     "s22_bounds2": (STEP22, [(KERNEL, BOUNDS)]),    # ask for 32 registers: two blocks an SM
@@ -78,6 +135,8 @@ VARIANTS = {   # name: (the step it comes from, [(old, new), ...])
     "s22_bounds2_unroll2": (STEP22, [(KERNEL, BOUNDS)] + UNROLL2),
     "s22_butterfly": (STEP22, [(MERGE_SERIAL, MERGE_BUTTERFLY)]),
     "s22_butterfly_unroll2": (STEP22, [(MERGE_SERIAL, MERGE_BUTTERFLY)] + UNROLL2),
+    "s22_shift": (STEP22, [(SHIFT_OLD, SHIFT_NEW)]),
+    "s22_shift_bounds2": (STEP22, [(SHIFT_OLD, SHIFT_NEW), (KERNEL, BOUNDS)]),
     "s10_shuffle2": ("rows/step10_aligned", [(OP_SERIAL, OP_BUTTERFLY)]),
     "s13_shuffle2": ("rows/step13_layernorm_aligned", [(SUM_SERIAL, SUM_BUTTERFLY)]),
     "s17_shuffle2": ("rows/step17_layernorm_cluster", [(SUM_SERIAL, SUM_BUTTERFLY)]),
