@@ -145,7 +145,10 @@ VARIANTS = {   # name: (the step it comes from, [(old, new), ...])
 
 
 def main():
+    only = sys.argv[1:]
     for name, (base, edits) in VARIANTS.items():
+        if only and name not in only:
+            continue
         with open(os.path.join(ROOT, base, "rows.cu"), encoding="utf-8") as handle:
             out = handle.read()
         for old, new in edits:
