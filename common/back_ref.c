@@ -3,6 +3,9 @@
 #include "harness.h"   /* splitmix64 */
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define U 0x1p-24          /* float's unit roundoff */
 #define MARGIN 0x1p-20     /* the second-order terms, relative */
@@ -83,8 +86,7 @@ int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, fl
                            float *dy, float *gamma, float *mean, float *rstd)
 {
     /* Past this, a column's sum over the rows could pass 2^24 halves. */
-    if (rows == 0 || cols == 0 || rows > EXACT_FILL_MAX || cols > EXACT_FILL_MAX ||
-        26.0 * (double)rows + 10.0 * (double)cols >= 0x1p24)
+    if (!back_exact_fits(rows, cols))
         return -1;
     static const float rstds[3] = {0.5f, 1.0f, 2.0f};
     long n = (long)cols;
@@ -208,6 +210,147 @@ int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long see
                 dyr[j] += dyr[j] == 3.0f ? -1.0f : 1.0f;
                 break;
             }
+    }
+    return 0;
+}
+
+/* ---- The driver's host side. */
+
+int back_fill_takes(enum fill_kind fill)
+{
+    return fill == FILL_RANDOM || fill == FILL_EXACT || fill == FILL_SHIFTED || fill == FILL_TINY;
+}
+
+int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x, float *dy,
+              float *gamma, float *mean, float *rstd)
+{
+    if (!back_fill_takes(fill))
+        return -1;
+    if (fill == FILL_EXACT)
+        return ln_backward_exact_fill(rows, cols, seed, x, dy, gamma, mean, rstd);
+    /* Three seeds, three different streams: x, dy and gamma are unrelated. */
+    fill_rows(x, rows, cols, fill, seed, 0);
+    fill_rows(dy, rows, cols, fill == FILL_TINY ? FILL_TINY : FILL_RANDOM, seed + 1, 0);
+    fill_input(gamma, cols, FILL_RANDOM, seed + 2, 0);
+    /* The forward pass's saved statistics, as its reference computes them:
+     * the mean, then the variance about it (two passes), in double. */
+    #pragma omp parallel for schedule(static) if (rows * cols > ((size_t)1 << 20))
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        double s = 0.0, q = 0.0;
+        for (size_t j = 0; j < cols; j++)
+            s += xr[j];
+        double m = s / (double)cols;
+        for (size_t j = 0; j < cols; j++)
+            q += ((double)xr[j] - m) * ((double)xr[j] - m);
+        mean[r] = (float)m;
+        rstd[r] = (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
+    }
+    return 0;
+}
+
+/* One output against its reference: counted bad, kept as the first bad one,
+ * or kept as the worst so far while none is bad. */
+static void verdict_add(struct back_verdict *v, const char *what, size_t row, size_t col,
+                        float got, double want, double tol)
+{
+    double err = fabs((double)got - want);
+    int good = isfinite(got) && err <= tol;
+    double ratio = err == 0.0 ? 0.0 : (tol > 0.0 && isfinite(got) ? err / tol : HUGE_VAL);
+    if (!good) {
+        if (v->bad++ > 0)
+            return;
+    } else if (v->bad > 0 || ratio <= v->ratio) {
+        return;
+    }
+    v->what = what;
+    v->row = row;
+    v->col = col;
+    v->got = got;
+    v->want = want;
+    v->tol = tol;
+    v->ratio = ratio;
+}
+
+int back_check(size_t rows, size_t cols, int exact, const float *x, const float *dy,
+               const float *gamma, const float *mean, const float *rstd, const float *dx,
+               const float *dgamma, const float *dbeta, struct back_verdict *v)
+{
+    double *ref = malloc(cols * sizeof *ref), *tol = malloc(cols * sizeof *tol);
+    double *dg = calloc(cols, sizeof *dg), *dg_mag = calloc(cols, sizeof *dg_mag);
+    double *dg_amag = calloc(cols, sizeof *dg_amag), *db = calloc(cols, sizeof *db);
+    double *db_mag = calloc(cols, sizeof *db_mag);
+    int rc = -1;
+    if (ref == NULL || tol == NULL || dg == NULL || dg_mag == NULL || dg_amag == NULL ||
+        db == NULL || db_mag == NULL)
+        goto out;
+    v->bad = 0;
+    v->what = "dx";
+    v->row = v->col = 0;
+    v->got = v->want = v->tol = 0.0;
+    v->ratio = -1.0;   /* below any output's: the first one is kept */
+    v->params_exact = exact;
+    for (size_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols, *dyr = dy + r * cols, *dxr = dx + r * cols;
+        if (exact)
+            ln_backward_exact_ref(xr, dyr, gamma, mean[r], rstd[r], cols, ref, tol);
+        else
+            ln_backward_row_ref(xr, dyr, gamma, mean[r], rstd[r], cols, ref, tol);
+        for (size_t j = 0; j < cols; j++)
+            verdict_add(v, "dx", r, j, dxr[j], ref[j], tol[j]);
+        ln_param_grads_add(xr, dyr, mean[r], rstd[r], cols, dg, dg_mag, dg_amag, db, db_mag);
+    }
+    for (size_t j = 0; j < cols; j++) {
+        verdict_add(v, "dgamma", 0, j, dgamma[j], dg[j],
+                    exact ? 0.0 : ln_dgamma_tol(rows, dg_mag[j], dg_amag[j]));
+        verdict_add(v, "dbeta", 0, j, dbeta[j], db[j], exact ? 0.0 : ln_dbeta_tol(rows, db_mag[j]));
+    }
+    rc = 0;
+out:
+    free(ref), free(tol), free(dg), free(dg_mag), free(dg_amag), free(db), free(db_mag);
+    return rc;
+}
+
+long long back_first_difference(const float *a, const float *b, size_t n)
+{
+    if (memcmp(a, b, n * sizeof *a) == 0)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if (memcmp(&a[k], &b[k], sizeof *a) != 0)
+            return (long long)k;
+    return -1;
+}
+
+double back_bytes(size_t rows, size_t cols)
+{
+    double elems = (double)rows * (double)cols;
+    return 4.0 * (3.0 * elems + 3.0 * (double)cols + 2.0 * (double)rows);
+}
+
+int back_exact_fits(size_t rows, size_t cols)
+{
+    return rows >= 1 && cols >= 1 && rows <= EXACT_FILL_MAX && cols <= EXACT_FILL_MAX &&
+           26.0 * (double)rows + 10.0 * (double)cols < 0x1p24;
+}
+
+int back_options_check(const struct options *o, char *err, size_t len)
+{
+    if (o->row_fill != ROW_FILL_SHARED || !back_fill_takes(o->fill)) {
+        char fill[64];
+        row_fill_name(o, fill, sizeof fill);
+        snprintf(err, len, "--fill must be random, exact, shifted or tiny for a backward pass, "
+                           "got '%s'", fill);
+        return -1;
+    }
+    if (o->check_every != 1) {
+        snprintf(err, len, "--check-every is part 2's: part 3 checks every row");
+        return -1;
+    }
+    if (o->fill == FILL_EXACT && !back_exact_fits(o->rows, o->cols)) {
+        snprintf(err, len, "--fill exact keeps every sum exact only while 26 rows + 10 cols < "
+                           "2^24 (each at most 2^20): --rows %zu --cols %zu is past it; use "
+                           "another fill", o->rows, o->cols);
+        return -1;
     }
     return 0;
 }

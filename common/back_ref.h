@@ -46,6 +46,9 @@
 #define REDUCE_BACK_REF_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "harness.h"   /* enum fill_kind */
 
 /* One row of LayerNorm's dx, and each output's tolerance. */
 void ln_backward_row_ref(const float *x, const float *dy, const float *gamma, float mean,
@@ -106,5 +109,62 @@ void softmax_backward_row_ref(const float *y, const float *dy, size_t cols, doub
  * for cols > 2^20. */
 int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *y,
                                 float *dy);
+
+/* ---- The driver's host side (common/back_driver.c), here so that
+ * tests/unit_tests.c checks it on the CPU. */
+
+/* eps of the forward pass whose mean and rstd the random, shifted and tiny
+ * fills save: PyTorch's default for layer_norm. */
+#define BACK_EPS 1e-5
+
+/* 1 for the fills part 3 takes (random, exact, shifted, tiny), else 0. */
+int back_fill_takes(enum fill_kind fill);
+
+/* 1 if ln_backward_exact_fill() takes rows x cols (26 rows + 10 cols <
+ * 2^24, each at most 2^20), else 0. */
+int back_exact_fits(size_t rows, size_t cols);
+
+/* The shared parser (harness.c) takes every part 2 option for a program of
+ * kind PROGRAM_ROWS: these are the ones part 3 does not (yet): a fill
+ * other than random, exact, shifted and tiny, an exact fill past its
+ * shapes, --check-every. 0, or -1 with a one-line message in err. */
+int back_options_check(const struct options *o, char *err, size_t len);
+
+/* LayerNorm backward's inputs for --fill F: x by the shared fill (random:
+ * uniform in [-1, 1); shifted: 2000 + that; tiny: that x 1e-3), dy by the
+ * random fill from another seed (tiny: the tiny fill), gamma in [-1, 1),
+ * and each row's mean and rstd = 1 / sqrt(var + BACK_EPS) as the forward
+ * pass saves them (computed in double, rounded to float once). exact:
+ * ln_backward_exact_fill(). Returns 0, or -1 (nothing written) for a fill
+ * back_fill_takes() refuses or an exact fill past its shapes. */
+int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x, float *dy,
+              float *gamma, float *mean, float *rstd);
+
+/* Every output of one run against the reference: dx row by row
+ * (ln_backward_exact_ref on the exact fill, else ln_backward_row_ref), then
+ * dgamma and dbeta column by column (ln_dgamma_tol, ln_dbeta_tol; on the
+ * exact fill with zero tolerance). */
+struct back_verdict {
+    size_t bad;         /* outputs outside their tolerance (NaN and Inf always are) */
+    const char *what;   /* "dx", "dgamma" or "dbeta": the first bad output's, or the worst's */
+    size_t row, col;    /* where (row is 0 for dgamma and dbeta) */
+    double got, want, tol;
+    double ratio;       /* |got - want| / tol there; 0 = equal; HUGE_VAL for NaN or tol = 0 */
+    int params_exact;   /* dgamma and dbeta were held to zero tolerance */
+};
+
+/* exact: the inputs are back_fill's exact fill. Returns 0, or -1 when the
+ * host is out of memory (v is then unset). */
+int back_check(size_t rows, size_t cols, int exact, const float *x, const float *dy,
+               const float *gamma, const float *mean, const float *rstd, const float *dx,
+               const float *dgamma, const float *dbeta, struct back_verdict *v);
+
+/* The first index where a and b differ bit for bit, or -1. */
+long long back_first_difference(const float *a, const float *b, size_t n);
+
+/* Bytes a LayerNorm backward must move: x and dy read, dx written (rows x
+ * cols floats each), gamma read and dgamma, dbeta written (cols each), mean
+ * and rstd read (rows each). GB/s = bytes / time. */
+double back_bytes(size_t rows, size_t cols);
 
 #endif

@@ -71,9 +71,10 @@ build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_ROWS -c $< -o $@
 
 # The rules of one part's programs, written once and made for each part:
-# $(1) its source's name (reduce: part 1, rows: part 2), $(2) its harness,
-# $(3) the watch's object and $(4) the watch's link flags. A program, its
-# object, its code hash, and the grader's two builds of it.
+# $(1) its source's name (reduce: part 1, rows: part 2, back: part 3), $(2)
+# its harness, $(3) the watch's object and $(4) the watch's link flags (part
+# 3 has no watch yet: the grader does not see it). A program, its object,
+# its code hash, and the grader's two builds of it.
 define PART_RULES
 build/hash/%.c: %/$(1).cu $$(HASH_INPUTS) build/arch.stamp
 	$$(HASH_RECIPE)
@@ -94,6 +95,8 @@ build/monitored/%/run: build/obj/%/$(1).o build/hash/%.o $$($(2)) $(3) build/arc
 endef
 $(eval $(call PART_RULES,reduce,HARNESS,build/gpu_work_sum.o,WATCH_SUM))
 $(eval $(call PART_RULES,rows,ROWS_HARNESS,build/gpu_work_rows.o,WATCH_ROWS))
+$(eval $(call PART_RULES,back,BACK_HARNESS,,WATCH_NONE))
+WATCH_NONE :=
 
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
 code-hash:
@@ -121,3 +124,11 @@ rows/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
 	@$$(call LINK_STEP,$(notdir $(1)),$$@)
 endef
 $(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
+# Part 3: `make back/step0` links back/step0 -> step0_thread, as part 2's;
+# `make back/step0_thread` builds back/step0_thread/run.
+define BACK_ALIAS
+back/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
+	@$$(call LINK_STEP,$(notdir $(1)),$$@)
+endef
+$(foreach d,$(BACK_STEP_DIRS),$(eval $(call BACK_ALIAS,$(d))))
+$(BACK_STEP_DIRS): %: %/run

@@ -3,8 +3,8 @@
 program's code, comments and layout ignored, printed on one line.
 
 Every program embeds the hash of everything that decides what it runs and
-how it is timed: its own source (DIR/reduce.cu, DIR/rows.cu for part 2, or
-DIR/multigpu.c for multigpu/run),
+how it is timed: its own source (DIR/reduce.cu, DIR/rows.cu for part 2,
+DIR/back.cu for part 3, or DIR/multigpu.c for multigpu/run),
 every harness file it is built from (the timing loop, the flush, the
 verification, the headers: HARNESS below) and the compiler flags (--flags,
 from the Makefile, without the target architecture). Every results row
@@ -32,6 +32,9 @@ HARNESS = {
     # names no op, so an op added here moves no other part's hash.
     "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows_ref.h",
              "common/rows.h"] + COMMON,
+    # Part 3's (back/, a draft): its own driver, references and contract.
+    "back": ["common/back_driver.c", "common/back_ref.c", "common/back_ref.h",
+             "common/back.h"] + COMMON,
     # multigpu/run: its driver and shard plan, step 9's kernel (linked, not
     # copied) and the part 1 contract it calls that kernel through.
     "multigpu": ["multigpu/plan.c", "multigpu/plan.h", "step9_singlepass/reduce.cu",
@@ -85,6 +88,8 @@ def program_files(directory, root="."):
     part = "rows"
     if os.path.isfile(os.path.join(root, directory, "multigpu.c")):
         source, part = os.path.join(root, directory, "multigpu.c"), "multigpu"
+    elif os.path.isfile(os.path.join(root, directory, "back.cu")):
+        source, part = os.path.join(root, directory, "back.cu"), "back"
     elif not os.path.isfile(source):
         source = os.path.join(root, directory, "reduce.cu")
         part = "sum"

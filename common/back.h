@@ -1,0 +1,56 @@
+/* back.h: what every part 3 program's back.cu defines (back/README.md).
+ *
+ * Part 3 is the backward pass: the gradients of part 2's LayerNorm (and,
+ * next, softmax). back_run() launches the program's kernel(s) for one
+ * problem; the harness (common/back_driver.c) times one call, start to end,
+ * and checks every output against common/back_ref.c's CPU reference.
+ *
+ * LayerNorm backward takes what PyTorch's native_layer_norm_backward takes:
+ * x and dy (rows x cols; row r starts at x + r * cols, at any alignment),
+ * gamma (cols), and the mean and rstd the forward pass saved (rows). With
+ * xhat = (x - mean) * rstd and g = dy * gamma, a row of N = cols gives
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+ * and every column, summed over the rows,
+ *   dgamma = sum dy * xhat,   dbeta = sum dy.
+ * dx is a row reduction, as part 2's; dgamma and dbeta are column
+ * reductions, new here. The harness fills dx, dgamma and dbeta with NaN
+ * before every call: a program writes (or zeroes) every output itself. */
+#ifndef REDUCE_BACK_H
+#define REDUCE_BACK_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which backward pass a program computes (step_op, below). BACK_SOFTMAX
+ * (issue 42) has no driver support yet: the driver refuses it. */
+enum back_op { BACK_LAYERNORM, BACK_SOFTMAX };
+
+/* How x, dy and dx are stored (step_dtype, below). Float only, so far: the
+ * driver refuses BACK_BF16 until it can fill and check it. */
+enum back_dtype { BACK_F32, BACK_BF16 };
+
+struct back_problem {
+    const float *x, *dy;        /* rows x cols */
+    const float *gamma;         /* cols */
+    const float *mean, *rstd;   /* rows, as the forward pass saved them */
+    float *dx;                  /* rows x cols */
+    float *dgamma, *dbeta;      /* cols */
+    size_t rows, cols;
+};
+
+/* Which operation this program computes: its back.cu defines it. */
+extern const enum back_op step_op;
+
+/* Optional: without it the harness's weak default says BACK_F32. */
+extern const enum back_dtype step_dtype;
+
+void back_run(const struct back_problem *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,515 @@
+/* back_driver.c: main() for every part 3 program (back/). It owns what is
+ * not the optimization: options, input, the CPU reference, timing, the L2
+ * flush, verification of every output, the determinism check and
+ * reporting. The program's back.cu supplies back_run() and step_op
+ * (common/back.h).
+ *
+ * A draft, not yet run on a GPU (back/README.md): it reuses harness.c and
+ * device.c as they are (the parser of part 2's rows x cols programs, the
+ * guarded buffers, the flush, the timer, the CSV row), so that no part 1
+ * or part 2 program's code hash moves. Not yet here (wip-harness/PART3.md):
+ * fresh inputs for every timed run, and the grader's fixtures. */
+#include "back.h"
+#include "back_ref.h"
+#include "check.h"
+#include "device.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A float program does not define step_dtype: this weak definition stands
+ * in, and the program's own (strong) one replaces it at link time. */
+__attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
+
+#define BACK_OP_NAME "layernorm_backward"
+/* The determinism check's runs: the first, and this many minus one to
+ * compare with it bit for bit. */
+#define DET_RUNS 3
+
+struct context {
+    struct gpu_info gpu;
+    char name[256];
+};
+
+/* What the shared parser must know of part 3's programs: rows x cols of
+ * floats in 16-byte packs; --gamma-offset moves gamma, dgamma and dbeta;
+ * a timed run's checks add the shifted and tiny fills (verify_set()). */
+static const struct program back_program = {
+    .kind = PROGRAM_ROWS, .op = BACK_OP_NAME, .elems = "floats", .pack = 4, .masks = 0,
+    .gamma = 1, .beta = 0, .checks = ROW_CHECK_SHIFTED_TINY,
+};
+
+static void back_usage(const char *prog)
+{
+    printf("usage: %s [options]\n"
+           "Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
+           "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
+           "mean and rstd. Checks every output against a CPU reference in double, checks\n"
+           "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
+           "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
+           "dy, then dx, one float further into a 16-byte pack, and the shifted and tiny\n"
+           "fills. A draft: not yet run on a GPU (back/README.md).\n"
+           "\n"
+           "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
+           "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
+           "  --reps R        timed repetitions, median reported (default 20)\n"
+           "  --warmup W      untimed repetitions first (default 3)\n"
+           "  --seed S        input seed (default 1)\n"
+           "  --fill F        random: x uniform in [-1,1), dy too, gamma too, mean and rstd\n"
+           "                  as the forward pass saves them (the default for timed runs)\n"
+           "                  exact: integer inputs on which every sum is exact in float:\n"
+           "                  dgamma and dbeta must equal the reference, dx is held to a\n"
+           "                  few roundings (the default for --check; 26 rows + 10 cols\n"
+           "                  must stay under 2^24)\n"
+           "                  shifted: x = 2000 + uniform   tiny: x and dy uniform x 1e-3\n"
+           "  --offset K      start x and dy K floats (0..3) past a 16-byte boundary\n"
+           "  --y-offset K    the same for dx\n"
+           "  --gamma-offset K  the same for gamma, dgamma and dbeta\n"
+           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
+           "  --check         verify one run, then the determinism check (three runs of the\n"
+           "                  random fill at this shape, compared bit for bit); no timing\n"
+           "  --no-verify     a timed run skips its checks (its own runs are still verified)\n"
+           "  --same-input    accepted; every timed run gets the same input in this draft\n"
+           "  --checks FILE   run many checks in this process, one line of options each\n"
+           "  --runs FILE     the same for timed runs\n"
+           "  --no-flush      do not flush the L2 cache before each repetition\n"
+           "  --device D      CUDA device index (default 0)\n"
+           "  --gpu-info      print the device's name, SMs, threads per SM and memory\n"
+           "  --version       print the step, the hash of its code and build, the revision\n"
+           "  -h, --help      this text\n"
+           "\n"
+           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n",
+           prog);
+}
+
+static void *host_alloc(size_t count, size_t size)
+{
+    void *p = malloc(count * size + 1);
+    if (p == NULL) {
+        fprintf(stderr, "error: out of host memory for %zu values\n", count);
+        exit(EXIT_DEVICE);
+    }
+    return p;
+}
+
+/* The device side of one problem: every array between NaN guards. */
+struct buffers {
+    struct guarded x, dy, gamma, mean, rstd, dx, dgamma, dbeta;
+};
+
+static void buffers_alloc(struct buffers *b, const struct options *o)
+{
+    guarded_alloc(&b->x, (size_t)o->offset, o->n);
+    guarded_alloc(&b->dy, (size_t)o->offset, o->n);
+    guarded_alloc(&b->dx, (size_t)o->y_offset, o->n);
+    guarded_alloc(&b->gamma, (size_t)o->gamma_offset, o->cols);
+    guarded_alloc(&b->dgamma, (size_t)o->gamma_offset, o->cols);
+    guarded_alloc(&b->dbeta, (size_t)o->gamma_offset, o->cols);
+    guarded_alloc(&b->mean, 0, o->rows);
+    guarded_alloc(&b->rstd, 0, o->rows);
+    const struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
+                                   &b->dgamma, &b->dbeta};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        guarded_poison(all[k]);
+}
+
+static void buffers_free(struct buffers *b)
+{
+    struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
+                             &b->dgamma, &b->dbeta};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        guarded_free(all[k]);
+}
+
+static int buffers_guards_intact(const struct buffers *b)
+{
+    const struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
+                                   &b->dgamma, &b->dbeta};
+    for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+        if (!guards_intact(all[k]))
+            return 0;
+    return 1;
+}
+
+/* Before every run: the outputs to NaN, so one that no thread wrote fails
+ * (a step zeroes dgamma and dbeta itself, if it adds into them). */
+static void buffers_poison_outputs(const struct buffers *b)
+{
+    guarded_poison(&b->dx);
+    guarded_poison(&b->dgamma);
+    guarded_poison(&b->dbeta);
+}
+
+/* The inputs, on the host. */
+struct inputs {
+    float *x, *dy, *gamma, *mean, *rstd;
+};
+
+static void inputs_upload(const struct buffers *b, const struct inputs *in, size_t n,
+                          size_t rows, size_t cols)
+{
+    CHECK_CUDA(cudaMemcpy(b->x.data, in->x, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b->dy.data, in->dy, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b->gamma.data, in->gamma, cols * sizeof(float),
+                          cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b->mean.data, in->mean, rows * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(b->rstd.data, in->rstd, rows * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/* The outputs of one run, on the host. */
+struct outputs {
+    float *dx, *dgamma, *dbeta;
+};
+
+static void outputs_alloc(struct outputs *h, size_t n, size_t cols)
+{
+    h->dx = host_alloc(n, sizeof(float));
+    h->dgamma = host_alloc(cols, sizeof(float));
+    h->dbeta = host_alloc(cols, sizeof(float));
+}
+
+static void outputs_free(struct outputs *h)
+{
+    free(h->dx);
+    free(h->dgamma);
+    free(h->dbeta);
+}
+
+static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t n, size_t cols)
+{
+    CHECK_CUDA(cudaMemcpy(h->dx, b->dx.data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h->dgamma, b->dgamma.data, cols * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(h->dbeta, b->dbeta.data, cols * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+
+/* Where two runs' outputs first differ bit for bit: what ("dgamma", "dbeta"
+ * or "dx", in that order: the column sums are where an order shows), the
+ * index, and both values. 0 when they are the same. */
+struct difference {
+    const char *what;
+    long long at;
+    float a, b;
+};
+
+static int outputs_differ(const struct outputs *a, const struct outputs *b, size_t n,
+                          size_t cols, struct difference *d)
+{
+    const float *as[3] = {a->dgamma, a->dbeta, a->dx}, *bs[3] = {b->dgamma, b->dbeta, b->dx};
+    const char *names[3] = {"dgamma", "dbeta", "dx"};
+    size_t counts[3] = {cols, cols, n};
+    for (int k = 0; k < 3; k++) {
+        long long at = back_first_difference(as[k], bs[k], counts[k]);
+        if (at >= 0) {
+            d->what = names[k];
+            d->at = at;
+            d->a = as[k][at];
+            d->b = bs[k][at];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* One untimed run: outputs poisoned first, guards checked after. */
+static int run_untimed(const struct buffers *b, const struct back_problem *p)
+{
+    buffers_poison_outputs(b);
+    back_run(p);
+    CHECK_CUDA(cudaDeviceSynchronize());
+    return buffers_guards_intact(b);
+}
+
+/* The determinism check of --check: DET_RUNS runs of the random fill at
+ * this shape (where the order of the adds shows in the low bits; on the
+ * exact fill every order gives the same bits), each compared bit for bit
+ * with the first. Returns the run that differed (2 ...), or 0. */
+static int determinism_check(const struct buffers *b, const struct back_problem *p,
+                             const struct options *o, struct inputs *in, struct outputs *first,
+                             struct outputs *again, int *guards_ok, struct difference *d)
+{
+    if (back_fill(o->rows, o->cols, FILL_RANDOM, o->seed, in->x, in->dy, in->gamma, in->mean,
+                  in->rstd) != 0) {
+        fprintf(stderr, "error: the random fill failed\n");
+        exit(EXIT_WRONG);
+    }
+    inputs_upload(b, in, o->n, o->rows, o->cols);
+    for (int r = 1; r <= DET_RUNS; r++) {
+        *guards_ok &= run_untimed(b, p);
+        outputs_fetch(r == 1 ? first : again, b, o->n, o->cols);
+        if (r > 1 && outputs_differ(first, again, o->n, o->cols, d))
+            return r;
+    }
+    return 0;
+}
+
+/* "dx[row 3, col 7]" or "dgamma[col 7]". */
+static void output_name(char *out, size_t len, const char *what, size_t row, size_t col)
+{
+    if (strcmp(what, "dx") == 0)
+        snprintf(out, len, "dx[row %zu, col %zu]", row, col);
+    else
+        snprintf(out, len, "%s[col %zu]", what, col);
+}
+
+/* det: --check's determinism check after the values' (the timed runs'
+ * checks before timing leave it to the timed runs, which compare their
+ * first and last outputs). */
+static int run_one(const struct options *opt, const struct context *c, int quiet, int det,
+                   char *why, size_t why_len)
+{
+    struct options o = *opt;
+    const struct gpu_info *g = &c->gpu;
+    size_t rows = o.rows, cols = o.cols, n = o.n;
+    int reps = o.check_only ? 1 : o.reps;
+    int runs = o.check_only ? 1 : o.warmup + o.reps;
+
+    struct inputs in = {host_alloc(n, sizeof(float)), host_alloc(n, sizeof(float)),
+                        host_alloc(cols, sizeof(float)), host_alloc(rows, sizeof(float)),
+                        host_alloc(rows, sizeof(float))};
+    struct outputs first, last;
+    outputs_alloc(&first, n, cols);
+    outputs_alloc(&last, n, cols);
+    double *times = host_alloc((size_t)reps, sizeof(double));
+    if (back_fill(rows, cols, o.fill, o.seed, in.x, in.dy, in.gamma, in.mean, in.rstd) != 0) {
+        /* back_options_check() let it through: a harness bug, not the user's. */
+        fprintf(stderr, "error: --fill %s cannot fill --rows %zu --cols %zu\n", fill_name(o.fill),
+                rows, cols);
+        exit(EXIT_WRONG);
+    }
+    int exact = o.fill == FILL_EXACT;
+    char fill[64];
+    row_fill_name(&o, fill, sizeof fill);
+
+    struct buffers b;
+    buffers_alloc(&b, &o);
+    inputs_upload(&b, &in, n, rows, cols);
+    struct back_problem p = {
+        .x = b.x.data, .dy = b.dy.data, .gamma = b.gamma.data, .mean = b.mean.data,
+        .rstd = b.rstd.data, .dx = b.dx.data, .dgamma = b.dgamma.data, .dbeta = b.dbeta.data,
+        .rows = rows, .cols = cols,
+    };
+
+    struct flusher flush;
+    flusher_init(&flush, g, o.flush && !o.check_only);
+    struct timer timer;
+    timer_init(&timer);
+
+    /* The timed loop: warm-up runs first; the first timed run is checked
+     * whole, and the last must give the same bits again. */
+    int guards_ok = 1;
+    for (int r = 0; r < runs; r++) {
+        int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
+        buffers_poison_outputs(&b);
+        flusher_run(&flush);
+        timer_start(&timer);
+        back_run(&p);
+        double us = timer_stop_us(&timer);
+        guards_ok = guards_ok && buffers_guards_intact(&b);
+        if (k < 0)
+            continue;
+        times[k] = us;
+        if (k == 0)
+            outputs_fetch(&first, &b, n, cols);
+        if (k == reps - 1 && reps > 1)
+            outputs_fetch(&last, &b, n, cols);
+    }
+    struct back_verdict v;
+    if (back_check(rows, cols, exact, in.x, in.dy, in.gamma, in.mean, in.rstd, first.dx,
+                   first.dgamma, first.dbeta, &v) != 0) {
+        fprintf(stderr, "error: out of host memory for the reference\n");
+        exit(EXIT_DEVICE);
+    }
+
+    /* Same bits every run: the timed runs' first and last, or --check's own
+     * runs of the random fill. */
+    struct difference d = {NULL, -1, 0.0f, 0.0f};
+    int differ_run = 0, det_runs = 0;
+    if (!o.check_only && reps > 1) {
+        det_runs = reps;
+        differ_run = outputs_differ(&first, &last, n, cols, &d) ? reps : 0;
+    } else if (o.check_only && det) {
+        det_runs = DET_RUNS;
+        differ_run = determinism_check(&b, &p, &o, &in, &first, &last, &guards_ok, &d);
+    }
+    int pass = guards_ok && v.bad == 0 && differ_run == 0;
+
+    char where[96], verdict[512] = "PASS", det_line[320] = "";
+    output_name(where, sizeof where, v.what, v.row, v.col);
+    if (det_runs > 0 && differ_run == 0)
+        snprintf(det_line, sizeof det_line, "PASS: dx, dgamma and dbeta the same bits in %d runs "
+                 "(%s)", det_runs, o.check_only ? "the random fill" : "the timed runs' first and "
+                 "last");
+    else if (det_runs > 0)
+        snprintf(det_line, sizeof det_line, "FAIL: %s[%lld] was %.9g in %s and %.9g in %s",
+                 d.what, d.at, d.a, o.check_only ? "run 1" : "timed run 1", d.b,
+                 o.check_only ? (differ_run == 2 ? "run 2" : "run 3") : "the last timed run");
+    if (!guards_ok)
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: a kernel wrote outside its buffers (a NaN guard around them was overwritten)");
+    else if (v.bad > 0)
+        snprintf(verdict, sizeof verdict, "FAIL: %s is %.9g, not %.9g (tolerance %.3g%s); %zu of "
+                 "the outputs are wrong%s", where, v.got, v.want, v.tol,
+                 v.tol == 0.0 ? ": exact" : "", v.bad,
+                 isnan(v.got) ? " (NaN: an output nothing wrote, or a read outside the input)" : "");
+    else if (differ_run)
+        snprintf(verdict, sizeof verdict, "FAIL: every output is within its bound, but not the "
+                 "same bits every run (%s[%lld] moved): the sums' order changes from run to run "
+                 "(atomics, or a race)", d.what, d.at);
+    if (why != NULL)
+        snprintf(why, why_len, "%s", verdict);
+
+    struct stats s = {0.0, 0.0, 0.0};
+    double bytes = back_bytes(rows, cols), gbps = 0.0;
+    if (!o.check_only) {
+        s = compute_stats(times, reps);
+        gbps = bytes / (s.median * 1e3);
+        if (pass && above_peak(gbps, g->peak_gbps, flush.buf != NULL)) {
+            pass = 0;
+            snprintf(verdict, sizeof verdict,
+                     "FAIL: %.0f GB/s is above the device's theoretical peak of %.0f GB/s, with "
+                     "the L2 flushed: no run that reads its input is that fast", gbps,
+                     g->peak_gbps);
+            if (why != NULL)
+                snprintf(why, why_len, "%s", verdict);
+        }
+    }
+    if (!quiet) {
+        printf("rows = %zu, cols = %zu (%.1f MiB of x), %s, fill %s, seed %llu, offset %d", rows,
+               cols, n * 4.0 / 1048576.0, BACK_OP_NAME, fill, (unsigned long long)o.seed,
+               o.offset);
+        if (o.y_offset || o.gamma_offset)
+            printf(" (dx %d, gamma %d)", o.y_offset, o.gamma_offset);
+        printf("\n");
+        if (!o.check_only) {
+            printf("time     median %.2f us   min %.2f   max %.2f   (%d warm-up, %d timed, L2 %s)\n",
+                   s.median, s.min, s.max, o.warmup, o.reps, o.flush ? "flushed" : "not flushed");
+            printf("speed    %.1f GB/s = %.1f%% of the %.0f GB/s peak (%.1f MB read and written)\n",
+                   gbps, 100.0 * gbps / g->peak_gbps, g->peak_gbps, bytes / 1e6);
+        }
+        if (v.bad == 0)
+            printf("result   every output within its bound%s; worst %s: %.9g, reference %.9g, "
+                   "|error| %.3g = %.2f x its tolerance %.3g\n",
+                   v.params_exact ? " (dgamma and dbeta exactly: the exact fill)" : "", where,
+                   v.got, v.want, fabs(v.got - v.want), v.ratio, v.tol);
+        else
+            printf("result   %zu outputs outside their bounds; the first, %s: %.9g, reference "
+                   "%.9g\n", v.bad, where, v.got, v.want);
+        if (det_line[0])
+            printf("determinism %s\n", det_line);
+        printf("%s\n", verdict);
+    }
+
+    int rc = pass ? EXIT_VERIFIED : EXIT_WRONG;
+    if (o.csv_path != NULL) {
+        struct result_row row = {
+            .step = c->name, .timed = !o.check_only, .n = n, .reps = reps,
+            .warmup = o.check_only ? 0 : o.warmup, .us = s, .gbps = gbps,
+            .pct_peak = 100.0 * gbps / g->peak_gbps, .result = (float)v.got,
+            .reference = v.want, .abs_err = fabs(v.got - v.want), .tol = v.tol, .pass = pass,
+            .flush = flush.buf != NULL, .offset = o.offset, .fill = fill,
+            .seed = o.seed, .distinct = differ_run ? 2 : 1, .rows = rows, .cols = cols,
+            .op = BACK_OP_NAME, .bytes = bytes,
+        };
+        row_set_build(&row, g);
+        if (csv_append_row(o.csv_path, &row) != 0) {
+            fprintf(stderr, "error: cannot write %s\n", o.csv_path);
+            rc = EXIT_USAGE;
+        }
+    }
+
+    timer_free(&timer);
+    flusher_free(&flush);
+    buffers_free(&b);
+    free(in.x), free(in.dy), free(in.gamma), free(in.mean), free(in.rstd);
+    outputs_free(&first);
+    outputs_free(&last);
+    free(times);
+    return rc;
+}
+
+/* A run as the user asked for it; a timed run first makes verify_set()'s
+ * checks (an exact fill that does not fit the shape becomes the random
+ * fill), so that its PASS means that the values are right at that shape. */
+static int run(const struct options *o, void *ctx)
+{
+    const struct context *c = ctx;
+    char err[256];
+    if (back_options_check(o, err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (!o->check_only && o->verify) {
+        struct options checks[VERIFY_MAX];
+        int count = verify_set(o, checks);
+        for (int k = 0; k < count; k++) {
+            char why[512], fill[64];
+            if (checks[k].fill == FILL_EXACT && !back_exact_fits(checks[k].rows, checks[k].cols))
+                checks[k].fill = FILL_RANDOM;
+            if (run_one(&checks[k], c, 1, 0, why, sizeof why) != EXIT_VERIFIED) {
+                row_fill_name(&checks[k], fill, sizeof fill);
+                printf("check    --rows %zu --cols %zu --offset %d --y-offset %d --fill %s: %s\n",
+                       checks[k].rows, checks[k].cols, checks[k].offset, checks[k].y_offset,
+                       fill, why);
+                printf("FAIL: a check before timing failed\n");
+                return EXIT_WRONG;
+            }
+        }
+        printf("check    PASS: %d checks: the %s fill at this shape%s, with x and dy and then "
+               "dx moved in their pack; the shifted and tiny fills\n", count,
+               back_exact_fits(o->rows, o->cols) ? "exact" : "random",
+               o->cols > 1 ? " and one column fewer" : "");
+    }
+    return run_one(o, c, 0, 1, NULL, 0);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o;
+    struct context c;
+    char err[256];
+    program_name(argv[0], c.name, sizeof c.name);
+    switch (parse_options(argc, argv, &back_program, &o, err, sizeof err)) {
+    case PARSE_HELP:
+        back_usage(argv[0]);
+        return EXIT_VERIFIED;
+    case PARSE_VERSION:
+        print_version(c.name);
+        return EXIT_VERIFIED;
+    case PARSE_ERROR:
+        fprintf(stderr, "error: %s\n", err);
+        return EXIT_USAGE;
+    case PARSE_GPU_INFO:
+        open_device(o.device, &c.gpu);
+        print_gpu_info(&c.gpu);
+        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\n", BACK_OP_NAME, ROWS_MAX_COLS,
+               ROWS_MAX_N);
+        return EXIT_VERIFIED;
+    case PARSE_OK:
+        break;
+    }
+    if (back_options_check(&o, err, sizeof err) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (step_op != BACK_LAYERNORM || step_dtype != BACK_F32) {
+        fprintf(stderr, "error: this driver runs LayerNorm's float backward pass only (step_op "
+                        "%d, step_dtype %d)\n", (int)step_op, (int)step_dtype);
+        return EXIT_WRONG;
+    }
+    if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {
+        fprintf(stderr, "error: --csv %s: cannot write this file\n", o.csv_path);
+        return EXIT_USAGE;
+    }
+    open_device(o.device, &c.gpu);
+    print_gpu_line(c.name, &c.gpu);
+    if (o.checks_path != NULL)
+        return run_lines(o.checks_path, &o, 1, argv[0], run, &c);
+    if (o.runs_path != NULL)
+        return run_lines(o.runs_path, &o, 0, argv[0], run, &c);
+    return run(&o, &c);
+}
