@@ -74,7 +74,7 @@ def pages(root=ROOT):
     """[English page path] of every page that must have a Chinese twin."""
     found = [os.path.join(root, "README.md"), os.path.join(root, "ACCURACY.md"),
              os.path.join(root, "docs", "grading.md"), os.path.join(root, "rows", "README.md"),
-             os.path.join(root, "multigpu", "README.md")]
+             os.path.join(root, "multigpu", "README.md"), os.path.join(root, "back", "README.md")]
     for folder in ["common", "extras"] + list(schema.SHIPPED) + list(schema.SHIPPED_ROWS):
         found.append(os.path.join(root, schema.program_dir(folder), "README.md"))
     return [path for path in found if os.path.isfile(path)]
