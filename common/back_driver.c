@@ -472,7 +472,12 @@ int main(int argc, char **argv)
     struct options o;
     struct context c;
     char err[256];
-    program_name(argv[0], c.name, sizeof c.name);
+    /* device.c names part 2's programs "rows/<dir>" and any other "<dir>":
+     * part 3's are "back/<dir>", so that no results row can take one of
+     * them for a part 1 step (step0_thread beside step0_naive). */
+    char dir[200];
+    program_name(argv[0], dir, sizeof dir);
+    snprintf(c.name, sizeof c.name, "back/%s", dir);
     switch (parse_options(argc, argv, &back_program, &o, err, sizeof err)) {
     case PARSE_HELP:
         back_usage(argv[0]);

@@ -122,6 +122,33 @@ for p in $row_programs; do
     check_code_hash "$p"
 done
 
+# Part 3's programs (back/, a draft not yet run on a GPU): part 2's parser
+# with part 3's own fills and checks (common/back_driver.c), the same exit
+# codes, and names of their own: back/step0_thread.
+section "part 3 programs: flags, exit codes, --version"
+back_programs=$(ls -d back/step[0-9]*_*/run 2>/dev/null)
+[ -n "$back_programs" ] && ok || bad "no part 3 program is built (back/*/run)"
+for p in $back_programs; do
+    expect 0 "usage:" "$p" --help
+    expect 0 "exit status" "$p" -h
+    for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2000000" "--rows" "--cols" \
+                "--rows 3000000000 --cols 1000" "--reps 0" "--warmup x" "--seed -1" \
+                "--fill nope" "--fill ones" "--fill levels" "--fill centered" "--offset 4" \
+                "--y-offset 4" "--gamma-offset 4" "--beta-offset 1" "--mask causal" \
+                "--check-every 2" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1" \
+                "--bogus" "--csv" "--checks" "--csv /nonexistent-dir/x.csv"; do
+        # shellcheck disable=SC2086
+        expect_one_line 2 "$p" $args
+    done
+    expect 2 "--fill must be random, exact, shifted or tiny for a backward pass, got 'ones'" \
+        "$p" --fill ones
+    expect 2 "'-n': the shape is --rows R and --cols C (try --help)" "$p" -n 5
+    expect 2 "--fill exact keeps every sum exact only while 26 rows + 10 cols < 2^24" \
+        "$p" --check --rows 700000 --cols 8
+    expect 0 "$(dirname "$p") code_hash=" "$p" --version
+    check_code_hash "$p"
+done
+
 # Without a GPU the programs must say so and exit 3; with one, this is skipped.
 section "no CUDA device: programs, the grader, every GPU target of make"
 probe=$(baseline_cub/run --check -n 1 2>&1 >/dev/null); rc=$?
@@ -135,6 +162,12 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     for p in $row_programs; do
         expect_one_line 3 "$p" --rows 1000 --cols 1000
         expect_one_line 3 "$p" --check
+    done
+    for p in $back_programs; do
+        expect_one_line 3 "$p" --rows 1000 --cols 1000
+        expect_one_line 3 "$p" --check
+        expect 3 "no CUDA device" "$p" --check --fill random --rows 3 --cols 5
+        expect 3 "no CUDA device" "$p" --gpu-info
     done
     # The grader says so too, with its own exit code for it.
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
