@@ -24,7 +24,6 @@
  * in, and the program's own (strong) one replaces it at link time. */
 __attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
 
-#define BACK_OP_NAME "layernorm_backward"
 /* The determinism check's runs: the first, and this many minus one to
  * compare with it bit for bit. */
 #define DET_RUNS 3
@@ -32,14 +31,6 @@ __attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
 struct context {
     struct gpu_info gpu;
     char name[256];
-};
-
-/* What the shared parser must know of part 3's programs: rows x cols of
- * floats in 16-byte packs; --gamma-offset moves gamma, dgamma and dbeta;
- * a timed run's checks add the shifted and tiny fills (verify_set()). */
-static const struct program back_program = {
-    .kind = PROGRAM_ROWS, .op = BACK_OP_NAME, .elems = "floats", .pack = 4, .masks = 0,
-    .gamma = 1, .beta = 0, .checks = ROW_CHECK_SHIFTED_TINY,
 };
 
 static void back_usage(const char *prog)
@@ -469,6 +460,7 @@ static int run(const struct options *o, void *ctx)
 
 int main(int argc, char **argv)
 {
+    const struct program back = back_program_of();
     struct options o;
     struct context c;
     char err[256];
@@ -478,7 +470,7 @@ int main(int argc, char **argv)
     char dir[200];
     program_name(argv[0], dir, sizeof dir);
     snprintf(c.name, sizeof c.name, "back/%s", dir);
-    switch (parse_options(argc, argv, &back_program, &o, err, sizeof err)) {
+    switch (parse_options(argc, argv, &back, &o, err, sizeof err)) {
     case PARSE_HELP:
         back_usage(argv[0]);
         return EXIT_VERIFIED;

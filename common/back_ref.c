@@ -327,6 +327,15 @@ double back_bytes(size_t rows, size_t cols)
     return 4.0 * (3.0 * elems + 3.0 * (double)cols + 2.0 * (double)rows);
 }
 
+struct program back_program_of(void)
+{
+    struct program p = {
+        .kind = PROGRAM_ROWS, .op = BACK_OP_NAME, .elems = "floats", .pack = 4, .masks = 0,
+        .gamma = 1, .beta = 0, .checks = ROW_CHECK_SHIFTED_TINY,
+    };
+    return p;
+}
+
 int back_exact_fits(size_t rows, size_t cols)
 {
     return rows >= 1 && cols >= 1 && rows <= EXACT_FILL_MAX && cols <= EXACT_FILL_MAX &&

@@ -120,6 +120,15 @@ int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long see
 /* 1 for the fills part 3 takes (random, exact, shifted, tiny), else 0. */
 int back_fill_takes(enum fill_kind fill);
 
+/* The op's name in messages and in the CSV's op column. */
+#define BACK_OP_NAME "layernorm_backward"
+
+/* What the shared parser (harness.c) must know of part 3's programs: rows
+ * x cols of floats in 16-byte packs, no --mask, --gamma-offset (it moves
+ * gamma, dgamma and dbeta) but no --beta-offset, and a timed run's checks
+ * (verify_set()) with the shifted and tiny fills. */
+struct program back_program_of(void);
+
 /* 1 if ln_backward_exact_fill() takes rows x cols (26 rows + 10 cols <
  * 2^24, each at most 2^20), else 0. */
 int back_exact_fits(size_t rows, size_t cols);

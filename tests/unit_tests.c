@@ -1641,6 +1641,199 @@ static void test_softmax_backward_exact(void)
     EXPECT(softmax_backward_exact_fill(1, ((size_t)1 << 20) + 1, 11, NULL, NULL) == -1);
 }
 
+/* ------------------------------------ part 3: back_driver.c's host side */
+
+/* Part 3's command line: parse_options() for its program, then its own
+ * check of what it does not take. PARSE_ERROR where either refuses. */
+static enum parse_status back_parse_line(const char *line, struct options *o, char *err)
+{
+    char buf[512], *argv[32];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "run %s", line);
+    for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
+        argv[argc++] = t;
+    argv[argc] = NULL;
+    const struct program back = back_program_of();
+    enum parse_status st = parse_options(argc, argv, &back, o, err, 256);
+    if (st == PARSE_OK && back_options_check(o, err, 256) != 0)
+        return PARSE_ERROR;
+    return st;
+}
+
+/* A float kernel's outputs on one fill: dx row by row (back_ln_dx_float, in
+ * the row's order), dgamma and dbeta as column sums over the rows in
+ * col_order. broken: 0 none, 1 dgamma without rstd, 2 dbeta without the
+ * last row (a last block's partial dropped), 3 dx's means over N - 1, 4 a
+ * NaN in the last dx, 5 dgamma[0] one ulp off. */
+static void back_float_outputs(const float *x, const float *dy, const float *gamma,
+                               const float *mean, const float *rstd, size_t rows, size_t cols,
+                               int order, int col_order, int broken, float *dx, float *dgamma,
+                               float *dbeta)
+{
+    float *t1 = malloc(cols * sizeof *t1), *t2 = malloc(cols * sizeof *t2);
+    float *xh = malloc(cols * sizeof *xh);
+    float *a = malloc(rows * sizeof *a), *b = malloc(rows * sizeof *b);
+    for (size_t r = 0; r < rows; r++)
+        back_ln_dx_float(x + r * cols, dy + r * cols, gamma, mean[r], rstd[r], cols, order, 0,
+                         broken == 3 && cols > 1 ? 2 : 0, t1, t2, xh, dx + r * cols);
+    for (size_t j = 0; j < cols; j++) {
+        for (size_t r = 0; r < rows; r++) {
+            float d = dy[r * cols + j], xm = x[r * cols + j] - mean[r];
+            a[r] = d * (broken == 1 ? xm : xm * rstd[r]);
+            b[r] = d;
+        }
+        dgamma[j] = back_sum(a, rows, col_order);
+        dbeta[j] = back_sum(b, broken == 2 ? rows - 1 : rows, col_order);
+    }
+    if (broken == 4)
+        dx[rows * cols - 1] = NAN;
+    if (broken == 5)
+        dgamma[0] = nextafterf(dgamma[0], INFINITY);
+    free(t1), free(t2), free(xh), free(a), free(b);
+}
+
+static void test_back_host(void)
+{
+    struct options o;
+    char err[256];
+    /* The fills it takes, and the exact fill's shapes. */
+    EXPECT(back_fill_takes(FILL_RANDOM) && back_fill_takes(FILL_EXACT) &&
+           back_fill_takes(FILL_SHIFTED) && back_fill_takes(FILL_TINY));
+    EXPECT(!back_fill_takes(FILL_ONES) && !back_fill_takes(FILL_INTS) &&
+           !back_fill_takes(FILL_ONEHOT) && !back_fill_takes(FILL_POSITIVE));
+    EXPECT(back_exact_fits(1, 1) && back_exact_fits(645000, 1) && !back_exact_fits(645300, 1));
+    EXPECT(back_exact_fits(1, (size_t)1 << 20) && !back_exact_fits(1, ((size_t)1 << 20) + 1));
+    EXPECT(!back_exact_fits(0, 5) && !back_exact_fits(5, 0));
+    EXPECT(back_bytes(32768, 1024) == 4.0 * (3.0 * 32768 * 1024 + 3 * 1024 + 2 * 32768));
+
+    /* Options: part 2's parser, part 3's fills. */
+    EXPECT(back_parse_line("", &o, err) == PARSE_OK && o.rows == 32768 && o.cols == 1024 &&
+           o.fill == FILL_RANDOM);
+    EXPECT(back_parse_line("--check", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
+    EXPECT(back_parse_line("--rows 3 --cols 5 --fill tiny --offset 3 --y-offset 1 "
+                           "--gamma-offset 2", &o, err) == PARSE_OK && o.n == 15 &&
+           o.fill == FILL_TINY && o.offset == 3 && o.y_offset == 1 && o.gamma_offset == 2);
+    EXPECT(back_parse_line("--fill shifted", &o, err) == PARSE_OK);
+    EXPECT(back_parse_line("--fill ones", &o, err) == PARSE_ERROR &&
+           strstr(err, "random, exact, shifted or tiny") && strstr(err, "'ones'"));
+    EXPECT(back_parse_line("--fill levels", &o, err) == PARSE_ERROR && strstr(err, "'levels'"));
+    EXPECT(back_parse_line("--fill centered", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_line("--check-every 2", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_line("--check --rows 700000 --cols 8", &o, err) == PARSE_ERROR &&
+           strstr(err, "26 rows + 10 cols"));
+    EXPECT(back_parse_line("--rows 700000 --cols 8", &o, err) == PARSE_OK);   /* random */
+    EXPECT(back_parse_line("--beta-offset 1", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_line("--mask causal", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_line("-n 5", &o, err) == PARSE_ERROR);
+    /* A timed run's checks: the exact fill, a column fewer, both offsets,
+     * shifted and tiny. */
+    struct options checks[VERIFY_MAX];
+    EXPECT(back_parse_line("--rows 8 --cols 9", &o, err) == PARSE_OK);
+    int count = verify_set(&o, checks);
+    EXPECT(count == 6 && checks[0].fill == FILL_EXACT && checks[1].cols == 8 &&
+           checks[2].offset == 1 && checks[3].y_offset == 1 && checks[4].fill == FILL_SHIFTED &&
+           checks[5].fill == FILL_TINY);
+
+    /* Bit-for-bit comparison: -0 is not 0, the same NaN is the same. */
+    float u[4] = {1.0f, 0.0f, NAN, 3.0f}, w[4] = {1.0f, -0.0f, NAN, 3.0f};
+    EXPECT(back_first_difference(u, u, 4) == -1 && back_first_difference(u, w, 4) == 1);
+    EXPECT(back_first_difference(u + 2, w + 2, 2) == -1);
+
+    /* The fills, and the check of a float kernel's outputs on each: in
+     * every order within bounds; every broken one caught. */
+    const enum fill_kind fills[4] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_EXACT};
+    size_t shapes[3][2] = {{48, 7}, {33, 1024}, {5, 1}};
+    for (int s = 0; s < 3; s++) {
+        size_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy), *dx = malloc(n * sizeof *dx);
+        float *gamma = malloc(cols * sizeof *gamma), *dg = malloc(cols * sizeof *dg);
+        float *db = malloc(cols * sizeof *db), *mean = malloc(rows * sizeof *mean);
+        float *rstd = malloc(rows * sizeof *rstd);
+        float *x2 = malloc(n * sizeof *x2), *dy2 = malloc(n * sizeof *dy2);
+        float *g2 = malloc(cols * sizeof *g2), *m2 = malloc(rows * sizeof *m2);
+        float *r2 = malloc(rows * sizeof *r2);
+        for (int f = 0; f < 4; f++) {
+            int exact = fills[f] == FILL_EXACT;
+            EXPECT(back_fill(rows, cols, fills[f], 5, x, dy, gamma, mean, rstd) == 0);
+            /* The same seed, the same inputs; another seed, others. */
+            EXPECT(back_fill(rows, cols, fills[f], 5, x2, dy2, g2, m2, r2) == 0 &&
+                   memcmp(x, x2, n * sizeof *x) == 0 && memcmp(dy, dy2, n * sizeof *dy) == 0 &&
+                   memcmp(gamma, g2, cols * sizeof *g2) == 0);
+            EXPECT(back_fill(rows, cols, fills[f], 6, x2, dy2, g2, m2, r2) == 0 &&
+                   memcmp(dy, dy2, n * sizeof *dy) != 0);
+            if (exact) {   /* back_fill's exact fill is back_ref's */
+                EXPECT(ln_backward_exact_fill(rows, cols, 5, x2, dy2, g2, m2, r2) == 0 &&
+                       memcmp(x, x2, n * sizeof *x) == 0 && memcmp(dy, dy2, n * sizeof *dy) == 0 &&
+                       memcmp(rstd, r2, rows * sizeof *r2) == 0);
+            } else {       /* the saved mean and rstd are the rows' */
+                int stats = 1, ranges = 1;
+                for (size_t r = 0; r < rows; r++) {
+                    double sum = 0.0, q = 0.0;
+                    for (size_t j = 0; j < cols; j++)
+                        sum += x[r * cols + j];
+                    double m = sum / (double)cols;
+                    for (size_t j = 0; j < cols; j++)
+                        q += (x[r * cols + j] - m) * (x[r * cols + j] - m);
+                    stats &= mean[r] == (float)m &&
+                             rstd[r] == (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
+                }
+                double lo = fills[f] == FILL_SHIFTED ? 1998.0 : -1.0;   /* 2000 +- sqrt(3) */
+                double hi = fills[f] == FILL_SHIFTED ? 2002.0 : 1.0;
+                double dmax = fills[f] == FILL_TINY ? 1e-3 : 1.0;
+                for (size_t i = 0; i < n; i++)
+                    ranges &= x[i] >= lo && x[i] <= hi && fabsf(dy[i]) <= dmax;
+                for (size_t j = 0; j < cols; j++)
+                    ranges &= gamma[j] >= -1.0f && gamma[j] < 1.0f;
+                EXPECT(stats);
+                EXPECT(ranges);
+            }
+            struct back_verdict v;
+            int good = 1;
+            for (int order = 0; order < 3; order++)
+                for (int col_order = 0; col_order < 3; col_order++) {
+                    back_float_outputs(x, dy, gamma, mean, rstd, rows, cols, order, col_order, 0,
+                                       dx, dg, db);
+                    good &= back_check(rows, cols, exact, x, dy, gamma, mean, rstd, dx, dg, db,
+                                       &v) == 0 && v.bad == 0 && v.ratio <= 1.0 &&
+                            v.params_exact == exact;
+                }
+            EXPECT(good);
+            /* Each broken kernel caught where its bug shows: dgamma
+             * without rstd wherever rstd is not 1 (the random fills' is
+             * far from it, the exact fill's is 1/2, 1 or 2 by row); means
+             * over N - 1 on the exact fill from 3 columns (the bounds of the
+             * others hold it at 7 columns, not at 1024); a one-ulp dgamma
+             * on the exact fill only. */
+            for (int broken = 1; broken <= 5; broken++) {
+                if ((broken == 3 && !(exact && cols >= 3)) || (broken == 5 && !exact))
+                    continue;
+                if ((broken == 2 && rows == 1) || (broken == 1 && cols == 1))
+                    continue;   /* no last row to drop; xhat = 0, so dgamma = 0 either way */
+                back_float_outputs(x, dy, gamma, mean, rstd, rows, cols, 0, 0, broken, dx, dg,
+                                   db);
+                EXPECT(back_check(rows, cols, exact, x, dy, gamma, mean, rstd, dx, dg, db, &v) ==
+                       0);
+                static const char *const where[6] = {"", "dgamma", "dbeta", "dx", "dx", "dgamma"};
+                int seen = v.bad > 0 && strcmp(v.what, where[broken]) == 0;
+                if (broken == 4)   /* the NaN, the last output of dx */
+                    seen &= isnan(v.got) && v.row == rows - 1 && v.col == cols - 1 &&
+                             v.ratio == HUGE_VAL;
+                if (broken == 5)
+                    seen &= v.col == 0 && v.tol == 0.0;
+                if (!seen)
+                    printf("back_check missed broken kernel %d (fill %s, %zu x %zu)\n", broken,
+                           fill_name(fills[f]), rows, cols);
+                EXPECT(seen);
+            }
+        }
+        free(x), free(dy), free(dx), free(gamma), free(dg), free(db), free(mean), free(rstd);
+        free(x2), free(dy2), free(g2), free(m2), free(r2);
+    }
+    /* Fills it does not take, and exact shapes past it: -1, nothing written. */
+    EXPECT(back_fill(2, 2, FILL_ONES, 1, NULL, NULL, NULL, NULL, NULL) == -1);
+    EXPECT(back_fill(700000, 8, FILL_EXACT, 1, NULL, NULL, NULL, NULL, NULL) == -1);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -1664,6 +1857,7 @@ int main(void)
     test_backward();
     test_backward_exact();
     test_softmax_backward_exact();
+    test_back_host();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
