@@ -2,6 +2,12 @@
 build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows_ref.c common/back_ref.c $(HEADERS) | build
 	$(CC) $(CFLAGS) -o $@ tests/unit_tests.c common/harness.c common/rows_ref.c common/back_ref.c -lm $(LDLIBS)
 
+# Part 3's driver on the CPU (tests/back_fake.c: the device half and a
+# LayerNorm backward in C, in good and broken modes), for tests/cli_tests.sh.
+build/back_fake: tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
+TEST_BUILD_MORE += build/back_fake
+
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
 # one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).

@@ -148,6 +148,32 @@ for p in $back_programs; do
     expect 0 "$(dirname "$p") code_hash=" "$p" --version
     check_code_hash "$p"
 done
+# The driver's whole flow, on the CPU (tests/back_fake.c): a good program
+# passes, timed and --check, with its CSV row; step 0's atomics are within
+# their bounds but fail the determinism check, in both modes; each broken
+# output is caught, with its message.
+fake=build/back_fake
+if [ -x $fake ]; then
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "PASS" env BACK_FAKE=ok $fake --check --fill shifted --rows 5 --cols 1 --offset 3 --y-offset 2 --gamma-offset 1
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/fake,2112,3,* ]] && [[ $row == *",64,33,layernorm_backward,26252,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 layernorm_backward of 26252 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 1 "result   every output within its bound (dgamma and dbeta exactly" env BACK_FAKE=atomic $fake --check --rows 33 --cols 7
+    expect 1 "determinism FAIL: dgamma[0] was" env BACK_FAKE=atomic $fake --check --rows 33 --cols 7
+    expect 1 "not the same bits every run" env BACK_FAKE=atomic $fake --rows 64 --cols 33 --reps 3
+    expect 1 "FAIL: a check before timing failed" env BACK_FAKE=nm1 $fake --rows 64 --cols 33
+    expect 1 "FAIL: dx[row 0, col 0] is" env BACK_FAKE=nm1 $fake --check --rows 8 --cols 5
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
+    expect 1 "FAIL: dgamma[col 0] is" env BACK_FAKE=stale $fake --check --rows 8 --cols 5
+else
+    bad "$fake is not built (make test builds it)"
+fi
 
 # Without a GPU the programs must say so and exit 3; with one, this is skipped.
 section "no CUDA device: programs, the grader, every GPU target of make"

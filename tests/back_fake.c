@@ -1,0 +1,244 @@
+/* back_fake.c: common/back_driver.c run on the CPU, no GPU needed. It
+ * stands in for the device half of the harness (common/device.h: the
+ * device, guarded buffers, flush, timer, build) and the few CUDA calls the
+ * driver makes, with host memory, and for a part 3 program with a back_run()
+ * written in C. So tests/cli_tests.sh can see the driver's whole flow
+ * (fills, checks, determinism, verdicts, exit codes, CSV) before any GPU
+ * has run it. BACK_FAKE picks the program:
+ *   ok      dx by rows, dgamma and dbeta in row order: deterministic
+ *   atomic  dgamma and dbeta with the rows in another order every call, as
+ *           step 0's atomics: within the bounds, not the same bits
+ *   nm1     dx's means over N - 1 (the exact fill catches it)
+ *   nan     the last dx left unwritten (NaN from the harness's poison)
+ *   guard   one float written past dx's end
+ *   stale   dgamma and dbeta not zeroed: they add onto the harness's NaN
+ * Not linked into any program: build/back_fake is make test's alone. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime */
+#include "back.h"
+#include "check.h"
+#include "device.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define POISON 0xFF   /* every byte: a float NaN, as device.c's */
+
+/* ---- The CUDA calls back_driver.c makes itself. */
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    (void)kind;
+    memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+    return cudaSuccess;
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+    return error == cudaSuccess ? "no error" : "fake error";
+}
+
+/* ---- common/device.h, on the host. */
+const char reduce_code_hash[] = "000000000000";
+const char reduce_git_rev[] = "fake";
+
+const char *build_toolchain(void)
+{
+    return "fake";
+}
+
+const char *build_arch(void)
+{
+    return "cpu";
+}
+
+void program_name(const char *argv0, char *out, size_t len)
+{
+    (void)argv0;
+    snprintf(out, len, "fake");
+}
+
+void open_device(int device, struct gpu_info *g)
+{
+    if (device != 0) {
+        fprintf(stderr, "error: --device %d: there are only 1 CUDA device(s)\n", device);
+        exit(EXIT_USAGE);
+    }
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "fake CPU device");
+    snprintf(g->cc, sizeof g->cc, "0.0");
+    snprintf(g->driver, sizeof g->driver, "fake");
+    snprintf(g->cuda, sizeof g->cuda, "fake");
+    g->sms = 1;
+    g->sm_threads = 1;
+    g->l2_bytes = 1 << 20;
+    g->peak_gbps = 1e6;   /* no CPU run comes near it */
+}
+
+void print_gpu_info(const struct gpu_info *g)
+{
+    printf("name=%s\n", g->name);
+}
+
+void print_version(const char *name)
+{
+    printf("%s code_hash=%s git_rev=%s arch=%s toolchain=%s\n", name, reduce_code_hash,
+           reduce_git_rev, build_arch(), build_toolchain());
+}
+
+void print_gpu_line(const char *name, const struct gpu_info *g)
+{
+    printf("%s on %s\n", name, g->name);
+}
+
+void row_set_build(struct result_row *row, const struct gpu_info *g)
+{
+    row->gpu = g->name;
+    row->cc = g->cc;
+    row->driver = g->driver;
+    row->cuda = g->cuda;
+    row->peak_gbps = g->peak_gbps;
+    row->l2_mb = g->l2_bytes / 1e6;
+    row->sms = g->sms;
+    row->git_rev = reduce_git_rev;
+    row->code_hash = reduce_code_hash;
+    row->arch = build_arch();
+    row->toolchain = build_toolchain();
+}
+
+void guarded_alloc(struct guarded *b, size_t lead, size_t count)
+{
+    size_t total = GUARD_FLOATS + lead + count + GUARD_FLOATS;
+    b->base = malloc(total * sizeof(float));
+    if (b->base == NULL) {
+        fprintf(stderr, "error: out of device memory: fake\n");
+        exit(EXIT_DEVICE);
+    }
+    b->lead = lead;
+    b->count = count;
+    b->data = b->base + GUARD_FLOATS + lead;
+}
+
+void guarded_poison(const struct guarded *b)
+{
+    memset(b->base, POISON, (GUARD_FLOATS + b->lead + b->count + GUARD_FLOATS) * sizeof(float));
+}
+
+int guards_intact(const struct guarded *b)
+{
+    const unsigned char *front = (const unsigned char *)b->base;
+    const unsigned char *back = (const unsigned char *)(b->data + b->count);
+    for (size_t k = 0; k < (GUARD_FLOATS + b->lead) * sizeof(float); k++)
+        if (front[k] != POISON)
+            return 0;
+    for (size_t k = 0; k < GUARD_FLOATS * sizeof(float); k++)
+        if (back[k] != POISON)
+            return 0;
+    return 1;
+}
+
+void guarded_free(struct guarded *b)
+{
+    free(b->base);
+    b->base = b->data = NULL;
+}
+
+void flusher_init(struct flusher *f, const struct gpu_info *g, int enabled)
+{
+    (void)g;
+    f->buf = enabled ? (void *)f : NULL;   /* "flushed", as far as the report goes */
+    f->bytes = 0;
+    f->sink = NULL;
+}
+
+void flusher_run(const struct flusher *f)
+{
+    (void)f;
+}
+
+void flusher_free(struct flusher *f)
+{
+    f->buf = NULL;
+}
+
+static double now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+/* cudaEvent_t is a pointer: the fake keeps its times in the struct's own
+ * two slots, as numbers it never dereferences. */
+static double timer_started;
+
+void timer_init(struct timer *t)
+{
+    t->start = t->stop = NULL;
+}
+
+void timer_start(struct timer *t)
+{
+    (void)t;
+    timer_started = now_us();
+}
+
+double timer_stop_us(struct timer *t)
+{
+    (void)t;
+    return now_us() - timer_started + 1.0;   /* never 0: GB/s stays finite */
+}
+
+void timer_free(struct timer *t)
+{
+    (void)t;
+}
+
+/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
+const enum back_op step_op = BACK_LAYERNORM;
+
+void back_run(const struct back_problem *p)
+{
+    static unsigned calls;
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    size_t rows = p->rows, cols = p->cols;
+    float n = (float)(strcmp(mode, "nm1") == 0 && cols > 1 ? cols - 1 : cols);
+    for (size_t r = 0; r < rows; r++) {
+        const float *x = p->x + r * cols, *dy = p->dy + r * cols;
+        float *dx = p->dx + r * cols, mean = p->mean[r], rstd = p->rstd[r];
+        float s1 = 0.0f, s2 = 0.0f;
+        for (size_t c = 0; c < cols; c++) {
+            float g = dy[c] * p->gamma[c];
+            s1 += g;
+            s2 += g * ((x[c] - mean) * rstd);
+        }
+        float m1 = s1 / n, m2 = s2 / n;
+        for (size_t c = 0; c < cols; c++)
+            dx[c] = rstd * (dy[c] * p->gamma[c] - m1 - ((x[c] - mean) * rstd) * m2);
+    }
+    if (strcmp(mode, "nan") == 0)
+        memset(&p->dx[rows * cols - 1], POISON, sizeof(float));
+    if (strcmp(mode, "guard") == 0)
+        p->dx[rows * cols] = 0.0f;
+    if (strcmp(mode, "stale") != 0)
+        for (size_t c = 0; c < cols; c++)
+            p->dgamma[c] = p->dbeta[c] = 0.0f;
+    /* The rows' order down the columns: fixed, or (atomic) starting at
+     * another row every call. */
+    size_t first = strcmp(mode, "atomic") == 0 ? (size_t)(calls++ * 7919u) % rows : 0;
+    for (size_t k = 0; k < rows; k++) {
+        size_t r = (first + k) % rows;
+        const float *x = p->x + r * cols, *dy = p->dy + r * cols;
+        for (size_t c = 0; c < cols; c++) {
+            p->dgamma[c] += dy[c] * ((x[c] - p->mean[r]) * p->rstd[r]);
+            p->dbeta[c] += dy[c];
+        }
+    }
+}
