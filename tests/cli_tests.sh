@@ -171,6 +171,21 @@ if [ -x $fake ]; then
     expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
     expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
     expect 1 "FAIL: dgamma[col 0] is" env BACK_FAKE=stale $fake --check --rows 8 --cols 5
+    # The workspace (back_workspace(), steps 2 and 3): a program that asks
+    # for one gets it, of the size it asked for (it writes all of it: the
+    # guards), its ticket at 0 and its scratch NaN at every call (the fake
+    # checks both on entry), in --check, the timed runs and the checks
+    # before them; one that keeps partial sums in the scratch from call to
+    # call reads NaN, in either mode (--check's random-fill runs are checked
+    # against the reference too, not only against each other); one that
+    # leaves its ticket non-zero is caught.
+    expect 0 "determinism PASS" env BACK_FAKE=ws $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ws $fake --rows 64 --cols 33 --reps 3 --warmup 2
+    expect 0 "PASS" env BACK_FAKE=ws $fake --check --fill tiny --rows 1 --cols 1 --offset 1 --gamma-offset 3
+    expect 1 "determinism FAIL: run 1 of the random fill is wrong" env BACK_FAKE=ws_stale $fake --check --rows 33 --cols 7
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=ws_stale $fake --rows 8 --cols 5 --reps 2 --warmup 1
+    expect 1 "FAIL: a run left its workspace's counters non-zero" env BACK_FAKE=ws_ticket $fake --check --rows 8 --cols 5
+    expect 1 "FAIL: a check before timing failed" env BACK_FAKE=ws_ticket $fake --rows 8 --cols 5
 else
     bad "$fake is not built (make test builds it)"
 fi
