@@ -216,7 +216,9 @@ void timer_free(struct timer *t)
     (void)t;
 }
 
-/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
+/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names.
+ * Left out with -DBACK_FAKE_DEVICE_ONLY, for a program of its own. */
+#ifndef BACK_FAKE_DEVICE_ONLY
 const enum back_op step_op = BACK_LAYERNORM;
 
 #define FAKE_SLICE 4   /* rows per partial row of the workspace modes */
@@ -335,3 +337,4 @@ void back_run(const struct back_problem *p)
         }
     }
 }
+#endif

@@ -190,6 +190,35 @@ else
     bad "$fake is not built (make test builds it)"
 fi
 
+# Part 3's kernels on the CPU (tests/back_emu.h: build/back_emu/<step>/run,
+# the step's own back.cu with the driver): every output within its bound at
+# shapes around the steps' warp, chunk and tile sizes, with the arrays moved
+# in their packs, on grids of one block to many (EMU_SMS), and the workspace
+# as the driver checks it (guards, the ticket back at 0). A step that adds
+# dgamma with atomics may pass or fail the determinism check (its order is
+# the CPU's thread schedule here); every other step must pass it. A timed
+# run's six checks before timing pass too.
+emu_steps=$(ls -d build/back_emu/step[0-9]*_*/run 2>/dev/null)
+[ -n "$emu_steps" ] && ok || bad "no part 3 step is built for the CPU (build/back_emu/*/run)"
+for p in $emu_steps; do
+    src=back/$(basename "$(dirname "$p")")/back.cu
+    atomic=""
+    grep -q 'atomicAdd(&g_dgamma' "$src" && atomic=1
+    for args in "--rows 1 --cols 1" "--rows 9 --cols 31 --offset 1" \
+                "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2" "--rows 129 --cols 257 --fill shifted"; do
+        for sms in 1 3; do
+            # shellcheck disable=SC2086
+            out=$(EMU_SMS=$sms $p --check $args 2>&1); rc=$?
+            if [[ $out == *"result   every output within its bound"* ]] && [[ $out != *"FAIL: a "* ]] \
+                    && { [ -n "$atomic" ] || { [ $rc -eq 0 ] && [[ $out == *"determinism PASS"* ]]; }; }; then ok
+            else bad "EMU_SMS=$sms $p --check $args -> exit $rc: $(echo "$out" | tail -n 1)"; fi
+        done
+    done
+    out=$(EMU_SMS=2 $p --rows 70 --cols 45 --reps 2 --warmup 1 2>&1); rc=$?
+    [[ $out == *"check    PASS: 6 checks"* ]] && { [ -n "$atomic" ] || [ $rc -eq 0 ]; } && ok \
+        || bad "EMU_SMS=2 $p --rows 70 --cols 45 --reps 2 --warmup 1 -> exit $rc: $(echo "$out" | tail -n 1)"
+done
+
 # Without a GPU the programs must say so and exit 3; with one, this is skipped.
 section "no CUDA device: programs, the grader, every GPU target of make"
 probe=$(baseline_cub/run --check -n 1 2>&1 >/dev/null); rc=$?
