@@ -23,6 +23,8 @@ build/back_emu/%/run: back/%/back.cu tests/back_emu.h tests/back_fake.c build/ba
 	$(CXX) -o $@ $(@D)/back.o $(@D)/device.o build/back_driver.o build/back_ref.o build/harness.o \
 	    -lm -lpthread $(LDLIBS)
 TEST_BUILD_MORE += $(BACK_EMU)
+# and the links back/stepN, as make makes them (cli_tests.sh checks each step has one).
+TEST_BUILD_MORE += $(BACK_ALIASES)
 
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with

@@ -124,10 +124,19 @@ done
 
 # Part 3's programs (back/, a draft not yet run on a GPU): part 2's parser
 # with part 3's own fills and checks (common/back_driver.c), the same exit
-# codes, and names of their own: back/step0_thread.
+# codes, and names of their own: back/step0_thread. Every step, each
+# checked alike: the loop below takes every back/stepN_slug/ that make
+# built, and each step's folder must have its program, its link back/stepN
+# and its CPU build (build/back_emu/, below).
 section "part 3 programs: flags, exit codes, --version"
 back_programs=$(ls -d back/step[0-9]*_*/run 2>/dev/null)
 [ -n "$back_programs" ] && ok || bad "no part 3 program is built (back/*/run)"
+for d in $(ls -d back/step[0-9]*_*/back.cu 2>/dev/null | xargs -n 1 dirname); do
+    link=back/$(basename "$d" | cut -d_ -f1)
+    [ -x "$d/run" ] && [ "$(readlink "$link")" = "$(basename "$d")" ] \
+        && [ -x "build/back_emu/$(basename "$d")/run" ] && ok \
+        || bad "$d: make test did not build $d/run, link $link, or build/back_emu/$(basename "$d")/run"
+done
 for p in $back_programs; do
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
