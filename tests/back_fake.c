@@ -22,7 +22,9 @@
  *   ws_stale  zeroes its partials on its first call only and adds onto them
  *             (as if the scratch were its own between calls)
  *   ws_ticket draws a ticket per slice and never puts the counter back to 0
- * Not linked into any program: build/back_fake is make test's alone. */
+ * Not linked into any program: build/back_fake is make test's alone, and
+ * so is its device half in build/back_emu/<step>/run (each part 3 step on
+ * the CPU, tests/back_emu.h). */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "back.h"
 #include "check.h"

@@ -5,7 +5,9 @@
 # `make stepK`, `make diff`, `make new` in both parts, `make check`'s errors
 # and its last line, `make help`, the mutants, rebuilds when ARCH changes,
 # and the homework flow (make new, an edit, make, make diff, make check,
-# make test) in a scratch copy, in both parts.
+# make test) in a scratch copy, in both parts. Part 3's programs (back/, a
+# draft) get the same flag and exit-code checks, and its driver and kernels
+# run on the CPU (tests/back_fake.c, tests/back_emu.h).
 # A "cli: <section> (at Ns)" line starts each part. Each skipped check says
 # "skipped: CAUSE: detail" (tests/run_tests.sh counts them by cause).
 # Ends with "cli: N passed, N failed[, N skipped]".
