@@ -1,4 +1,4 @@
-// LayerNorm backward, dgamma and dbeta deterministic: partial rows per block, then a second kernel.
+// LayerNorm backward, dgamma and dbeta in a fixed order: partial rows, then a second kernel.
 //
 // Change: no atomics. Each block takes a fixed slice of rows and works
 //         through it 8 rows (a chunk) at a time: loop 1, a warp per row as
