@@ -14,11 +14,18 @@
  *   dgamma = sum dy * xhat,   dbeta = sum dy.
  * dx is a row reduction, as part 2's; dgamma and dbeta are column
  * reductions, new here. The harness fills dx, dgamma and dbeta with NaN
- * before every call: a program writes (or zeroes) every output itself. */
+ * before every call: a program writes (or zeroes) every output itself.
+ *
+ * work is device memory the caller owns (common/workspace.h), as in parts 1
+ * and 2: a program whose blocks share memory across a launch (partial column
+ * sums, a ticket) says how much in back_workspace(). Its scratch part is
+ * NaN at every call; its zeroed part reads 0 and must be left at 0. */
 #ifndef REDUCE_BACK_H
 #define REDUCE_BACK_H
 
 #include <stddef.h>
+
+#include "workspace.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +46,7 @@ struct back_problem {
     float *dx;                  /* rows x cols */
     float *dgamma, *dbeta;      /* cols */
     size_t rows, cols;
+    struct workspace work;      /* see back_workspace() */
 };
 
 /* Which operation this program computes: its back.cu defines it. */
@@ -48,6 +56,11 @@ extern const enum back_op step_op;
 extern const enum back_dtype step_dtype;
 
 void back_run(const struct back_problem *p);
+
+/* Optional, as row_workspace() in part 2: the workspace a problem needs
+ * (rows and cols are set; the pointers may not be). Without it the harness
+ * (common/back_driver.c) gives none: both of work's pointers NULL. */
+struct workspace_size back_workspace(const struct back_problem *p);
 
 #ifdef __cplusplus
 }

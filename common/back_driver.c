@@ -1,8 +1,8 @@
 /* back_driver.c: main() for every part 3 program (back/). It owns what is
  * not the optimization: options, input, the CPU reference, timing, the L2
  * flush, verification of every output, the determinism check and
- * reporting. The program's back.cu supplies back_run() and step_op
- * (common/back.h).
+ * reporting, and the workspace. The program's back.cu supplies back_run()
+ * and step_op (common/back.h), and back_workspace() if it needs one.
  *
  * A draft, not yet run on a GPU (back/README.md): it reuses harness.c and
  * device.c as they are (the parser of part 2's rows x cols programs, the
@@ -23,6 +23,14 @@
 /* A float program does not define step_dtype: this weak definition stands
  * in, and the program's own (strong) one replaces it at link time. */
 __attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
+
+/* A program that needs no workspace does not define back_workspace(). */
+__attribute__((weak)) struct workspace_size back_workspace(const struct back_problem *p)
+{
+    (void)p;
+    struct workspace_size none = {0, 0};
+    return none;
+}
 
 /* The determinism check's runs: the first, and this many minus one to
  * compare with it bit for bit. */
@@ -86,11 +94,20 @@ static void *host_alloc(size_t count, size_t size)
     return p;
 }
 
-/* The device side of one problem: every array between NaN guards. */
+/* The device side of one problem: every array between NaN guards, and the
+ * program's workspace (its two parts, each between guards too). */
 struct buffers {
-    struct guarded x, dy, gamma, mean, rstd, dx, dgamma, dbeta;
+    struct guarded x, dy, gamma, mean, rstd, dx, dgamma, dbeta, zeroed, scratch;
 };
 
+static size_t floats_for(size_t bytes)
+{
+    return (bytes + sizeof(float) - 1) / sizeof(float);
+}
+
+/* The workspace is allocated once, outside any timed run: its zeroed part
+ * set to 0 here and never again (the program leaves it at 0), its scratch
+ * part filled with NaN before every run (buffers_poison_outputs). */
 static void buffers_alloc(struct buffers *b, const struct options *o)
 {
     guarded_alloc(&b->x, (size_t)o->offset, o->n);
@@ -101,16 +118,29 @@ static void buffers_alloc(struct buffers *b, const struct options *o)
     guarded_alloc(&b->dbeta, (size_t)o->gamma_offset, o->cols);
     guarded_alloc(&b->mean, 0, o->rows);
     guarded_alloc(&b->rstd, 0, o->rows);
+    struct back_problem shape = {.rows = o->rows, .cols = o->cols};
+    struct workspace_size size = back_workspace(&shape);
+    guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
+    guarded_alloc(&b->scratch, 0, floats_for(size.scratch));
     const struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
-                                   &b->dgamma, &b->dbeta};
+                                   &b->dgamma, &b->dbeta, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         guarded_poison(all[k]);
+    CHECK_CUDA(cudaMemset(b->zeroed.data, 0, b->zeroed.count * sizeof(float)));
+}
+
+/* The problem's view of the workspace: NULL for a part of no bytes. */
+static struct workspace work_of(const struct buffers *b)
+{
+    struct workspace w = {b->zeroed.count ? b->zeroed.data : NULL,
+                          b->scratch.count ? b->scratch.data : NULL};
+    return w;
 }
 
 static void buffers_free(struct buffers *b)
 {
     struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
-                             &b->dgamma, &b->dbeta};
+                             &b->dgamma, &b->dbeta, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         guarded_free(all[k]);
 }
@@ -118,20 +148,39 @@ static void buffers_free(struct buffers *b)
 static int buffers_guards_intact(const struct buffers *b)
 {
     const struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
-                                   &b->dgamma, &b->dbeta};
+                                   &b->dgamma, &b->dbeta, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!guards_intact(all[k]))
             return 0;
     return 1;
 }
 
-/* Before every run: the outputs to NaN, so one that no thread wrote fails
- * (a step zeroes dgamma and dbeta itself, if it adds into them). */
+/* After every run: the workspace's zeroed part must read 0 again (a ticket
+ * left at its count would give the next run's last block to the wrong one). */
+static int buffers_zeroed_clean(const struct buffers *b)
+{
+    size_t count = b->zeroed.count;
+    if (count == 0)
+        return 1;
+    unsigned int *h = host_alloc(count, sizeof *h);
+    CHECK_CUDA(cudaMemcpy(h, b->zeroed.data, count * sizeof *h, cudaMemcpyDeviceToHost));
+    int clean = 1;
+    for (size_t k = 0; k < count; k++)
+        clean &= h[k] == 0;
+    free(h);
+    return clean;
+}
+
+/* Before every run: the outputs and the scratch to NaN, so an output no
+ * thread wrote fails (a step zeroes dgamma and dbeta itself, if it adds
+ * into them), and so does a read of scratch that this run did not write
+ * first (a partial sum kept from the run before). */
 static void buffers_poison_outputs(const struct buffers *b)
 {
     guarded_poison(&b->dx);
     guarded_poison(&b->dgamma);
     guarded_poison(&b->dbeta);
+    guarded_poison(&b->scratch);
 }
 
 /* The inputs, on the host. */
@@ -206,22 +255,29 @@ static int outputs_differ(const struct outputs *a, const struct outputs *b, size
     return 0;
 }
 
-/* One untimed run: outputs poisoned first, guards checked after. */
-static int run_untimed(const struct buffers *b, const struct back_problem *p)
+/* One untimed run: outputs poisoned first; guards and the zeroed part of
+ * the workspace checked after. */
+static void run_untimed(const struct buffers *b, const struct back_problem *p, int *guards_ok,
+                        int *zeroed_ok)
 {
     buffers_poison_outputs(b);
     back_run(p);
     CHECK_CUDA(cudaDeviceSynchronize());
-    return buffers_guards_intact(b);
+    *guards_ok &= buffers_guards_intact(b);
+    *zeroed_ok &= buffers_zeroed_clean(b);
 }
 
 /* The determinism check of --check: DET_RUNS runs of the random fill at
  * this shape (where the order of the adds shows in the low bits; on the
  * exact fill every order gives the same bits), each compared bit for bit
- * with the first. Returns the run that differed (2 ...), or 0. */
+ * with the first. The first is checked against the reference too (into
+ * v): runs that agree bit for bit may all be wrong the same way (NaN read
+ * from scratch that no one wrote this run). Returns the run that differed
+ * (2 ...), or 0. */
 static int determinism_check(const struct buffers *b, const struct back_problem *p,
                              const struct options *o, struct inputs *in, struct outputs *first,
-                             struct outputs *again, int *guards_ok, struct difference *d)
+                             struct outputs *again, int *guards_ok, int *zeroed_ok,
+                             struct difference *d, struct back_verdict *v)
 {
     if (back_fill(o->rows, o->cols, FILL_RANDOM, o->seed, in->x, in->dy, in->gamma, in->mean,
                   in->rstd) != 0) {
@@ -230,8 +286,13 @@ static int determinism_check(const struct buffers *b, const struct back_problem 
     }
     inputs_upload(b, in, o->n, o->rows, o->cols);
     for (int r = 1; r <= DET_RUNS; r++) {
-        *guards_ok &= run_untimed(b, p);
+        run_untimed(b, p, guards_ok, zeroed_ok);
         outputs_fetch(r == 1 ? first : again, b, o->n, o->cols);
+        if (r == 1 && back_check(o->rows, o->cols, 0, in->x, in->dy, in->gamma, in->mean,
+                                 in->rstd, first->dx, first->dgamma, first->dbeta, v) != 0) {
+            fprintf(stderr, "error: out of host memory for the reference\n");
+            exit(EXIT_DEVICE);
+        }
         if (r > 1 && outputs_differ(first, again, o->n, o->cols, d))
             return r;
     }
@@ -282,7 +343,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     struct back_problem p = {
         .x = b.x.data, .dy = b.dy.data, .gamma = b.gamma.data, .mean = b.mean.data,
         .rstd = b.rstd.data, .dx = b.dx.data, .dgamma = b.dgamma.data, .dbeta = b.dbeta.data,
-        .rows = rows, .cols = cols,
+        .rows = rows, .cols = cols, .work = work_of(&b),
     };
 
     struct flusher flush;
@@ -292,7 +353,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
 
     /* The timed loop: warm-up runs first; the first timed run is checked
      * whole, and the last must give the same bits again. */
-    int guards_ok = 1;
+    int guards_ok = 1, zeroed_ok = 1;
     for (int r = 0; r < runs; r++) {
         int k = r - (runs - reps);   /* index among the timed runs; < 0: warm-up */
         buffers_poison_outputs(&b);
@@ -301,6 +362,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         back_run(&p);
         double us = timer_stop_us(&timer);
         guards_ok = guards_ok && buffers_guards_intact(&b);
+        zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         if (k < 0)
             continue;
         times[k] = us;
@@ -319,19 +381,29 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     /* Same bits every run: the timed runs' first and last, or --check's own
      * runs of the random fill. */
     struct difference d = {NULL, -1, 0.0f, 0.0f};
+    struct back_verdict v_det = {0};
     int differ_run = 0, det_runs = 0;
     if (!o.check_only && reps > 1) {
         det_runs = reps;
         differ_run = outputs_differ(&first, &last, n, cols, &d) ? reps : 0;
     } else if (o.check_only && det) {
         det_runs = DET_RUNS;
-        differ_run = determinism_check(&b, &p, &o, &in, &first, &last, &guards_ok, &d);
+        differ_run = determinism_check(&b, &p, &o, &in, &first, &last, &guards_ok, &zeroed_ok,
+                                       &d, &v_det);
     }
-    int pass = guards_ok && v.bad == 0 && differ_run == 0;
+    /* Wrong values in the random fill's run, where the exact fill's were
+     * right: those are the ones to report. */
+    int det_wrong = v.bad == 0 && v_det.bad > 0;
+    if (det_wrong)
+        v = v_det;
+    int pass = guards_ok && zeroed_ok && v.bad == 0 && differ_run == 0;
 
     char where[96], verdict[512] = "PASS", det_line[320] = "";
     output_name(where, sizeof where, v.what, v.row, v.col);
-    if (det_runs > 0 && differ_run == 0)
+    if (det_wrong)
+        snprintf(det_line, sizeof det_line, "FAIL: run 1 of the random fill is wrong (below), "
+                 "where the %s fill's run was right", fill);
+    else if (det_runs > 0 && differ_run == 0)
         snprintf(det_line, sizeof det_line, "PASS: dx, dgamma and dbeta the same bits in %d runs "
                  "(%s)", det_runs, o.check_only ? "the random fill" : "the timed runs' first and "
                  "last");
@@ -342,6 +414,9 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     if (!guards_ok)
         snprintf(verdict, sizeof verdict,
                  "FAIL: a kernel wrote outside its buffers (a NaN guard around them was overwritten)");
+    else if (!zeroed_ok)
+        snprintf(verdict, sizeof verdict,
+                 "FAIL: a run left its workspace's counters non-zero (the next run needs them at 0)");
     else if (v.bad > 0)
         snprintf(verdict, sizeof verdict, "FAIL: %s is %.9g, not %.9g (tolerance %.3g%s); %zu of "
                  "the outputs are wrong%s", where, v.got, v.want, v.tol,

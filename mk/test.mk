@@ -8,6 +8,24 @@ build/back_fake: tests/back_fake.c common/back_driver.c common/back_ref.c common
 	$(CC) $(CFLAGS) -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
 TEST_BUILD_MORE += build/back_fake
 
+# Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
+# threads as std::threads), with the driver and back_fake.c's device half,
+# for tests/cli_tests.sh: each launch `k<<<g, b>>>(` becomes
+# `emu_launch(g, b, k, `.
+CXX ?= g++
+BACK_EMU := $(patsubst back/%/back.cu,build/back_emu/%/run,$(wildcard back/step[0-9]*_*/back.cu))
+build/back_emu/%/run: back/%/back.cu tests/back_emu.h tests/back_fake.c build/back_driver.o build/back_ref.o build/harness.o $(HEADERS) | build
+	@mkdir -p $(@D)
+	sed -E 's/([A-Za-z_0-9]+)<<<([^,]+), *([^>]+)>>>\(/emu_launch(\2, \3, \1, /' $< > $(@D)/back.cpp
+	$(CXX) -std=c++20 -O1 -Wall -Wextra -Wno-unknown-pragmas -include tests/back_emu.h -Icommon \
+	    -I$(CUDA_HOME)/include -c $(@D)/back.cpp -o $(@D)/back.o
+	$(CC) $(CFLAGS) -DBACK_FAKE_DEVICE_ONLY -c tests/back_fake.c -o $(@D)/device.o
+	$(CXX) -o $@ $(@D)/back.o $(@D)/device.o build/back_driver.o build/back_ref.o build/harness.o \
+	    -lm -lpthread $(LDLIBS)
+TEST_BUILD_MORE += $(BACK_EMU)
+# and the links back/stepN, as make makes them (cli_tests.sh checks each step has one).
+TEST_BUILD_MORE += $(BACK_ALIASES)
+
 # Deliberately broken programs: the grader must FAIL every one of them.
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
 # one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).

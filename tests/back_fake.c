@@ -12,7 +12,19 @@
  *   nan     the last dx left unwritten (NaN from the harness's poison)
  *   guard   one float written past dx's end
  *   stale   dgamma and dbeta not zeroed: they add onto the harness's NaN
- * Not linked into any program: build/back_fake is make test's alone. */
+ * and, with a workspace (back_workspace(): a ticket in its zeroed part, one
+ * partial row of dgamma and one of dbeta per FAKE_SLICE rows in its
+ * scratch, as steps 2 and 3 use it):
+ *   ws        writes every partial, then sums them in order: deterministic;
+ *             first checks that the workspace is as back.h promises (the
+ *             ticket 0, every scratch float NaN), else says so on stderr
+ *             and leaves dgamma unwritten
+ *   ws_stale  zeroes its partials on its first call only and adds onto them
+ *             (as if the scratch were its own between calls)
+ *   ws_ticket draws a ticket per slice and never puts the counter back to 0
+ * Not linked into any program: build/back_fake is make test's alone, and
+ * so is its device half in build/back_emu/<step>/run (each part 3 step on
+ * the CPU, tests/back_emu.h). */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "back.h"
 #include "check.h"
@@ -31,6 +43,12 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpy
 {
     (void)kind;
     memmove(dst, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void *dst, int value, size_t count)
+{
+    memset(dst, value, count);
     return cudaSuccess;
 }
 
@@ -200,14 +218,89 @@ void timer_free(struct timer *t)
     (void)t;
 }
 
-/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
+/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names.
+ * Left out with -DBACK_FAKE_DEVICE_ONLY, for a program of its own. */
+#ifndef BACK_FAKE_DEVICE_ONLY
 const enum back_op step_op = BACK_LAYERNORM;
+
+#define FAKE_SLICE 4   /* rows per partial row of the workspace modes */
+
+static const char *fake_mode(void)
+{
+    const char *env = getenv("BACK_FAKE");
+    return env != NULL ? env : "ok";
+}
+
+static int workspace_mode(const char *mode)
+{
+    return strncmp(mode, "ws", 2) == 0;
+}
+
+struct workspace_size back_workspace(const struct back_problem *p)
+{
+    struct workspace_size size = {0, 0};
+    if (workspace_mode(fake_mode())) {
+        size_t slices = (p->rows + FAKE_SLICE - 1) / FAKE_SLICE;
+        size.zeroed = sizeof(unsigned int);
+        size.scratch = 2 * slices * p->cols * sizeof(float);
+    }
+    return size;
+}
+
+/* dgamma and dbeta through the workspace: each slice's partial row, then
+ * the partials summed down each column in slice order. */
+static void columns_through_workspace(const struct back_problem *p, const char *mode)
+{
+    static unsigned ws_calls;
+    size_t rows = p->rows, cols = p->cols, slices = (rows + FAKE_SLICE - 1) / FAKE_SLICE;
+    unsigned int *ticket = p->work.zeroed;
+    float *part_g = p->work.scratch, *part_b = part_g + slices * cols;
+    if (ticket == NULL || part_g == NULL) {
+        fprintf(stderr, "fake: asked for a workspace, got NULL\n");
+        return;
+    }
+    int fresh = *ticket == 0;
+    for (size_t k = 0; k < 2 * slices * cols; k++)
+        fresh &= isnan(part_g[k]);
+    if (strcmp(mode, "ws") == 0 && !fresh) {
+        fprintf(stderr, "fake: the workspace was not as promised at the call (ticket 0, scratch "
+                        "NaN)\n");
+        return;
+    }
+    if (strcmp(mode, "ws_stale") == 0 && ws_calls++ == 0)
+        for (size_t k = 0; k < 2 * slices * cols; k++)
+            part_g[k] = 0.0f;
+    for (size_t s = 0; s < slices; s++) {
+        for (size_t c = 0; c < cols; c++) {
+            float g = strcmp(mode, "ws_stale") == 0 ? part_g[s * cols + c] : 0.0f;
+            float b = strcmp(mode, "ws_stale") == 0 ? part_b[s * cols + c] : 0.0f;
+            for (size_t r = s * FAKE_SLICE; r < rows && r < (s + 1) * FAKE_SLICE; r++) {
+                float dy = p->dy[r * cols + c];
+                g += dy * ((p->x[r * cols + c] - p->mean[r]) * p->rstd[r]);
+                b += dy;
+            }
+            part_g[s * cols + c] = g;
+            part_b[s * cols + c] = b;
+        }
+        (*ticket)++;
+    }
+    for (size_t c = 0; c < cols; c++) {
+        float g = 0.0f, b = 0.0f;
+        for (size_t s = 0; s < slices; s++) {
+            g += part_g[s * cols + c];
+            b += part_b[s * cols + c];
+        }
+        p->dgamma[c] = g;
+        p->dbeta[c] = b;
+    }
+    if (strcmp(mode, "ws_ticket") != 0)
+        *ticket = 0;   /* the last slice puts the counter back for the next call */
+}
 
 void back_run(const struct back_problem *p)
 {
     static unsigned calls;
-    const char *env = getenv("BACK_FAKE");
-    const char *mode = env != NULL ? env : "ok";
+    const char *mode = fake_mode();
     size_t rows = p->rows, cols = p->cols;
     float n = (float)(strcmp(mode, "nm1") == 0 && cols > 1 ? cols - 1 : cols);
     for (size_t r = 0; r < rows; r++) {
@@ -227,6 +320,10 @@ void back_run(const struct back_problem *p)
         memset(&p->dx[rows * cols - 1], POISON, sizeof(float));
     if (strcmp(mode, "guard") == 0)
         p->dx[rows * cols] = 0.0f;
+    if (workspace_mode(mode)) {
+        columns_through_workspace(p, mode);
+        return;
+    }
     if (strcmp(mode, "stale") != 0)
         for (size_t c = 0; c < cols; c++)
             p->dgamma[c] = p->dbeta[c] = 0.0f;
@@ -242,3 +339,4 @@ void back_run(const struct back_problem *p)
         }
     }
 }
+#endif

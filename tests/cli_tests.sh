@@ -5,7 +5,9 @@
 # `make stepK`, `make diff`, `make new` in both parts, `make check`'s errors
 # and its last line, `make help`, the mutants, rebuilds when ARCH changes,
 # and the homework flow (make new, an edit, make, make diff, make check,
-# make test) in a scratch copy, in both parts.
+# make test) in a scratch copy, in both parts. Part 3's programs (back/, a
+# draft) get the same flag and exit-code checks, and its driver and kernels
+# run on the CPU (tests/back_fake.c, tests/back_emu.h).
 # A "cli: <section> (at Ns)" line starts each part. Each skipped check says
 # "skipped: CAUSE: detail" (tests/run_tests.sh counts them by cause).
 # Ends with "cli: N passed, N failed[, N skipped]".
@@ -124,10 +126,19 @@ done
 
 # Part 3's programs (back/, a draft not yet run on a GPU): part 2's parser
 # with part 3's own fills and checks (common/back_driver.c), the same exit
-# codes, and names of their own: back/step0_thread.
+# codes, and names of their own: back/step0_thread. Every step, each
+# checked alike: the loop below takes every back/stepN_slug/ that make
+# built, and each step's folder must have its program, its link back/stepN
+# and its CPU build (build/back_emu/, below).
 section "part 3 programs: flags, exit codes, --version"
 back_programs=$(ls -d back/step[0-9]*_*/run 2>/dev/null)
 [ -n "$back_programs" ] && ok || bad "no part 3 program is built (back/*/run)"
+for d in $(ls -d back/step[0-9]*_*/back.cu 2>/dev/null | xargs -n 1 dirname); do
+    link=back/$(basename "$d" | cut -d_ -f1)
+    [ -x "$d/run" ] && [ "$(readlink "$link")" = "$(basename "$d")" ] \
+        && [ -x "build/back_emu/$(basename "$d")/run" ] && ok \
+        || bad "$d: make test did not build $d/run, link $link, or build/back_emu/$(basename "$d")/run"
+done
 for p in $back_programs; do
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
@@ -171,9 +182,53 @@ if [ -x $fake ]; then
     expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
     expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
     expect 1 "FAIL: dgamma[col 0] is" env BACK_FAKE=stale $fake --check --rows 8 --cols 5
+    # The workspace (back_workspace(), steps 2 and 3): a program that asks
+    # for one gets it, of the size it asked for (it writes all of it: the
+    # guards), its ticket at 0 and its scratch NaN at every call (the fake
+    # checks both on entry), in --check, the timed runs and the checks
+    # before them; one that keeps partial sums in the scratch from call to
+    # call reads NaN, in either mode (--check's random-fill runs are checked
+    # against the reference too, not only against each other); one that
+    # leaves its ticket non-zero is caught.
+    expect 0 "determinism PASS" env BACK_FAKE=ws $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ws $fake --rows 64 --cols 33 --reps 3 --warmup 2
+    expect 0 "PASS" env BACK_FAKE=ws $fake --check --fill tiny --rows 1 --cols 1 --offset 1 --gamma-offset 3
+    expect 1 "determinism FAIL: run 1 of the random fill is wrong" env BACK_FAKE=ws_stale $fake --check --rows 33 --cols 7
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=ws_stale $fake --rows 8 --cols 5 --reps 2 --warmup 1
+    expect 1 "FAIL: a run left its workspace's counters non-zero" env BACK_FAKE=ws_ticket $fake --check --rows 8 --cols 5
+    expect 1 "FAIL: a check before timing failed" env BACK_FAKE=ws_ticket $fake --rows 8 --cols 5
 else
     bad "$fake is not built (make test builds it)"
 fi
+
+# Part 3's kernels on the CPU (tests/back_emu.h: build/back_emu/<step>/run,
+# the step's own back.cu with the driver): every output within its bound at
+# shapes around the steps' warp, chunk and tile sizes, with the arrays moved
+# in their packs, on grids of one block to many (EMU_SMS), and the workspace
+# as the driver checks it (guards, the ticket back at 0). A step that adds
+# dgamma with atomics may pass or fail the determinism check (its order is
+# the CPU's thread schedule here); every other step must pass it. A timed
+# run's six checks before timing pass too.
+emu_steps=$(ls -d build/back_emu/step[0-9]*_*/run 2>/dev/null)
+[ -n "$emu_steps" ] && ok || bad "no part 3 step is built for the CPU (build/back_emu/*/run)"
+for p in $emu_steps; do
+    src=back/$(basename "$(dirname "$p")")/back.cu
+    atomic=""
+    grep -q 'atomicAdd(&g_dgamma' "$src" && atomic=1
+    for args in "--rows 1 --cols 1" "--rows 9 --cols 31 --offset 1" \
+                "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2" "--rows 129 --cols 257 --fill shifted"; do
+        for sms in 1 3; do
+            # shellcheck disable=SC2086
+            out=$(EMU_SMS=$sms $p --check $args 2>&1); rc=$?
+            if [[ $out == *"result   every output within its bound"* ]] && [[ $out != *"FAIL: a "* ]] \
+                    && { [ -n "$atomic" ] || { [ $rc -eq 0 ] && [[ $out == *"determinism PASS"* ]]; }; }; then ok
+            else bad "EMU_SMS=$sms $p --check $args -> exit $rc: $(echo "$out" | tail -n 1)"; fi
+        done
+    done
+    out=$(EMU_SMS=2 $p --rows 70 --cols 45 --reps 2 --warmup 1 2>&1); rc=$?
+    [[ $out == *"check    PASS: 6 checks"* ]] && { [ -n "$atomic" ] || [ $rc -eq 0 ]; } && ok \
+        || bad "EMU_SMS=2 $p --rows 70 --cols 45 --reps 2 --warmup 1 -> exit $rc: $(echo "$out" | tail -n 1)"
+done
 
 # Without a GPU the programs must say so and exit 3; with one, this is skipped.
 section "no CUDA device: programs, the grader, every GPU target of make"
