@@ -12,6 +12,13 @@
  *   nan     the last dx left unwritten (NaN from the harness's poison)
  *   guard   one float written past dx's end
  *   stale   dgamma and dbeta not zeroed: they add onto the harness's NaN
+ * Built with -DBACK_FAKE_COPY3 (build/back_fake_copy3), it is part 3's bar
+ * instead, back/baseline_copy3's dx = x + dy (step_op BACK_COPY3), named
+ * back/copy3, in the modes:
+ *   ok      dx = x + dy
+ *   ulp     one dx (the middle one) a float too large
+ *   nan     the last dx left unwritten
+ *   guard   one float written past dx's end
  * Not linked into any program: build/back_fake is make test's alone. */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "back.h"
@@ -61,7 +68,11 @@ const char *build_arch(void)
 void program_name(const char *argv0, char *out, size_t len)
 {
     (void)argv0;
+#ifdef BACK_FAKE_COPY3
+    snprintf(out, len, "copy3");
+#else
     snprintf(out, len, "fake");
+#endif
 }
 
 void open_device(int device, struct gpu_info *g)
@@ -200,6 +211,25 @@ void timer_free(struct timer *t)
     (void)t;
 }
 
+#ifdef BACK_FAKE_COPY3
+/* ---- The program: part 3's copy, dx = x + dy, in the mode BACK_FAKE names. */
+const enum back_op step_op = BACK_COPY3;
+
+void back_run(const struct back_problem *p)
+{
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    size_t n = p->rows * p->cols;
+    for (size_t k = 0; k < n; k++)
+        p->dx[k] = p->x[k] + p->dy[k];
+    if (strcmp(mode, "ulp") == 0)
+        p->dx[n / 2] = nextafterf(p->dx[n / 2], INFINITY);
+    if (strcmp(mode, "nan") == 0)
+        memset(&p->dx[n - 1], POISON, sizeof(float));
+    if (strcmp(mode, "guard") == 0)
+        p->dx[n] = 0.0f;
+}
+#else
 /* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_LAYERNORM;
 
@@ -242,3 +272,4 @@ void back_run(const struct back_problem *p)
         }
     }
 }
+#endif
