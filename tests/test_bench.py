@@ -873,11 +873,38 @@ class TorchRowsTest(ScriptTest):
         for op in ("sum", "layernorm", "softmax", "copy"):
             self.assertEqual(torch_rows.row_bytes(op, 4096, 1024), row_bytes(op, 4096, 1024), op)
 
-    def run_torch_rows(self, python, ops):
+    def run_torch_rows(self, python, ops, shapes="64x33", **env):
         import subprocess
         return subprocess.run([python, self.TORCH_ROWS, "--csv", os.path.join(self.top, "t.csv"),
-                               "--shapes", "64x33", "--ops", ops], capture_output=True, text=True,
-                              env=clean_env(), timeout=120)
+                               "--shapes", shapes, "--ops", ops, "--reps", "2", "--warmup", "1"],
+                              capture_output=True, text=True, env=clean_env(**env), timeout=120)
+
+    def test_layernorm_backward_runs_and_is_checked(self):
+        """The whole path, on tests/fake_torch (a stand-in for torch in plain
+        Python): eager and compiled rows of op layernorm_backward with the
+        driver's bytes, verified; a backward pass with its means over N - 1
+        fails the float64 check (pass 0, exit 1)."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        proc = self.run_torch_rows(sys.executable, "layernorm_backward,compiled/layernorm_backward",
+                                   "3x5,4x7", PYTHONPATH=fake)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = bench.read_rows(os.path.join(self.top, "t.csv"))
+        self.assertEqual([(r["step"], r["rows"], r["cols"]) for r in rows],
+                         [("torch/" + op, r, c) for r, c in (("3", "5"), ("4", "7"))
+                          for op in ("layernorm_backward", "compiled/layernorm_backward")])
+        for r in rows:
+            self.assertEqual((r["op"], float(r["bytes"]), r["pass"], r["mode"]),
+                             ("layernorm_backward",
+                              row_bytes("layernorm_backward", int(r["rows"]), int(r["cols"])),
+                              "1", "timed"))
+            self.assertLess(float(r["abs_err"]), 1e-6)
+        os.remove(os.path.join(self.top, "t.csv"))
+        proc = self.run_torch_rows(sys.executable, "layernorm_backward", "3x5", PYTHONPATH=fake,
+                                   FAKE_TORCH_BROKEN="nm1")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        [row] = bench.read_rows(os.path.join(self.top, "t.csv"))
+        self.assertEqual(row["pass"], "0")
+        self.assertGreater(float(row["abs_err"]), 1e-3)
 
     def test_the_op_is_taken_and_a_wrong_one_refused(self):
         python = python_without_torch(self.top)
