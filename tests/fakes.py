@@ -259,7 +259,7 @@ DIR = os.path.basename(HERE)
 PART = os.path.basename(os.path.dirname(HERE))
 BACK = PART == "back"
 ROWS = PART == "rows" or BACK
-NAME = (PART + "/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
+NAME = (PART + "/" if ROWS else "") + DIR.removeprefix("baseline_")
 OP = ("copy3" if DIR == "baseline_copy3" else "layernorm_backward") if BACK else \
      ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
       else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR

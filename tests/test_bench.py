@@ -722,8 +722,9 @@ class BenchBackTest(ScriptTest):
         self.add_rows_programs()
         make_root(self.top, BACK_PROGRAMS)
         for name, op in list(ROW_STEP_OPS.items()) + list(BACK_STEP_OPS.items()):
-            source = "back.cu" if name.startswith("back/") else "rows.cu"
-            enum = "back_op step_op = BACK_" if name.startswith("back/") else "row_op step_op = ROW_"
+            back = name.startswith("back/")
+            source = "back.cu" if back else "rows.cu"
+            enum = "back_op step_op = BACK_" if back else "row_op step_op = ROW_"
             with open(os.path.join(self.root, name, source), "w") as f:
                 f.write(f"// {name}\nconst enum {enum}{op};\n")
         self.python = make_torch_python(self.top)

@@ -193,7 +193,7 @@ def comparisons(root, name):
     elif op == "sum":
         found += [ONE_ARRAY, ROW_CUB_DIR]
     elif op:
-        found.append(COPY3_DIR if part == schema.BACK else COPY_DIR)
+        found.append(next(p.bar for p in ROW_PARTS.values() if p.prefix == part))
     theirs = torch_ops_of(op) if part == schema.ROWS or op in TORCH_BACK_OPS else []
     return [d for d in dict.fromkeys(found) if d != name], theirs
 
@@ -629,8 +629,8 @@ def parse_args(argv):
                         type=program_names,
                         help="time only these programs (folders such as rows/step12_bf16_layernorm "
                              "or step9_singlepass, comma-separated; sum, rows or back: every "
-                             "program of that part) and what their ratios are read against, in one run, and "
-                             "merge the rows into the files in OUT_DIR")
+                             "program of that part) and what their ratios are read against, in "
+                             "one run, and merge the rows into the files in OUT_DIR")
     parser.add_argument("--run-id", metavar="ID",
                         help="the run column of every row (default: the UTC time now, e.g. "
                              "20261202T052253Z; later runs must sort after earlier ones); give "
