@@ -32,8 +32,12 @@ extern "C" {
 #endif
 
 /* Which backward pass a program computes (step_op, below). BACK_SOFTMAX
- * (issue 42) has no driver support yet: the driver refuses it. */
-enum back_op { BACK_LAYERNORM, BACK_SOFTMAX };
+ * (issue 42) has no driver support yet: the driver refuses it. BACK_COPY3
+ * is no backward pass but part 3's bar, back/baseline_copy3: dx = x + dy,
+ * the three streams of LayerNorm's backward pass (x and dy read, dx
+ * written) and nothing else; the driver holds dx to x + dy bit for bit and
+ * leaves dgamma and dbeta alone. */
+enum back_op { BACK_LAYERNORM, BACK_SOFTMAX, BACK_COPY3 };
 
 /* How x, dy and dx are stored (step_dtype, below). Float only, so far: the
  * driver refuses BACK_BF16 until it can fill and check it. */

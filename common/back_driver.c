@@ -41,10 +41,30 @@ struct context {
     char name[256];
 };
 
+/* back/baseline_copy3 (BACK_COPY3): part 3's bar, dx = x + dy, checked bit
+ * for bit, its bytes the three streams alone (back_ref.h). */
+static int is_copy3(void)
+{
+    return step_op == BACK_COPY3;
+}
+
+/* The op column of its CSV rows, and what its messages call it. */
+static const char *op_name(void)
+{
+    return is_copy3() ? BACK_COPY3_NAME : BACK_OP_NAME;
+}
+
 static void back_usage(const char *prog)
 {
-    printf("usage: %s [options]\n"
-           "Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
+    printf("usage: %s [options]\n", prog);
+    if (is_copy3())
+        printf("Part 3's bar, not a step: dx = x + dy on a rows x cols matrix of floats, the\n"
+               "three streams of LayerNorm's backward pass (x and dy read, dx written) and\n"
+               "nothing else; its bytes are those three. dx must equal the float x + dy bit\n"
+               "for bit, on every fill; dgamma and dbeta are not written. It takes a step's\n"
+               "options, and makes a step's checks before timing; a step's text follows.\n"
+               "\n");
+    printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
            "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
            "mean and rstd. Checks every output against a CPU reference in double, checks\n"
            "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
@@ -80,8 +100,7 @@ static void back_usage(const char *prog)
            "  --version       print the step, the hash of its code and build, the revision\n"
            "  -h, --help      this text\n"
            "\n"
-           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n",
-           prog);
+           "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n");
 }
 
 static void *host_alloc(size_t count, size_t size)
@@ -288,8 +307,10 @@ static int determinism_check(const struct buffers *b, const struct back_problem 
     for (int r = 1; r <= DET_RUNS; r++) {
         run_untimed(b, p, guards_ok, zeroed_ok);
         outputs_fetch(r == 1 ? first : again, b, o->n, o->cols);
-        if (r == 1 && back_check(o->rows, o->cols, 0, in->x, in->dy, in->gamma, in->mean,
-                                 in->rstd, first->dx, first->dgamma, first->dbeta, v) != 0) {
+        if (r == 1 && is_copy3())
+            back_copy3_check(o->rows, o->cols, in->x, in->dy, first->dx, v);
+        else if (r == 1 && back_check(o->rows, o->cols, 0, in->x, in->dy, in->gamma, in->mean,
+                                      in->rstd, first->dx, first->dgamma, first->dbeta, v) != 0) {
             fprintf(stderr, "error: out of host memory for the reference\n");
             exit(EXIT_DEVICE);
         }
@@ -372,8 +393,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             outputs_fetch(&last, &b, n, cols);
     }
     struct back_verdict v;
-    if (back_check(rows, cols, exact, in.x, in.dy, in.gamma, in.mean, in.rstd, first.dx,
-                   first.dgamma, first.dbeta, &v) != 0) {
+    if (is_copy3())
+        back_copy3_check(rows, cols, in.x, in.dy, first.dx, &v);
+    else if (back_check(rows, cols, exact, in.x, in.dy, in.gamma, in.mean, in.rstd, first.dx,
+                        first.dgamma, first.dbeta, &v) != 0) {
         fprintf(stderr, "error: out of host memory for the reference\n");
         exit(EXIT_DEVICE);
     }
@@ -404,8 +427,9 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(det_line, sizeof det_line, "FAIL: run 1 of the random fill is wrong (below), "
                  "where the %s fill's run was right", fill);
     else if (det_runs > 0 && differ_run == 0)
-        snprintf(det_line, sizeof det_line, "PASS: dx, dgamma and dbeta the same bits in %d runs "
-                 "(%s)", det_runs, o.check_only ? "the random fill" : "the timed runs' first and "
+        snprintf(det_line, sizeof det_line, "PASS: %s the same bits in %d runs (%s)",
+                 is_copy3() ? "dx" : "dx, dgamma and dbeta", det_runs,
+                 o.check_only ? "the random fill" : "the timed runs' first and "
                  "last");
     else if (det_runs > 0)
         snprintf(det_line, sizeof det_line, "FAIL: %s[%lld] was %.9g in %s and %.9g in %s",
@@ -430,7 +454,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = back_bytes(rows, cols), gbps = 0.0;
+    double bytes = is_copy3() ? back_copy3_bytes(rows, cols) : back_bytes(rows, cols);
+    double gbps = 0.0;
     if (!o.check_only) {
         s = compute_stats(times, reps);
         gbps = bytes / (s.median * 1e3);
@@ -446,7 +471,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     }
     if (!quiet) {
         printf("rows = %zu, cols = %zu (%.1f MiB of x), %s, fill %s, seed %llu, offset %d", rows,
-               cols, n * 4.0 / 1048576.0, BACK_OP_NAME, fill, (unsigned long long)o.seed,
+               cols, n * 4.0 / 1048576.0, op_name(), fill, (unsigned long long)o.seed,
                o.offset);
         if (o.y_offset || o.gamma_offset)
             printf(" (dx %d, gamma %d)", o.y_offset, o.gamma_offset);
@@ -457,7 +482,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             printf("speed    %.1f GB/s = %.1f%% of the %.0f GB/s peak (%.1f MB read and written)\n",
                    gbps, 100.0 * gbps / g->peak_gbps, g->peak_gbps, bytes / 1e6);
         }
-        if (v.bad == 0)
+        if (is_copy3())
+            printf("result   %s\n", v.bad == 0 ? "dx = x + dy bit for bit in every element"
+                   : "dx is not x + dy (see below)");
+        else if (v.bad == 0)
             printf("result   every output within its bound%s; worst %s: %.9g, reference %.9g, "
                    "|error| %.3g = %.2f x its tolerance %.3g\n",
                    v.params_exact ? " (dgamma and dbeta exactly: the exact fill)" : "", where,
@@ -479,7 +507,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             .reference = v.want, .abs_err = fabs(v.got - v.want), .tol = v.tol, .pass = pass,
             .flush = flush.buf != NULL, .offset = o.offset, .fill = fill,
             .seed = o.seed, .distinct = differ_run ? 2 : 1, .rows = rows, .cols = cols,
-            .op = BACK_OP_NAME, .bytes = bytes,
+            .op = op_name(), .bytes = bytes,
         };
         row_set_build(&row, g);
         if (csv_append_row(o.csv_path, &row) != 0) {
@@ -558,7 +586,7 @@ int main(int argc, char **argv)
     case PARSE_GPU_INFO:
         open_device(o.device, &c.gpu);
         print_gpu_info(&c.gpu);
-        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\n", BACK_OP_NAME, ROWS_MAX_COLS,
+        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\n", op_name(), ROWS_MAX_COLS,
                ROWS_MAX_N);
         return EXIT_VERIFIED;
     case PARSE_OK:
@@ -568,9 +596,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err);
         return EXIT_USAGE;
     }
-    if (step_op != BACK_LAYERNORM || step_dtype != BACK_F32) {
-        fprintf(stderr, "error: this driver runs LayerNorm's float backward pass only (step_op "
-                        "%d, step_dtype %d)\n", (int)step_op, (int)step_dtype);
+    if ((step_op != BACK_LAYERNORM && step_op != BACK_COPY3) || step_dtype != BACK_F32) {
+        fprintf(stderr, "error: this driver runs LayerNorm's float backward pass and part 3's "
+                        "copy only (step_op %d, step_dtype %d)\n", (int)step_op, (int)step_dtype);
         return EXIT_WRONG;
     }
     if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {

@@ -327,6 +327,31 @@ double back_bytes(size_t rows, size_t cols)
     return 4.0 * (3.0 * elems + 3.0 * (double)cols + 2.0 * (double)rows);
 }
 
+double back_copy3_bytes(size_t rows, size_t cols)
+{
+    return 12.0 * (double)rows * (double)cols;
+}
+
+void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
+                      const float *dx, struct back_verdict *v)
+{
+    size_t n = rows * cols, at = 0;
+    memset(v, 0, sizeof *v);
+    v->what = "dx";
+    for (size_t k = 0; k < n; k++) {
+        float want = x[k] + dy[k];   /* rounded to float, as the kernel stores it */
+        if (memcmp(&want, &dx[k], sizeof want) != 0 && v->bad++ == 0)
+            at = k;
+    }
+    float want = x[at] + dy[at];
+    v->row = at / cols;
+    v->col = at % cols;
+    v->got = dx[at];
+    v->want = want;
+    v->tol = 0.0;
+    v->ratio = v->bad > 0 ? HUGE_VAL : 0.0;
+}
+
 struct program back_program_of(void)
 {
     struct program p = {

@@ -176,4 +176,15 @@ long long back_first_difference(const float *a, const float *b, size_t n);
  * and rstd read (rows each). GB/s = bytes / time. */
 double back_bytes(size_t rows, size_t cols);
 
+/* Part 3's bar, back/baseline_copy3 (common/back.h: BACK_COPY3): its op's
+ * name, the bytes it moves (x and dy read, dx written: 12 an element, and
+ * none of the small arrays, which it does not touch) and its check: every
+ * dx must be the float x + dy (one add, one rounding, the same on the CPU
+ * and the GPU) bit for bit, whatever the fill. The verdict names the first
+ * wrong dx (ratio HUGE_VAL there), else dx[0] (ratio 0); tol is 0. */
+#define BACK_COPY3_NAME "copy3"
+double back_copy3_bytes(size_t rows, size_t cols);
+void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
+                      const float *dx, struct back_verdict *v);
+
 #endif

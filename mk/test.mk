@@ -7,6 +7,10 @@ build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows
 build/back_fake: tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c $(HEADERS) | build
 	$(CC) $(CFLAGS) -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
 TEST_BUILD_MORE += build/back_fake
+# The same, as part 3's bar (back/baseline_copy3's dx = x + dy).
+build/back_fake_copy3: tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
+TEST_BUILD_MORE += build/back_fake_copy3
 
 # Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
 # threads as std::threads), with the driver and back_fake.c's device half,

@@ -22,9 +22,16 @@
  *   ws_stale  zeroes its partials on its first call only and adds onto them
  *             (as if the scratch were its own between calls)
  *   ws_ticket draws a ticket per slice and never puts the counter back to 0
- * Not linked into any program: build/back_fake is make test's alone, and
- * so is its device half in build/back_emu/<step>/run (each part 3 step on
- * the CPU, tests/back_emu.h). */
+ * Built with -DBACK_FAKE_COPY3 (build/back_fake_copy3), it is part 3's bar
+ * instead, back/baseline_copy3's dx = x + dy (step_op BACK_COPY3), named
+ * back/copy3, in the modes:
+ *   ok      dx = x + dy
+ *   ulp     one dx (the middle one) a float too large
+ *   nan     the last dx left unwritten
+ *   guard   one float written past dx's end
+ * Not linked into any program: build/back_fake and build/back_fake_copy3
+ * are make test's alone, and so is the device half in
+ * build/back_emu/<step>/run (each part 3 step on the CPU, tests/back_emu.h). */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "back.h"
 #include "check.h"
@@ -79,7 +86,11 @@ const char *build_arch(void)
 void program_name(const char *argv0, char *out, size_t len)
 {
     (void)argv0;
+#ifdef BACK_FAKE_COPY3
+    snprintf(out, len, "copy3");
+#else
     snprintf(out, len, "fake");
+#endif
 }
 
 void open_device(int device, struct gpu_info *g)
@@ -218,9 +229,29 @@ void timer_free(struct timer *t)
     (void)t;
 }
 
-/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names.
- * Left out with -DBACK_FAKE_DEVICE_ONLY, for a program of its own. */
+/* ---- The program, left out with -DBACK_FAKE_DEVICE_ONLY (for a program of
+ * its own). */
 #ifndef BACK_FAKE_DEVICE_ONLY
+#ifdef BACK_FAKE_COPY3
+/* ---- The program: part 3's copy, dx = x + dy, in the mode BACK_FAKE names. */
+const enum back_op step_op = BACK_COPY3;
+
+void back_run(const struct back_problem *p)
+{
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    size_t n = p->rows * p->cols;
+    for (size_t k = 0; k < n; k++)
+        p->dx[k] = p->x[k] + p->dy[k];
+    if (strcmp(mode, "ulp") == 0)
+        p->dx[n / 2] = nextafterf(p->dx[n / 2], INFINITY);
+    if (strcmp(mode, "nan") == 0)
+        memset(&p->dx[n - 1], POISON, sizeof(float));
+    if (strcmp(mode, "guard") == 0)
+        p->dx[n] = 0.0f;
+}
+#else
+/* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_LAYERNORM;
 
 #define FAKE_SLICE 4   /* rows per partial row of the workspace modes */
@@ -339,4 +370,5 @@ void back_run(const struct back_problem *p)
         }
     }
 }
-#endif
+#endif /* BACK_FAKE_COPY3 */
+#endif /* BACK_FAKE_DEVICE_ONLY */

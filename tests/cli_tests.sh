@@ -126,12 +126,13 @@ done
 
 # Part 3's programs (back/, a draft not yet run on a GPU): part 2's parser
 # with part 3's own fills and checks (common/back_driver.c), the same exit
-# codes, and names of their own: back/step0_thread. Every step, each
-# checked alike: the loop below takes every back/stepN_slug/ that make
-# built, and each step's folder must have its program, its link back/stepN
-# and its CPU build (build/back_emu/, below).
+# codes, and names of their own: back/step0_thread ..., and back/copy3 for
+# its bar, back/baseline_copy3. Every step, each checked alike: the loop
+# below takes every back/stepN_slug/ that make built, and each step's folder
+# must have its program, its link back/stepN and its CPU build
+# (build/back_emu/, below).
 section "part 3 programs: flags, exit codes, --version"
-back_programs=$(ls -d back/step[0-9]*_*/run 2>/dev/null)
+back_programs=$(ls -d back/step[0-9]*_*/run back/baseline_*/run 2>/dev/null)
 [ -n "$back_programs" ] && ok || bad "no part 3 program is built (back/*/run)"
 for d in $(ls -d back/step[0-9]*_*/back.cu 2>/dev/null | xargs -n 1 dirname); do
     link=back/$(basename "$d" | cut -d_ -f1)
@@ -139,6 +140,8 @@ for d in $(ls -d back/step[0-9]*_*/back.cu 2>/dev/null | xargs -n 1 dirname); do
         && [ -x "build/back_emu/$(basename "$d")/run" ] && ok \
         || bad "$d: make test did not build $d/run, link $link, or build/back_emu/$(basename "$d")/run"
 done
+[[ $back_programs == *back/baseline_copy3/run* ]] && ok \
+    || bad "back/baseline_copy3/run is not built (make builds it)"
 for p in $back_programs; do
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
@@ -156,9 +159,11 @@ for p in $back_programs; do
     expect 2 "'-n': the shape is --rows R and --cols C (try --help)" "$p" -n 5
     expect 2 "--fill exact keeps every sum exact only while 26 rows + 10 cols < 2^24" \
         "$p" --check --rows 700000 --cols 8
-    expect 0 "$(dirname "$p") code_hash=" "$p" --version
+    name=$(dirname "$p"); name=${name/baseline_/}
+    expect 0 "$name code_hash=" "$p" --version
     check_code_hash "$p"
 done
+expect 0 "Part 3's bar, not a step: dx = x + dy" back/baseline_copy3/run --help
 # The driver's whole flow, on the CPU (tests/back_fake.c): a good program
 # passes, timed and --check, with its CSV row; step 0's atomics are within
 # their bounds but fail the determinism check, in both modes; each broken
@@ -197,6 +202,29 @@ if [ -x $fake ]; then
     expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=ws_stale $fake --rows 8 --cols 5 --reps 2 --warmup 1
     expect 1 "FAIL: a run left its workspace's counters non-zero" env BACK_FAKE=ws_ticket $fake --check --rows 8 --cols 5
     expect 1 "FAIL: a check before timing failed" env BACK_FAKE=ws_ticket $fake --rows 8 --cols 5
+else
+    bad "$fake is not built (make test builds it)"
+fi
+# The same flow for part 3's bar (build/back_fake_copy3: back/baseline_copy3's
+# dx = x + dy on the CPU): dx bit for bit on every fill, op copy3, its bytes
+# the three streams alone (12 an element); a dx one ulp off, a dx nothing
+# wrote and a write past dx's end are caught.
+fake=build/back_fake_copy3
+if [ -x $fake ]; then
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS: dx the same bits in 3 runs" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "result   dx = x + dy bit for bit" env BACK_FAKE=ok $fake --check --fill tiny --rows 5 --cols 3 --offset 3 --y-offset 1
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/copy3,2112,3,* ]] && [[ $row == *",64,33,copy3,25344,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 copy3 of 25344 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 0 "op=copy3" env BACK_FAKE=ok $fake --gpu-info
+    expect 1 "FAIL: a check before timing failed" env BACK_FAKE=ulp $fake --rows 64 --cols 33
+    expect 1 "(tolerance 0: exact); 1 of the outputs are wrong" env BACK_FAKE=ulp $fake --check --rows 8 --cols 5
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
 else
     bad "$fake is not built (make test builds it)"
 fi

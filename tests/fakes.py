@@ -85,10 +85,15 @@ def harness_options():
 
 
 def row_bytes(op, rows, cols):
-    """Bytes a part 2 run must move: row_bytes() in common/rows_ref.c."""
+    """Bytes a part 2 run must move: row_bytes() in common/rows_ref.c; and a
+    part 3 one's: back_bytes() and back_copy3_bytes() in common/back_ref.c
+    (x and dy read and dx written, plus gamma, dgamma and dbeta, mean and
+    rstd; the copy the three streams alone)."""
     matrix = 4.0 * rows * cols
     return {"sum": matrix + 4.0 * rows, "layernorm": 2 * matrix + 8.0 * rows + 8.0 * cols,
-            "softmax": 2 * matrix, "copy": 2 * matrix}[op]
+            "softmax": 2 * matrix, "copy": 2 * matrix,
+            "layernorm_backward": 3 * matrix + 12.0 * cols + 8.0 * rows,
+            "copy3": 3 * matrix}[op]
 
 
 # ------------------------------------------------------------- fake programs
@@ -214,6 +219,15 @@ QUICK = (1 << 20, 1 << 25)
 # bench.row_program_op reads: const enum row_op step_op = ROW_<op>;).
 ROW_STEP_OPS = {"rows/step0_thread": "SUM", "rows/step5_layernorm": "LAYERNORM",
                 "rows/baseline_copy": "COPY", "rows/baseline_cub": "SUM"}
+# Part 3 (back/): two steps and the copy of three streams, with what each
+# computes as its back.cu says it (const enum back_op step_op = BACK_<op>;)
+# and the op its rows name.
+BACK_PROGRAMS = ("back/step0_thread", "back/step1_warp", "back/baseline_copy3")
+BACK_LABELS = ("back/step0_thread", "back/step1_warp", "back/copy3")
+BACK_STEP_OPS = {"back/step0_thread": "LAYERNORM", "back/step1_warp": "LAYERNORM",
+                 "back/baseline_copy3": "COPY3"}
+BACK_OPS = {"back/step0_thread": "layernorm_backward", "back/step1_warp": "layernorm_backward",
+            "back/copy3": "copy3"}
 # PyTorch's float ops as a whole part 2 bench asks for them: each but the copy
 # also compiled.
 TORCH_OPS = ("sum", "compiled/sum", "layernorm", "compiled/layernorm", "softmax",
@@ -241,9 +255,13 @@ import csv, hashlib, os, sys
 COLUMNS = @COLUMNS@
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIR = os.path.basename(HERE)
-ROWS = os.path.basename(os.path.dirname(HERE)) == "rows"
-NAME = ("rows/" if ROWS else "") + (DIR[len("baseline_"):] if DIR.startswith("baseline_") else DIR)
-OP = ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
+# Part 2 (rows/) or part 3 (back/, common/back_driver.c: part 2's options).
+PART = os.path.basename(os.path.dirname(HERE))
+BACK = PART == "back"
+ROWS = PART == "rows" or BACK
+NAME = (PART + "/" if ROWS else "") + DIR.removeprefix("baseline_")
+OP = ("copy3" if DIR == "baseline_copy3" else "layernorm_backward") if BACK else \
+     ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
       else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
 SWITCHES = {"--check", "--no-verify", "--no-flush", "--same-input", "--gpu-info", "--version", "-h",
@@ -331,7 +349,9 @@ def run(o):
         rows, cols = int(o.get("--rows", 32768)), int(o.get("--cols", 1024))
         n, size = rows * cols, f"--rows {rows} --cols {cols}"
         nbytes = {"sum": 4.0 * n + 4.0 * rows, "layernorm": 8.0 * n + 8.0 * rows + 8.0 * cols,
-                  "softmax": 8.0 * n, "copy": 8.0 * n}[OP]
+                  "softmax": 8.0 * n, "copy": 8.0 * n,
+                  "layernorm_backward": 12.0 * n + 12.0 * cols + 8.0 * rows,
+                  "copy3": 12.0 * n}[OP]
     else:
         rows = cols = ""
         n = int(o.get("-n", 1 << 25))
@@ -580,11 +600,15 @@ sys.exit(main())
 
 # A Python that runs torch on a GPU, as bench.py uses one: `-c <probe>` and
 # tools/torch_rows.py. It writes the rows torch_rows.py writes (step
-# torch/<op>, the schema's columns, the round it is given), without torch.
+# torch/<op>, the schema's columns, the round it is given, the bytes by
+# torch_rows.py's own row_bytes()), without torch; an op torch_rows.py does
+# not know is refused as it refuses it (one line, exit 2).
 FAKE_TORCH_PYTHON = r'''#!@PYTHON@
 import argparse, csv, os, sys
 
 COLUMNS = @COLUMNS@
+sys.path.insert(0, @TOOLS@)
+from torch_rows import OPS, row_bytes
 if os.environ.get("FAKE_LOG"):
     with open(os.environ["FAKE_LOG"], "a") as f:
         f.write(" ".join([str(os.getpid()), "torch"] + sys.argv[1:]) + "\n")
@@ -594,6 +618,9 @@ parser = argparse.ArgumentParser()
 for flag in ("--csv", "--shapes", "--ops", "--reps", "--warmup", "--round"):
     parser.add_argument(flag, required=True)
 args = parser.parse_args(sys.argv[2:])
+if any(op.removeprefix("compiled/") not in OPS for op in args.ops.split(",")):
+    print("torch_rows: error: ops are " + ", ".join(OPS), file=sys.stderr)
+    sys.exit(2)
 new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
 with open(args.csv, "a", newline="") as f:
     writer = csv.DictWriter(f, COLUMNS, restval="")
@@ -608,6 +635,7 @@ with open(args.csv, "a", newline="") as f:
                              "reference": "0", "abs_err": "0", "tol": "0", "pass": 1,
                              "gpu": "NVIDIA H200 (torch)", "rows": rows, "cols": cols,
                              "op": op.removeprefix("compiled/"), "cc": "9.0", "cuda": "13.0",
+                             "bytes": f"{row_bytes(op.removeprefix('compiled/'), rows, cols):.0f}",
                              "peak_gbps": "0", "l2_mb": "62.9", "sms": "132", "flush": "1",
                              "offset": "0", "fill": "random", "seed": "1", "git_rev": "abc1234",
                              "mode": "timed", "round": args.round,
@@ -645,7 +673,8 @@ def make_ncu(top):
 
 def make_torch_python(top):
     path = os.path.join(top, "bin-torch", "python3")
-    write_executable(path, fill(FAKE_TORCH_PYTHON, COLUMNS=list(schema.RESULT_COLUMNS)))
+    write_executable(path, fill(FAKE_TORCH_PYTHON, COLUMNS=list(schema.RESULT_COLUMNS),
+                                TOOLS=os.path.join(REPO, "tools")))
     return path
 
 

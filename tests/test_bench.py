@@ -12,9 +12,10 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS,  # noqa: E402
-                   ROW_OPS, ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, make_root,
-                   make_torch_python, python_without_torch, row_bytes, size_of)
+from fakes import (BACK_LABELS, BACK_OPS, BACK_PROGRAMS, BACK_STEP_OPS,  # noqa: E402
+                   HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
+                   ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
+                   make_root, make_torch_python, python_without_torch, row_bytes, size_of)
 
 import schema  # noqa: E402
 
@@ -705,6 +706,216 @@ class BenchOnlyTest(ScriptTest):
         self.assertEqual(bench.resolve_only(self.root, ["rows/copy", "cub", "step1_b"]),
                          ["rows/baseline_copy", "baseline_cub", "step1_b"])
         self.assertEqual(bench.resolve_only(self.root, ["sum"]), bench.program_dirs(self.root))
+
+
+class BenchBackTest(ScriptTest):
+    """Part 3 (back/, a draft): benched only when asked for (--only back,
+    --only back/<step>, --part back), over its own shapes, beside its bar
+    (back/copy3) and PyTorch's layernorm_backward, into <gpu>-back.csv;
+    part 2's files are never touched by it."""
+
+    A, B = "20260101T000001Z", "20260101T000002Z"
+    TORCH_BACK = ["layernorm_backward", "compiled/layernorm_backward"]
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+        make_root(self.top, BACK_PROGRAMS)
+        for name, op in list(ROW_STEP_OPS.items()) + list(BACK_STEP_OPS.items()):
+            back = name.startswith("back/")
+            source = "back.cu" if back else "rows.cu"
+            enum = "back_op step_op = BACK_" if back else "row_op step_op = ROW_"
+            with open(os.path.join(self.root, name, source), "w") as f:
+                f.write(f"// {name}\nconst enum {enum}{op};\n")
+        self.python = make_torch_python(self.top)
+
+    def ran(self):
+        return sorted({step for _, step, _, _, _ in self.processes() if step != "torch"})
+
+    def file_bytes(self, name):
+        with open(os.path.join(self.out, name), "rb") as f:
+            return f.read()
+
+    def test_part_3_programs_and_what_they_are_read_against(self):
+        self.assertEqual(bench.row_program_dirs(self.root, "back/"), list(BACK_PROGRAMS))
+        self.assertEqual(bench.comparisons(self.root, "back/step1_warp"),
+                         (["back/step0_thread", "back/baseline_copy3"], self.TORCH_BACK))
+        self.assertEqual(bench.comparisons(self.root, "back/step0_thread"),
+                         (["back/baseline_copy3"], self.TORCH_BACK))
+        # The copy is the bar: nothing of PyTorch's to read it against.
+        self.assertEqual(bench.comparisons(self.root, "back/baseline_copy3"), ([], []))
+        self.assertEqual([schema.step_label(d) for d in BACK_PROGRAMS], list(BACK_LABELS))
+        self.assertEqual([schema.program_dir(label) for label in BACK_LABELS], list(BACK_PROGRAMS))
+        self.assertEqual(bench.resolve_only(self.root, ["back/copy3", "back"]),
+                         ["back/baseline_copy3", "back/step0_thread", "back/step1_warp"])
+        # Issue 41's targets are among part 3's shapes, and every shape is
+        # one of part 2's.
+        self.assertIn((32768, 1024), bench.BACK_SHAPES)
+        self.assertIn((8192, 4096), bench.BACK_SHAPES)
+        self.assertTrue(set(bench.BACK_SHAPES) <= set(bench.ROW_SHAPES))
+
+    def test_the_default_run_leaves_part_3_out(self):
+        proc = self.bench("--quick", "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-bench.log", "h200-rows.csv", "h200.csv"])
+        self.assertFalse([s for s in self.ran() if s.startswith("back/")])
+        torch = [argv for _, step, argv, _, _ in self.processes() if step == "torch"]
+        self.assertFalse([a for a in torch if "layernorm_backward" in " ".join(a)])
+        [(_, _, _, ops)] = [p for p in bench.plans(bench.parse_args(
+            ["--root", self.root, "--part", "rows"]))]
+        self.assertIsNone(ops)
+
+    def test_only_back_writes_its_own_file(self):
+        self.assertEqual(self.bench("--quick", "--run-id", self.A,
+                                    "--torch-python", self.python).returncode, 0)
+        before = {name: self.file_bytes(name) for name in os.listdir(self.out)}
+        os.remove(self.log)
+        proc = self.bench("--rounds", "1", "--only", "back", "--run-id", self.B,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # Part 1's and part 2's files and log are as they were, byte for byte.
+        for name, text in before.items():
+            self.assertEqual(self.file_bytes(name), text, name)
+        self.assertEqual(sorted(set(os.listdir(self.out)) - set(before)),
+                         ["h200-back-bench.log", "h200-back.csv"])
+        self.assertEqual(self.ran(), sorted(BACK_LABELS))
+        rows = self.results("h200-back.csv")
+        shapes = sorted(bench.BACK_SHAPES)
+        for label in BACK_LABELS:
+            mine = [r for r in rows if r["step"] == label]
+            self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in mine), shapes, label)
+            for r in mine:
+                rr, cc = int(r["rows"]), int(r["cols"])
+                self.assertEqual((r["op"], int(r["n"]), float(r["bytes"]), r["role"], r["run"]),
+                                 (BACK_OPS[label], rr * cc, row_bytes(BACK_OPS[label], rr, cc),
+                                  "", self.B))
+        # PyTorch's backward pass, eager and compiled, on the same shapes and
+        # with the driver's bytes; asked for by name, nothing of part 2's.
+        [(_, probe), (_, argv)] = [(pid, argv) for pid, step, argv, _, _ in self.processes()
+                                   if step == "torch"]
+        self.assertEqual(probe[0], "-c")
+        self.assertEqual(argv[3:7], ["--shapes", ",".join(f"{r}x{c}" for r, c in bench.BACK_SHAPES),
+                                     "--ops", ",".join(self.TORCH_BACK)])
+        torch = [r for r in rows if r["step"].startswith("torch/")]
+        self.assertEqual(sorted((r["step"], int(r["rows"]), int(r["cols"])) for r in torch),
+                         sorted(("torch/" + op, r, c) for op in self.TORCH_BACK for r, c in shapes))
+        for r in torch:
+            self.assertEqual((r["op"], float(r["bytes"]), r["role"]),
+                             ("layernorm_backward",
+                              row_bytes("layernorm_backward", int(r["rows"]), int(r["cols"])), ""))
+        self.assertEqual(len(rows), (len(BACK_LABELS) + 2) * len(shapes))
+        self.assertRegex(proc.stdout.splitlines()[-2], r"^results: \S*h200-back\.csv$")
+
+    def test_only_a_step_brings_its_comparisons(self):
+        proc = self.bench("--quick", "--only", "back/step1_warp", "--run-id", self.A,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.ran(), ["back/copy3", "back/step0_thread", "back/step1_warp"])
+        self.assertEqual(sorted(os.listdir(self.out)), ["h200-back-bench.log", "h200-back.csv"])
+        roles = {r["step"]: r["role"] for r in self.results("h200-back.csv")}
+        self.assertEqual(roles, {"back/step1_warp": "", "back/step0_thread": "compared",
+                                 "back/copy3": "compared",
+                                 "torch/layernorm_backward": "compared",
+                                 "torch/compiled/layernorm_backward": "compared"})
+        # Round 1's checks: the step asked for makes them, its comparisons do not.
+        checked = {}
+        for _, step, _, lines, _ in self.processes():
+            if step != "torch":
+                checked[step] = checked.get(step, False) or any("--no-verify" not in l
+                                                                for l in lines)
+        self.assertEqual(checked, {"back/step1_warp": True, "back/step0_thread": False,
+                                   "back/copy3": False})
+        # --part back: the whole part, as --only back.
+        os.remove(self.log)
+        self.assertEqual(self.bench("--quick", "--part", "back", "--run-id", self.B).returncode, 0)
+        self.assertEqual(self.ran(), sorted(BACK_LABELS))
+        with open(os.path.join(self.out, "h200-back-bench.log")) as f:
+            self.assertIn("PyTorch is left out of part 3", f.read())
+
+    def test_part_3_refuses_bad_input_with_one_line(self):
+        proc = self.bench("--quick", "--only", "back/step9_none")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: --only: no program back/step9_none (give a "
+                                          "folder such as rows/baseline_cub, or sum, rows or back "
+                                          "for a whole part)")
+        proc = self.bench("--quick", "--part", "bogus")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("invalid choice: 'bogus'", proc.stderr)
+        os.remove(os.path.join(self.root, "back", "baseline_copy3", "run"))
+        proc = self.bench("--quick", "--only", "back/step0_thread")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "bench: not built: back/baseline_copy3/run; run `make` "
+                                          "first")
+        shutil.rmtree(os.path.join(self.root, "back"))
+        proc = self.bench("--quick", "--part", "back")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, f"bench: no part 3 programs under {self.root}/back; "
+                                          "run `make` first")
+        self.assertFalse(os.path.exists(self.log))   # nothing ran
+        self.assertFalse(os.path.exists(self.out))
+
+
+class TorchRowsTest(ScriptTest):
+    """tools/torch_rows.py without torch: part 3's op is known, eager and
+    compiled, with the driver's bytes; part 2's ops and bytes are as they were."""
+
+    TORCH_ROWS = os.path.join(REPO, "tools", "torch_rows.py")
+
+    def test_layernorm_backward_bytes_are_the_drivers(self):
+        torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")
+        self.assertIn("layernorm_backward", torch_rows.OPS)
+        # common/back_ref.c's back_bytes() at 64 x 33, as tests/cli_tests.sh
+        # reads it from the driver's CSV row.
+        self.assertEqual(torch_rows.row_bytes("layernorm_backward", 64, 33), 26252)
+        for r, c in bench.BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("layernorm_backward", r, c),
+                             row_bytes("layernorm_backward", r, c))
+        for op in ("sum", "layernorm", "softmax", "copy"):
+            self.assertEqual(torch_rows.row_bytes(op, 4096, 1024), row_bytes(op, 4096, 1024), op)
+
+    def run_torch_rows(self, python, ops, shapes="64x33", **env):
+        import subprocess
+        return subprocess.run([python, self.TORCH_ROWS, "--csv", os.path.join(self.top, "t.csv"),
+                               "--shapes", shapes, "--ops", ops, "--reps", "2", "--warmup", "1"],
+                              capture_output=True, text=True, env=clean_env(**env), timeout=120)
+
+    def test_layernorm_backward_runs_and_is_checked(self):
+        """The whole path, on tests/fake_torch (a stand-in for torch in plain
+        Python): eager and compiled rows of op layernorm_backward with the
+        driver's bytes, verified; a backward pass with its means over N - 1
+        fails the float64 check (pass 0, exit 1)."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        proc = self.run_torch_rows(sys.executable, "layernorm_backward,compiled/layernorm_backward",
+                                   "3x5,4x7", PYTHONPATH=fake)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = bench.read_rows(os.path.join(self.top, "t.csv"))
+        self.assertEqual([(r["step"], r["rows"], r["cols"]) for r in rows],
+                         [("torch/" + op, r, c) for r, c in (("3", "5"), ("4", "7"))
+                          for op in ("layernorm_backward", "compiled/layernorm_backward")])
+        for r in rows:
+            self.assertEqual((r["op"], float(r["bytes"]), r["pass"], r["mode"]),
+                             ("layernorm_backward",
+                              row_bytes("layernorm_backward", int(r["rows"]), int(r["cols"])),
+                              "1", "timed"))
+            self.assertLess(float(r["abs_err"]), 1e-6)
+        os.remove(os.path.join(self.top, "t.csv"))
+        proc = self.run_torch_rows(sys.executable, "layernorm_backward", "3x5", PYTHONPATH=fake,
+                                   FAKE_TORCH_BROKEN="nm1")
+        self.assertEqual(proc.returncode, 1, proc.stderr)
+        [row] = bench.read_rows(os.path.join(self.top, "t.csv"))
+        self.assertEqual(row["pass"], "0")
+        self.assertGreater(float(row["abs_err"]), 1e-3)
+
+    def test_the_op_is_taken_and_a_wrong_one_refused(self):
+        python = python_without_torch(self.top)
+        proc = self.run_torch_rows(python, "layernorm_backward,compiled/layernorm_backward")
+        self.assertEqual((proc.returncode, proc.stderr.strip()),
+                         (3, "torch_rows: no torch in this python (skipped)"))
+        proc = self.run_torch_rows(python, "layernorm_backward_bf16")
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, "torch_rows: error: ops are ")
+        self.assertIn("layernorm_backward", proc.stderr)
 
 
 if __name__ == "__main__":

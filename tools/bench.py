@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Benchmark every program of part 1 (the sum) and part 2 (rows) in rounds.
+"""Benchmark every program of part 1 (the sum) and part 2 (rows) in rounds,
+and part 3 (back/, backward passes) when asked for.
 
 Part 1 runs every stepN_*/run and baseline_cub/run over a sweep of sizes;
 part 2 runs every rows/*/run over a list of shapes, beside part 1's step 9
@@ -14,7 +15,12 @@ round also makes each timed run's exact checks, later ones skip them
 its output and appends one CSV row per size; this driver orders the runs,
 shows progress and files every row with its round as OUT_DIR/<gpu>.csv
 (part 1) and OUT_DIR/<gpu>-rows.csv (part 2), with everything it printed in
-OUT_DIR/<gpu>-bench.log. The tables and charts report the median over rounds
+OUT_DIR/<gpu>-bench.log. Part 3 (back/*/run, a draft not yet measured on a
+GPU) runs as part 2 does, over shapes of its own, beside its bar (the copy
+of its three streams, back/baseline_copy3) and PyTorch's backward pass,
+into OUT_DIR/<gpu>-back.csv; only when asked for (--only back, --only
+back/step0_thread, --part back): the default run (make bench) leaves it out
+until part 3 has been measured. The tables and charts report the median over rounds
 and the spread (fastest and slowest round): a ratio counts as a win or a
 loss only where the spreads do not overlap (tools/compare.py).
 
@@ -66,6 +72,15 @@ ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
+# Part 3 (back/): LayerNorm's backward pass over part 2's shapes but the two
+# of logits (GPT-2's and Llama 3's vocabularies: softmax's widths, not a
+# LayerNorm's), 32768 x 1024 and 8192 x 4096 first: issue 41's targets. Its
+# bar is the copy of its three streams (x and dy read, dx written).
+BACK_SHAPES = ((32768, 1024), (8192, 4096), (65536, 768), (4096, 8192), (1024, 32768),
+               (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097))
+COPY3_DIR = "back/baseline_copy3"
+# PyTorch's forms of part 3's ops (tools/torch_rows.py); the copy has none.
+TORCH_BACK_OPS = ("layernorm_backward",)
 TORCH_OPS = "sum,layernorm,softmax,copy"
 # PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
 # (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
@@ -112,14 +127,32 @@ def program_dirs(root):
     return names
 
 
-def row_program_dirs(root):
-    """Part 2's programs: rows/stepN_* in step order, then rows/baseline_*."""
-    rows_root = os.path.join(root, "rows")
-    if not os.path.isdir(rows_root):
+def row_program_dirs(root, part=schema.ROWS):
+    """Part 2's programs: rows/stepN_* in step order, then rows/baseline_*;
+    with part "back/", part 3's the same way."""
+    part_root = os.path.join(root, part)
+    if not os.path.isdir(part_root):
         return []
-    baselines = sorted(d for d in os.listdir(rows_root) if d.startswith("baseline_")
-                       and os.path.isdir(os.path.join(rows_root, d)))
-    return steps.step_dirs(root, steps.ROWS) + ["rows/" + d for d in baselines]
+    baselines = sorted(d for d in os.listdir(part_root) if d.startswith("baseline_")
+                       and os.path.isdir(os.path.join(part_root, d)))
+    return steps.step_dirs(root, part) + [part + d for d in baselines]
+
+
+class RowPart:
+    """A part of rows x cols programs: part 2 (rows/) or part 3 (back/): its
+    folder prefix, its results file's suffix, its shapes, its bar and its
+    name in messages."""
+
+    def __init__(self, prefix, suffix, shapes, bar, title):
+        self.prefix, self.suffix, self.bar, self.title = prefix, suffix, bar, title
+        self._shapes = shapes
+
+    def shapes(self, quick=False):
+        return QUICK_ROW_SHAPES if quick else self._shapes
+
+
+ROW_PARTS = {"rows": RowPart(schema.ROWS, "-rows", ROW_SHAPES, COPY_DIR, "part 2"),
+             "back": RowPart(schema.BACK, "-back", BACK_SHAPES, COPY3_DIR, "part 3")}
 
 
 # What a part 2 program computes, the step before a step and the step whose
@@ -143,8 +176,10 @@ def comparisons(root, name):
     and charts' columns. Part 1: the previous step, step 0 and CUB. Part 2:
     the previous step, the float step a bfloat16 step converts, its bar (the
     copy, the bfloat16 copy, or step 9 on one array and CUB's segmented sum
-    for a row sum) and PyTorch's op."""
-    if not name.startswith("rows/"):
+    for a row sum) and PyTorch's op. Part 3: the previous step, its bar (the
+    copy of three streams) and PyTorch's op."""
+    part = schema.part_prefix(name)
+    if not part:
         names = program_dirs(root)
         earlier = [d for d in names if d != schema.CUB_DIR and
                    schema.step_sort_key(d) < schema.step_sort_key(name)]
@@ -158,8 +193,9 @@ def comparisons(root, name):
     elif op == "sum":
         found += [ONE_ARRAY, ROW_CUB_DIR]
     elif op:
-        found.append(COPY_DIR)
-    return [d for d in dict.fromkeys(found) if d != name], torch_ops_of(op)
+        found.append(next(p.bar for p in ROW_PARTS.values() if p.prefix == part))
+    theirs = torch_ops_of(op) if part == schema.ROWS or op in TORCH_BACK_OPS else []
+    return [d for d in dict.fromkeys(found) if d != name], theirs
 
 
 def run_path(root, name):
@@ -570,8 +606,9 @@ def parse_args(argv):
                         help="the repository holding stepN_*/, baseline_cub/ and rows/ "
                              "(default: this one)")
     parser.add_argument("--out-dir", help="where the files go (default: ROOT/plots/results)")
-    parser.add_argument("--part", choices=("sum", "rows", "all"), default="all",
-                        help="part 1 (sum), part 2 (rows) or both (default)")
+    parser.add_argument("--part", choices=("sum", "rows", "all", "back"), default="all",
+                        help="part 1 (sum), part 2 (rows) or both (all, the default); back: "
+                             "part 3 alone (not in all: not measured yet)")
     parser.add_argument("--rounds", type=_int_at_least(1), default=DEFAULT_ROUNDS,
                         help=f"every program this many times, order shuffled (default {DEFAULT_ROUNDS})")
     parser.add_argument("--seed", type=_int_at_least(0), default=1,
@@ -591,9 +628,9 @@ def parse_args(argv):
     parser.add_argument("--only", metavar="NAMES",
                         type=program_names,
                         help="time only these programs (folders such as rows/step12_bf16_layernorm "
-                             "or step9_singlepass, comma-separated; sum or rows: every program of "
-                             "that part) and what their ratios are read against, in one run, and "
-                             "merge the rows into the files in OUT_DIR")
+                             "or step9_singlepass, comma-separated; sum, rows or back: every "
+                             "program of that part) and what their ratios are read against, in "
+                             "one run, and merge the rows into the files in OUT_DIR")
     parser.add_argument("--run-id", metavar="ID",
                         help="the run column of every row (default: the UTC time now, e.g. "
                              "20261202T052253Z; later runs must sort after earlier ones); give "
@@ -639,16 +676,17 @@ def _int_at_least(low):
     return parse
 
 
-def torch_ok(python, output):
-    """True if `python` imports torch and sees a GPU; else one line saying why not."""
+def torch_ok(python, output, title="part 2"):
+    """True if `python` imports torch and sees a GPU; else one line saying why
+    not (PyTorch is left out of the part titled title)."""
     if not python:
-        output.out("bench: no --torch-python: PyTorch is left out of part 2")
+        output.out(f"bench: no --torch-python: PyTorch is left out of {title}")
         return False
     code, stderr = run_program([python, "-c", "import torch, sys; "
                                 "sys.exit(0 if torch.cuda.is_available() else 3)"], timeout=120)
     if code != 0:
         output.out(f"bench: {python} cannot run torch on a GPU (exit {code}): PyTorch is "
-                   "left out of part 2")
+                   f"left out of {title}")
         return False
     return True
 
@@ -656,7 +694,8 @@ def torch_ok(python, output):
 def program_exists(root):
     """label -> True while the tree still holds that program (a merge drops
     the rows of one deleted or renamed since)."""
-    names = {schema.step_label(d) for d in program_dirs(root) + row_program_dirs(root)}
+    names = {schema.step_label(d) for d in program_dirs(root) + row_program_dirs(root) +
+             row_program_dirs(root, schema.BACK)}
     return lambda label: label in names
 
 
@@ -680,39 +719,34 @@ def write_log(path, log, append):
 
 def resolve_only(root, names):
     """{folder} of the programs --only names: folders (rows/baseline_copy), CSV
-    labels (rows/copy, cub), or sum / rows for every program of that part."""
-    part1, part2 = program_dirs(root), row_program_dirs(root)
-    known = part1 + part2
+    labels (rows/copy, cub), or sum / rows / back for every program of that
+    part."""
+    parts = {"sum": program_dirs(root), "rows": row_program_dirs(root),
+             "back": row_program_dirs(root, schema.BACK)}
+    known = [d for dirs in parts.values() for d in dirs]
     found = []
     for name in names:
-        if name == "sum":
-            found += part1
-        elif name == "rows":
-            found += part2
+        if name in parts:
+            found += parts[name]
         elif name in known or schema.program_dir(name) in known:
             found.append(name if name in known else schema.program_dir(name))
         else:
+            example = (parts["rows"] or parts["sum"])[-1]
             raise BenchError(EXIT_USAGE, f"--only: no program {name} (give a folder such as "
-                                         f"{part2[-1] if part2 else part1[-1]}, or sum or rows "
-                                         "for a whole part)")
+                                         f"{example}, or sum, rows or back for a whole part)")
     return list(dict.fromkeys(found))
 
 
 def plans(args):
     """[(suffix, [(name, path, [Run])], {name: role}, torch ops or None)] for the
-    parts asked for; torch ops None: every op (a whole part)."""
+    parts asked for; torch ops None: every op (a whole part 2)."""
     found = []
     named = resolve_only(args.root, args.only) if args.only is not None else None
-    part1, part2 = program_dirs(args.root), row_program_dirs(args.root)
+    part1 = program_dirs(args.root)
     if named is None:
         chosen1 = part1 if args.part in ("sum", "all") else []
-        chosen2 = part2 if args.part in ("rows", "all") else []
-        if args.part == "rows" and not part2:
-            raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; "
-                                         "run `make` first")
     else:
         chosen1 = [n for n in named if n in part1]
-        chosen2 = [n for n in named if n in part2]
     if chosen1:
         roles = {n: "" for n in chosen1}
         if named is not None:
@@ -724,36 +758,62 @@ def plans(args):
         sizes = sweep_sizes(args.quick)
         found.append(("", [(n, run_path(args.root, n), [Run(n=s) for s in sizes]) for n in names],
                       roles, None))
+    for key in ("rows", "back"):
+        plan = row_part_plan(args, named, key)
+        if plan:
+            found.append(plan)
+    return found
+
+
+def row_part_plan(args, named, key):
+    """The plan of part 2 (key "rows") or part 3 ("back"), as plans() gives
+    it, or None when none of its programs is asked for. A whole part 2 is
+    in the default run (--part all); part 3 only when asked for (--part
+    back, --only back or its programs): it is not measured yet."""
+    part = ROW_PARTS[key]
+    programs = row_program_dirs(args.root, part.prefix)
+    if named is None:
+        in_all = key == "rows"   # part 3 is left out of the default run
+        chosen = programs if args.part == key or (args.part == "all" and in_all) else []
+        if args.part == key and not programs:
+            raise BenchError(EXIT_USAGE, f"no {part.title} programs under "
+                                         f"{args.root}/{part.prefix.rstrip('/')}; run `make` first")
+    else:
+        chosen = [n for n in named if n in programs]
     # Step 9 named on its own is part 1's, and the bar of part 2's row sums:
     # its rows in <gpu>-rows.csv are timed too, as a program asked for.
-    one_array_named = named is not None and ONE_ARRAY in named and bool(part2)
-    if chosen2 or one_array_named:
-        roles, ops = {n: "" for n in chosen2}, None
-        if one_array_named:
-            roles[ONE_ARRAY] = ""
-        whole = named is None or set(chosen2) == set(part2)
+    one_array_named = (key == "rows" and named is not None and ONE_ARRAY in named
+                       and bool(programs))
+    if not chosen and not one_array_named:
+        return None
+    roles, ops = {n: "" for n in chosen}, None
+    if one_array_named:
+        roles[ONE_ARRAY] = ""
+    whole = named is None or set(chosen) == set(programs)
+    if not whole or key != "rows":
+        # PyTorch's ops of the programs run (part 3 always names them: its
+        # whole part has no default list of ops).
+        ops = []
         if not whole:
-            ops = []
             roles[TORCH] = schema.COMPARED
-            for n in chosen2:
-                others, theirs = comparisons(args.root, n)
-                for other in others:
-                    roles.setdefault(other, schema.COMPARED)
-                ops += [o for o in theirs if o not in ops]
-        names = [n for n in part2 if n in roles]
-        one_array = whole or ONE_ARRAY in roles
-        check_built(args.root, names + ([ONE_ARRAY] if one_array else []))
-        shapes = QUICK_ROW_SHAPES if args.quick else ROW_SHAPES
-        plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
-                for n in names]
-        if one_array:
-            # Shapes of one size are one array to step 9 (four shapes hold 2^25
-            # floats): one run per size, or each would be filed with the first's row.
-            sizes = dict.fromkeys(r * c for r, c in shapes)
-            plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
-            roles.setdefault(ONE_ARRAY, "" if whole else schema.COMPARED)
-        found.append(("-rows", plan, roles, ops))
-    return found
+        for n in chosen:
+            others, theirs = comparisons(args.root, n)
+            for other in others:
+                roles.setdefault(other, "" if whole else schema.COMPARED)
+            ops += [o for o in theirs if o not in ops]
+    names = [n for n in programs if n in roles]
+    one_array = key == "rows" and (whole or ONE_ARRAY in roles)
+    check_built(args.root, names + ([ONE_ARRAY] if one_array else []))
+    shapes = part.shapes(args.quick)
+    plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
+            for n in names]
+    if one_array:
+        # Shapes of one size are one array to step 9 (four shapes hold 2^25
+        # floats): one run per size, or each would be filed with the first's row.
+        sizes = dict.fromkeys(r * c for r, c in shapes)
+        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
+        roles.setdefault(ONE_ARRAY, "" if whole else schema.COMPARED)
+    return (part.suffix, plan, roles, ops)
 
 
 def bench(args, command):
@@ -765,8 +825,9 @@ def bench(args, command):
     with tempfile.TemporaryDirectory() as tmp:
         for suffix, plan, roles, ops in plans(args):
             torch = None
-            if suffix == "-rows" and (ops is None or ops) and torch_ok(args.torch_python, output):
-                torch = (args.torch_python, QUICK_ROW_SHAPES if args.quick else ROW_SHAPES, ops)
+            part = next((p for p in ROW_PARTS.values() if p.suffix == suffix), None)
+            if part and (ops is None or ops) and torch_ok(args.torch_python, output, part.title):
+                torch = (args.torch_python, part.shapes(args.quick), ops)
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
                           args.run_id, roles, args.only_round)
             sweep.run_all()

@@ -40,12 +40,24 @@ SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "row
                 "rows/step17_layernorm_cluster", "rows/step18_bf16_layernorm_cluster",
                 "rows/step19_rmsnorm", "rows/step20_bf16_rmsnorm",
                 "rows/step21_bf16_add_rmsnorm", "rows/step22_welford") + ROW_BASELINES
+# Part 3's (back/, a draft not yet run on a GPU, so none is shipped): named
+# as part 2's, back/step0_thread, and its bar back/copy3 (back/baseline_copy3).
+BACK = "back/"
+BACK_BASELINES = ("back/copy3",)
+# The folder prefixes of the parts after the first, and their baselines' labels.
+PARTS = (ROWS, BACK)
+BASELINE_LABELS = ROW_BASELINES + BACK_BASELINES
+
+
+def part_prefix(name):
+    """"rows/" or "back/" for a name of part 2 or 3, "" for part 1's."""
+    return next((part for part in PARTS if name.startswith(part)), "")
 
 
 def step_number(name):
-    """3 for 'step3_idle' and 'rows/step3_vector'; None for 'cub' and anything
-    that is not a step."""
-    match = STEP_DIR_RE.match(name.removeprefix(ROWS))
+    """3 for 'step3_idle', 'rows/step3_vector' and 'back/step3_x'; None for
+    'cub' and anything that is not a step."""
+    match = STEP_DIR_RE.match(name.removeprefix(part_prefix(name)))
     return int(match.group(1)) if match else None
 
 
@@ -58,25 +70,27 @@ def step_sort_key(name):
 
 def is_program(name):
     """True for a CSV `step` value that names a program: stepN_slug or cub,
-    rows/stepN_slug, rows/copy or rows/cub."""
-    return name == CUB or name in ROW_BASELINES or step_number(name) is not None
+    rows/stepN_slug, rows/copy or rows/cub, back/stepN_slug or back/copy3."""
+    return name == CUB or name in BASELINE_LABELS or step_number(name) is not None
 
 
 def step_label(directory):
     """The CSV `step` value of a program directory: baseline_cub -> cub,
-    rows/baseline_copy -> rows/copy."""
+    rows/baseline_copy -> rows/copy, back/baseline_copy3 -> back/copy3."""
     path = os.path.normpath(directory)
     name = os.path.basename(path)
-    if os.path.basename(os.path.dirname(path)) == "rows":
-        return ROWS + name.removeprefix("baseline_")
+    part = os.path.basename(os.path.dirname(path)) + "/"
+    if part in PARTS:
+        return part + name.removeprefix("baseline_")
     return CUB if name == CUB_DIR else name
 
 
 def program_dir(label):
     """The directory of a CSV `step` value: cub -> baseline_cub, rows/copy ->
-    rows/baseline_copy."""
-    if label in ROW_BASELINES:
-        return ROWS + "baseline_" + label.removeprefix(ROWS)
+    rows/baseline_copy, back/copy3 -> back/baseline_copy3."""
+    if label in BASELINE_LABELS:
+        part = part_prefix(label)
+        return part + "baseline_" + label.removeprefix(part)
     return CUB_DIR if label == CUB else label
 
 

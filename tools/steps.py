@@ -5,7 +5,8 @@ make determinism, the grader's --speed, make bench, make profile and the
 READMEs' diff blocks ask for, instead of each working it out.
 
 A part is its folder prefix: "" for part 1 (the sum: stepN_slug/reduce.cu)
-and "rows/" for part 2 (rows: rows/stepN_slug/rows.cu). A step is a
+and "rows/" for part 2 (rows: rows/stepN_slug/rows.cu); "back/" for part 3
+(back/stepN_slug/back.cu, a draft) is read the same way. A step is a
 stepN_slug folder holding its source or a built `run` (so an unbuilt
 `step9_mine/` counts, a stray `step4_notes/` does not); with source=True,
 only its source counts (make diff and make check read the source).
@@ -40,11 +41,13 @@ import schema  # noqa: E402  (step_number, step_sort_key, step_dirs)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-ROWS = schema.ROWS
-SOURCE = {"": "reduce.cu", ROWS: "rows.cu"}   # the file that makes a step of each part
+ROWS, BACK = schema.ROWS, schema.BACK
+# The file that makes a step of each part.
+SOURCE = {"": "reduce.cu", ROWS: "rows.cu", BACK: "back.cu"}
 # The programs that are no step, by the name make check and the grader take.
 BASELINES = {"cub": schema.CUB_DIR, "rows/cub": "rows/baseline_cub",
-             "rows/copy": "rows/baseline_copy", "rows/copy16": "rows/baseline_copy16"}
+             "rows/copy": "rows/baseline_copy", "rows/copy16": "rows/baseline_copy16",
+             "back/copy3": "back/baseline_copy3"}
 EXIT_USAGE = 2
 
 
@@ -53,12 +56,13 @@ class StepError(Exception):
 
 
 def part_of(name):
-    """"rows/" for a part 2 name (rows/3, rows/step3_vector), else ""."""
-    return ROWS if name.startswith(ROWS) else ""
+    """"rows/" for a part 2 name (rows/3, rows/step3_vector), "back/" for a
+    part 3 one, else ""."""
+    return schema.part_prefix(name)
 
 
 def source_file(name):
-    """The source of a step or program folder: reduce.cu or rows.cu."""
+    """The source of a step or program folder: reduce.cu, rows.cu or back.cu."""
     return SOURCE[part_of(name)]
 
 
@@ -100,22 +104,41 @@ def folder(root, name):
 
 
 def row_op(root, name):
-    """What a part 2 program computes, read from its rows.cu (common/rows.h's
-    step_op and step_dtype): sum, layernorm, softmax, copy, rmsnorm or
-    add_rmsnorm, with _bf16 for bfloat16 data; "" if it does not say."""
+    """What a part 2 or part 3 program computes, read from its source (the
+    step_op and step_dtype of common/rows.h or common/back.h), as its CSV
+    rows' op column names it. Part 2: sum, layernorm, softmax, copy, rmsnorm
+    or add_rmsnorm, with _bf16 for bfloat16 data. Part 3: layernorm_backward,
+    softmax_backward, or copy3 for its bar. "" if it does not say (and for a
+    part 1 name)."""
+    part = part_of(name)
+    if part not in _STEP_OP:
+        return ""
     try:
-        with open(os.path.join(root, name, "rows.cu"), encoding="utf-8") as handle:
+        with open(os.path.join(root, name, SOURCE[part]), encoding="utf-8") as handle:
             text = handle.read()
     except OSError:
         return ""
-    found = _STEP_OP.search(text)
+    found = _STEP_OP[part].search(text)
     if not found:
         return ""
-    return found.group(1).lower() + ("_bf16" if _STEP_BF16.search(text) else "")
+    op = found.group(1).lower()
+    op = _BACK_OPS.get(op, op) if part == BACK else op
+    dtype = _STEP_DTYPE[part].search(text)
+    return op + ("_bf16" if dtype and dtype.group(1) == "BF16" else "")
 
 
-_STEP_OP = re.compile(r"^\s*const\s+enum\s+row_op\s+step_op\s*=\s*ROW_(\w+)\s*;", re.M)
-_STEP_BF16 = re.compile(r"^\s*const\s+enum\s+row_dtype\s+step_dtype\s*=\s*ROW_BF16\s*;", re.M)
+def _enum_line(variable, enum, prefix):
+    return re.compile(r"^\s*const\s+enum\s+" + enum + r"\s+" + variable + r"\s*=\s*" + prefix +
+                      r"(\w+)\s*;", re.M)
+
+
+# Each part's `const enum ... step_op = ...;` and `... step_dtype = ...;` lines.
+_STEP_OP = {ROWS: _enum_line("step_op", "row_op", "ROW_"),
+            BACK: _enum_line("step_op", "back_op", "BACK_")}
+_STEP_DTYPE = {ROWS: _enum_line("step_dtype", "row_dtype", "ROW_"),
+               BACK: _enum_line("step_dtype", "back_dtype", "BACK_")}
+# common/back.h's ops, as common/back_driver.c names them in the op column.
+_BACK_OPS = {"layernorm": "layernorm_backward", "softmax": "softmax_backward", "copy3": "copy3"}
 # The line `make new` writes into a step it started from another (tools/step.sh).
 _STARTED_FROM = re.compile(r"^// Started from (step[0-9]*_[a-z0-9_]*) by make new", re.M)
 

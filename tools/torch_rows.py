@@ -19,6 +19,15 @@ LayerNorm). The ops:
                bytes count the rstd our RMSNorm writes too: 4 a row)
     add_rmsnorm  h = x + residual, then rms_norm(h, ...): h and y, as a
                transformer block's residual stream runs them
+    layernorm_backward  part 3's (back/; bench.py asks for it only there):
+               torch.ops.aten.native_layer_norm_backward(dy, x, [cols], mean,
+               rstd, gamma, beta, [True, True, True]): dx, dgamma and dbeta,
+               from the inputs common/back_driver.c makes (x, dy and gamma
+               uniform in [-1, 1), mean and rstd the rows', computed in double
+               with eps 1e-5 and rounded to float once, as the forward pass
+               saves them); its bytes are common/back_ref.c's back_bytes()
+               (x and dy read and dx written, plus gamma, dgamma, dbeta, mean
+               and rstd)
 and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
 the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
 model holds them (torch.native_layer_norm wants them in the input's type)
@@ -30,8 +39,10 @@ with dynamo's caches cleared first so that no shape falls back to eager at
 the recompile limit, and called once before the warm-up, so that compiling
 is never timed. Its rows are step "torch/compiled/<op>", op "<op>".
 Each output is compared with a float64 computation of the same op: a sanity
-check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums),
-not the harness's derived tolerance. Rows go to FILE in the results schema
+check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums; for
+LayerNorm's backward pass dx to relative 1e-3 and dgamma and dbeta, sums
+down the columns, to 1e-5 of the sum of their terms' magnitudes), not the
+harness's derived tolerance. Rows go to FILE in the results schema
 (tools/schema.py), step "torch/<op>", with torch's, CUDA's and cuDNN's
 versions in the toolchain column.
 
@@ -60,7 +71,7 @@ for _var, _sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR",
 
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layernorm_bf16",
-       "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16")
+       "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16", "layernorm_backward")
 BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
@@ -78,11 +89,13 @@ def parse_shapes(text):
 
 def row_bytes(op, rows, cols):
     """common/rows_ref.c's row_bytes(): 2 bytes an element of x, y, gamma and
-    beta for the _bf16 ops; mean and rstd are float either way."""
+    beta for the _bf16 ops; mean and rstd are float either way. Part 3's
+    layernorm_backward: common/back_ref.c's back_bytes()."""
     base = op.removesuffix(BF16)
     elem = 2.0 if op.endswith(BF16) else 4.0
     matrix = elem * rows * cols
     return {"sum": matrix + elem * rows,
+            "layernorm_backward": 3 * matrix + 3 * elem * cols + 8.0 * rows,
             "layernorm": 2 * matrix + 8.0 * rows + 2 * elem * cols,
             "softmax": 2 * matrix, "copy": 2 * matrix,
             "rmsnorm": 2 * matrix + 4.0 * rows + elem * cols,
@@ -215,6 +228,8 @@ class Runner:
                 # bound): either order is right, so y is held to the nearer one.
                 err = min(err, rel_err(x.double() + res.double()))
             ok = err <= rel and (op == "rmsnorm" or ok_h)
+        elif op == "layernorm_backward":
+            times, err, ok = self.layernorm_backward(x, rows, cols, gen, compiled)
         elif op == "softmax":
             times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))
             want = torch.softmax(x.double(), dim=-1)
@@ -226,6 +241,41 @@ class Runner:
             err = (out.float() - x.float()).abs().max().item()
             ok = err == 0
         return times, err, ok
+
+
+    def layernorm_backward(self, x, rows, cols, gen, compiled):
+        """(times, error, ok) of native_layer_norm_backward on common/back_driver.c's
+        random fill (back_fill in common/back_ref.c): x, dy and gamma uniform in
+        [-1, 1), and each row's mean and rstd = 1 / sqrt(var + eps) computed in
+        double from the float x and rounded to float once, shaped (rows, 1) as
+        native_layer_norm returns them. The reference is the same formulas in
+        float64 from the same float inputs (common/back.h): dx to relative 1e-3,
+        dgamma and dbeta to 1e-5 of the sum of |terms| down their column."""
+        torch = self.torch
+        dy = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
+        gamma = torch.rand(cols, generator=gen, device="cuda") * 2 - 1
+        beta = torch.zeros(cols, device="cuda")   # not read: it shapes dbeta
+        xd = x.double()
+        m = xd.mean(dim=-1, keepdim=True)
+        var = ((xd - m) ** 2).mean(dim=-1, keepdim=True)
+        mean, rstd = m.float(), (1 / torch.sqrt(var + EPS)).float()
+
+        def backward(g, a, mu, rs, w, b):
+            return torch.ops.aten.native_layer_norm_backward(g, a, [cols], mu, rs, w, b,
+                                                             [True, True, True])
+        times, (dx, dgamma, dbeta) = self.time(self.prepare(backward, compiled, dy, x, mean,
+                                                            rstd, gamma, beta))
+        dyd, gd = dy.double(), gamma.double()
+        xhat = (xd - mean.double()) * rstd.double()
+        g = dyd * gd
+        m1, m2 = g.mean(dim=-1, keepdim=True), (g * xhat).mean(dim=-1, keepdim=True)
+        want = rstd.double() * (g - m1 - xhat * m2)
+        dx_err = ((dx.double() - want).abs() / (1 + want.abs())).max().item()
+        col_err = 0.0
+        for got, terms in ((dgamma, dyd * xhat), (dbeta, dyd)):
+            scale = terms.abs().sum(dim=0) + 1e-30
+            col_err = max(col_err, ((got.double() - terms.sum(dim=0)).abs() / scale).max().item())
+        return times, max(dx_err, col_err), dx_err <= 1e-3 and col_err <= 1e-5
 
 
 def row_of(runner, name, rows, cols, seed, times, err, ok, reps, warmup, round_):

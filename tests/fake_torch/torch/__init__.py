@@ -1,0 +1,223 @@
+"""A stand-in for torch on a machine without it or a GPU: just what
+tools/torch_rows.py's layernorm_backward path calls (tests/test_bench.py,
+TorchRowsTest), in plain Python on small tensors of one or two dimensions.
+float32 tensors hold floats rounded to float32; native_layer_norm_backward
+is LayerNorm's backward pass (common/back.h's formulas) in float64, then
+rounded, or with its means over N - 1 where FAKE_TORCH_BROKEN=nm1 (so that
+torch_rows.py's check can be seen failing). Not torch: nothing else works."""
+import itertools
+import math
+import os
+import random
+import struct
+
+__version__ = "0.0-fake"
+
+
+class _Version:
+    cuda = "13.0"
+
+
+version = _Version()
+float32, float64, bfloat16 = "float32", "float64", "bfloat16"
+
+
+def _round32(v):
+    return struct.unpack("f", struct.pack("f", v))[0] if math.isfinite(v) else v
+
+
+class Tensor:
+    def __init__(self, shape, data, dtype=float32):
+        self.shape, self.dtype = tuple(shape), dtype
+        self.data = [_round32(v) for v in data] if dtype == float32 else list(data)
+
+    def _at(self, index):
+        """The element at a full index of a broadcast shape (trailing dims aligned)."""
+        index = index[len(index) - len(self.shape):]
+        flat = 0
+        for i, n in zip(index, self.shape):
+            flat = flat * n + (i if n > 1 else 0)
+        return self.data[flat]
+
+    def _op(self, other, fn):
+        if not isinstance(other, Tensor):
+            return Tensor(self.shape, [fn(a, other) for a in self.data], self.dtype)
+        ndim = max(len(self.shape), len(other.shape))
+        a = (1,) * (ndim - len(self.shape)) + self.shape
+        b = (1,) * (ndim - len(other.shape)) + other.shape
+        shape = tuple(max(x, y) for x, y in zip(a, b))
+        dtype = float64 if float64 in (self.dtype, other.dtype) else self.dtype
+        data = [fn(self._at(i), other._at(i)) for i in itertools.product(*map(range, shape))]
+        return Tensor(shape, data, dtype)
+
+    __add__ = lambda s, o: s._op(o, lambda a, b: a + b)
+    __sub__ = lambda s, o: s._op(o, lambda a, b: a - b)
+    __mul__ = lambda s, o: s._op(o, lambda a, b: a * b)
+    __truediv__ = lambda s, o: s._op(o, lambda a, b: a / b)
+    __pow__ = lambda s, o: s._op(o, lambda a, b: a ** b)
+    __radd__ = __add__
+    __rmul__ = __mul__
+    __rtruediv__ = lambda s, o: s._op(o, lambda a, b: b / a)
+
+    def double(self):
+        return Tensor(self.shape, self.data, float64)
+
+    def float(self):
+        return Tensor(self.shape, self.data, float32)
+
+    def abs(self):
+        return Tensor(self.shape, [abs(v) for v in self.data], self.dtype)
+
+    def element_size(self):
+        return 8 if self.dtype == float64 else 4
+
+    def _reduce(self, fn, dim, keepdim):
+        if dim is None:
+            return Tensor((), [fn(self.data)], self.dtype)
+        rows, cols = self.shape
+        if dim in (-1, 1):
+            out = [fn(self.data[r * cols:(r + 1) * cols]) for r in range(rows)]
+            return Tensor((rows, 1) if keepdim else (rows,), out, self.dtype)
+        out = [fn(self.data[c::cols]) for c in range(cols)]
+        return Tensor((1, cols) if keepdim else (cols,), out, self.dtype)
+
+    def sum(self, dim=None, keepdim=False):
+        return self._reduce(math.fsum, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return self._reduce(lambda v: math.fsum(v) / len(v), dim, keepdim)
+
+    def max(self):
+        return Tensor((), [max(self.data)], self.dtype)
+
+    def item(self):
+        return self.data[0]
+
+    def view(self, *shape):
+        return Tensor((len(self.data),), self.data, self.dtype)
+
+
+def _numel(shape):
+    return math.prod((shape,) if isinstance(shape, int) else shape)
+
+
+class Generator:
+    def __init__(self, device=None):
+        self.rng = random.Random(0)
+
+    def manual_seed(self, seed):
+        self.rng.seed(seed)
+        return self
+
+
+def rand(shape, generator=None, device=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return Tensor(shape, [generator.rng.random() for _ in range(_numel(shape))])
+
+
+def zeros(shape, dtype=float32, device=None):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    return Tensor(shape, [0.0] * _numel(shape), dtype)
+
+
+def sqrt(t):
+    return Tensor(t.shape, [math.sqrt(v) for v in t.data], t.dtype)
+
+
+def _layer_norm_backward(dy, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    rows, cols = x.shape
+    n = cols - 1 if os.environ.get("FAKE_TORCH_BROKEN") == "nm1" else cols
+    dx, dgamma, dbeta = [], [0.0] * cols, [0.0] * cols
+    for r in range(rows):
+        xs, ds = x.data[r * cols:(r + 1) * cols], dy.data[r * cols:(r + 1) * cols]
+        m, s = mean.data[r], rstd.data[r]
+        xhat = [(v - m) * s for v in xs]
+        g = [d * w for d, w in zip(ds, weight.data)]
+        m1 = math.fsum(g) / n
+        m2 = math.fsum(a * b for a, b in zip(g, xhat)) / n
+        dx += [s * (gj - m1 - xj * m2) for gj, xj in zip(g, xhat)]
+        for c in range(cols):
+            dgamma[c] += ds[c] * xhat[c]
+            dbeta[c] += ds[c]
+    return Tensor(x.shape, dx), Tensor((cols,), dgamma), Tensor((cols,), dbeta)
+
+
+class _Aten:
+    native_layer_norm_backward = staticmethod(_layer_norm_backward)
+
+
+class _Ops:
+    aten = _Aten()
+
+
+ops = _Ops()
+
+
+class _Props:
+    major, minor, multi_processor_count, L2_cache_size = 9, 0, 132, 64
+
+
+class _Event:
+    clock = 0.0
+
+    def __init__(self, enable_timing=False):
+        self.t = 0.0
+
+    def record(self):
+        _Event.clock += 0.005
+        self.t = _Event.clock
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return other.t - self.t
+
+
+class _Cuda:
+    Event = _Event
+
+    @staticmethod
+    def is_available():
+        return True
+
+    @staticmethod
+    def get_device_properties(device):
+        return _Props()
+
+    @staticmethod
+    def get_device_name(device):
+        return "NVIDIA H200 (fake torch)"
+
+    @staticmethod
+    def synchronize():
+        pass
+
+
+cuda = _Cuda()
+
+
+class _Cudnn:
+    @staticmethod
+    def is_available():
+        return False
+
+
+class _Backends:
+    cudnn = _Cudnn()
+
+
+backends = _Backends()
+
+
+class _Dynamo:
+    @staticmethod
+    def reset():
+        pass
+
+
+_dynamo = _Dynamo()
+
+
+def compile(fn, dynamic=None):
+    return fn
