@@ -24,6 +24,9 @@
  * in, and the program's own (strong) one replaces it at link time. */
 __attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
 
+/* A program that does not say otherwise promises the same bits every run. */
+__attribute__((weak)) const int step_deterministic = 1;
+
 /* A program that needs no workspace does not define back_workspace(). */
 __attribute__((weak)) struct workspace_size back_workspace(const struct back_problem *p)
 {
@@ -586,8 +589,8 @@ int main(int argc, char **argv)
     case PARSE_GPU_INFO:
         open_device(o.device, &c.gpu);
         print_gpu_info(&c.gpu);
-        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\n", op_name(), ROWS_MAX_COLS,
-               ROWS_MAX_N);
+        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\ndeterministic=%d\n", op_name(),
+               ROWS_MAX_COLS, ROWS_MAX_N, step_deterministic ? 1 : 0);
         return EXIT_VERIFIED;
     case PARSE_OK:
         break;

@@ -6,8 +6,9 @@ check: check-run
 
 # The grader: one program through sizes, fills, offsets, onehot positions,
 # repeated runs and compute-sanitizer. Exit 0 only if every check passed.
-#   STEP=K, STEP=rows/K, STEP=cub, STEP=rows/cub or STEP=rows/copy: a shipped program;
-#   SOURCE=path/reduce.cu (or .../rows.cu): a student's file, built here with
+#   STEP=K, STEP=rows/K, STEP=back/K, STEP=cub, STEP=rows/cub, STEP=rows/copy or
+#     STEP=back/copy3: a shipped program;
+#   SOURCE=path/reduce.cu (or .../rows.cu, .../back.cu): a student's file, built here with
 #     this repository's harness into build/graded/ by tools/grade_source.sh, so
 #     the verdict is the harness's; it says whether the file built;
 #   PROGRAM=path/run: a program built elsewhere. The grader runs it and reads

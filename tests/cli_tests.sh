@@ -281,13 +281,14 @@ if [ $rc -eq 3 ] && [[ $probe == *"no CUDA device"* ]]; then
     # The grader says so too, with its own exit code for it.
     expect 3 "no CUDA device" python3 tools/grade.py step3_idle/run
     expect 3 "no CUDA device" python3 tools/grade.py rows/step3_vector/run
+    expect 3 "no CUDA device" python3 tools/grade.py back/step2_partials/run
     # make's GPU targets: one short line (make's own error line: make exits
     # 2 for any failure), the reason, nothing built or measured, no
     # traceback, and no file left behind (plots/results/.determinism.csv.tmp
     # was one). make check's says that the step compiled.
     stamp=$(mktemp)
     for target in bench tune "profile STEP=3" "profile STEP=rows/3" profile-all sanitize \
-                  determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=cub" \
+                  determinism accuracy "check STEP=3" "check STEP=rows/3" "check STEP=back/2" "check STEP=cub" \
                   "verify ONLY=rows/step12_bf16_layernorm"; do
         case $target in
             check*) want="compiled; grading it needs a CUDA GPU and this machine has none" ;;
@@ -379,6 +380,7 @@ expect 1 "GPU_ONLY=nothing_here names no program or fixture" env GPU_ONLY=nothin
 expect_only_line 2 "usage: make check STEP=K (a step number, rows/K" make -s check
 expect_only_line 2 "no step 99 (no step99_*/ folder)" make -s check STEP=99
 expect_only_line 2 "no step rows/99 (no rows/step99_*/ folder)" make -s check STEP=rows/99
+expect_only_line 2 "no step back/99 (no back/step99_*/ folder)" make -s check STEP=back/99
 expect_only_line 2 "PROGRAM=/nonexistent: no such file" make -s check PROGRAM=/nonexistent
 expect_only_line 2 "PROGRAM=step3_idle is a folder: give the program in it, e.g. PROGRAM=step3_idle/run" \
     make -s check PROGRAM=step3_idle
@@ -387,10 +389,11 @@ expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/suc
 expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
 # A STEP that is no step number says what STEP takes, as make diff does,
 # and a step's folder name gets its number.
-expect_only_line 2 "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '3 4'" \
+expect_only_line 2 "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3, got '3 4'" \
     make -s check STEP="3 4"
 expect_only_line 2 "got 'step3_idle' (that step is STEP=3)" make -s check STEP=step3_idle
 expect_only_line 2 "got 'rows/step3_vector' (that step is STEP=rows/3)" make -s check STEP=rows/step3_vector
+expect_only_line 2 "got 'back/step2_partials' (that step is STEP=back/2)" make -s check STEP=back/step2_partials
 expect 2 "make diff: STEP must be a step number or rows/K, got 'step3_idle' (that step is STEP=3)" \
     make -s diff STEP=step3_idle
 expect 2 "no such file" python3 tools/grade.py no/such/run

@@ -15,21 +15,21 @@ PYTHON=${PYTHON:-python3}
 prog=${PROGRAM:-}; src=${SOURCE:-}; dir=
 
 if [ -n "$src" ]; then
-    test ! -d "$src" || stop "make check: SOURCE=$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"
+    test ! -d "$src" || stop "make check: SOURCE=$src is a folder: give its reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)"
     test -f "$src" || stop "make check: SOURCE=$src: no such file"
-    case "$src" in *.cu) ;; *) stop "make check: SOURCE=$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;; esac
+    case "$src" in *.cu) ;; *) stop "make check: SOURCE=$src: give a reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)" ;; esac
 elif [ -n "$prog" ]; then
     test ! -d "$prog" || stop "make check: PROGRAM=$prog is a folder: give the program in it, e.g. PROGRAM=${prog%/}/run"
     test -e "$prog" || stop "make check: PROGRAM=$prog: no such file"
     test -x "$prog" || stop "make check: PROGRAM=$prog is not an executable (SOURCE=file.cu grades a source file)"
 else
     step=${STEP:-}
-    test -n "$step" || stop "usage: make check STEP=K (a step number, rows/K, cub, rows/cub or rows/copy), SOURCE=path/reduce.cu or PROGRAM=path/run"
-    k=${step#rows/}; case "$step" in cub|rows/cub|rows/copy) k=0 ;; esac
-    hint=$(echo "$step" | sed -n 's|^\(rows/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$|\1\2|p')
-    case "$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, cub, rows/cub or rows/copy, got '$step'${hint:+ (that step is STEP=$hint)}" ;; esac
+    test -n "$step" || stop "usage: make check STEP=K (a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3), SOURCE=path/reduce.cu or PROGRAM=path/run"
+    k=${step#rows/}; k=${k#back/}; case "$step" in cub|rows/cub|rows/copy|back/copy3) k=0 ;; esac
+    hint=$(echo "$step" | sed -n 's#^\(\(rows\|back\)/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$#\1\3#p')
+    case "$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3, got '$step'${hint:+ (that step is STEP=$hint)}" ;; esac
     dir=$("$PYTHON" tools/steps.py dir "$step" 2>/dev/null) ||
-        stop "make check: no step $step (no $(case "$step" in rows/*) echo "rows/step${step#rows/}";; *) echo "step$step";; esac)_*/ folder)"
+        stop "make check: no step $step (no $(case "$step" in rows/*|back/*) echo "${step%%/*}/step${step#*/}";; *) echo "step$step";; esac)_*/ folder)"
 fi
 
 if [ -n "$src" ]; then

@@ -29,6 +29,28 @@ softmax the wide fill and masked rows (causal, padded, ends, top-k), at every
 path width; onehot positions across rows; a matrix of more than 2^32 elements
 where the GPU and host memory hold it (else skipped, and said), one row of
 2^20; repeated timed runs, and the sanitizers.
+For part 3's backward passes (back/*/run): widths around the lane (32), the
+block (256), the warp-per-row registers (1024) and the 4096 of a wide row,
+with 1, 3, 4, 5 and 4097 columns, at row counts around the steps' chunks (8
+rows) and slices (1, 7, 8, 9, 527, 528, 529, 4097, and both sides of 8 and 16
+rows a block on a grid of 4 blocks an SM, read from the device: where a block's
+partial row gets one more chunk), every one on the exact fill, whose dgamma and
+dbeta must equal the reference bit for bit; x and dy (--offset), dx
+(--y-offset) and gamma, dgamma and dbeta (--gamma-offset) at every pair of
+places in a 16-byte pack; the four fills (random, exact, shifted, tiny) at
+every offset; the determinism check ("det", below); repeated timed runs, and
+the sanitizers. The harness's workspace check runs after every call: a ticket
+left non-zero fails the check that made it ("counters" in its reason).
+Determinism (part 3): every --check of a backward pass also runs the random
+fill three times and compares dx, dgamma and dbeta bit for bit; a timed run
+compares its first and last. A check whose values are all right but whose
+bits moved is charged to the kind "det", whatever shapes it was run for, and
+there are det checks of their own (many rows a column, where atomics' order
+shows). A program that declares itself non-deterministic (step_deterministic
+= 0 in its back.cu, as steps 0 and 1 do: dgamma and dbeta by atomicAdd; its
+--gpu-info says deterministic=0) gets those outcomes as expected: they pass,
+and the verdict says how many det checks saw other bits. Its values are held
+to the same bounds. Every other program fails on them.
 The harness (common/) surrounds every buffer a kernel is given with NaN
 guards and poisons outputs and scratch before every run, so a read past
 either end, or of a value nothing wrote this run, shows as NaN.
@@ -147,13 +169,26 @@ SPEED_REPS, SPEED_WARMUP = 20, 3
 SPEED_POINTS = 10
 MET, TIE, MISSED = "met", "tie", "missed"
 
-BATCH_KINDS = ("exact", "offset", "fill", "onehot", "shape", "stat", "masked")
+# Part 3: the backward pass's fills, widths and row counts (above, and
+# back/README.md: the steps' warps, chunks of 8 rows and blocks of 256).
+BACK_FILLS = ("random", "exact", "shifted", "tiny")
+BACK_COLS = (1, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1000, 1023, 1024, 1025, 4096, 4097)
+BACK_ROWS = (1, 7, 8, 9, 527, 528, 529, 4097)
+BACK_CELLS = 1 << 23          # a shape check's most elements: 4097 rows stop at 1025 columns
+BACK_FILL_SHAPES = ((37, 1000), (529, 1025), (9, 4097))
+BACK_DET_SHAPES = ((4097, 1024), (8192, 33), (529, 4097))   # many rows add into each column
+# What the driver (common/back_driver.c) says when every output is within
+# its bound but the bits moved between runs: the determinism check alone.
+DET_ONLY = re.compile(r"^FAIL: every output is within its bound, but not the same bits")
+DET = "det"
+
+BATCH_KINDS = ("exact", "offset", "fill", "onehot", "shape", "stat", "masked", DET)
 BATCH_SIZE = 40               # checks per process (--checks): one CUDA context for many
 
 
 @dataclass
 class Case:
-    kind: str            # exact, fill, offset, onehot, large, timed, shape, stat, or a sanitizer tool
+    kind: str            # exact, fill, offset, onehot, large, timed, shape, stat, det, or a sanitizer tool
     args: list           # the program's arguments
     tool: str = ""       # compute-sanitizer tool, if any
     cells: int = 0       # floats the check moves, to size the large ones
@@ -181,6 +216,7 @@ class Outcome:
     score: float = None       # the speed check's points (every other check: 1 if ok)
     max_score: float = None
     speed: dict = None        # the speed check's measurement (Speed.as_dict)
+    expected: bool = False    # a det failure the program declared (step_deterministic = 0)
 
 
 @dataclass
@@ -201,6 +237,11 @@ class Report:
     def passed(self):
         return not self.failed
 
+    @property
+    def expected(self):
+        """The det checks that saw other bits, as the program said they might."""
+        return [o for o in self.outcomes if o.expected]
+
 
 @dataclass
 class Device:
@@ -213,22 +254,25 @@ class Device:
 
 @dataclass
 class RowProgram:
-    """What a part 2 program's --gpu-info says of itself."""
+    """What a part 2 (or part 3) program's --gpu-info says of itself."""
     op: str = "sum"
     dtype: str = "f32"
     pack: int = 4                 # elements in a 16-byte pack: every offset 0 .. pack - 1
     path_widths: tuple = ()       # the first width of each of its kernel's paths on this GPU
+    part: str = "rows"            # "rows" (part 2) or "back" (part 3)
+    deterministic: bool = True    # part 3: False where back.cu sets step_deterministic = 0
 
     @property
     def elem_bytes(self):
         return 2 if self.dtype == "bf16" else 4
 
 
-def row_program(fields):
+def row_program(fields, part="rows"):
     """RowProgram from --gpu-info's key=value lines (defaults for an older harness)."""
     widths = tuple(int(w) for w in fields.get("path_widths", "").split(",") if w.strip())
     return RowProgram(fields.get("op", "sum"), fields.get("dtype", "f32"),
-                      int(fields.get("pack", 4)), widths)
+                      int(fields.get("pack", 4)), widths, part,
+                      fields.get("deterministic", "1").strip() != "0")
 
 
 class GradeError(Exception):
@@ -435,6 +479,99 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
         cases.append(Case("memcheck", row_args(3, 65537, "exact", seed=5, offset=0), "memcheck"))
         cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
     return cases
+
+
+def back_chunk_rows(device):
+    """Row counts where a block of steps 2 and 3 takes one more chunk of 8
+    rows (a grid of 4 blocks an SM: back/step2_partials/back.cu, one wave),
+    both sides: 8 and 16 rows a block."""
+    grid = 4 * device.sms
+    return sorted({8 * k * grid + d for k in (1, 2) for d in (-1, 0, 1) if 8 * k * grid + d > 0})
+
+
+def build_back_cases(device, program=None, quick=False, sanitizer=True):
+    """Every check for one part 3 program (back/*/run), in a fixed order.
+
+    Each --check of the driver also runs its determinism check (three runs
+    of the random fill compared bit for bit): a check that fails on that
+    alone is charged to the kind det when it comes back (settle_determinism).
+    quick changes nothing yet: no check here is large."""
+    program = program or RowProgram(op="layernorm_backward", part="back")
+    pack = program.pack
+    cases = []
+    k = 0
+
+    def moved(k, aligned):
+        """x and dy (--offset), dx and gamma apart from them, or all at 0."""
+        if aligned:
+            return 0, []
+        x = 1 + k % (pack - 1)
+        y, g = (x + 1 + k // 2 % (pack - 1)) % pack, (x + k // 3) % pack
+        return x, [a for name, o in (("--y-offset", y), ("--gamma-offset", g)) if o
+                   for a in (name, str(o))]
+
+    # The exact fill (dgamma and dbeta to the bit) at every width and row
+    # count: a column sum that drops the last block's partial row, or the
+    # last chunk's rows, or a tail of columns, is off by whole numbers.
+    for rows in sorted(set(BACK_ROWS) | set(back_chunk_rows(device))):
+        for cols in BACK_COLS:
+            if rows * cols > BACK_CELLS:
+                continue
+            k += 1
+            offset, extra = moved(k, k % 2 == 1)
+            cases.append(Case("shape", row_args(rows, cols, "exact", seed=k, offset=offset,
+                                                extra=extra)))
+    # x and dy, dx, and gamma (with dgamma and dbeta) at every pair of places
+    # in a 16-byte pack.
+    names = ("--y-offset", "--gamma-offset")
+    for rows, cols in ((13, 4097), (529, 1023), (9, 5)):
+        for run in offset_pairs(pack, 3):
+            k += 1
+            extra = [a for name, o in zip(names, run[1:]) if o for a in (name, str(o))]
+            cases.append(Case("offset", row_args(rows, cols, "exact", seed=k, offset=run[0],
+                                                 extra=extra)))
+    # Every fill at every offset: random (rounding in any order), shifted (x
+    # near 2000: xhat from x - mean, not from E[x] terms), tiny (1e-3).
+    for rows, cols in BACK_FILL_SHAPES:
+        for offset in range(pack):
+            for fill in BACK_FILLS:
+                k += 1
+                cases.append(Case("fill", row_args(rows, cols, fill, seed=k, offset=offset)))
+    # Determinism: thousands of rows add into each column, where atomics'
+    # order shows in the low bits (the driver's three random-fill runs).
+    for rows, cols in BACK_DET_SHAPES:
+        k += 1
+        cases.append(Case(DET, row_args(rows, cols, "random", seed=k, offset=k % pack)))
+    # Repetitions: a timed run compares its first and last outputs, and the
+    # workspace's zeroed part is checked after every one of its runs.
+    cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
+                             "--fill", "random"]),
+              Case("timed", ["--rows", "4097", "--cols", "33", "--reps", "25", "--warmup", "0",
+                             "--fill", "exact"])]
+    if sanitizer:
+        rows = back_chunk_rows(device)[-1]   # every block of a full grid, two chunks each
+        for tool in SANITIZER_TOOLS:
+            cases.append(Case(tool, row_args(rows, 257, "exact", seed=5, offset=3,
+                                             extra=("--y-offset", "1", "--gamma-offset", "2")),
+                              tool))
+        cases.append(Case("memcheck", row_args(3, 4097, "exact", seed=5, offset=0), "memcheck"))
+        cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
+    return cases
+
+
+def settle_determinism(report, program):
+    """Charges a failure that is the determinism check's alone (every value
+    right, the bits moved) to the kind det, whatever check made it; for a
+    program that declares itself non-deterministic (--gpu-info's
+    deterministic=0), such an outcome is expected and passes."""
+    for outcome in report.outcomes:
+        if outcome.ok or outcome.skipped or not DET_ONLY.match(outcome.reason or ""):
+            continue
+        if outcome.case.kind != DET:
+            outcome.case = Case(DET, outcome.case.args, outcome.case.tool, outcome.case.cells,
+                                outcome.case.need, outcome.case.entry)
+        if not program.deterministic:
+            outcome.ok, outcome.expected, outcome.code = True, True, 0
 
 
 def large_need(case, rows=None):
@@ -957,7 +1094,7 @@ def probe(program):
         raise GradeError(EXIT_USAGE, f"{program} is not a program of this harness "
                                      "(--version did not answer)")
     name = match.group(1)
-    is_rows = name.startswith("rows/")
+    is_rows = name.startswith(("rows/", "back/"))
     info = subprocess.run([program, "--gpu-info"], capture_output=True, text=True, timeout=120)
     if info.returncode == EXIT_DEVICE and "no CUDA device" in info.stderr:
         raise GradeError(EXIT_DEVICE, info.stderr.strip().removeprefix("error: "))
@@ -975,7 +1112,8 @@ def probe(program):
         detail = (proc.stderr or proc.stdout).strip().splitlines()
         raise GradeError(EXIT_FAILED, f"{program} {' '.join(tiny)} did not run: "
                                       f"{detail[-1] if detail else f'exit {proc.returncode}'}")
-    return name, match.group(2), device, row_program(fields) if is_rows else None
+    part = "back" if name.startswith("back/") else "rows"
+    return name, match.group(2), device, row_program(fields, part) if is_rows else None
 
 
 def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
@@ -1004,11 +1142,17 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
         report = Report(program, f"{name} (code {code_hash})" if code_hash else name)
         reports.append(report)
         row_info[id(report)] = rows
+        if speed and rows is not None and rows.part == "back":
+            raise GradeError(EXIT_USAGE, "--speed: part 3 (back/) has no speed check yet: "
+                                         "grade it without --speed")
         if speed:   # a wrong target or size, or a reference that does not build: now, not at the end
             build_reference(speed_reference(speed.target.reference, rows is not None,
                                             rows.dtype if rows else "f32"))
             speed_size(speed.at, rows is not None)
-        if rows is not None:
+        if rows is not None and rows.part == "back":
+            cases = build_back_cases(device, rows, quick=program in quick,
+                                     sanitizer=sanitizer is not None)
+        elif rows is not None:
             cases = build_row_cases(device, rows, quick=program in quick,
                                     sanitizer=sanitizer is not None)
         else:
@@ -1056,6 +1200,10 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
         for report, future in futures:
             result = future.result()
             report.outcomes.extend(result if isinstance(result, list) else [result])
+    for report in reports:
+        rows = row_info.get(id(report))
+        if rows is not None and rows.part == "back":
+            settle_determinism(report, rows)
     # Speed last, one program at a time: nothing else of this grading is on the GPU.
     for report in reports if speed else ():
         if id(report) in row_info:
@@ -1089,6 +1237,9 @@ def verdict(report):
     note = ""
     if report.skipped:
         note = f" ({len(report.skipped)} skipped: {report.skipped[0].reason})"
+    if report.expected:
+        note += (f" (not deterministic, as it declares: {len(report.expected)} det checks "
+                 "saw other bits, expected)")
     if report.passed:
         return f"grade: PASS {report.name}: {total} of {total} checks passed{note}"
     return f"grade: FAIL {report.name}: {len(report.failed)} of {total} checks failed{note}"
@@ -1122,6 +1273,7 @@ def summary(reports, gpu):
             "checks": len(report.outcomes) - len(report.skipped),
             "failed": len(report.failed), "skipped": len(report.skipped),
             "failed_kinds": kinds,
+            "expected_det": len(report.expected),
             "first_failures": [f"{o.case.kind}: {o.case.label} -> {o.reason}"
                                for o in report.failed[:3]],
             "gpu_work": {"state": ("skipped" if work[0].skipped else

@@ -2,7 +2,7 @@
 # grade_source.sh [GRADER OPTIONS] SOURCE: grade a student's source file, the
 # command behind `make check SOURCE=...` that keeps its own exit codes.
 #
-# SOURCE is a reduce.cu (part 1) or a rows.cu (part 2). It is copied to
+# SOURCE is a reduce.cu (part 1), a rows.cu (part 2) or a back.cu (part 3). It is copied to
 # build/graded/<folder>/ (part 2: build/graded/rows/<folder>/), <folder> being
 # the name of the folder it came from, built there with this repository's
 # harness and Makefile on any machine, then graded by tools/grade.py with the
@@ -28,12 +28,13 @@ while [ $# -gt 1 ]; do
 done
 src=${1:-}
 [ -n "$src" ] || die "usage: bash tools/grade_source.sh [--build-only] [grader options] path/reduce.cu (or rows.cu)"
-[ ! -d "$src" ] || die "$src is a folder: give its reduce.cu (part 1) or rows.cu (part 2)"
+[ ! -d "$src" ] || die "$src is a folder: give its reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)"
 [ -f "$src" ] || die "$src: no such file"
 case "$src" in
     *rows.cu) part=rows/ file=rows.cu ;;
+    *back.cu) part=back/ file=back.cu ;;
     *.cu) part="" file=reduce.cu ;;
-    *) die "$src: give a reduce.cu (part 1) or rows.cu (part 2)" ;;
+    *) die "$src: give a reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)" ;;
 esac
 name=$(basename "$(dirname "$(realpath "$src")")" | tr -c 'a-zA-Z0-9_\n-' _)
 dir=build/graded/$part$name
