@@ -36,17 +36,21 @@ TEST_BUILD_MORE += $(BACK_ALIASES)
 BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu)) \
            $(patsubst %/rows.cu,%/run,$(wildcard tests/broken/rows/*/rows.cu))
 MUTANT_LINES := $(shell sed -n 's/^\([a-z0-9_]*\) *| *\([a-z0-9_/]*\) *|.*/\1:\2/p' tests/broken/mutants.txt)
-SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
-ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows/%,$(lastword $(subst :, ,$(m)))),$(firstword $(subst :, ,$(m)))))
+MUTANT_PART = $(if $(filter rows/%,$(1)),rows,$(if $(filter back/%,$(1)),back))
+SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(call MUTANT_PART,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
+ROW_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter rows,$(call MUTANT_PART,$(lastword $(subst :, ,$(m))))),$(firstword $(subst :, ,$(m)))))
+BACK_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(filter back,$(call MUTANT_PART,$(lastword $(subst :, ,$(m))))),$(firstword $(subst :, ,$(m)))))
 MUTANTS := $(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS))) \
-           $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS)))
-MUTANT_SOURCES := $(patsubst %/run,%/reduce.cu,$(filter-out build/mutants/rows/%,$(MUTANTS))) \
-                  $(patsubst %/run,%/rows.cu,$(filter build/mutants/rows/%,$(MUTANTS)))
+           $(addprefix build/mutants/rows/,$(addsuffix /run,$(ROW_MUTANTS))) \
+           $(addprefix build/mutants/back/,$(addsuffix /run,$(BACK_MUTANTS)))
+MUTANT_SOURCES := $(patsubst %/run,%/reduce.cu,$(addprefix build/mutants/,$(addsuffix /run,$(SUM_MUTANTS)))) \
+                  $(patsubst %/run,%/rows.cu,$(filter build/mutants/rows/%,$(MUTANTS))) \
+                  $(patsubst %/run,%/back.cu,$(filter build/mutants/back/%,$(MUTANTS)))
 
 # Each mutant's source is made from its own step's source only, so a step of
 # your own (make new), or an edit to another step, rebuilds no mutant.
 define MUTANT_RULE
-$(if $(filter rows/%,$(2)),build/mutants/rows/$(1)/rows.cu: $(2)/rows.cu,build/mutants/$(1)/reduce.cu: $(2)/reduce.cu) \
+$(if $(filter rows/%,$(2)),build/mutants/rows/$(1)/rows.cu: $(2)/rows.cu,$(if $(filter back/%,$(2)),build/mutants/back/$(1)/back.cu: $(2)/back.cu,build/mutants/$(1)/reduce.cu: $(2)/reduce.cu)) \
         tests/broken/mutants.txt tools/mutate.sh
 	@bash tools/mutate.sh $(1) $$@
 endef
@@ -91,7 +95,7 @@ test:
 
 # What the GPU suite grades: every program and fixture as the grader builds
 # it, with its watch on the work (build/monitored/, above).
-MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) $(MUTANTS))
+MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BACK_PROGRAMS) $(BROKEN) $(MUTANTS))
 .PHONY: monitored broken
 monitored: $(MONITORED)
 broken: $(BROKEN)

@@ -13,12 +13,12 @@ with the grader's watch on GPU work linked in.
   - the timed CSV row, and --device out of range.
 Without a CUDA device it prints one line and counts itself as skipped, never
 as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
-how many checks run at once. GPU_PART=sum or GPU_PART=rows runs one part's
-programs and fixtures alone (each part's suite fits a 10-minute call on a
-lent GPU; `make test` runs both); GPU_ONLY=name,name... only the programs and
-fixtures of those names (programs as make bench ONLY= names them: a folder
-such as rows/step8_softmax, a label such as cub or rows/copy, sum or rows
-for a whole part; fixtures by their folder's name, sm_bf16_sum), as
+how many checks run at once. GPU_PART=sum, GPU_PART=rows or GPU_PART=back runs
+one part's programs and fixtures alone (each part's suite fits a 10-minute
+call on a lent GPU; `make test` runs all three); GPU_ONLY=name,name... only the
+programs and fixtures of those names (programs as make bench ONLY= names them:
+a folder such as rows/step8_softmax, a label such as cub or rows/copy, sum,
+rows or back for a whole part; fixtures by their folder's name, sm_bf16_sum), as
 `make test SUITES=gpu ONLY=...` passes them; names that match nothing fail.
 """
 import concurrent.futures
@@ -47,7 +47,12 @@ CUB = "baseline_cub/run"
 # there, so a one-pass variance gets them right (ln_bf16_one_pass_var).
 # "gpu-work": a fixture whose every answer is right, computed on the host; only
 # the grader's watch on the work sees it (common/gpu_work.c).
-PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd", "gpu-work")
+# "maybe": a part 3 fixture whose bug the hardware may hide (a missing
+# fence): reported as caught or not, never counted as failed.
+# "det": a program whose values are right and whose bits move between runs:
+# a plain timed run compares only its first and last outputs, which may agree.
+PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd", "gpu-work", "maybe", "det")
+PARTS = {"sum": ("", "reduce.cu"), "rows": ("rows/", "rows.cu"), "back": ("back/", "back.cu")}
 
 
 def twin(run):
@@ -57,14 +62,19 @@ def twin(run):
 
 
 def parts():
-    """The parts this run covers: [("", "reduce.cu"), ("rows/", "rows.cu")] or one of them."""
+    """The parts this run covers: [("", "reduce.cu"), ("rows/", "rows.cu"),
+    ("back/", "back.cu")], or the one GPU_PART names."""
     chosen = os.environ.get("GPU_PART", "")
-    both = [("", "reduce.cu"), ("rows/", "rows.cu")]
-    return [p for p in both if not chosen or (chosen == "rows") == (p[0] == "rows/")]
+    return [p for name, p in PARTS.items() if not chosen or chosen == name]
+
+
+def part_of(step):
+    """"rows/", "back/" or "" for a mutant's step (rows/step2_warp, back/step3_x, step3_idle)."""
+    return next((p for p, _ in PARTS.values() if p and step.startswith(p)), "")
 
 
 def step_programs():
-    """Part 1's steps and CUB, then part 2's steps and baselines, in step order."""
+    """Part 1's steps and CUB, then part 2's and part 3's steps and baselines, in step order."""
     found = []
     for part, source in parts():
         dirs = [d for d in glob.glob(part + "step*_*")
@@ -80,9 +90,9 @@ def step_programs():
 def fixtures():
     """[(run path, what must catch it)] for the hand-written and mutant fixtures."""
     found = []
-    sums, rows = [p for p, _ in parts()] == [""], [p for p, _ in parts()] == ["rows/"]
-    hand = [] if rows else sorted(glob.glob("tests/broken/*/reduce.cu"))
-    hand += [] if sums else sorted(glob.glob("tests/broken/rows/*/rows.cu"))
+    covered = [p for p, _ in parts()]
+    hand = sorted(glob.glob("tests/broken/*/reduce.cu")) if "" in covered else []
+    hand += sorted(glob.glob("tests/broken/rows/*/rows.cu")) if "rows/" in covered else []
     for src in hand:
         with open(src) as handle:
             match = re.search(r"^// caught by: (.+)$", handle.read(), re.M)
@@ -92,8 +102,8 @@ def fixtures():
         for line in handle:
             fields = [f.strip() for f in line.split("|")]
             if len(fields) >= 4 and not line.startswith("#"):
-                part = "rows/" if fields[1].startswith("rows/") else ""
-                if (part == "rows/" and sums) or (part == "" and rows):
+                part = part_of(fields[1])
+                if part not in covered:
                     continue
                 found.append((f"build/mutants/{part}{fields[0]}/run", fields[2]))
     return found
@@ -220,7 +230,8 @@ def main():
     gpu = gpu or plain_gpu
     reports = reports[:len(programs)] + [by_program[f] for f in fixture_runs]
     passed = failed = skipped = 0
-    which = {"sum": " (part 1 only)", "rows": " (part 2 only)"}.get(os.environ.get("GPU_PART", ""), "")
+    which = {"sum": " (part 1 only)", "rows": " (part 2 only)",
+             "back": " (part 3 only)"}.get(os.environ.get("GPU_PART", ""), "")
     print(f"gpu: {sum(len(r.outcomes) for r in reports)} checks on {gpu}, "
           f"{len(programs)} programs and {len(broken)} broken fixtures{which}")
     for report in reports[:len(programs)]:
@@ -234,6 +245,13 @@ def main():
             passed += 1
             print(f"ok    {report.name} fails the grader ({len(report.failed)} checks), "
                   f"caught by {expected}: {hits[0].case.label} -> {hits[0].reason}")
+        elif "maybe" in expected.split("/"):
+            skipped += 1
+            first = report.failed[0] if report.failed else None
+            print(f"note  {report.name}: not caught by {expected} on this GPU, a bug the "
+                  "hardware may hide" + (f" ({len(report.failed)} other failures, first "
+                                         f"{first.case.label} -> {first.reason})" if first
+                                         else " (it passed the grader)"))
         else:
             failed += 1
             first = report.failed[0] if report.failed else None

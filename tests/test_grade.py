@@ -552,6 +552,228 @@ class Summary(unittest.TestCase):
         self.assertEqual(one["failed_kinds"], {grade.GPU_WORK: 1})
 
 
+# A part 3 program (back/*/run) without a GPU: it answers --version,
+# --gpu-info (deterministic=DET, as common/back_driver.c prints it), one
+# check, --checks FILE (a "== check" line and a verdict per line, as
+# run_lines in common/harness.c) and a timed run, with the driver's own
+# verdict lines. MODE picks what it gets wrong.
+FAKE_BACK = r"""#!/usr/bin/env python3
+import sys
+MODE, DET = {mode!r}, {det}
+DET_LINE = ("FAIL: every output is within its bound, but not the same bits every run "
+            "(dgamma[3] moved): the sums' order changes from run to run (atomics, or a race)")
+
+
+def verdict(words):
+    o = {{}}
+    k = 0
+    while k < len(words):
+        if words[k] in ("--check", "--no-flush", "--no-verify"):
+            k += 1
+            continue
+        o[words[k]] = words[k + 1]
+        k += 2
+    rows, cols = int(o.get("--rows", 32768)), int(o.get("--cols", 1024))
+    fill = o.get("--fill", "random")
+    wrong = ""
+    if MODE == "drop_partial" and fill == "exact" and rows % 8:
+        wrong = "FAIL: dgamma[col 0] is 3, not 4 (tolerance 0: exact); 1 of the outputs are wrong"
+    if MODE == "dx_offset" and o.get("--y-offset", "0") != "0":
+        wrong = ("FAIL: dx[row 0, col 0] is nan, not 1 (tolerance 1e-06); 5 of the outputs are "
+                 "wrong (NaN: an output nothing wrote, or a read outside the input)")
+    if MODE == "ticket":
+        wrong = "FAIL: a run left its workspace's counters non-zero (the next run needs them at 0)"
+    if MODE in ("wrong_atomic",) and cols == 4097:
+        wrong = "FAIL: dbeta[col 4096] is 0, not 7 (tolerance 0: exact); 1 of the outputs are wrong"
+    if wrong:
+        return wrong
+    if MODE in ("atomic", "wrong_atomic"):
+        return DET_LINE
+    return "PASS"
+
+
+args = sys.argv[1:]
+if args[:1] == ["--version"]:
+    print("back/fake code_hash=0123456789ab arch=sm_90")
+    sys.exit(0)
+if args[:1] == ["--gpu-info"]:
+    print("gpu=Fake H200\nsms=132\nsm_threads=2048\nfree_bytes=68719476736\n"
+          "op=layernorm_backward\ndtype=f32\npack=4\nmax_cols=1048576\n"
+          f"max_n=4294967296\ndeterministic={{DET}}")
+    sys.exit(0)
+if args[:1] == ["--checks"]:
+    worst = 0
+    for line in open(args[1]):
+        print("== check " + line.strip())
+        line_verdict = verdict(line.split())
+        print(line_verdict)
+        worst = worst if line_verdict == "PASS" else 1
+    sys.exit(worst)
+line_verdict = verdict(args)
+print(line_verdict)
+sys.exit(0 if line_verdict == "PASS" else 1)
+"""
+
+
+class BackMatrix(unittest.TestCase):
+    """Part 3's matrix (build_back_cases) and how the grader reads a part 3
+    program's outcomes, the determinism check's above all, with fake
+    programs that answer as common/back_driver.c does."""
+
+    device = grade.Device("Fake H200", 132, 2048, 1 << 36)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def fake(self, mode, det=1):
+        path = os.path.join(self.tmp, f"{mode}_{det}", "run")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as handle:
+            handle.write(FAKE_BACK.format(mode=mode, det=det))
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def graded(self, mode, det=1):
+        [report], gpu = grade.grade([self.fake(mode, det)], jobs=4)
+        self.assertEqual(gpu, "Fake H200")
+        return report
+
+    def values(self, flag):
+        cases = grade.build_back_cases(self.device, sanitizer=True)
+        found = set()
+        for case in cases:
+            for k, word in enumerate(case.args[:-1]):
+                if word == flag:
+                    found.add(case.args[k + 1])
+        return found
+
+    def test_the_matrix_names_its_shapes_offsets_and_fills(self):
+        rows, cols = self.values("--rows"), self.values("--cols")
+        for want in ("1", "7", "8", "9", "527", "528", "529", "4097"):
+            self.assertIn(want, rows)
+        for want in ("1", "3", "4", "5", "32", "256", "1000", "1023", "1024", "1025", "4096",
+                     "4097"):
+            self.assertIn(want, cols)
+        # Both sides of a block's second and third chunk on this GPU's grid.
+        self.assertTrue({"4223", "4224", "4225"} <= rows)
+        for flag in ("--offset", "--y-offset", "--gamma-offset"):
+            self.assertEqual(self.values(flag) - {"0"}, {"1", "2", "3"}, flag)
+        self.assertEqual(self.values("--fill"), set(grade.BACK_FILLS))
+        cases = grade.build_back_cases(self.device, sanitizer=True)
+        kinds = {c.kind for c in cases}
+        self.assertTrue({"shape", "offset", "fill", grade.DET, "timed"} <= kinds)
+        self.assertTrue(set(grade.SANITIZER_TOOLS) <= kinds)
+        # No watch on part 3's work yet (its build links none), no large check.
+        self.assertFalse(kinds & {grade.GPU_WORK, "large"})
+        # 1 x 1, and every shape check on the exact fill, small enough to batch.
+        self.assertIn(["--check", "--rows", "1", "--cols", "1"], [c.args[:5] for c in cases])
+        for case in cases:
+            if case.kind == "shape":
+                self.assertIn("exact", case.args)
+                r, c = int(case.args[2]), int(case.args[4])
+                self.assertLessEqual(r * c, grade.BACK_CELLS)
+        self.assertEqual([c for c in cases if c.kind == grade.DET and not c.batchable], [])
+
+    def test_a_good_program_passes(self):
+        report = self.graded("good")
+        self.assertTrue(report.passed, grade.failure_table(report))
+        self.assertEqual(report.expected, [])
+        self.assertIn("grade: PASS back/fake (code 0123456789ab):", grade.verdict(report))
+        self.assertNotIn("not deterministic", grade.verdict(report))
+
+    def test_a_failing_program_is_reported_with_its_reason(self):
+        report = self.graded("drop_partial")
+        self.assertFalse(report.passed)
+        kinds = {o.case.kind for o in report.failed}
+        self.assertIn("shape", kinds)
+        first = report.failed[0]
+        self.assertIn("dgamma[col 0] is 3, not 4", first.reason)
+        self.assertNotEqual(int(first.case.args[first.case.args.index("--rows") + 1]) % 8, 0)
+        self.assertTrue(any("--rows 529" in o.case.label for o in report.failed))
+        self.assertIn("grade: FAIL back/fake", grade.verdict(report))
+        table = "\n".join(grade.failure_table(report))
+        self.assertIn("-> FAIL: dgamma[col 0] is 3", table)
+
+    def test_dx_moved_in_its_pack_fails_offset_checks(self):
+        report = self.graded("dx_offset")
+        self.assertIn("offset", {o.case.kind for o in report.failed})
+        self.assertTrue(all("--y-offset" in o.case.args for o in report.failed))
+
+    def test_a_ticket_left_set_is_caught_by_counters(self):
+        report = self.graded("ticket")
+        self.assertFalse(report.passed)
+        self.assertTrue(all("counters" in o.reason for o in report.failed))
+
+    def test_an_undeclared_atomic_program_fails_det(self):
+        report = self.graded("atomic")
+        self.assertFalse(report.passed)
+        # Every failure is the determinism check's, charged to det, timed runs too.
+        self.assertEqual({o.case.kind for o in report.failed}, {grade.DET})
+        self.assertGreater(len(report.failed), len(grade.BACK_DET_SHAPES))
+        self.assertEqual(report.expected, [])
+        self.assertIn("same bits", report.failed[0].reason)
+
+    def test_a_declared_atomic_program_passes_with_det_expected(self):
+        report = self.graded("atomic", det=0)
+        self.assertTrue(report.passed, grade.failure_table(report))
+        self.assertGreater(len(report.expected), len(grade.BACK_DET_SHAPES))
+        self.assertTrue(all(o.ok and o.case.kind == grade.DET for o in report.expected))
+        line = grade.verdict(report)
+        self.assertIn("grade: PASS", line)
+        self.assertIn(f"not deterministic, as it declares: {len(report.expected)} det checks "
+                      "saw other bits, expected", line)
+        self.assertEqual(grade.summary([report], "G")["programs"][0]["expected_det"],
+                         len(report.expected))
+
+    def test_declaring_it_excuses_no_wrong_value(self):
+        report = self.graded("wrong_atomic", det=0)
+        self.assertFalse(report.passed)
+        self.assertTrue(report.failed)
+        self.assertTrue(all("dbeta[col 4096]" in o.reason for o in report.failed))
+        # A det check of its own that got a value wrong is failed for the value.
+        self.assertFalse([o for o in report.failed if grade.DET_ONLY.match(o.reason)])
+        self.assertTrue(report.expected)
+
+    def test_a_declared_program_whose_bits_hold_passes_plainly(self):
+        report = self.graded("good", det=0)
+        self.assertTrue(report.passed)
+        self.assertEqual(report.expected, [])
+
+    def test_no_speed_check_for_part_3_yet(self):
+        with self.assertRaises(grade.GradeError) as caught:
+            grade.grade([self.fake("good")], jobs=1,
+                        speed=grade.SpeedRules(grade.parse_speed("1.5x step2")))
+        self.assertEqual(caught.exception.code, grade.EXIT_USAGE)
+        self.assertIn("part 3", str(caught.exception))
+
+
+class BackFixtures(unittest.TestCase):
+    """Part 3's mutants (tests/broken/mutants.txt) name kinds the grader
+    produces: a check's kind in build_back_cases, or a word of a reason the
+    driver (common/back_driver.c) writes."""
+
+    def test_caught_by_kinds_are_real(self):
+        root = os.path.dirname(TESTS)
+        kinds = {c.kind for c in grade.build_back_cases(BackMatrix.device, sanitizer=True)}
+        with open(os.path.join(root, "common", "back_driver.c")) as handle:
+            driver = handle.read().lower()
+        found = 0
+        with open(os.path.join(root, "tests", "broken", "mutants.txt")) as handle:
+            for line in handle:
+                fields = [f.strip() for f in line.split("|")]
+                if line.startswith("#") or len(fields) < 4 or not fields[1].startswith("back/"):
+                    continue
+                found += 1
+                token = fields[2].split("/")[0]
+                self.assertTrue(token in kinds or token in driver,
+                                f"{fields[0]}: caught by {fields[2]}, a kind the grader "
+                                "never produces")
+                self.assertTrue(os.path.isfile(os.path.join(root, fields[1], "back.cu")),
+                                fields[1])
+        self.assertGreaterEqual(found, 6)
+
+
 if __name__ == "__main__":
     from counting import run_module
     sys.exit(run_module("grade", verbosity=1))

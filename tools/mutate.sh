@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # mutate.sh NAME OUT: writes OUT, the program named for NAME in
-# tests/broken/mutants.txt (its reduce.cu, or rows.cu in part 2) with that
+# tests/broken/mutants.txt (its reduce.cu, rows.cu in part 2, back.cu in part 3) with that
 # line's sed script applied. Fails (exit 2) if NAME is not listed or if the
 # script no longer changes the source: a mutant identical to its step would
 # "pass" the grader and prove nothing.
@@ -13,7 +13,8 @@ step=$(echo "$line" | cut -d'|' -f2 | tr -d ' ')
 script=$(echo "$line" | cut -d'|' -f4- | sed 's/^ *//')
 src=$step/reduce.cu
 [ -f "$src" ] || src=$step/rows.cu
-[ -f "$src" ] || { echo "mutate: $name: no $step/reduce.cu or rows.cu" >&2; exit 2; }
+[ -f "$src" ] || src=$step/back.cu
+[ -f "$src" ] || { echo "mutate: $name: no $step/reduce.cu, rows.cu or back.cu" >&2; exit 2; }
 mkdir -p "$(dirname "$out")"
 {
     echo "// MUTANT $name (tests/broken/mutants.txt): $step with one bug put in; the grader must fail it."
