@@ -38,6 +38,7 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import diagrams  # noqa: E402
+import chart_zh  # noqa: E402
 import patterns as pt  # noqa: E402
 from generated import markers  # noqa: E402
 
@@ -729,6 +730,8 @@ class ReadmeBlockTests(unittest.TestCase):
         wanted |= {os.path.basename(diagrams.row_figure_path(s, FIGURES))
                    for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT) +
                    list(diagrams.ROW_PARAMS) + list(diagrams.ROW_CLUSTER)}
+        # Part 3's: the column reduction, in English and Chinese.
+        wanted |= set(BACK_PICTURES)
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -845,6 +848,195 @@ class ClusterOwnerTests(unittest.TestCase):
             self.assertIn(line, src)
 
 
+BACK_PICTURES = ("back-columns.png", "back-columns.zh-CN.png")
+
+
+def back_step0_problems(rows, cols):
+    """What is wrong with diagrams.back_step0_reads(), against a direct
+    enumeration of every (row, col): thread row reads (row, c) at trip c."""
+    reads = diagrams.back_step0_reads(rows, cols)
+    problems = []
+    seen = [(row, col) for _, _, _, row, col in reads]
+    if sorted(seen) != [(r, c) for r in range(rows) for c in range(cols)]:
+        problems.append("not every (row, col) read exactly once")
+    for c, b, tid, row, col in reads:
+        if b * diagrams.BACK_BLOCK + tid != row or c != col:
+            problems.append(f"thread {b}.{tid} at trip {c} reads ({row}, {col})")
+            break
+    for trip in range(cols):   # warp 0 at one trip: 32 rows, 32 sectors
+        warp0 = [(row, col) for c, b, tid, row, col in reads if c == trip and b == 0 and tid < 32]
+        if len({row for row, _ in warp0}) != min(32, rows) or len({col for _, col in warp0}) != 1:
+            problems.append(f"warp 0 at trip {trip}: {warp0[:3]}...")
+            break
+    return problems
+
+
+def back_step2_problems(rows, cols, grid):
+    """What is wrong with diagrams.back_step2_reads(), against a direct
+    enumeration: row r belongs to the block b with b rows / grid <= r <
+    (b + 1) rows / grid, column c to thread c mod BLOCK_SIZE; each thread goes
+    down its column in row order; 32 neighbouring threads read 32 neighbouring
+    columns of one row at once."""
+    reads = diagrams.back_step2_reads(rows, cols, grid)
+    block = diagrams.BACK_BLOCK
+    problems = []
+    seen = [(row, col) for *_, row, col in reads]
+    if sorted(seen) != [(r, c) for r in range(rows) for c in range(cols)]:
+        problems.append("not every (row, col) read exactly once")
+    owner = {}
+    for r in range(rows):
+        owner[r] = [b for b in range(grid) if b * rows // grid <= r < (b + 1) * rows // grid]
+    for b, chunk, k, tid, row, col in reads:
+        if owner.get(row) != [b] or tid != col % block or row != chunk + k or k >= diagrams.BACK_CHUNK:
+            problems.append(f"block {b} thread {tid} reads ({row}, {col}) at chunk {chunk}, k {k}")
+            break
+    walk = {}
+    for b, chunk, k, tid, row, col in reads:
+        walk.setdefault((b, col), []).append(row)
+    for (b, col), down in walk.items():
+        if down != sorted(down):
+            problems.append(f"block {b} column {col}: rows {down} out of order")
+            break
+    instant = {}
+    for b, chunk, k, tid, row, col in reads:
+        instant.setdefault((b, chunk, k, tid // 32, col // block), []).append((row, col))
+    for key, cells in instant.items():
+        cols_read = sorted(c for _, c in cells)
+        if len({r for r, _ in cells}) != 1 or cols_read != list(range(cols_read[0],
+                                                                      cols_read[0] + len(cells))):
+            problems.append(f"warp load {key}: {cells[:3]}... not neighbours in one row")
+            break
+    return problems
+
+
+def back_sums_problems(blocks, cols):
+    """diagrams.back_partial_sums() against the loop it transcribes: in every
+    column, each partial row once, warp w's rows w, w + 8, ... ascending."""
+    warps = diagrams.BACK_BLOCK // 32
+    problems = []
+    sums = diagrams.back_partial_sums(blocks, cols)
+    if sorted(sums) != list(range(cols)):
+        problems.append(f"columns {sorted(sums)[:4]}..., not 0-{cols - 1}")
+    for c, per_warp in sums.items():
+        flat = sorted(b for rows in per_warp for b in rows)
+        if flat != list(range(blocks)) or len(per_warp) != warps:
+            problems.append(f"column {c}: {per_warp}")
+            break
+        for w, rows in enumerate(per_warp):
+            if rows != sorted(rows) or any(b % warps != w for b in rows):
+                problems.append(f"column {c}, warp {w}: {rows}")
+                break
+    return problems
+
+
+BACK_SHAPES = ((32, 32), (20, 40), (33, 300), (7, 5), (300, 257), (1, 1))
+
+
+class BackColumnsTests(unittest.TestCase):
+    """Part 3's picture (plots/diagrams/back-columns.png) draws the index
+    functions diagrams.back_*(): each against a direct enumeration of every
+    cell, and each against the kernel lines it transcribes."""
+
+    def test_step0_reads_against_an_enumeration(self):
+        for rows, cols in BACK_SHAPES:
+            self.assertEqual(back_step0_problems(rows, cols), [], (rows, cols))
+
+    def test_step2_reads_against_an_enumeration(self):
+        for rows, cols in BACK_SHAPES:
+            for cap in (1, 3, 528):
+                grid = diagrams.back_grid(rows, cap)
+                self.assertEqual(back_step2_problems(rows, cols, grid), [], (rows, cols, grid))
+
+    def test_partial_sums_against_an_enumeration(self):
+        for blocks in (1, 3, 8, 9, 17, 528):
+            for cols in (1, 32, 33, 100):
+                self.assertEqual(back_sums_problems(blocks, cols), [], (blocks, cols))
+
+    def test_the_pictures_slices(self):
+        grid = diagrams.back_grid(diagrams.BACK_ROWS)
+        self.assertEqual(grid, 3)
+        self.assertEqual([diagrams.back_slice(b, 32, grid) for b in range(grid)],
+                         [(0, 10), (10, 21), (21, 32)])
+        self.assertEqual(diagrams.back_grid(16, 528), 2)   # a block per 8 rows at most
+
+    def test_a_broken_index_function_is_caught(self):
+        """Each check above fails on an index function off by one."""
+        broken = {
+            "back_slice": lambda b, rows, grid: (b * rows // grid, (b + 1) * rows // grid + 1),
+            "back_step0_reads": lambda rows, cols, block=256: [
+                (c, 0, r, r, (c + r) % cols) for r in range(rows) for c in range(cols)],
+            "back_partial_sums": lambda blocks, cols, block=256: {
+                c: [list(range(w, blocks, 4)) for w in range(8)] for c in range(cols)},
+        }
+        checks = {"back_slice": lambda: back_step2_problems(32, 32, 3),
+                  "back_step0_reads": lambda: back_step0_problems(32, 32),
+                  "back_partial_sums": lambda: back_sums_problems(9, 32)}
+        for name, function in broken.items():
+            original = getattr(diagrams, name)
+            setattr(diagrams, name, function)
+            try:
+                self.assertNotEqual(checks[name](), [], name)
+            finally:
+                setattr(diagrams, name, original)
+        # Loop 2 with a thread per row of the chunk: a warp's loads down a column.
+        original = diagrams.back_step2_reads
+        diagrams.back_step2_reads = lambda rows, cols, grid, block=256: [
+            (b, ch, k, k, row, col) for b, ch, k, _, row, col in original(rows, cols, grid)]
+        try:
+            self.assertNotEqual(back_step2_problems(32, 32, 3), [])
+        finally:
+            diagrams.back_step2_reads = original
+
+    def test_matches_the_kernels_indexing(self):
+        lines = {diagrams.BACK_STEP0: (
+                     "#define BLOCK_SIZE 256",
+                     "unsigned int row = blockIdx.x * blockDim.x + threadIdx.x; if (row >= rows) "
+                     "return;",
+                     "for (unsigned int c = 0; c < cols; c++) {",
+                     "atomicAdd(&g_dgamma[c], d * xhat);",
+                     "unsigned int blocks = (unsigned int)((p->rows + BLOCK_SIZE - 1) / BLOCK_SIZE);"),
+                 diagrams.BACK_STEP2: (
+                     "#define BLOCK_SIZE 256",
+                     "#define ROWS_PER_CHUNK (BLOCK_SIZE / WARP_SIZE)",
+                     "unsigned int first = (unsigned int)((size_t)blockIdx.x * rows / gridDim.x);",
+                     "unsigned int last = (unsigned int)((size_t)(blockIdx.x + 1) * rows / gridDim.x);",
+                     "for (unsigned int chunk = first; chunk < last; chunk += ROWS_PER_CHUNK) {",
+                     "unsigned int chunk_rows = min(ROWS_PER_CHUNK, last - chunk);",
+                     "for (unsigned int c = threadIdx.x; c < cols; c += BLOCK_SIZE) {",
+                     "for (unsigned int k = 0; k < ROWS_PER_CHUNK; k++) { if (k < chunk_rows) { "
+                     "size_t i = (size_t)(chunk + k) * cols + c;",
+                     "part_dgamma[c] = dgamma;",
+                     "unsigned int c = tile * WARP_SIZE + lane;",
+                     "for (unsigned int b = warp; b < blocks; b += WARPS) {",
+                     "for (unsigned int w = 0; w < WARPS; w++) {",
+                     "size_t blocks = (rows + ROWS_PER_CHUNK - 1) / ROWS_PER_CHUNK; return "
+                     "(unsigned int)(blocks < max_blocks ? blocks : max_blocks);")}
+        for step, wanted in lines.items():
+            with open(os.path.join(ROOT, step, "back.cu")) as f:
+                src = " ".join(f.read().split())
+            for line in wanted:
+                self.assertIn(line, src, step)
+
+    def test_the_picture_exists_in_both_languages_and_is_shown(self):
+        for name in BACK_PICTURES:
+            self.assertTrue(os.path.isfile(os.path.join(FIGURES, name)),
+                            f"plots/diagrams/{name}: run make diagrams")
+        for readme, name in (("README.md", BACK_PICTURES[0]),
+                             ("README.zh-CN.md", BACK_PICTURES[1])):
+            with open(os.path.join(ROOT, "back", readme), encoding="utf-8") as f:
+                self.assertIn(f"](../plots/diagrams/{name})", f.read(), readme)
+
+    def test_every_text_of_the_picture_has_a_chinese_form(self):
+        if not HAVE_MATPLOTLIB:
+            self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
+        mpl = diagrams.load_matplotlib()
+        fig = diagrams.draw_back_columns(mpl, os.path.join(FIGURES, "back-columns.png"))
+        try:
+            self.assertEqual(chart_zh.untranslated(fig), [])
+        finally:
+            mpl.plt.close(fig)
+
+
 class DrawingTests(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="diagrams-test-")
@@ -863,7 +1055,10 @@ class DrawingTests(unittest.TestCase):
             proc = run_diagrams("--out-dir", out)
             self.assertEqual(proc.returncode, 0, proc.stderr)
         names = sorted(os.listdir(first))
-        self.assertEqual(names, sorted(os.listdir(FIGURES)))
+        committed = sorted(os.listdir(FIGURES))
+        if chart_zh.font_path() is None:   # no Chinese twin drawn without the font
+            committed = [n for n in committed if not n.endswith(chart_zh.ZH + ".png")]
+        self.assertEqual(names, committed)
         other = FIGURES if same_version else second
         for name in names:
             with open(os.path.join(first, name), "rb") as a, \

@@ -195,14 +195,20 @@ def save(mpl, fig, path):
     a fraction of matplotlib's RGBA PNG. Mapping to it without dithering is
     deterministic, and no tag names the software or a date, so the same
     picture always gives the same bytes."""
+    data = png_bytes(mpl, fig)
+    mpl.plt.close(fig)
+    if write_if_changed(path, data):
+        print(f"diagrams.py: wrote {path}")
+
+
+def png_bytes(mpl, fig):
+    """The figure as it stands, a paletted PNG (save() says why)."""
     fig.canvas.draw()
     size = fig.canvas.get_width_height()
     image = to_palette(mpl, bytes(fig.canvas.buffer_rgba()), size)
-    mpl.plt.close(fig)
     buffer = io.BytesIO()
     image.save(buffer, format="png", optimize=True)
-    if write_if_changed(path, buffer.getvalue()):
-        print(f"diagrams.py: wrote {path}")
+    return buffer.getvalue()
 
 
 def add_cell(ax, patch):
@@ -966,6 +972,226 @@ def row_figure_path(step, out_dir):
     return os.path.join(out_dir, f"{step.replace('/', '-')}-{kind}.png")
 
 
+# ----------------------------------------------------------------------------
+# Part 3: the column reduction of LayerNorm's backward pass (back/). dgamma
+# and dbeta are sums down the columns of a rows x cols matrix. The picture
+# puts step 0's pattern (a thread per row, atomics into every column) beside
+# step 2's (a warp along a row, slices of rows per block, a partial row per
+# block, then sums down the partial rows). Every cell comes from the index
+# functions below, each the kernel's expressions with small sizes put in.
+# ----------------------------------------------------------------------------
+
+BACK_STEP0, BACK_STEP2 = "back/step0_thread", "back/step2_partials"
+BACK_FIGURE = os.path.join(FIGURES_DIR, "back-columns.png")
+BACK_WARP = 32
+BACK_BLOCK = 256                        # BLOCK_SIZE of both sources
+BACK_CHUNK = BACK_BLOCK // BACK_WARP    # step 2's ROWS_PER_CHUNK (and WARPS)
+BACK_ROWS, BACK_COLS = 32, 32           # the picture's matrix
+BACK_MAX_BLOCKS = 3   # grid_blocks()' blocks of one wave, shrunk from 528 on an H200
+BACK_INSTANT = 0      # step 0: the loop trip whose loads the picture marks
+# One colour per block of step 2: part 2's warp colours but the first, the
+# dark blue that marks one load instruction here.
+BACK_BLOCK_COLOURS = ROW_WARP_COLOURS[1:]
+BACK_ALT = ("LayerNorm backward, dgamma and dbeta as sums down the columns of a {rows} x {cols} "
+            "matrix: step 0's warp loads one column of 32 rows and every row adds into every "
+            "column by atomicAdd; step 2's warp loads 32 neighbouring columns of one row, each "
+            "block sums a slice of rows into its partial row, and a second kernel sums the "
+            "{blocks} partial rows down each column in a fixed order")
+
+
+def back_step0_reads(rows, cols, block=BACK_BLOCK):
+    """back/step0_thread, loop 2: [(trip c, block, thread, row, col)], one per
+    load of dy (and atomicAdd into column col). row = blockIdx.x * blockDim.x
+    + threadIdx.x; a thread past the last row returns."""
+    out = []
+    for b in range((rows + block - 1) // block):
+        for tid in range(block):
+            row = b * block + tid
+            if row >= rows:
+                continue
+            for c in range(cols):
+                out.append((c, b, tid, row, c))
+    return out
+
+
+def back_grid(rows, max_blocks=BACK_MAX_BLOCKS):
+    """grid_blocks() of back/step2_partials: a block per chunk of rows, at most one wave."""
+    return min((rows + BACK_CHUNK - 1) // BACK_CHUNK, max_blocks)
+
+
+def back_slice(b, rows, grid):
+    """Rows [first, last) of block b: first = blockIdx.x * rows / gridDim.x."""
+    return b * rows // grid, (b + 1) * rows // grid
+
+
+def back_step2_reads(rows, cols, grid, block=BACK_BLOCK):
+    """back/step2_partials, loop 2: [(block, chunk, k, thread, row, col)] in
+    each thread's order: for each chunk of its slice, thread tid takes columns
+    tid, tid + BLOCK_SIZE, ... and, for each, rows chunk + k, k = 0, 1, ..."""
+    out = []
+    for b in range(grid):
+        first, last = back_slice(b, rows, grid)
+        for chunk in range(first, last, BACK_CHUNK):
+            chunk_rows = min(BACK_CHUNK, last - chunk)
+            for tid in range(block):
+                for c in range(tid, cols, block):
+                    for k in range(BACK_CHUNK):
+                        if k < chunk_rows:
+                            out.append((b, chunk, k, tid, chunk + k, c))
+    return out
+
+
+def back_partial_sums(blocks, cols, block=BACK_BLOCK):
+    """back/step2_partials, column_sums_kernel: {col: [[partial rows of warp
+    0], [of warp 1], ...]}: warp w adds partial rows w, w + WARPS, ... in that
+    order (column c = tile * 32 + lane), then warp 0 adds the warps' sums in
+    warp order."""
+    warps = block // BACK_WARP
+    order = {}
+    for tile in range((cols + BACK_WARP - 1) // BACK_WARP):
+        for lane in range(BACK_WARP):
+            c = tile * BACK_WARP + lane
+            if c >= cols:
+                continue
+            order[c] = [list(range(w, blocks, warps)) for w in range(warps)]
+    return order
+
+
+def draw_back_columns(mpl, path):
+    rows, cols = BACK_ROWS, BACK_COLS
+    grid = back_grid(rows)
+    step0 = back_step0_reads(rows, cols)
+    step2 = back_step2_reads(rows, cols, grid)
+    sums = back_partial_sums(grid, cols)
+    cell = 0.14
+    gap = 1.6
+    height = rows + gap + 1 + gap + grid + 1.2 + 1   # matrix, partial rows, dgamma
+    panel, left, middle = cols * cell, 1.75, 2.1
+    width = left + panel + middle + panel + 0.4
+    top, bottom = 1.0, 0.75
+    fig = mpl.plt.figure(figsize=(width, top + height * cell + bottom), dpi=DPI)
+    fig_h = fig.get_figheight()
+    axes = []
+    for x0 in (left, left + panel + middle):
+        ax = fig.add_axes((x0 / width, bottom / fig_h, panel / width, height * cell / fig_h))
+        ax.set_xlim(0, cols)
+        ax.set_ylim(height, 0)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        bare(ax)
+        axes.append(ax)
+    dark, light = STATE_COLOURS[pt.WORK], STATE_COLOURS[pt.SPARE]
+
+    def box(ax, c, y, colour, h=1.0):
+        add_cell(ax, mpl.Rectangle((c, y), 1, h, facecolor=colour, edgecolor="#ffffff",
+                                   linewidth=0.4))
+
+    def label(ax, y, text, **kw):
+        ax.text(-0.6, y, text, ha="right", va="center", fontsize=8, **kw)
+
+    # (a) step 0: warp 0 at trip BACK_INSTANT loads column BACK_INSTANT of
+    # rows 0-31; every (row, col) atomically adds into column col.
+    ax = axes[0]
+    now = {(row, col) for c, b, tid, row, col in step0
+           if c == BACK_INSTANT and b * BACK_BLOCK + tid < BACK_WARP}
+    atomics = {}
+    for _, _, _, row, col in step0:
+        box(ax, col, row, dark if (row, col) in now else light)
+        atomics[col] = atomics.get(col, 0) + 1
+    y = rows + gap
+    for col in range(cols):
+        box(ax, col, y, STATE_COLOURS[pt.OFF])
+        ax.text(col + 0.5, y + 0.5, str(atomics.get(col, 0)), ha="center", va="center",
+                fontsize=5.5)
+    label(ax, rows / 2, f"rows 0-{rows - 1}:\nthread = row")
+    label(ax, y + 0.5, "dgamma[c]")
+    ax.annotate("", xy=(1.5, y - 0.1), xytext=(1.5, rows + 0.1),
+                arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.0))
+    ax.text(2.2, rows + gap / 2, "atomicAdd from every row, in no fixed order",
+            va="center", fontsize=7.5)
+    ax.set_title(f"{BACK_STEP0}: a thread per row", fontsize=10, loc="left")
+    # (b) step 2: colour by block; the outlined row is warp 0's first load
+    # in loop 2 (threads 0-31, k = 0 of block 0's first chunk).
+    ax = axes[1]
+    for b, chunk, k, tid, row, col in step2:
+        box(ax, col, row, BACK_BLOCK_COLOURS[b])
+    first_load = [(row, col) for b, chunk, k, tid, row, col in step2
+                  if b == 0 and chunk == back_slice(0, rows, grid)[0] and k == 0
+                  and tid < BACK_WARP]
+    r0 = first_load[0][0]
+    c_lo, c_hi = min(c for _, c in first_load), max(c for _, c in first_load)
+    add_cell(ax, mpl.Rectangle((c_lo, r0), c_hi - c_lo + 1, 1, fill=False,
+                               edgecolor="#d9534f", linewidth=1.8))
+    for b in range(grid):
+        first, last = back_slice(b, rows, grid)
+        label(ax, (first + last) / 2, f"block {b}: rows {first}-{last - 1}")
+        for chunk in range(first + BACK_CHUNK, last, BACK_CHUNK):   # chunk boundaries
+            ax.plot([0, cols], [chunk, chunk], color="#ffffff", linewidth=1.6)
+        ax.plot([0, cols], [first, first], color="#222222", linewidth=1.0)
+    y = rows + gap
+    for b in range(grid):
+        for col in range(cols):
+            box(ax, col, y + b, BACK_BLOCK_COLOURS[b])
+        label(ax, y + b + 0.5, f"partial row {b}")
+    ax.annotate("", xy=(1.5, y - 0.1), xytext=(1.5, rows + 0.1),
+                arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.0))
+    ax.text(2.2, rows + gap / 2, "each block sums its rows down each column, in row order",
+            va="center", fontsize=7.5)
+    y2 = y + grid + 1.2
+    for col in range(cols):
+        box(ax, col, y2, STATE_COLOURS[pt.OFF])
+    order = [b for warp in sums[0] for b in warp]
+    label(ax, y2 + 0.5, "dgamma[c]")
+    ax.text(0, y2 + 1.25, "kernel 2 adds partial rows " + ", ".join(str(b) for b in order)
+            + " in this order, in every column", va="top", fontsize=7.5)
+    ax.set_title(f"{BACK_STEP2}: a warp along a row, a partial row per block",
+                 fontsize=10, loc="left")
+    handles = [mpl.Patch(facecolor=dark, label="one load instruction of warp 0: "
+                         "32 rows, 32 sectors"),
+               mpl.Patch(facecolor=light, label="step 0: read by its row's thread, one column "
+                         "per trip"),
+               mpl.Patch(facecolor="#ffffff", edgecolor="#d9534f", linewidth=1.8,
+                         label="one load instruction of warp 0: 32 neighbouring columns, "
+                               "one 128-byte line")]
+    handles += [mpl.Patch(facecolor=BACK_BLOCK_COLOURS[b], label=f"block {b}")
+                for b in range(grid)]
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(left / width, 0.02),
+               ncol=3, fontsize=7.5, frameon=False)
+    fig.text(left / width, 1 - 0.12 / fig_h,
+             "LayerNorm backward: dgamma and dbeta are sums down the columns",
+             fontsize=12, fontweight="bold", va="top")
+    fig.text(left / width, 1 - 0.42 / fig_h,
+             f"{rows} x {cols} floats (shrunk); BLOCK_SIZE = {BACK_BLOCK}, gridDim.x = {grid} "
+             f"(one wave, shrunk); cells from the kernels' index expressions, no GPU",
+             fontsize=8.5, va="top", color="#333333")
+    return fig
+
+
+def draw_back(mpl, out_dir):
+    """back-columns.png and its Chinese twin (tools/chart_zh.py's localize(),
+    tools/zh_strings.py's forms); without the pinned font, the twin is left
+    as it is and one line says so."""
+    import chart_zh
+    path = os.path.join(out_dir, os.path.basename(BACK_FIGURE))
+    fig = draw_back_columns(mpl, path)
+    if write_if_changed(path, png_bytes(mpl, fig)):
+        print(f"diagrams.py: wrote {path}")
+    props = chart_zh.font_properties()
+    if props is None:
+        mpl.plt.close(fig)
+        chart_zh.note_missing_font()
+        return
+    left = chart_zh.localize(fig, props)
+    if left:
+        mpl.plt.close(fig)
+        raise DiagramError(f"no Chinese form for {left[0]!r} (tools/zh_strings.py CHART_STRINGS)")
+    twin = chart_zh.zh_path(path)
+    data = png_bytes(mpl, fig)
+    mpl.plt.close(fig)
+    if write_if_changed(twin, data):
+        print(f"diagrams.py: wrote {twin}")
+
+
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         print(f"diagrams.py: error: {message}", file=sys.stderr)
@@ -1026,6 +1252,9 @@ def run(args):
         for step in ROW_CLUSTER:
             if os.path.isfile(os.path.join(root, step, "rows.cu")):
                 draw_row_cluster(mpl, step, row_figure_path(step, out_dir))
+        if all(os.path.isfile(os.path.join(root, step, "back.cu"))
+               for step in (BACK_STEP0, BACK_STEP2)):
+            draw_back(mpl, out_dir)
     return 0
 
 

@@ -420,6 +420,22 @@ SUMMARIES = {
 # ----------------------------------------------------------------------------
 
 CHART_STRINGS = {
+    # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
+    "LayerNorm backward: dgamma and dbeta are sums down the columns":
+        "LayerNorm 反向：dgamma 和 dbeta 是沿各列向下的求和",
+    "back/step0_thread: a thread per row": "back/step0_thread：每行一个线程",
+    "back/step2_partials: a warp along a row, a partial row per block":
+        "back/step2_partials：一个 warp 沿一行读，每个线程块一行部分和",
+    "thread = row": "线程 = 行",
+    "atomicAdd from every row, in no fixed order": "每一行都 atomicAdd 进来，顺序不固定",
+    "each block sums its rows down each column, in row order":
+        "每个线程块沿各列向下累加自己的行，按行的顺序",
+    "one load instruction of warp 0: 32 rows, 32 sectors":
+        "warp 0 的一条加载指令：32 行，32 个扇区",
+    "step 0: read by its row's thread, one column per trip":
+        "第 0 步：由该行的线程读取，每次迭代一列",
+    "one load instruction of warp 0: 32 neighbouring columns, one 128-byte line":
+        "warp 0 的一条加载指令：相邻的 32 列，一条 128 字节的缓存行",
     # tools/grade_class.py, the class chart (docs/grading.md)
     "speed ratio: the submission's GB/s over the reference's":
         "速度比：提交程序的 GB/s 除以参照程序的 GB/s",
@@ -498,6 +514,17 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
+    (r"rows 0-(\d+):", "第 0-{0} 行："),
+    (r"block (\d+): rows (\d+)-(\d+)", "线程块 {0}：第 {1}-{2} 行"),
+    (r"block (\d+)", "线程块 {0}"),
+    (r"partial row (\d+)", "部分和行 {0}"),
+    (r"kernel 2 adds partial rows (\d+(?:, \d+)*) in this order, in every column",
+     "kernel 2 在每一列都按 {0} 的顺序累加部分和行"),
+    (r"(\d+) x (\d+) floats \(shrunk\); BLOCK_SIZE = (\d+), gridDim\.x = (\d+) \(one wave, "
+     r"shrunk\); cells from the kernels' index expressions, no GPU",
+     "{0} x {1} 个 float（已缩小）；BLOCK_SIZE = {2}，gridDim.x = {3}（一波，已缩小）；"
+     "每个格子都由 kernel 的索引表达式算出，不需要 GPU"),
     # tools/plot.py: the caption line of programs measured on an earlier version
     (r"† measured on an earlier version of the code, at revision (.+)",
      "† 测的是代码的旧版本，代码版本 {0}"),
