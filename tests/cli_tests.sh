@@ -231,7 +231,8 @@ fi
 
 # Part 3's kernels on the CPU (tests/back_emu.h: build/back_emu/<step>/run,
 # the step's own back.cu with the driver): every output within its bound at
-# shapes around the steps' warp, chunk and tile sizes, with the arrays moved
+# shapes around the steps' warp, chunk and tile sizes and step 4's register
+# limit (1024 columns kept, 1025 read twice), with the arrays moved
 # in their packs, on grids of one block to many (EMU_SMS), and the workspace
 # as the driver checks it (guards, the ticket back at 0). A step that adds
 # dgamma with atomics may pass or fail the determinism check (its order is
@@ -244,7 +245,8 @@ for p in $emu_steps; do
     atomic=""
     grep -q 'atomicAdd(&g_dgamma' "$src" && atomic=1
     for args in "--rows 1 --cols 1" "--rows 9 --cols 31 --offset 1" \
-                "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2" "--rows 129 --cols 257 --fill shifted"; do
+                "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2" "--rows 129 --cols 257 --fill shifted" \
+                "--rows 17 --cols 1024 --offset 3" "--rows 9 --cols 1025 --y-offset 1"; do
         for sms in 1 3; do
             # shellcheck disable=SC2086
             out=$(EMU_SMS=$sms $p --check $args 2>&1); rc=$?
