@@ -18,6 +18,10 @@ mkdir -p build
 progs=$(ls -d back/step[0-9]*_*/ back/baseline_*/ | sed 's|/$|/run|')
 make -s -j16 $progs > build/make-back.log 2>&1 || { tail -n 20 build/make-back.log; exit 1; }
 echo "== built: $progs"; el
+# Part 3's fixtures: make test builds none without a GPU, so this is where a
+# mutant that no longer compiles first shows.
+bm=$(sed -n 's/^\([a-z0-9_]*\) *| *back\/.*/build\/mutants\/back\/\1\/run/p' tests/broken/mutants.txt)
+make -s -j16 $bm > build/make-back-mutants.log 2>&1; echo "== part 3 mutants built: rc=$?"; tail -n 5 build/make-back-mutants.log
 for p in $progs; do
     for shape in "--rows 1 --cols 1" "--rows 4097 --cols 1000" "--rows 32768 --cols 1024"; do
         echo "== $p --check $shape"; timeout 60 $p --check $shape 2>&1 | tail -n 4
