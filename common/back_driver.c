@@ -20,12 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A float program does not define step_dtype: this weak definition stands
- * in, and the program's own (strong) one replaces it at link time. */
-__attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
-
-/* A program that does not say otherwise promises the same bits every run. */
-__attribute__((weak)) const int step_deterministic = 1;
+/* step_dtype's and step_deterministic's weak defaults are in back_ref.c: gcc
+ * folds a weak const's value into the code of the file that defines it, and
+ * the program's own (strong) one would then never be read here. */
 
 /* A program that needs no workspace does not define back_workspace(). */
 __attribute__((weak)) struct workspace_size back_workspace(const struct back_problem *p)

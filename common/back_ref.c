@@ -1,11 +1,20 @@
 /* back_ref.c: part 3's CPU references and tolerances (back_ref.h). */
 #include "back_ref.h"
+#include "back.h"      /* step_dtype, step_deterministic */
 #include "harness.h"   /* splitmix64 */
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A float program does not define step_dtype, and one that does not say
+ * otherwise promises the same bits every run: these weak definitions stand in,
+ * and a program's own (strong) ones replace them at link time. They live here,
+ * not in the driver that reads them: gcc folds a weak const's value into code
+ * in its own file (steps 0 and 1 said deterministic=1 on the H200 for it). */
+__attribute__((weak)) const enum back_dtype step_dtype = BACK_F32;
+__attribute__((weak)) const int step_deterministic = 1;
 
 #define U 0x1p-24          /* float's unit roundoff */
 #define MARGIN 0x1p-20     /* the second-order terms, relative */

@@ -37,6 +37,7 @@
 #define __device__
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __forceinline__ inline
 
 namespace emu {
 struct block_state {
@@ -97,6 +98,14 @@ inline T atomicAdd(T *p, U v)
     T old = *p;
     *p = old + (T)v;
     return old;
+}
+
+/* The 16-byte pack's constructor (cuda_runtime_api.h has the type only). */
+inline float4 make_float4(float x, float y, float z, float w)
+{
+    float4 v;
+    v.x = x, v.y = y, v.z = z, v.w = w;
+    return v;
 }
 
 /* CUDA's min and max, with its mixed overloads (both sides to unsigned). */
