@@ -619,6 +619,9 @@ def parse_args(argv):
                         help="untimed launches before timing (default 3)")
     parser.add_argument("--quick", action="store_true",
                         help="only n = 2^20 and 2^25, and two shapes (a smoke test)")
+    parser.add_argument("--shapes", metavar="RxC,...", type=_shapes,
+                        help="parts 2 and 3: only these shapes, e.g. 32768x1024,8192x4096 "
+                             "(one part's issue measured inside a short GPU slot)")
     parser.add_argument("--torch-python", metavar="PYTHON",
                         help="a Python that imports torch: PyTorch's kernels join part 2 "
                              "(skipped with one line if it cannot)")
@@ -662,6 +665,17 @@ def program_names(text):
     """--only's comma-separated names (make verify and profile.py read them
     the same way), a trailing / dropped."""
     return [name.strip().rstrip("/") for name in text.split(",") if name.strip()]
+
+
+def _shapes(text):
+    """--shapes: "32768x1024,8192x4096" -> ((32768, 1024), (8192, 4096))."""
+    shapes = []
+    for item in text.split(","):
+        match = re.fullmatch(r"\s*([1-9][0-9]*)x([1-9][0-9]*)\s*", item)
+        if not match:
+            raise argparse.ArgumentTypeError(f"{item!r} is not ROWSxCOLS, e.g. 32768x1024")
+        shapes.append((int(match.group(1)), int(match.group(2))))
+    return tuple(shapes)
 
 
 def _int_at_least(low):
@@ -804,7 +818,7 @@ def row_part_plan(args, named, key):
     names = [n for n in programs if n in roles]
     one_array = key == "rows" and (whole or ONE_ARRAY in roles)
     check_built(args.root, names + ([ONE_ARRAY] if one_array else []))
-    shapes = part.shapes(args.quick)
+    shapes = args.shapes or part.shapes(args.quick)
     plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
             for n in names]
     if one_array:
@@ -827,7 +841,7 @@ def bench(args, command):
             torch = None
             part = next((p for p in ROW_PARTS.values() if p.suffix == suffix), None)
             if part and (ops is None or ops) and torch_ok(args.torch_python, output, part.title):
-                torch = (args.torch_python, part.shapes(args.quick), ops)
+                torch = (args.torch_python, args.shapes or part.shapes(args.quick), ops)
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
                           args.run_id, roles, args.only_round)
             sweep.run_all()
