@@ -4,7 +4,7 @@
  * reporting, and the workspace. The program's back.cu supplies back_run()
  * and step_op (common/back.h), and back_workspace() if it needs one.
  *
- * A draft, not yet run on a GPU (back/README.md): it reuses harness.c and
+ * Part 3's driver (back/README.md): it reuses harness.c and
  * device.c as they are (the parser of part 2's rows x cols programs, the
  * guarded buffers, the flush, the timer, the CSV row), so that no part 1
  * or part 2 program's code hash moves. Not yet here (wip-harness/PART3.md):
@@ -70,7 +70,7 @@ static void back_usage(const char *prog)
            "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
            "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
            "dy, then dx, one float further into a 16-byte pack, and the shifted and tiny\n"
-           "fills. A draft: not yet run on a GPU (back/README.md).\n"
+           "fills.\n"
            "\n"
            "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
            "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"

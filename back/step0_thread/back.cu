@@ -19,7 +19,8 @@
 //         bits. Within their bounds, but the determinism check fails it
 //         (the lesson of this step; step 2 sums the columns in a fixed
 //         order instead).
-// Effect: not measured yet (back/README.md: a draft, not yet run on a GPU).
+// Effect: 32768 x 1024 on the H200: about 14 ms, 150 times copy3's 92 us
+//         (back/README.md has the bench's figures).
 #include "back.h"
 #include "check.h"
 
