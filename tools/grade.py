@@ -660,7 +660,11 @@ def first_line(text, pattern):
 def why(code, out, tool):
     """The one line that says what went wrong."""
     if tool:
-        line = first_line(out, r"^=+ (?!COMPUTE-SANITIZER|.*SUMMARY|.*ERROR SUMMARY)\S")
+        # "Target application returned an error" only echoes the program's
+        # exit status: its own FAIL line below says why (for a step that
+        # declares itself non-deterministic, a det failure it expects).
+        line = first_line(out, r"^=+ (?!COMPUTE-SANITIZER|.*SUMMARY|.*ERROR SUMMARY"
+                               r"|Target application returned an error)\S")
         if line:
             return re.sub(r"^=+\s*", "", line)
     for pattern in (r"^FAIL", r"^error:"):
