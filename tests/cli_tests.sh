@@ -414,7 +414,7 @@ expect_only_line 2 "make check: STEP must be a step number, rows/K, back/K, cub,
 expect_only_line 2 "got 'step3_idle' (that step is STEP=3)" make -s check STEP=step3_idle
 expect_only_line 2 "got 'rows/step3_vector' (that step is STEP=rows/3)" make -s check STEP=rows/step3_vector
 expect_only_line 2 "got 'back/step2_partials' (that step is STEP=back/2)" make -s check STEP=back/step2_partials
-expect 2 "make diff: STEP must be a step number or rows/K, got 'step3_idle' (that step is STEP=3)" \
+expect 2 "make diff: STEP must be a step number, rows/K or back/K, got 'step3_idle' (that step is STEP=3)" \
     make -s diff STEP=step3_idle
 expect 2 "no such file" python3 tools/grade.py no/such/run
 expect 2 "give a target such as '1.5x step2'" python3 tools/grade.py --speed "1.5y step2" step3_idle/run
@@ -593,7 +593,7 @@ expect 2 "no step 99" make -s diff STEP=99
 expect 2 "no step rows/99" make -s diff STEP=rows/99
 expect 2 "usage: make diff STEP=K" make -s diff
 out=$(make -s diff STEP="3 4" 2>&1)
-[[ $out == *"STEP must be a step number or rows/K, got '3 4'"* && $out != *step.sh* ]] && ok \
+[[ $out == *"STEP must be a step number, rows/K or back/K, got '3 4'"* && $out != *step.sh* ]] && ok \
     || bad "make diff STEP='3 4': $out"
 
 # The homework flow as the README teaches it, in a scratch copy of this tree

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # step.sh: the teaching helpers behind `make diff STEP=K` and `make new NAME=...`.
-#   step.sh diff K | rows/K    unified diff of the step before K against step
+#   step.sh diff K | rows/K | back/K   unified diff of the step before K against step
 #                              K's source (tools/steps.py's diff_base: the step
 #                              a `make new` step started from, a bfloat16
 #                              step's float twin, else the nearest lower step
 #                              of its op)
 #   step.sh new stepN_slug [K]   a new step directory, started from step K of
 #   step.sh new rows/stepN_slug [K]  that part (default: the step below it),
+#   step.sh new back/stepN_slug [K]  (part 3 the same),
 #                              with a header for you to fill in; N must be
 #                              the next free number of that part
-#   step.sh next [rows]        the next free step number of part 1 (or 2)
+#   step.sh next [rows|back]   the next free step number of part 1 (or 2, or 3)
 #   step.sh usage              make new's usage, with the next free numbers
 # Errors are one line on stderr and exit 2; they name make's commands, never
 # this script, since `make diff` and `make new` are what a student types.
@@ -18,8 +19,11 @@ cd "$(dirname "$0")/.."
 
 die() { echo "$*" >&2; exit 2; }
 
-# Each part: its folder prefix ("" or "rows/") and the file that makes a step.
-part_file() { [ "$1" = rows/ ] && echo rows.cu || echo reduce.cu; }
+# Each part: its folder prefix ("", "rows/" or "back/") and the file that makes a step.
+part_file() { case $1 in rows/) echo rows.cu ;; back/) echo back.cu ;; *) echo reduce.cu ;; esac; }
+
+# A part's name in messages: "" for part 1.
+part_name() { case $1 in rows/) echo " of part 2" ;; back/) echo " of part 3" ;; esac; }
 
 # The step list (which folders are steps, step K's folder, the step before
 # a step) is tools/steps.py's, the one answer bench, the grader and the
@@ -30,21 +34,22 @@ steps() { python3 tools/steps.py "$@"; }
 step_dir() { steps dir "$1$2" 2>/dev/null; }
 
 # The next free step number of part $1: one past the highest.
-next_free() { steps --source next "${1:+rows}"; }
+next_free() { steps --source next "${1%/}"; }
 
 cmd_usage() {
-    local one two
-    one=$(next_free "") two=$(next_free rows/)
+    local one two three
+    one=$(next_free "") two=$(next_free rows/) three=$(next_free back/)
     echo "usage: make new NAME=step${one}_slug (your step $one, from step $((one - 1))) or" \
-         "NAME=rows/step${two}_slug (part 2), and FROM=K to start from step K instead;" \
+         "NAME=rows/step${two}_slug (part 2) or NAME=back/step${three}_slug (part 3)," \
+         "and FROM=K to start from step K instead;" \
          "slug: lowercase letters, digits, _." \
          "Only the next free number: steps are a sequence, each diffed against and" \
          "charted after the one before it" >&2
     exit 2
 }
 
-# "rows/" for a part 2 argument (rows/K, rows/stepN_slug), else "".
-part_of() { [[ $1 == rows/* ]] && echo rows/ || true; }
+# "rows/" for a part 2 argument (rows/K, rows/stepN_slug), "back/" for part 3, else "".
+part_of() { case $1 in rows/*) echo rows/ ;; back/*) echo back/ ;; esac; }
 
 cmd_diff() {
     local arg=$1 part k
@@ -52,8 +57,8 @@ cmd_diff() {
     if ! [[ $k =~ ^[0-9]+$ ]]; then
         # A step's folder name (step3_idle, rows/step3_vector): its number.
         local hint=""
-        [[ $arg =~ ^(rows/)?step([0-9]+)(_.*)?$ ]] && hint=" (that step is STEP=${BASH_REMATCH[1]}${BASH_REMATCH[2]})"
-        die "make diff: STEP must be a step number or rows/K, got '$arg'$hint"
+        [[ $arg =~ ^(rows/|back/)?step([0-9]+)(_.*)?$ ]] && hint=" (that step is STEP=${BASH_REMATCH[1]}${BASH_REMATCH[2]})"
+        die "make diff: STEP must be a step number, rows/K or back/K, got '$arg'$hint"
     fi
     k=$((10#$k))
     local file this prev
@@ -65,7 +70,7 @@ cmd_diff() {
     # diff_base, the step its README's diff block shows.
     prev=$(steps base "$part$k") || exit 2
     if [ -z "$prev" ]; then
-        echo "$this is the first step${part:+ of part 2}: the starting point, with no previous step"
+        echo "$this is the first step$(part_name "$part"): the starting point, with no previous step"
         exit 0
     fi
     # Labels, not file times: the same diff on every machine.
@@ -93,15 +98,15 @@ cmd_new() {
         "(NAME=${part}step${next}_${base#step*_}): steps are a sequence, each diffed against the one before it"
     local from
     if [ -n "$from_arg" ]; then
-        # FROM=K, or FROM=rows/K for a part 2 step: any step of the same part.
+        # FROM=K, or FROM=rows/K (back/K) for a part 2 (3) step: any step of the same part.
         local want=${from_arg#"$part"}
         [[ $want =~ ^[0-9]+$ ]] || die "make new: FROM must be a step number of the same part as" \
-            "NAME (FROM=3${part:+ or FROM=rows/3}), got '$from_arg'"
+            "NAME (FROM=3${part:+ or FROM=${part}3}), got '$from_arg'"
         from=$(step_dir "$part" "$((10#$want))")
         [ -n "$from" ] || die "make new: FROM=$from_arg: no step $part$((10#$want))" \
             "(no ${part}step$((10#$want))_*/$file)"
     else
-        from=$(steps --source list "${part:+rows}" | tail -n 1)   # k is the next free number
+        from=$(steps --source list "${part%/}" | tail -n 1)   # k is the next free number
         [ -n "$from" ] || die "make new: no step below $part$k to start from"
     fi
     mkdir "$name" || exit 2
@@ -143,11 +148,11 @@ MD
 }
 
 case "${1:-}" in
-diff)  [ $# -eq 2 ] && [ -n "$2" ] || die "usage: make diff STEP=K (a step number, or rows/K for part 2)"
+diff)  [ $# -eq 2 ] && [ -n "$2" ] || die "usage: make diff STEP=K (a step number, or rows/K for part 2, back/K for part 3)"
        cmd_diff "$2" ;;
 new)   [ $# -ge 2 ] && [ $# -le 3 ] && [ -n "$2" ] || cmd_usage
        cmd_new "$2" "${3:-}" ;;
-next)  next_free "$([ "${2:-}" = rows ] && echo rows/)" ;;
+next)  next_free "$(case ${2:-} in rows) echo rows/ ;; back) echo back/ ;; esac)" ;;
 usage) cmd_usage ;;
 *)     die "usage: make diff STEP=K | make new NAME=stepN_slug" ;;
 esac

@@ -6,7 +6,7 @@ READMEs' diff blocks ask for, instead of each working it out.
 
 A part is its folder prefix: "" for part 1 (the sum: stepN_slug/reduce.cu)
 and "rows/" for part 2 (rows: rows/stepN_slug/rows.cu); "back/" for part 3
-(back/stepN_slug/back.cu, a draft) is read the same way. A step is a
+(back/stepN_slug/back.cu) is read the same way. A step is a
 stepN_slug folder holding its source or a built `run` (so an unbuilt
 `step9_mine/` counts, a stray `step4_notes/` does not); with source=True,
 only its source counts (make diff and make check read the source).
@@ -26,8 +26,8 @@ Command line (errors are one line on stderr, exit 2):
   steps.py dir K|rows/K|cub|rows/cub|rows/copy|rows/copy16   the folder
   steps.py previous NAME    the step before (nothing for a first step or a baseline)
   steps.py base NAME        the step whose diff against NAME is its lesson (make diff)
-  steps.py list [rows]      the steps of part 1 (or 2), one folder a line, in order
-  steps.py next [rows]      the next free step number of part 1 (or 2)
+  steps.py list [rows|back] the steps of part 1 (or 2, or 3), one folder a line, in order
+  steps.py next [rows|back] the next free step number of part 1 (or 2, or 3)
 --root DIR reads another tree (default: this repository); --source counts
 a folder as a step only if it holds its source (dir, previous and base
 always do: make diff and make check read the source).
@@ -258,10 +258,10 @@ def main(argv=None):
     root = args.root
     try:
         if args.command in ("list", "next"):
-            if args.name not in ("", "rows"):
-                raise StepError(f"{args.command}: give nothing (part 1) or rows (part 2), "
-                                f"got '{args.name}'")
-            part = ROWS if args.name == "rows" else ""
+            if args.name not in ("", "rows", "back"):
+                raise StepError(f"{args.command}: give nothing (part 1), rows (part 2) or "
+                                f"back (part 3), got '{args.name}'")
+            part = {"rows": ROWS, "back": BACK}.get(args.name, "")
             if args.command == "list":
                 for d in step_dirs(root, part, args.source):
                     print(d)
