@@ -29,6 +29,13 @@ class BenchUnitTest(ScriptTest):
         self.assertEqual(bench.program_dirs(self.root),
                          ["step0_a", "step1_b", "step10_c", "baseline_cub"])
 
+    def test_shapes_option(self):
+        """--shapes: ROWSxCOLS pairs, comma-separated; anything else one usage error."""
+        self.assertEqual(bench._shapes("32768x1024, 8192x4096"), ((32768, 1024), (8192, 4096)))
+        for bad in ("4x", "0x3", "3*4", "32768x1024,", "x"):
+            with self.assertRaises(bench.argparse.ArgumentTypeError, msg=bad):
+                bench._shapes(bad)
+
     def test_torch_ops_follow_the_ops_that_ran(self):
         """PyTorch's float ops always; its bfloat16 ones once a bfloat16 row
         was written; RMSNorm's forms only once one of ours computed them."""

@@ -626,6 +626,20 @@ class BackMatrix(unittest.TestCase):
         self.tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.tmp)
 
+    def test_sanitizer_exit_echo_is_not_the_reason(self):
+        """Under a sanitizer, a declared det failure makes the program exit 1
+        and the sanitizer echo it: the reason must be the program's FAIL
+        line (which settle_determinism then expects), not that echo; a real
+        sanitizer error still comes first."""
+        det = ("FAIL: every output is within its bound, but not the same bits every run "
+               "(dgamma[0] moved)")
+        out = f"{det}\n========= Target application returned an error\n" \
+              "========= ERROR SUMMARY: 0 errors\n"
+        self.assertEqual(grade.why(1, out, "memcheck"), det)
+        self.assertRegex(grade.why(1, out, "memcheck"), grade.DET_ONLY)
+        bad = "========= Invalid __global__ read of size 4 bytes\n" + out
+        self.assertEqual(grade.why(1, bad, "memcheck"), "Invalid __global__ read of size 4 bytes")
+
     def fake(self, mode, det=1):
         path = os.path.join(self.tmp, f"{mode}_{det}", "run")
         os.makedirs(os.path.dirname(path))
