@@ -33,6 +33,7 @@
 #undef __global__
 #undef __device__
 #undef __shared__
+#undef __forceinline__
 #define __global__
 #define __device__
 #define __shared__ static
@@ -148,6 +149,22 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
             th.join();
     }
 }
+
+/* A launch with attributes (step 6's early launch): the emulator runs
+ * kernels one after the other, so the attributes change nothing here. */
+#pragma push_macro("gridDim")
+#pragma push_macro("blockDim")
+#undef gridDim
+#undef blockDim
+template <class... A, class... P>
+inline cudaError_t cudaLaunchKernelEx(const cudaLaunchConfig_t *config, void (*kernel)(P...),
+                                      A... args)
+{
+    emu_launch(config->gridDim, config->blockDim, kernel, args...);
+    return cudaSuccess;
+}
+#pragma pop_macro("blockDim")
+#pragma pop_macro("gridDim")
 
 /* The runtime calls a back.cu makes (the driver's own are back_fake.c's). */
 inline cudaError_t cudaMemsetAsync(void *p, int value, size_t count, cudaStream_t)

@@ -34,6 +34,13 @@
 #define SUM_THREADS 1024    // the second kernel: 32 warps a block of 8 columns
 #define SUM_WARPS (SUM_THREADS / WARP_SIZE)
 #define SUM_COLS 8          // columns a block of the second kernel sums
+// Blocks an SM the one-pack kernels are held to: 6 x 256 threads, 48 warps;
+// sm_75 holds 1024 threads an SM, so 4 there.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define MIN_BLOCKS 4
+#else
+#define MIN_BLOCKS 6
+#endif
 
 // One warp, 32 sums -> 1, in every lane (each lane needs m1 and m2).
 __device__ float warp_allreduce(float v)
@@ -71,7 +78,7 @@ __device__ __forceinline__ void store_pack(float *p, const float (&v)[PACK])
 // when not, 4 blocks: 110 against 122 us at 32768 x 1024 on the H200. More packs need their
 // registers: there the compiler chooses.
 template <int PACK, int PACKS>
-__global__ void __launch_bounds__(BLOCK_SIZE, PACKS == 1 ? 6 : 1)
+__global__ void __launch_bounds__(BLOCK_SIZE, PACKS == 1 ? MIN_BLOCKS : 1)
 ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, const float *g_mean,
                    const float *g_rstd, float *g_dx, float *g_partials, unsigned int rows,
                    unsigned int cols)
