@@ -187,7 +187,9 @@ inline cudaError_t cudaGetDevice(int *device)
 inline cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int)
 {
     const char *sms = std::getenv("EMU_SMS");
-    *value = attr == cudaDevAttrMultiProcessorCount ? (sms != nullptr ? std::atoi(sms) : 3) : 0;
+    *value = attr == cudaDevAttrMultiProcessorCount ? (sms != nullptr ? std::atoi(sms) : 3)
+             : attr == cudaDevAttrMaxThreadsPerMultiProcessor ? 2048
+                                                                : 0;
     return cudaSuccess;
 }
 

@@ -347,10 +347,18 @@ static int dependent_launch(void)
 }
 
 // The workspace: one partial row of dgamma and one of dbeta per block, in
-// its scratch part (written before it is read in every call).
+// its scratch part (written before it is read in every call). It is sized
+// before the pointers are known, and they choose the kernel (packed or not)
+// and so its blocks an SM: room for as many as an SM's threads allow.
 struct workspace_size back_workspace(const struct back_problem *p)
 {
-    struct workspace_size size = {0, 2 * (size_t)grid_blocks(p) * p->cols * sizeof(float)};
+    int device, sms, threads;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    size_t max = (size_t)sms * (threads / BLOCK_SIZE);
+    size_t blocks = p->rows < max ? p->rows : max;
+    struct workspace_size size = {0, 2 * blocks * p->cols * sizeof(float)};
     return size;
 }
 
