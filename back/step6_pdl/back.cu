@@ -13,7 +13,8 @@
 //         kernel exits. Here they are already resident and waiting.
 // Why the order is still fixed: the wait covers the whole first grid and its
 //         memory, as stream order does; the sums run in step 5's order.
-// Effect: not measured yet.
+// Effect: 32768 x 1024: 108.6 us against step 5's 109.7 (0.85 of copy3's
+//         92.1); 8192 x 4096: 108.2 against 109.4 (back/README.md, measured).
 #include "back.h"
 #include "check.h"
 

@@ -13,7 +13,8 @@
 //         on its way all the time.
 // Why the order is still fixed: the same sums in the same order; only the
 //         loads move.
-// Effect: not measured yet.
+// Effect: 32768 x 1024: 105.2 us against step 6's 108.6 (0.88 of copy3's
+//         92.1); 8192 x 4096: 107.6 against 108.2, 0.86 (back/README.md).
 #include "back.h"
 #include "check.h"
 
