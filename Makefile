@@ -115,11 +115,12 @@ all: $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(BACK_PROGRAMS) $(BA
 test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(BACK_PROGRAMS) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o \
             $(if $(TEST_GPU),$(BROKEN) $(MUTANTS) $(MONITORED)) $(TEST_BUILD_MORE)
 
-# The charts of RESULTS and its part 2 sibling (mk/results.mk), after the
+# The charts of RESULTS and its part 2 and 3 siblings (mk/results.mk), after the
 # accuracy, variance, diagram and multigpu pictures.
 plot: $(NEED_VENV) $(PLOT_PARTS)
 	$(PLOT_PYTHON) tools/plot.py --chinese --results $(RESULTS) $(PROFILE_ARG)
 	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(ROW_RESULTS); fi
+	@if [ -f $(BACK_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(BACK_RESULTS); fi
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES) \

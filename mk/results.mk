@@ -53,11 +53,13 @@ tune: gpu-check $(HARNESS) | build
 
 # `make plot` (defined in the Makefile, with the pictures of mk/accuracy.mk,
 # mk/diagrams.mk and mk/multigpu.mk) draws the charts of RESULTS (default:
-# the committed reference) and of its part 2 sibling <name>-rows.csv, into
+# the committed reference) and of its siblings <name>-rows.csv (part 2) and
+# <name>-back.csv (part 3), into
 # its folder; --chinese: each chart also as <name>.zh-CN.png for the Chinese
 # pages (tools/chart_zh.py; the font is pinned in tools/requirements.txt).
 # No README is written: that is `make docs`.
 ROW_RESULTS = $(patsubst %.csv,%-rows.csv,$(RESULTS))
+BACK_RESULTS = $(patsubst %.csv,%-back.csv,$(RESULTS))   # part 3's (tools/bench.py --only back)
 
 # A finished run's results become the reference: tools/publish.py copies
 # OUT_DIR's CSVs and logs of the reference's GPU into plots/reference under

@@ -233,6 +233,21 @@ class ChartContentTests(Workspace):
     def test_no_gpu_name_in_the_source(self):
         self.assertNotIn("H200", read(PLOT))
 
+    def test_part3_gets_its_progression_and_its_share_of_the_three_stream_copy(self):
+        figures = self.draw(os.path.join(ROOT, "plots", "reference", "h200-back.csv"))
+        self.assertEqual(sorted(figures), ["back-layernorm_backward", "back-progression"])
+        self.assertIn("Part 3 on NVIDIA H200: LayerNorm backward",
+                      self.texts(figures["back-progression"])[0])
+        ax = figures["back-layernorm_backward"].axes[0]
+        bars = {c.get_label(): [b.get_height() for b in c.patches] for c in ax.containers
+                if hasattr(c, "patches")}
+        # Step 7's bars: its GB/s over copy3's in step 7's own run (92.08 and 92.14
+        # us against 105.22 and 107.60 at 32768 x 1024 and 8192 x 4096; step 7's
+        # bytes also count gamma, mean, rstd, dgamma and dbeta).
+        self.assertEqual([round(h, 3) for h in bars["back/step7_ahead"]], [0.876, 0.857])
+        self.assertIn("copy of the same three streams (= 1)",
+                      [line.get_label() for line in ax.get_lines()])
+
     def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
         fig = self.draw(RESULTS)["vs-cub"]
         ax = fig.axes[0]
@@ -422,6 +437,13 @@ class ChineseWordsTests(unittest.TestCase):
         # a GPU's name is data, its SM count is words
         self.assertEqual(chart_zh.translate("FIXTURE GPU (invented numbers) (132 SMs)"),
                          "FIXTURE GPU (invented numbers)（132 个 SM）")
+
+    def test_part3_texts(self):
+        self.assertEqual(chart_zh.translate("Part 3 on NVIDIA H200: LayerNorm backward, every "
+                                            "program at 32768 x 1024"),
+                         "NVIDIA H200 上的第 3 部分：LayerNorm 反向传播，32768 x 1024 上的每个程序")
+        self.assertEqual(chart_zh.translate("copy of the same three streams: 4371 GB/s"),
+                         "复制同样的三路数据流：4371 GB/s")
 
     def test_a_new_english_label_is_seen(self):
         self.assertIsNone(chart_zh.translate("bandwidth of the new step"))

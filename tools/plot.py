@@ -11,7 +11,9 @@ results file name without ".csv":
   <slug>-vs-cub.png       steps 6 and later relative to CUB across n (launch-bound region shaded)
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
 A part 2 results file (<gpu>-rows.csv) gets its own three, a fourth once a
-softmax step is measured and a fifth once a bfloat16 step is:
+softmax step is measured and a fifth once a bfloat16 step is (a part 3 file,
+<gpu>-back.csv, the first and its own share chart, <slug>-layernorm_backward.png,
+against back/copy3):
   <slug>-progression.png  GB/s of every row program at 32768 x 1024, against the copy
   <slug>-layernorm.png    each LayerNorm step's and PyTorch's share of the copy's bandwidth, per shape
   <slug>-sum.png          each row sum's, CUB's and PyTorch's share of step 9 on one array, per shape
@@ -462,7 +464,14 @@ COLOUR_SOFTMAX, COLOUR_BF16 = "#2e8b57", "#8e44ad"
 ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG, "LayerNorm steps"),
                   ("softmax", COLOUR_SOFTMAX, "softmax steps"),
                   ("softmax" + compare.BF16, COLOUR_BF16, "bfloat16 steps (2 bytes an element)"),
-                  ("layernorm" + compare.BF16, COLOUR_BF16, None))
+                  ("layernorm" + compare.BF16, COLOUR_BF16, None),
+                  ("layernorm_backward", COLOUR_BIG, "LayerNorm backward steps"))
+STEP_PREFIXES = ("rows/step", "back/step")   # part 2's and part 3's steps
+
+
+def is_back(rm):
+    """True for part 3's results (tools/bench.py --only back): back/ programs."""
+    return any(p.startswith("back/") for p in rm.programs)
 
 
 def row_caption(rm):
@@ -487,21 +496,24 @@ def row_chart_path(rm, kind, out_dir):
 def draw_rows_progression(mpl, rm, path):
     shape = compare.ROW_SEED_SHAPE
     programs = [p for p in rm.programs if rm.get(p, shape)]
+    back = is_back(rm)
     fig, ax = mpl.plt.subplots(figsize=(max(15, 0.72 * len(programs)), 7.5), layout="constrained")
     for x, step in enumerate(programs):
         row = rm.get(step, shape)
         colour = (COLOUR_TORCH if step.startswith(compare.TORCH) else
-                  COLOUR_COPY if not step.startswith("rows/step") else
+                  COLOUR_COPY if not step.startswith(STEP_PREFIXES) else
                   dict((op, c) for op, c, _ in ROW_OP_COLOURS).get(row.op, COLOUR_BIG))
         ax.bar(x, row.gbps, 0.7, yerr=gbps_whisker(row, rm.spread(step, shape)),
                error_kw=dict(elinewidth=1.2, capsize=3, ecolor="#222222"),
                **torch_style(step, colour))
         ax.annotate(f"{row.median_us:.1f} us", (x, row.gbps), xytext=(0, 4),
                     textcoords="offset points", ha="center", fontsize=8.5)
-    copy, one = rm.get(compare.COPY, shape), rm.get(compare.ONE_ARRAY, shape)
+    copy = rm.get(compare.BACK_COPY if back else compare.COPY, shape)
+    one = rm.get(compare.ONE_ARRAY, shape)
     if copy:
         ax.axhline(copy.gbps, color=COLOUR_COPY, linestyle="--", linewidth=1.5,
-                   label=f"copy of the same bytes: {copy.gbps:.0f} GB/s")
+                   label=(f"copy of the same three streams: {copy.gbps:.0f} GB/s" if back else
+                          f"copy of the same bytes: {copy.gbps:.0f} GB/s"))
     if one:
         ax.axhline(one.gbps, color=COLOUR_MID, linestyle=":", linewidth=1.8,
                    label=f"part 1's step 9 on the same floats as one array: {one.gbps:.0f} GB/s")
@@ -510,22 +522,26 @@ def draw_rows_progression(mpl, rm, path):
         ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
                    label=f"theoretical peak {peak:.0f} GB/s")
     ax.set_xticks(range(len(programs)),
-                  [marked(rm, p, p.replace("rows/", "").replace("_", "\n").replace("/", "\n"))
+                  [marked(rm, p, p.replace("rows/", "").replace("back/", "").replace("_", "\n")
+                          .replace("/", "\n"))
                    for p in programs], fontsize=8.5)
     ax.set_ylabel("GB/s  (bytes one run must move / median time)")
     ax.set_ylim(0, 1.3 * max(peak, max(rm.get(p, shape).gbps for p in programs)))
     ax.grid(axis="y", alpha=0.3)
-    ops = {rm.op(p) for p in programs if p.startswith("rows/step")}
+    ops = {rm.op(p) for p in programs if p.startswith(STEP_PREFIXES)}
     ax.legend(handles=ax.get_legend_handles_labels()[0] + [
         mpl.Patch(color=colour, label=label) for op, colour, label in ROW_OP_COLOURS
         if label and (op in ops or op.endswith(compare.BF16) and
                       any(o.endswith(compare.BF16) for o in ops))] + [
-        mpl.Patch(color=COLOUR_COPY, label="copy and CUB segmented sum"),
+        mpl.Patch(color=COLOUR_COPY, label="the three-stream copy" if back else
+                  "copy and CUB segmented sum"),
         mpl.Patch(color=COLOUR_TORCH, label="PyTorch"),
         mpl.Patch(label="PyTorch, torch.compile", **torch_style(compare.TORCH_COMPILED,
                                                                  COLOUR_TORCH))],
         loc="upper left", fontsize=9.5, ncol=2)
-    fig.suptitle(f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
+    fig.suptitle(f"Part 3 on {rm.describe('gpu')}: LayerNorm backward, every program at "
+                 f"{compare.shape_label(shape)}" if back else
+                 f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
                  fontsize=15, fontweight="bold")
     fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
     save_figure(mpl, fig, path)
@@ -534,7 +550,7 @@ def draw_rows_progression(mpl, rm, path):
 def draw_rows_shares(mpl, rm, path, ops, bar, title):
     """Each program of ops (and PyTorch's) as a share of bar's speed, per shape."""
     shapes = rm.shapes
-    programs = [p for p in rm.programs if rm.op(p) in ops and p.startswith("rows/step")]
+    programs = [p for p in rm.programs if rm.op(p) in ops and p.startswith(STEP_PREFIXES)]
     programs += [p for p in [compare.ROW_CUB if "sum" in ops else None] +
                  [compare.TORCH + op for op in ops] + [compare.TORCH_COMPILED + op for op in ops]
                  if p and any(rm.get(p, s) for s in shapes)]
@@ -571,6 +587,7 @@ def draw_rows_shares(mpl, rm, path, ops, bar, title):
                label=marked(rm, step), **torch_style(step, colour))
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.5,
                label={compare.COPY: "copy of the same bytes (= 1)",
+                      compare.BACK_COPY: "copy of the same three streams (= 1)",
                       compare.COPY16: "bfloat16 copy of the same bytes (= 1)"}.get(
                    bar, "step 9 on the same floats as one array (= 1)"))
     elem = 2 if bar == compare.COPY16 else 4
@@ -592,6 +609,12 @@ def draw_row_charts(mpl, rm, out_dir):
     os.makedirs(out_dir, exist_ok=True)
     gpu = rm.describe("gpu")
     draw_rows_progression(mpl, rm, row_chart_path(rm, "progression", out_dir))
+    if is_back(rm):   # part 3: its one operation against its own bar
+        draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm_backward", out_dir),
+                         ("layernorm_backward",), compare.BACK_COPY,
+                         f"LayerNorm backward on {gpu}: share of the three-stream copy's speed, "
+                         f"per shape")
+        return
     draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), ("layernorm",),
                      compare.COPY, f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
     draw_rows_shares(mpl, rm, row_chart_path(rm, "sum", out_dir), ("sum",), compare.ONE_ARRAY,
