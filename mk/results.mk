@@ -32,7 +32,7 @@ TORCH_PYTHON ?= $(PYTHON)
 # their rows into OUT_DIR's files (tools/bench.py --only).
 ONLY ?=
 ONLY_FLAG = $(if $(ONLY),--only '$(ONLY)')
-bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(NEED_VENV) | build
+bench: gpu-check $(PROGRAMS) $(ROW_PROGRAMS) $(BACK_PROGRAMS) $(NEED_VENV) | build
 	@rm -f build/bench-results
 	@status=0; \
 	$(PYTHON) tools/bench.py --root . --out-dir $(OUT_DIR) --record-path build/bench-results \
