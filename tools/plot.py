@@ -466,12 +466,12 @@ ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG
                   ("softmax" + compare.BF16, COLOUR_BF16, "bfloat16 steps (2 bytes an element)"),
                   ("layernorm" + compare.BF16, COLOUR_BF16, None),
                   ("layernorm_backward", COLOUR_BIG, "LayerNorm backward steps"))
-STEP_PREFIXES = ("rows/step", "back/step")   # part 2's and part 3's steps
+STEP_PREFIXES = tuple(part + "step" for part in schema.PARTS)   # part 2's and part 3's steps
 
 
 def is_back(rm):
     """True for part 3's results (tools/bench.py --only back): back/ programs."""
-    return any(p.startswith("back/") for p in rm.programs)
+    return any(p.startswith(schema.BACK) for p in rm.programs)
 
 
 def row_caption(rm):
@@ -522,7 +522,7 @@ def draw_rows_progression(mpl, rm, path):
         ax.axhline(peak, color=COLOUR_PEAK, linestyle="--", linewidth=1.2,
                    label=f"theoretical peak {peak:.0f} GB/s")
     ax.set_xticks(range(len(programs)),
-                  [marked(rm, p, p.replace("rows/", "").replace("back/", "").replace("_", "\n")
+                  [marked(rm, p, p.replace(schema.ROWS, "").replace(schema.BACK, "").replace("_", "\n")
                           .replace("/", "\n"))
                    for p in programs], fontsize=8.5)
     ax.set_ylabel("GB/s  (bytes one run must move / median time)")
