@@ -1,48 +1,33 @@
-// LayerNorm backward, a row at a time: each thread keeps its columns' dgamma and dbeta in registers.
+// LayerNorm backward, step 5 with the column sums spread over every SM: 8 columns a block.
 //
-// Change: the layout turns around. Steps 2-4 gave each block chunks of 8
-//         rows and kept each column's running sums in the block's partial
-//         row in global memory, read and written again every chunk. Here a
-//         block (256 threads) takes one row at a time from its slice, and
-//         thread t always owns the same columns: 16-byte packs t, t + 256,
-//         ... (up to 16 floats a row). It loads its share of the row once
-//         into registers, the block sums the row's two sums (shuffles, then
-//         the 8 warps' parts in warp order, one barrier a row), writes dx,
-//         and adds dy * xhat and dy into its columns' dgamma and dbeta,
-//         which stay in registers over all the block's rows: the partial row
-//         is written once, at the end. Step 2's second kernel then sums the
-//         partial rows, 8 columns a block, so that all SMs share it.
-// Why the order is still fixed: each thread adds its rows in row order,
-//         each row's sums go lanes, then warps in order; the second kernel
-//         adds the partial rows in a fixed pattern. The same bits every run.
-// Why it helps: x and dy come from DRAM once (step 4 kept them only up to
-//         1024 columns, and at 2 blocks an SM); no partial row goes back and
-//         forth between chunks; no last block reads megabytes alone (step
-//         3). 12 bytes an element, as back/baseline_copy3 moves.
-// Effect: 32768 x 1024: 110 us against step 2's 221 us (copy3 92 us);
-//         8192 x 4096: 109 us against 273 us (back/README.md, measured).
+// Change: the second kernel takes 8 columns a block of 1024 threads, not
+//         32 columns a block of 256: cols / 8 blocks (128 at 1024 columns)
+//         where step 5 had cols / 32 (32). Lane l of warp w adds column
+//         l % 8 of partial rows w * 4 + l / 8, then 128 rows on; the 4
+//         lanes of a column add by shuffles, then the 32 warps in warp order.
+// Why it helps: step 5's second kernel read the partial rows (3 MB at
+//         32768 x 1024) on 32 of 132 SMs, a few warps each: too few loads
+//         in flight to keep DRAM busy. Four times the blocks, four times the
+//         warps a block: every SM takes part.
+// Why the order is still fixed: the pattern depends only on the grid and
+//         the partial rows' count: the same bits every run.
+// Effect: measured in back/README.md.
 #include "back.h"
 #include "check.h"
 
-
-#define BLOCK_SIZE 256
+#define BLOCK_SIZE 256   // threads per block: 8 warps
 #define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 #define WARPS (BLOCK_SIZE / WARP_SIZE)
-#define FULL_MASK 0xffffffffu
-#define MAX_PER_THREAD 16   // floats of a row a thread keeps: 4 packs of x, 4 of dy
+#define MAX_PER_THREAD 16   // floats of a row a thread keeps: 16 of x, 16 of dy
 #define MAX_COLS (BLOCK_SIZE * MAX_PER_THREAD)   // the widest row kept: 4096 columns
 #define SUM_THREADS 1024    // the second kernel: 32 warps a block of 8 columns
 #define SUM_WARPS (SUM_THREADS / WARP_SIZE)
 #define SUM_COLS 8          // columns a block of the second kernel sums
-// Blocks an SM the one-pack kernels are held to: 6 x 256 threads, 48 warps;
-// sm_75 holds 1024 threads an SM, so 4 there.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define MIN_BLOCKS 4
-#else
-#define MIN_BLOCKS 6
-#endif
 
-// One warp, 32 sums -> 1, in every lane (each lane needs m1 and m2).
+// One warp, 32 sums -> 1, in every lane: each step adds the lane whose
+// index differs in one bit, so after 5 steps all 32 hold the same total
+// (every thread needs m1 and m2, not only lane 0).
 __device__ float warp_allreduce(float v)
 {
 #pragma unroll
@@ -51,37 +36,13 @@ __device__ float warp_allreduce(float v)
     return v;
 }
 
-// PACK floats: one 16-byte load where the row and its start allow (PACK 4),
-// else one float (PACK 1: any width, any offset).
-template <int PACK>
-__device__ __forceinline__ void load_pack(const float *p, float (&v)[PACK])
-{
-    if constexpr (PACK == 4) {
-        float4 t = *(const float4 *)p;
-        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
-    } else {
-        v[0] = *p;
-    }
-}
-
-template <int PACK>
-__device__ __forceinline__ void store_pack(float *p, const float (&v)[PACK])
-{
-    if constexpr (PACK == 4)
-        *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
-    else
-        *p = v[0];
-}
-
-// PACKS packs of PACK floats a thread a row. One pack a thread takes 40
-// registers (16 bytes spilled) when held to 6 blocks an SM, 48 warps; 56
-// when not, 4 blocks: 110 against 122 us at 32768 x 1024 on the H200. More packs need their
-// registers: there the compiler chooses.
-template <int PACK, int PACKS>
-__global__ void __launch_bounds__(BLOCK_SIZE, PACKS == 1 ? MIN_BLOCKS : 1)
-ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, const float *g_mean,
-                   const float *g_rstd, float *g_dx, float *g_partials, unsigned int rows,
-                   unsigned int cols)
+// PER_THREAD floats of a row a thread: columns t, t + 256, ... The fewest
+// that hold the row are built in (below), so no register holds a column
+// past the row's end for long.
+template <int PER_THREAD>
+__global__ void ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
+                                   const float *g_mean, const float *g_rstd, float *g_dx,
+                                   float *g_partials, unsigned int rows, unsigned int cols)
 {
     // Each warp's part of the row's two sums, in two buffers by the row's
     // parity: a thread that runs ahead to the next row writes the other one,
@@ -90,51 +51,39 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
     __shared__ float s_sums[2][2][WARPS];   // [row parity][sum g, sum g xhat][warp]
     unsigned int lane = threadIdx.x % WARP_SIZE;
     unsigned int warp = threadIdx.x / WARP_SIZE;
+    // This block's slice, rows [first, last): the same rows every run. The
+    // grid has at most one block per row, so no slice is empty.
     unsigned int first = (unsigned int)((size_t)blockIdx.x * rows / gridDim.x);
     unsigned int last = (unsigned int)((size_t)(blockIdx.x + 1) * rows / gridDim.x);
     // The thread's columns: gamma for every row, and the sums over the
     // block's rows (0 past the row's end, so those add nothing).
-    float gamma[PACKS][PACK], dgamma[PACKS][PACK], dbeta[PACKS][PACK];
+    float gamma[PER_THREAD], dgamma[PER_THREAD], dbeta[PER_THREAD];
 #pragma unroll
-    for (int j = 0; j < PACKS; j++) {
-        unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
-        if (c < cols)
-            load_pack<PACK>(g_gamma + c, gamma[j]);
-#pragma unroll
-        for (int e = 0; e < PACK; e++) {
-            if (c >= cols)
-                gamma[j][e] = 0.0f;
-            dgamma[j][e] = 0.0f, dbeta[j][e] = 0.0f;
-        }
+    for (int j = 0; j < PER_THREAD; j++) {
+        unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+        gamma[j] = c < cols ? g_gamma[c] : 0.0f;
+        dgamma[j] = 0.0f, dbeta[j] = 0.0f;
     }
     for (unsigned int row = first; row < last; row++) {
         const float *x = g_x + (size_t)row * cols;
         const float *dy = g_dy + (size_t)row * cols;
         float mean = g_mean[row], rstd = g_rstd[row];
         // The thread's share of the row, all loads in flight at once.
-        float xhat[PACKS][PACK], d[PACKS][PACK];
+        float xhat[PER_THREAD], d[PER_THREAD];
 #pragma unroll
-        for (int j = 0; j < PACKS; j++) {
-            unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
-            if (c < cols) {
-                load_pack<PACK>(x + c, xhat[j]);
-                load_pack<PACK>(dy + c, d[j]);
-            } else {
-#pragma unroll
-                for (int e = 0; e < PACK; e++)
-                    xhat[j][e] = mean, d[j][e] = 0.0f;
-            }
+        for (int j = 0; j < PER_THREAD; j++) {
+            unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+            xhat[j] = c < cols ? x[c] : mean;
+            d[j] = c < cols ? dy[c] : 0.0f;
         }
         float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma unroll
-        for (int j = 0; j < PACKS; j++)
-#pragma unroll
-            for (int e = 0; e < PACK; e++) {
-                xhat[j][e] = (xhat[j][e] - mean) * rstd;
-                float g = d[j][e] * gamma[j][e];
-                sum_g += g;
-                sum_gx += g * xhat[j][e];
-            }
+        for (int j = 0; j < PER_THREAD; j++) {
+            xhat[j] = (xhat[j] - mean) * rstd;
+            float g = d[j] * gamma[j];
+            sum_g += g;
+            sum_gx += g * xhat[j];
+        }
         sum_g = warp_allreduce(sum_g);
         sum_gx = warp_allreduce(sum_gx);
         unsigned int parity = row & 1;
@@ -152,29 +101,25 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
         m1 /= (float)cols;
         m2 /= (float)cols;
 #pragma unroll
-        for (int j = 0; j < PACKS; j++) {
-            unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
+        for (int j = 0; j < PER_THREAD; j++) {
+            unsigned int c = threadIdx.x + j * BLOCK_SIZE;
             if (c < cols) {
-                float out[PACK];
-#pragma unroll
-                for (int e = 0; e < PACK; e++) {
-                    out[e] = rstd * (d[j][e] * gamma[j][e] - m1 - xhat[j][e] * m2);
-                    dgamma[j][e] += d[j][e] * xhat[j][e];   // rows in order
-                    dbeta[j][e] += d[j][e];
-                }
-                store_pack<PACK>(g_dx + (size_t)row * cols + c, out);
+                g_dx[(size_t)row * cols + c] = rstd * (d[j] * gamma[j] - m1 - xhat[j] * m2);
+                dgamma[j] += d[j] * xhat[j];   // rows in order: the same sum every run
+                dbeta[j] += d[j];
             }
         }
     }
-    // The block's partial rows, written once: dgamma's, then dbeta's.
+    // The block's partial rows, written once: dgamma's, then (gridDim.x rows
+    // on) dbeta's.
     float *part_dgamma = g_partials + (size_t)blockIdx.x * cols;
     float *part_dbeta = g_partials + ((size_t)gridDim.x + blockIdx.x) * cols;
 #pragma unroll
-    for (int j = 0; j < PACKS; j++) {
-        unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
+    for (int j = 0; j < PER_THREAD; j++) {
+        unsigned int c = threadIdx.x + j * BLOCK_SIZE;
         if (c < cols) {
-            store_pack<PACK>(part_dgamma + c, dgamma[j]);
-            store_pack<PACK>(part_dbeta + c, dbeta[j]);
+            part_dgamma[c] = dgamma[j];
+            part_dbeta[c] = dbeta[j];
         }
     }
 }
@@ -184,10 +129,9 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
 // column sums in its own slots of the block's partial row, in global memory
 // (only this thread touches them). Slow (0.2 of the copy at 4096 x 8192 on
 // the H200), but right at every width: exercise 3 is making it fast.
-__global__ void __launch_bounds__(BLOCK_SIZE)
-ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
-                        const float *g_mean, const float *g_rstd, float *g_dx, float *g_partials,
-                        unsigned int rows, unsigned int cols)
+__global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
+                                        const float *g_mean, const float *g_rstd, float *g_dx,
+                                        float *g_partials, unsigned int rows, unsigned int cols)
 {
     __shared__ float s_sums[2][2][WARPS];
     unsigned int lane = threadIdx.x % WARP_SIZE;
@@ -234,12 +178,10 @@ ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamm
     }
 }
 
-// The second kernel: SUM_COLS columns a block, so that cols / 8 blocks (128
-// at 1024 columns) share the partial rows, where 32-column tiles kept 32
-// SMs busy (10 us against 6.5 at 32768 x 1024). Lane l takes column l % 8
-// of partial rows w * 4 + l / 8, then 128 rows on: each load is four
-// 32-byte sectors. The 4 lanes of a column add by shuffles, then the 32
-// warps in warp order: a fixed pattern, the same bits every run.
+// SUM_COLS columns from blockIdx.x * 8 on: lane l of warp w takes column
+// l % 8 of partial rows w * 4 + l / 8, then 128 rows on, so each load is
+// four 32-byte sectors. The 4 lanes of a column add by shuffles, then warp
+// 0 adds the 32 warps' sums in warp order: a fixed pattern.
 __global__ void __launch_bounds__(SUM_THREADS)
 column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int cols,
                     float *g_dgamma, float *g_dbeta)
@@ -279,40 +221,24 @@ column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int co
 typedef void (*kernel_t)(const float *, const float *, const float *, const float *,
                          const float *, float *, float *, unsigned int, unsigned int);
 
-// 16-byte packs need whole packs in every row and 16-byte aligned starts.
-static bool packed(const struct back_problem *p)
-{
-    return p->cols % 4 == 0 && ((size_t)p->x | (size_t)p->dy | (size_t)p->dx |
-                                (size_t)p->gamma) % 16 == 0;
-}
-
-// The kernel for a row: the fewest packs a thread that hold it.
+// The kernel for a row: the fewest floats a thread that hold it.
 static kernel_t kernel_for(const struct back_problem *p)
 {
     if (p->cols > MAX_COLS)
         return ln_backward_wide_kernel;
-    if (packed(p)) {
-        size_t packs = (p->cols / 4 + BLOCK_SIZE - 1) / BLOCK_SIZE;
-        if (packs <= 1)
-            return ln_backward_kernel<4, 1>;
-        return packs <= 2 ? ln_backward_kernel<4, 2> : ln_backward_kernel<4, 4>;
-    }
     size_t floats = (p->cols + BLOCK_SIZE - 1) / BLOCK_SIZE;
     if (floats <= 1)
-        return ln_backward_kernel<1, 1>;
+        return ln_backward_kernel<1>;
     if (floats <= 2)
-        return ln_backward_kernel<1, 2>;
+        return ln_backward_kernel<2>;
     if (floats <= 4)
-        return ln_backward_kernel<1, 4>;
-    return floats <= 8 ? ln_backward_kernel<1, 8> : ln_backward_kernel<1, 16>;
+        return ln_backward_kernel<4>;
+    return floats <= 8 ? ln_backward_kernel<8> : ln_backward_kernel<16>;
 }
 
 // One wave, as in step 2: as many blocks as the GPU holds at once (the
-// occupancy calculator asks the kernel that runs: 792 on an H200 at 1024
-// columns, 264 at 4096), each with a fixed slice of rows, never more blocks
-// than rows. Fewer blocks an SM left the loads too few to hide DRAM's
-// latency: at 32768 x 1024, 1, 2, 3 and 4 blocks an SM took 279, 167, 136
-// and 123 us.
+// occupancy calculator asks the kernel that runs), each with a fixed slice
+// of rows, never more blocks than rows.
 static unsigned int grid_blocks(const struct back_problem *p)
 {
     int device, sms, per_sm;
@@ -325,18 +251,10 @@ static unsigned int grid_blocks(const struct back_problem *p)
 }
 
 // The workspace: one partial row of dgamma and one of dbeta per block, in
-// its scratch part (written before it is read in every call). It is sized
-// before the pointers are known, and they choose the kernel (packed or not)
-// and so its blocks an SM: room for as many as an SM's threads allow.
+// its scratch part (written before it is read in every call).
 struct workspace_size back_workspace(const struct back_problem *p)
 {
-    int device, sms, threads;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    size_t max = (size_t)sms * (threads / BLOCK_SIZE);
-    size_t blocks = p->rows < max ? p->rows : max;
-    struct workspace_size size = {0, 2 * blocks * p->cols * sizeof(float)};
+    struct workspace_size size = {0, 2 * (size_t)grid_blocks(p) * p->cols * sizeof(float)};
     return size;
 }
 
@@ -346,7 +264,7 @@ void back_run(const struct back_problem *p)
     // column of dgamma and dbeta: nothing to zero first.
     unsigned int blocks = grid_blocks(p);
     float *partials = (float *)p->work.scratch;
-    auto kernel = kernel_for(p);
+    kernel_t kernel = kernel_for(p);
     kernel<<<blocks, BLOCK_SIZE>>>(p->x, p->dy, p->gamma, p->mean, p->rstd, p->dx, partials,
                                    (unsigned int)p->rows, (unsigned int)p->cols);
     CHECK_LAUNCH();

@@ -1,42 +1,44 @@
-// LayerNorm backward, step 5's two kernels with the second one launched while the first still runs.
+// LayerNorm backward, step 8 with each block loading its next row while it reduces this one.
 //
-// Change: the column sums are launched as a programmatic dependent launch
-//         (sm_90): every block of the first kernel says, once its rows
-//         are done, that the second may launch, so the second kernel's
-//         blocks take the SMs the first one's blocks leave, and wait at
-//         cudaGridDependencySynchronize() until the first kernel has
-//         finished and its partial rows are visible. Before sm_90 the
-//         launch is an ordinary one (the flag is off; the wait is not built).
-// Why it helps: between two ordinary launches in a stream the GPU drains the
-//         first grid, then starts the second: its blocks are placed and its
-//         first instructions run only after the last block of the first
-//         kernel exits. Here they are already resident and waiting.
-// Why the order is still fixed: the wait covers the whole first grid and its
-//         memory, as stream order does; the sums run in step 5's order.
-// Effect: 32768 x 1024: 108.6 us against step 5's 109.7 (0.85 of copy3's
-//         92.1); 8192 x 4096: 108.2 against 109.4 (back/README.md, measured).
+// Change: each thread sends for its share of the next row (x and dy) at
+//         the top of a row, before this row's sums, barrier and stores:
+//         the loads arrive while the block works, and the next row starts
+//         with its data in registers. The two shares need registers: each
+//         kernel is held to the blocks an SM its width can fit.
+// Why it helps: in step 8 a block had loads in flight only until its row
+//         arrived; during the row's block sums, barrier and stores it asked
+//         DRAM for nothing, and the SM's other blocks alone kept too few
+//         bytes in flight to hide DRAM's latency. Now every block has a row
+//         on its way all the time.
+// Why the order is still fixed: the same sums in the same order; only the
+//         loads move.
+// Effect: measured in back/README.md.
 #include "back.h"
 #include "check.h"
 
-
-#define BLOCK_SIZE 256
+#define BLOCK_SIZE 256   // threads per block: 8 warps
 #define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 #define WARPS (BLOCK_SIZE / WARP_SIZE)
-#define FULL_MASK 0xffffffffu
 #define MAX_PER_THREAD 16   // floats of a row a thread keeps: 4 packs of x, 4 of dy
 #define MAX_COLS (BLOCK_SIZE * MAX_PER_THREAD)   // the widest row kept: 4096 columns
 #define SUM_THREADS 1024    // the second kernel: 32 warps a block of 8 columns
 #define SUM_WARPS (SUM_THREADS / WARP_SIZE)
 #define SUM_COLS 8          // columns a block of the second kernel sums
-// Blocks an SM the one-pack kernels are held to: 6 x 256 threads, 48 warps;
-// sm_75 holds 1024 threads an SM, so 4 there.
+// Blocks an SM a kernel is held to: two rows' shares need registers, so
+// ptxas is told how many blocks must fit. Narrow rows (1 or 2 floats a
+// thread) fit 6 (40 registers; sm_75 holds 1024 threads an SM, 4 there),
+// 4 floats fit 4, wider rows 2.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#define MIN_BLOCKS 4
+#define NARROW_BLOCKS 4
 #else
-#define MIN_BLOCKS 6
+#define NARROW_BLOCKS 6
 #endif
+#define MIN_BLOCKS(floats) ((floats) <= 2 ? NARROW_BLOCKS : (floats) <= 4 ? 4 : 2)
 
-// One warp, 32 sums -> 1, in every lane (each lane needs m1 and m2).
+// One warp, 32 sums -> 1, in every lane: each step adds the lane whose
+// index differs in one bit, so after 5 steps all 32 hold the same total
+// (every thread needs m1 and m2, not only lane 0).
 __device__ float warp_allreduce(float v)
 {
 #pragma unroll
@@ -85,12 +87,34 @@ __device__ __forceinline__ void store_pack(float *p, const float (&v)[PACK])
         *p = v[0];
 }
 
-// PACKS packs of PACK floats a thread a row. One pack a thread takes 40
-// registers (16 bytes spilled) when held to 6 blocks an SM, 48 warps; 56
-// when not, 4 blocks: 110 against 122 us at 32768 x 1024 on the H200. More packs need their
-// registers: there the compiler chooses.
+// The thread's share of a row, all loads in flight at once; past the row's
+// end x is the row's mean (so xhat is 0) and dy is 0: they add nothing.
 template <int PACK, int PACKS>
-__global__ void __launch_bounds__(BLOCK_SIZE, PACKS == 1 ? MIN_BLOCKS : 1)
+__device__ __forceinline__ void load_share(const float *x, const float *dy, unsigned int cols,
+                                           float mean, float (&xs)[PACKS][PACK],
+                                           float (&ds)[PACKS][PACK])
+{
+#pragma unroll
+    for (int j = 0; j < PACKS; j++) {
+        unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
+        if (c < cols) {
+            load_pack<PACK>(x + c, xs[j]);
+            load_pack<PACK>(dy + c, ds[j]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < PACK; e++)
+                xs[j][e] = mean, ds[j][e] = 0.0f;
+        }
+    }
+}
+
+// PACKS packs of PACK floats a thread a row: pack t, t + 256, ... The
+// fewest that hold the row are built in (below), so no register holds a
+// column past the row's end for long. Left free, ptxas gave the widest
+// rows' two shares more than 128 registers and 1 block an SM (126 us
+// against 108 at 8192 x 4096 on the H200), the narrow ones 48 and 5 blocks.
+template <int PACK, int PACKS>
+__global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS(PACK * PACKS))
 ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, const float *g_mean,
                    const float *g_rstd, float *g_dx, float *g_partials, unsigned int rows,
                    unsigned int cols)
@@ -102,6 +126,8 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
     __shared__ float s_sums[2][2][WARPS];   // [row parity][sum g, sum g xhat][warp]
     unsigned int lane = threadIdx.x % WARP_SIZE;
     unsigned int warp = threadIdx.x / WARP_SIZE;
+    // This block's slice, rows [first, last): the same rows every run. The
+    // grid has at most one block per row, so no slice is empty.
     unsigned int first = (unsigned int)((size_t)blockIdx.x * rows / gridDim.x);
     unsigned int last = (unsigned int)((size_t)(blockIdx.x + 1) * rows / gridDim.x);
     // The thread's columns: gamma for every row, and the sums over the
@@ -119,24 +145,24 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
             dgamma[j][e] = 0.0f, dbeta[j][e] = 0.0f;
         }
     }
+    // The next row's share, sent for a row early.
+    float next_x[PACKS][PACK], next_dy[PACKS][PACK];
+    if (first < last)
+        load_share<PACK, PACKS>(g_x + (size_t)first * cols, g_dy + (size_t)first * cols, cols,
+                                g_mean[first], next_x, next_dy);
     for (unsigned int row = first; row < last; row++) {
         const float *x = g_x + (size_t)row * cols;
         const float *dy = g_dy + (size_t)row * cols;
         float mean = g_mean[row], rstd = g_rstd[row];
-        // The thread's share of the row, all loads in flight at once.
+        // This row's share arrived during the last row; send for the next.
         float xhat[PACKS][PACK], d[PACKS][PACK];
 #pragma unroll
-        for (int j = 0; j < PACKS; j++) {
-            unsigned int c = (threadIdx.x + j * BLOCK_SIZE) * PACK;
-            if (c < cols) {
-                load_pack<PACK>(x + c, xhat[j]);
-                load_pack<PACK>(dy + c, d[j]);
-            } else {
+        for (int j = 0; j < PACKS; j++)
 #pragma unroll
-                for (int e = 0; e < PACK; e++)
-                    xhat[j][e] = mean, d[j][e] = 0.0f;
-            }
-        }
+            for (int e = 0; e < PACK; e++)
+                xhat[j][e] = next_x[j][e], d[j][e] = next_dy[j][e];
+        if (row + 1 < last)
+            load_share<PACK, PACKS>(x + cols, dy + cols, cols, g_mean[row + 1], next_x, next_dy);
         float sum_g = 0.0f, sum_gx = 0.0f;
 #pragma unroll
         for (int j = 0; j < PACKS; j++)
@@ -171,7 +197,7 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
 #pragma unroll
                 for (int e = 0; e < PACK; e++) {
                     out[e] = rstd * (d[j][e] * gamma[j][e] - m1 - xhat[j][e] * m2);
-                    dgamma[j][e] += d[j][e] * xhat[j][e];   // rows in order
+                    dgamma[j][e] += d[j][e] * xhat[j][e];   // rows in order: the same sum every run
                     dbeta[j][e] += d[j][e];
                 }
                 store_pack<PACK>(g_dx + (size_t)row * cols + c, out);
@@ -179,7 +205,8 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
         }
     }
     let_next_kernel_launch();   // the second kernel's blocks may take SMs as this grid leaves
-    // The block's partial rows, written once: dgamma's, then dbeta's.
+    // The block's partial rows, written once: dgamma's, then (gridDim.x rows
+    // on) dbeta's.
     float *part_dgamma = g_partials + (size_t)blockIdx.x * cols;
     float *part_dbeta = g_partials + ((size_t)gridDim.x + blockIdx.x) * cols;
 #pragma unroll
@@ -197,10 +224,9 @@ ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma, co
 // column sums in its own slots of the block's partial row, in global memory
 // (only this thread touches them). Slow (0.2 of the copy at 4096 x 8192 on
 // the H200), but right at every width: exercise 3 is making it fast.
-__global__ void __launch_bounds__(BLOCK_SIZE)
-ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
-                        const float *g_mean, const float *g_rstd, float *g_dx, float *g_partials,
-                        unsigned int rows, unsigned int cols)
+__global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
+                                        const float *g_mean, const float *g_rstd, float *g_dx,
+                                        float *g_partials, unsigned int rows, unsigned int cols)
 {
     __shared__ float s_sums[2][2][WARPS];
     unsigned int lane = threadIdx.x % WARP_SIZE;
@@ -247,12 +273,10 @@ ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamm
     }
 }
 
-// The second kernel: SUM_COLS columns a block, so that cols / 8 blocks (128
-// at 1024 columns) share the partial rows, where 32-column tiles kept 32
-// SMs busy (10 us against 6.5 at 32768 x 1024). Lane l takes column l % 8
-// of partial rows w * 4 + l / 8, then 128 rows on: each load is four
-// 32-byte sectors. The 4 lanes of a column add by shuffles, then the 32
-// warps in warp order: a fixed pattern, the same bits every run.
+// SUM_COLS columns from blockIdx.x * 8 on: lane l of warp w takes column
+// l % 8 of partial rows w * 4 + l / 8, then 128 rows on, so each load is
+// four 32-byte sectors. The 4 lanes of a column add by shuffles, then warp
+// 0 adds the 32 warps' sums in warp order: a fixed pattern.
 __global__ void __launch_bounds__(SUM_THREADS)
 column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int cols,
                     float *g_dgamma, float *g_dbeta)
@@ -293,11 +317,14 @@ column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int co
 typedef void (*kernel_t)(const float *, const float *, const float *, const float *,
                          const float *, float *, float *, unsigned int, unsigned int);
 
-// 16-byte packs need whole packs in every row and 16-byte aligned starts.
+// 16-byte packs need whole packs in every row and 16-byte aligned starts;
+// they pay only where every thread has a pack: below 1024 columns a block
+// of 256 would leave threads idle (at 512 columns half of them: 140 us
+// against 119 at 65536 x 512 on the H200), so narrower rows keep one float.
 static bool packed(const struct back_problem *p)
 {
-    return p->cols % 4 == 0 && ((size_t)p->x | (size_t)p->dy | (size_t)p->dx |
-                                (size_t)p->gamma) % 16 == 0;
+    return p->cols % 4 == 0 && p->cols >= 4 * BLOCK_SIZE &&
+           ((size_t)p->x | (size_t)p->dy | (size_t)p->dx | (size_t)p->gamma) % 16 == 0;
 }
 
 // The kernel for a row: the fewest packs a thread that hold it.
@@ -322,11 +349,8 @@ static kernel_t kernel_for(const struct back_problem *p)
 }
 
 // One wave, as in step 2: as many blocks as the GPU holds at once (the
-// occupancy calculator asks the kernel that runs: 792 on an H200 at 1024
-// columns, 264 at 4096), each with a fixed slice of rows, never more blocks
-// than rows. Fewer blocks an SM left the loads too few to hide DRAM's
-// latency: at 32768 x 1024, 1, 2, 3 and 4 blocks an SM took 279, 167, 136
-// and 123 us.
+// occupancy calculator asks the kernel that runs), each with a fixed slice
+// of rows, never more blocks than rows.
 static unsigned int grid_blocks(const struct back_problem *p)
 {
     int device, sms, per_sm;
@@ -369,7 +393,7 @@ void back_run(const struct back_problem *p)
     // column of dgamma and dbeta: nothing to zero first.
     unsigned int blocks = grid_blocks(p);
     float *partials = (float *)p->work.scratch;
-    auto kernel = kernel_for(p);
+    kernel_t kernel = kernel_for(p);
     kernel<<<blocks, BLOCK_SIZE>>>(p->x, p->dy, p->gamma, p->mean, p->rstd, p->dx, partials,
                                    (unsigned int)p->rows, (unsigned int)p->cols);
     CHECK_LAUNCH();

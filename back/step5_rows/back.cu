@@ -1,0 +1,277 @@
+// LayerNorm backward, a row at a time: each thread's columns keep dgamma and dbeta in registers.
+//
+// Change: the layout turns around. Step 2 gave each block chunks of 8 rows
+//         and kept each column's running sums in the block's partial row in
+//         global memory, read and written again every chunk. Here a block
+//         (256 threads) takes one row at a time from its slice, and thread t
+//         always owns the same columns: t, t + 256, ... (up to 16 floats a
+//         row). It loads its share of the row once into registers, the block
+//         sums the row's two sums (shuffles, then the 8 warps' parts in warp
+//         order, one barrier a row), writes dx, and adds dy * xhat and dy into
+//         its columns' dgamma and dbeta, which stay in registers over all the
+//         block's rows: the partial row is written once, at the end. Step 2's
+//         second kernel sums the partial rows as before.
+// Why the order is still fixed: each thread adds its rows in row order,
+//         each row's sums go lanes, then warps in order; the second kernel
+//         adds the partial rows in a fixed pattern. The same bits every run.
+// Why it helps: x and dy come from DRAM once (step 2 read them twice, a
+//         chunk apart; step 4 kept them only up to 1024 columns, at 2 blocks
+//         an SM); no partial row goes back and forth between chunks; no last
+//         block reads megabytes alone (step 3). 12 bytes an element, as
+//         back/baseline_copy3 moves.
+// Effect: measured in back/README.md.
+// Started from step2_partials by make new: make diff STEP=back/5 shows the change against it.
+#include "back.h"
+#include "check.h"
+
+#define BLOCK_SIZE 256   // threads per block: 8 warps
+#define WARP_SIZE 32
+#define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
+#define WARPS (BLOCK_SIZE / WARP_SIZE)
+#define MAX_PER_THREAD 16   // floats of a row a thread keeps: 16 of x, 16 of dy
+#define MAX_COLS (BLOCK_SIZE * MAX_PER_THREAD)   // the widest row kept: 4096 columns
+
+// One warp, 32 sums -> 1, in every lane: each step adds the lane whose
+// index differs in one bit, so after 5 steps all 32 hold the same total
+// (every thread needs m1 and m2, not only lane 0).
+__device__ float warp_allreduce(float v)
+{
+#pragma unroll
+    for (unsigned int offset = WARP_SIZE / 2; offset > 0; offset >>= 1)
+        v += __shfl_xor_sync(FULL_MASK, v, offset);
+    return v;
+}
+
+// PER_THREAD floats of a row a thread: columns t, t + 256, ... The fewest
+// that hold the row are built in (below), so no register holds a column
+// past the row's end for long.
+template <int PER_THREAD>
+__global__ void ln_backward_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
+                                   const float *g_mean, const float *g_rstd, float *g_dx,
+                                   float *g_partials, unsigned int rows, unsigned int cols)
+{
+    // Each warp's part of the row's two sums, in two buffers by the row's
+    // parity: a thread that runs ahead to the next row writes the other one,
+    // so one barrier a row is enough (it cannot reach row + 2's writes
+    // before every thread has passed row + 1's barrier, after reading row).
+    __shared__ float s_sums[2][2][WARPS];   // [row parity][sum g, sum g xhat][warp]
+    unsigned int lane = threadIdx.x % WARP_SIZE;
+    unsigned int warp = threadIdx.x / WARP_SIZE;
+    // This block's slice, rows [first, last): the same rows every run. The
+    // grid has at most one block per row, so no slice is empty.
+    unsigned int first = (unsigned int)((size_t)blockIdx.x * rows / gridDim.x);
+    unsigned int last = (unsigned int)((size_t)(blockIdx.x + 1) * rows / gridDim.x);
+    // The thread's columns: gamma for every row, and the sums over the
+    // block's rows (0 past the row's end, so those add nothing).
+    float gamma[PER_THREAD], dgamma[PER_THREAD], dbeta[PER_THREAD];
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; j++) {
+        unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+        gamma[j] = c < cols ? g_gamma[c] : 0.0f;
+        dgamma[j] = 0.0f, dbeta[j] = 0.0f;
+    }
+    for (unsigned int row = first; row < last; row++) {
+        const float *x = g_x + (size_t)row * cols;
+        const float *dy = g_dy + (size_t)row * cols;
+        float mean = g_mean[row], rstd = g_rstd[row];
+        // The thread's share of the row, all loads in flight at once.
+        float xhat[PER_THREAD], d[PER_THREAD];
+#pragma unroll
+        for (int j = 0; j < PER_THREAD; j++) {
+            unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+            xhat[j] = c < cols ? x[c] : mean;
+            d[j] = c < cols ? dy[c] : 0.0f;
+        }
+        float sum_g = 0.0f, sum_gx = 0.0f;
+#pragma unroll
+        for (int j = 0; j < PER_THREAD; j++) {
+            xhat[j] = (xhat[j] - mean) * rstd;
+            float g = d[j] * gamma[j];
+            sum_g += g;
+            sum_gx += g * xhat[j];
+        }
+        sum_g = warp_allreduce(sum_g);
+        sum_gx = warp_allreduce(sum_gx);
+        unsigned int parity = row & 1;
+        if (lane == 0) {
+            s_sums[parity][0][warp] = sum_g;
+            s_sums[parity][1][warp] = sum_gx;
+        }
+        __syncthreads();   // every warp's part written before any thread adds them
+        float m1 = 0.0f, m2 = 0.0f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++) {   // warps in order: the same sum every run
+            m1 += s_sums[parity][0][w];
+            m2 += s_sums[parity][1][w];
+        }
+        m1 /= (float)cols;
+        m2 /= (float)cols;
+#pragma unroll
+        for (int j = 0; j < PER_THREAD; j++) {
+            unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+            if (c < cols) {
+                g_dx[(size_t)row * cols + c] = rstd * (d[j] * gamma[j] - m1 - xhat[j] * m2);
+                dgamma[j] += d[j] * xhat[j];   // rows in order: the same sum every run
+                dbeta[j] += d[j];
+            }
+        }
+    }
+    // The block's partial rows, written once: dgamma's, then (gridDim.x rows
+    // on) dbeta's.
+    float *part_dgamma = g_partials + (size_t)blockIdx.x * cols;
+    float *part_dbeta = g_partials + ((size_t)gridDim.x + blockIdx.x) * cols;
+#pragma unroll
+    for (int j = 0; j < PER_THREAD; j++) {
+        unsigned int c = threadIdx.x + j * BLOCK_SIZE;
+        if (c < cols) {
+            part_dgamma[c] = dgamma[j];
+            part_dbeta[c] = dbeta[j];
+        }
+    }
+}
+
+// Rows wider than MAX_COLS do not fit a thread's registers: this kernel
+// reads x and dy twice (the row's sums first) and keeps each thread's
+// column sums in its own slots of the block's partial row, in global memory
+// (only this thread touches them). Slow (0.2 of the copy at 4096 x 8192 on
+// the H200), but right at every width: exercise 3 is making it fast.
+__global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
+                                        const float *g_mean, const float *g_rstd, float *g_dx,
+                                        float *g_partials, unsigned int rows, unsigned int cols)
+{
+    __shared__ float s_sums[2][2][WARPS];
+    unsigned int lane = threadIdx.x % WARP_SIZE;
+    unsigned int warp = threadIdx.x / WARP_SIZE;
+    unsigned int first = (unsigned int)((size_t)blockIdx.x * rows / gridDim.x);
+    unsigned int last = (unsigned int)((size_t)(blockIdx.x + 1) * rows / gridDim.x);
+    float *part_dgamma = g_partials + (size_t)blockIdx.x * cols;
+    float *part_dbeta = g_partials + ((size_t)gridDim.x + blockIdx.x) * cols;
+    for (unsigned int c = threadIdx.x; c < cols; c += BLOCK_SIZE)
+        part_dgamma[c] = 0.0f, part_dbeta[c] = 0.0f;   // the scratch holds NaN until here
+    for (unsigned int row = first; row < last; row++) {
+        const float *x = g_x + (size_t)row * cols;
+        const float *dy = g_dy + (size_t)row * cols;
+        float mean = g_mean[row], rstd = g_rstd[row];
+        float sum_g = 0.0f, sum_gx = 0.0f;
+        for (unsigned int c = threadIdx.x; c < cols; c += BLOCK_SIZE) {
+            float xhat = (x[c] - mean) * rstd;
+            float g = dy[c] * g_gamma[c];
+            sum_g += g;
+            sum_gx += g * xhat;
+        }
+        sum_g = warp_allreduce(sum_g);
+        sum_gx = warp_allreduce(sum_gx);
+        unsigned int parity = row & 1;
+        if (lane == 0) {
+            s_sums[parity][0][warp] = sum_g;
+            s_sums[parity][1][warp] = sum_gx;
+        }
+        __syncthreads();
+        float m1 = 0.0f, m2 = 0.0f;
+        for (int w = 0; w < WARPS; w++) {
+            m1 += s_sums[parity][0][w];
+            m2 += s_sums[parity][1][w];
+        }
+        m1 /= (float)cols;
+        m2 /= (float)cols;
+        for (unsigned int c = threadIdx.x; c < cols; c += BLOCK_SIZE) {
+            float xhat = (x[c] - mean) * rstd;
+            float d = dy[c];
+            g_dx[(size_t)row * cols + c] = rstd * (d * g_gamma[c] - m1 - xhat * m2);
+            part_dgamma[c] += d * xhat;
+            part_dbeta[c] += d;
+        }
+    }
+}
+
+// 32 columns from tile * 32 on: the blocks' partial rows summed down each
+// column, in a fixed pattern. Lane l takes column l of the tile, so a
+// warp's loads are one 128-byte line of a partial row; warp w adds partial
+// rows w, w + 8, w + 16, ... in that order, then warp 0 adds the 8 warps'
+// sums in warp order.
+__global__ void column_sums_kernel(const float *g_partials, unsigned int blocks,
+                                   unsigned int cols, float *g_dgamma, float *g_dbeta)
+{
+    __shared__ float s_dgamma[WARPS][WARP_SIZE], s_dbeta[WARPS][WARP_SIZE];
+    unsigned int lane = threadIdx.x % WARP_SIZE;
+    unsigned int warp = threadIdx.x / WARP_SIZE;
+    unsigned int c = blockIdx.x * WARP_SIZE + lane;
+    float dgamma = 0.0f, dbeta = 0.0f;
+    if (c < cols) {
+#pragma unroll 4   // several partial rows' loads in flight
+        for (unsigned int b = warp; b < blocks; b += WARPS) {
+            dgamma += g_partials[(size_t)b * cols + c];
+            dbeta += g_partials[((size_t)blocks + b) * cols + c];
+        }
+    }
+    s_dgamma[warp][lane] = dgamma;
+    s_dbeta[warp][lane] = dbeta;
+    __syncthreads();
+    if (warp == 0 && c < cols) {
+        dgamma = 0.0f, dbeta = 0.0f;
+        for (unsigned int w = 0; w < WARPS; w++) {
+            dgamma += s_dgamma[w][lane];
+            dbeta += s_dbeta[w][lane];
+        }
+        g_dgamma[c] = dgamma;
+        g_dbeta[c] = dbeta;
+    }
+}
+
+typedef void (*kernel_t)(const float *, const float *, const float *, const float *,
+                         const float *, float *, float *, unsigned int, unsigned int);
+
+// The kernel for a row: the fewest floats a thread that hold it.
+static kernel_t kernel_for(const struct back_problem *p)
+{
+    if (p->cols > MAX_COLS)
+        return ln_backward_wide_kernel;
+    size_t floats = (p->cols + BLOCK_SIZE - 1) / BLOCK_SIZE;
+    if (floats <= 1)
+        return ln_backward_kernel<1>;
+    if (floats <= 2)
+        return ln_backward_kernel<2>;
+    if (floats <= 4)
+        return ln_backward_kernel<4>;
+    return floats <= 8 ? ln_backward_kernel<8> : ln_backward_kernel<16>;
+}
+
+// One wave, as in step 2: as many blocks as the GPU holds at once (the
+// occupancy calculator asks the kernel that runs), each with a fixed slice
+// of rows, never more blocks than rows.
+static unsigned int grid_blocks(const struct back_problem *p)
+{
+    int device, sms, per_sm;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_for(p), BLOCK_SIZE,
+                                                             0));
+    size_t max = (size_t)sms * (per_sm > 0 ? per_sm : 1);
+    return (unsigned int)(p->rows < max ? p->rows : max);
+}
+
+// The workspace: one partial row of dgamma and one of dbeta per block, in
+// its scratch part (written before it is read in every call).
+struct workspace_size back_workspace(const struct back_problem *p)
+{
+    struct workspace_size size = {0, 2 * (size_t)grid_blocks(p) * p->cols * sizeof(float)};
+    return size;
+}
+
+void back_run(const struct back_problem *p)
+{
+    // Every block writes its whole partial rows and the second kernel every
+    // column of dgamma and dbeta: nothing to zero first.
+    unsigned int blocks = grid_blocks(p);
+    float *partials = (float *)p->work.scratch;
+    kernel_t kernel = kernel_for(p);
+    kernel<<<blocks, BLOCK_SIZE>>>(p->x, p->dy, p->gamma, p->mean, p->rstd, p->dx, partials,
+                                   (unsigned int)p->rows, (unsigned int)p->cols);
+    CHECK_LAUNCH();
+    unsigned int tiles = (unsigned int)((p->cols + WARP_SIZE - 1) / WARP_SIZE);
+    column_sums_kernel<<<tiles, BLOCK_SIZE>>>(partials, blocks, (unsigned int)p->cols, p->dgamma,
+                                              p->dbeta);
+    CHECK_LAUNCH();
+}
+
+const enum back_op step_op = BACK_LAYERNORM;
