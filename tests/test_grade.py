@@ -689,6 +689,23 @@ class BackMatrix(unittest.TestCase):
                 self.assertLessEqual(r * c, grade.BACK_CELLS)
         self.assertEqual([c for c in cases if c.kind == grade.DET and not c.batchable], [])
 
+    def test_each_array_moves_alone_at_whole_packs(self):
+        """A step that packs only where every pointer is aligned must be
+        tested with each pointer alone out of its pack, at a width of whole
+        packs that it packs (2048): the pairs of offsets always move x or
+        gamma with dx, so step 8 without dx's test passed every check."""
+        alone = set()
+        for case in grade.build_back_cases(self.device, sanitizer=True):
+            args = case.args
+            if case.kind != "offset" or args[4] != "2048":
+                continue
+            moved = [flag for flag in ("--offset", "--y-offset", "--gamma-offset")
+                     if flag in args and args[args.index(flag) + 1] != "0"]
+            if len(moved) == 1:
+                alone.add((moved[0], args[args.index(moved[0]) + 1]))
+        self.assertEqual(alone, {(f, str(o)) for f in ("--offset", "--y-offset", "--gamma-offset")
+                                 for o in (1, 2, 3)})
+
     def test_a_good_program_passes(self):
         report = self.graded("good")
         self.assertTrue(report.passed, grade.failure_table(report))

@@ -532,6 +532,17 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
             extra = [a for name, o in zip(names, run[1:]) if o for a in (name, str(o))]
             cases.append(Case("offset", row_args(rows, cols, "exact", seed=k, offset=run[0],
                                                  extra=extra)))
+    # Each array alone out of its pack, the others aligned, at 2048 columns
+    # (whole packs, as wide as a step packs): a step that packs where every
+    # pointer allows must test each one (the pairs above always move x or
+    # gamma with dx).
+    for name in ("--offset", "--y-offset", "--gamma-offset"):
+        for moved_by in range(1, pack):
+            k += 1
+            alone = [] if name == "--offset" else [name, str(moved_by)]
+            cases.append(Case("offset", row_args(33, 2048, "exact", seed=k,
+                                                 offset=moved_by if not alone else 0,
+                                                 extra=alone)))
     # Every fill at every offset: random (rounding in any order), shifted (x
     # near 2000: xhat from x - mean, not from E[x] terms), tiny (1e-3).
     for rows, cols in BACK_FILL_SHAPES:
