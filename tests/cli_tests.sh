@@ -245,7 +245,7 @@ for p in $emu_steps; do
     grep -q 'atomicAdd(&g_dgamma' "$src" && atomic=1
     shapes=("--rows 1 --cols 1" "--rows 9 --cols 31 --offset 1"
             "--rows 40 --cols 33 --y-offset 3 --gamma-offset 2")
-    # 257 columns: 33 blocks of a 1024-thread kernel (step 5's column sums)
+    # 257 columns: 33 blocks of a 1024-thread kernel (steps 6 on: the column sums)
     # are 33,792 CPU threads, seconds on two cores: the grader has it there.
     # Those steps choose their kernel by the pointers' alignment, which their
     # workspace cannot see: whole packs with a misaligned dx run the one-float

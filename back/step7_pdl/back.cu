@@ -13,8 +13,8 @@
 //         kernel exits. Here they are already resident and waiting.
 // Why the order is still fixed: the wait covers the whole first grid and its
 //         memory, as stream order does; the sums run in step 6's order.
-// Effect: 32768 x 1024: 108.6 us against step 5's 109.7 (0.85 of copy3's
-//         92.1); 8192 x 4096: 108.2 against 109.4 (back/README.md, measured).
+// Effect: 32768 x 1024: 107.8 us against step 6's 109.3; 8192 x 4096:
+//         109.2 against 110.4 (back/README.md).
 #include "back.h"
 #include "check.h"
 
@@ -150,7 +150,7 @@ __global__ void ln_backward_kernel(const float *g_x, const float *g_dy, const fl
 // reads x and dy twice (the row's sums first) and keeps each thread's
 // column sums in its own slots of the block's partial row, in global memory
 // (only this thread touches them). Slow (0.2 of the copy at 4096 x 8192 on
-// the H200), but right at every width: exercise 3 is making it fast.
+// the H200), but right at every width: step 5's exercise 2 is making it fast.
 __global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, const float *g_gamma,
                                         const float *g_mean, const float *g_rstd, float *g_dx,
                                         float *g_partials, unsigned int rows, unsigned int cols)
