@@ -5,10 +5,10 @@
 //         where step 5 had cols / 32 (32). Lane l of warp w adds column
 //         l % 8 of partial rows w * 4 + l / 8, then 128 rows on; the 4
 //         lanes of a column add by shuffles, then the 32 warps in warp order.
-// Why it helps: step 5's second kernel read the partial rows (3 MB at
+// Why it helps: step 5's second kernel read the partial rows (5 MB at
 //         32768 x 1024) on 32 of 132 SMs, a few warps each: too few loads
 //         in flight to keep DRAM busy. Four times the blocks, four times the
-//         warps a block: every SM takes part.
+//         warps a block: four times the SMs.
 // Why the order is still fixed: the pattern depends only on the grid and
 //         the partial rows' count: the same bits every run.
 // Effect: 32768 x 1024: 109.3 us against step 5's 125.3 (the second
@@ -182,8 +182,9 @@ __global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, con
 
 // SUM_COLS columns from blockIdx.x * 8 on: lane l of warp w takes column
 // l % 8 of partial rows w * 4 + l / 8, then 128 rows on, so each load is
-// four 32-byte sectors. The 4 lanes of a column add by shuffles, then warp
-// 0 adds the 32 warps' sums in warp order: a fixed pattern.
+// four 32-byte sectors (where cols is a multiple of 8; else up to eight).
+// The 4 lanes of a column add by shuffles, then warp 0 adds the 32 warps'
+// sums in warp order: a fixed pattern.
 __global__ void __launch_bounds__(SUM_THREADS)
 column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int cols,
                     float *g_dgamma, float *g_dbeta)

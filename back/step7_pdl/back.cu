@@ -5,7 +5,8 @@
 //         are done, that the second may launch, so the second kernel's
 //         blocks take the SMs the first one's blocks leave, and wait at
 //         cudaGridDependencySynchronize() until the first kernel has
-//         finished and its partial rows are visible. Before sm_90 the
+//         finished and its partial rows are visible (the wide kernel does
+//         not say it: its blocks count when they exit). Before sm_90 the
 //         launch is an ordinary one (the flag is off; the wait is not built).
 // Why it helps: between two ordinary launches in a stream the GPU drains the
 //         first grid, then starts the second: its blocks are placed and its
@@ -202,8 +203,9 @@ __global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, con
 
 // SUM_COLS columns from blockIdx.x * 8 on: lane l of warp w takes column
 // l % 8 of partial rows w * 4 + l / 8, then 128 rows on, so each load is
-// four 32-byte sectors. The 4 lanes of a column add by shuffles, then warp
-// 0 adds the 32 warps' sums in warp order: a fixed pattern.
+// four 32-byte sectors (where cols is a multiple of 8; else up to eight).
+// The 4 lanes of a column add by shuffles, then warp 0 adds the 32 warps'
+// sums in warp order: a fixed pattern.
 __global__ void __launch_bounds__(SUM_THREADS)
 column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int cols,
                     float *g_dgamma, float *g_dbeta)

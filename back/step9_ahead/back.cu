@@ -21,7 +21,7 @@
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 #define WARPS (BLOCK_SIZE / WARP_SIZE)
-#define MAX_PER_THREAD 16   // floats of a row a thread keeps: 4 packs of x, 4 of dy
+#define MAX_PER_THREAD 16   // floats of a row a thread keeps: 16 of x, 16 of dy
 #define MAX_COLS (BLOCK_SIZE * MAX_PER_THREAD)   // the widest row kept: 4096 columns
 #define SUM_THREADS 1024    // the second kernel: 32 warps a block of 8 columns
 #define SUM_WARPS (SUM_THREADS / WARP_SIZE)
@@ -276,8 +276,9 @@ __global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, con
 
 // SUM_COLS columns from blockIdx.x * 8 on: lane l of warp w takes column
 // l % 8 of partial rows w * 4 + l / 8, then 128 rows on, so each load is
-// four 32-byte sectors. The 4 lanes of a column add by shuffles, then warp
-// 0 adds the 32 warps' sums in warp order: a fixed pattern.
+// four 32-byte sectors (where cols is a multiple of 8; else up to eight).
+// The 4 lanes of a column add by shuffles, then warp 0 adds the 32 warps'
+// sums in warp order: a fixed pattern.
 __global__ void __launch_bounds__(SUM_THREADS)
 column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int cols,
                     float *g_dgamma, float *g_dbeta)
@@ -318,7 +319,8 @@ column_sums_kernel(const float *g_partials, unsigned int blocks, unsigned int co
 typedef void (*kernel_t)(const float *, const float *, const float *, const float *,
                          const float *, float *, float *, unsigned int, unsigned int);
 
-// 16-byte packs need whole packs in every row and 16-byte aligned starts;
+// 16-byte packs need whole packs in every row and 16-byte aligned starts
+// (the partial rows too: the driver's scratch starts on 16 bytes);
 // they pay only where every thread has a pack: below 1024 columns a block
 // of 256 would leave threads idle (at 512 columns half of them: 140 us
 // against 119 at 65536 x 512 on the H200), so narrower rows keep one float.
