@@ -542,6 +542,22 @@ class EffectLineTests(unittest.TestCase):
             seen.add(found[0])
         self.assertEqual(len(seen), 1, f"the Effect comments differ: {sorted(seen)}")
 
+    def test_every_part3_step_points_to_the_part_readme(self):
+        """Part 3 has one README for its steps (back/README.md): each step's
+        Effect comment sends the reader there, the same line in every step,
+        with no figure in it."""
+        sources = sorted(glob.glob(os.path.join(ROOT, "back", "step*_*", "back.cu")))
+        self.assertGreaterEqual(len(sources), 10)
+        seen = set()
+        for path in sources:
+            with open(path, encoding="utf-8") as f:
+                found = self.EFFECT.findall(f.read())
+            self.assertEqual(len(found), 1, f"{rel(path)}: {len(found)} '// Effect:' comments")
+            self.assertIn("back/README.md", found[0], rel(path))
+            self.assertIsNone(self.FIGURE.search(found[0]), f"{rel(path)}: a figure in {found[0]!r}")
+            seen.add(found[0])
+        self.assertEqual(len(seen), 1, f"part 3's Effect comments differ: {sorted(seen)}")
+
     def test_the_check_sees_a_figure(self):
         self.assertIsNotNone(self.FIGURE.search("// Effect: 1.78x at 2^25 floats, a win"))
         self.assertIsNotNone(self.FIGURE.search("// Effect: 36.0 us"))

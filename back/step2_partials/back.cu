@@ -20,9 +20,8 @@
 //         cols addresses become plain stores: one partial row of each per
 //         block (a few hundred blocks on an H200), read once more by a
 //         kernel whose warps read 32 neighbouring columns at a time.
-// Effect: 32768 x 1024 on the H200: 218 us, 2.6 times faster than step 1,
-//         and the same bits every run; 30 us of it is the second kernel
-//         (32 blocks, Nsight). 8192 x 4096: 270 us (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -17,10 +17,8 @@
 //         now reads all 2 * blocks * cols partials (4 MB at 528 blocks and
 //         1024 columns), where step 2 spread them over cols / 32 blocks, so
 //         wide rows may well lose more than the launch saves: to measure.
-// Effect: slower: 778 us at 32768 x 1024 on the H200 against step 2's 218.
-//         The last block reads 4.3 MB of partial rows alone, with DRAM at
-//         14% of its peak (Nsight). Part 1's one launch pays when the
-//         partials are a few floats, not megabytes (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -26,10 +26,8 @@
 //         bytes an element, as back/baseline_copy3 moves, so up to 5/3 as
 //         fast where the second read missed. The price: 64 registers of
 //         kept floats a thread, so half step 3's blocks an SM (below).
-// Effect: against step 3, 474 against 778 us at 32768 x 1024 on the H200
-//         (the last block has 264 partial rows, not 528), but 1.96 ms at
-//         8192 x 4096: rows past 1024 columns read twice at 2 blocks an SM.
-//         Still behind step 2: step 5 turns the layout (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -19,9 +19,8 @@
 //         an SM); no partial row goes back and forth between chunks; no last
 //         block reads megabytes alone (step 3). 12 bytes an element, as
 //         back/baseline_copy3 moves.
-// Effect: 32768 x 1024: 125.3 us against step 2's 218 (copy3 92.1); 8192
-//         x 4096: 114.0 against 270. Step 2's second kernel is now the
-//         slow part: 38 us on 32 SMs at 1024 columns (Nsight; back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 // Started from step2_partials by make new: make diff STEP=back/5 shows the change against it.
 #include "back.h"
 #include "check.h"

@@ -11,9 +11,8 @@
 //         warps a block: four times the SMs.
 // Why the order is still fixed: the pattern depends only on the grid and
 //         the partial rows' count: the same bits every run.
-// Effect: 32768 x 1024: 109.3 us against step 5's 125.3 (the second
-//         kernel 5.7 us against 38, Nsight); 8192 x 4096: 110.4 against
-//         114.0 (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -14,8 +14,8 @@
 //         kernel exits. Here they are already resident and waiting.
 // Why the order is still fixed: the wait covers the whole first grid and its
 //         memory, as stream order does; the sums run in step 6's order.
-// Effect: 32768 x 1024: 107.8 us against step 6's 109.3; 8192 x 4096:
-//         109.2 against 110.4 (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -15,11 +15,8 @@
 // Why the order is still fixed: each thread adds its columns in a fixed
 //         order, then lanes and warps as before: the same bits every run
 //         (not step 7's bits: a thread's columns are other columns now).
-// Effect: 8192 x 4096: 107.9 us against step 7's 109.2; 32768 x 1024:
-//         108.2 against 107.8, a small loss. At 65536 x 512 (one float a
-//         thread still) 130.1 against 117.4: the template's one-float
-//         kernel takes 40 registers where step 7's took 32, 6 blocks an SM,
-//         not 8 (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 

@@ -12,8 +12,8 @@
 //         on its way all the time.
 // Why the order is still fixed: the same sums in the same order; only the
 //         loads move.
-// Effect: 32768 x 1024: 105.2 us against step 8's 108.2 (0.88 of copy3's
-//         92.1); 8192 x 4096: 107.5 against 107.9, 0.86 (back/README.md).
+// Effect: measured in back/README.md, whose table comes from
+//         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
 #include "check.h"
 
