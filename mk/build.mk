@@ -73,7 +73,7 @@ build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 # The rules of one part's programs, written once and made for each part:
 # $(1) its source's name (reduce: part 1, rows: part 2, back: part 3), $(2)
 # its harness, $(3) the watch's object and $(4) the watch's link flags (part
-# 3 has no watch yet: the grader does not see it). A program, its object,
+# 3 has no watch yet: the grader's gpu-work check skips it). A program, its object,
 # its code hash, and the grader's two builds of it.
 define PART_RULES
 build/hash/%.c: %/$(1).cu $$(HASH_INPUTS) build/arch.stamp

@@ -751,7 +751,7 @@ def row_figures(src, step, translate):
 
 
 def rows_changes(src):
-    """Part 2: rows/README, each rows step's README blocks and Effect line."""
+    """Part 2: rows/README and each rows step's README blocks."""
     rsrc, changes = src.rows, []
     for path, lang in pages(os.path.join(src.root, "rows")):
         for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc)):

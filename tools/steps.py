@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The step list of both parts: which folders are steps, the folder of step K,
+"""The step list of the three parts: which folders are steps, the folder of step K,
 and the step before a step. The one answer that make diff, make check,
 make determinism, the grader's --speed, make bench, make profile and the
 READMEs' diff blocks ask for, instead of each working it out.
@@ -11,8 +11,8 @@ stepN_slug folder holding its source or a built `run` (so an unbuilt
 `step9_mine/` counts, a stray `step4_notes/` does not); with source=True,
 only its source counts (make diff and make check read the source).
 
-Names, as the commands take them: K and rows/K (a step number, written
-without leading zeros), cub, rows/cub, rows/copy and rows/copy16.
+Names, as the commands take them: K, rows/K and back/K (a step number,
+written without leading zeros), cub, rows/cub, rows/copy and rows/copy16.
 
 The step before: in part 1 the nearest lower-numbered step; in part 2 the
 nearest lower-numbered step of the same op (step 13, an aligned LayerNorm,
@@ -23,7 +23,7 @@ started from by `make new FROM=K` if it says so, else a bfloat16 step's
 float twin, else the step before.
 
 Command line (errors are one line on stderr, exit 2):
-  steps.py dir K|rows/K|cub|rows/cub|rows/copy|rows/copy16   the folder
+  steps.py dir K|rows/K|back/K|cub|rows/cub|rows/copy|rows/copy16   the folder
   steps.py previous NAME    the step before (nothing for a first step or a baseline)
   steps.py base NAME        the step whose diff against NAME is its lesson (make diff)
   steps.py list [rows|back] the steps of part 1 (or 2, or 3), one folder a line, in order
@@ -83,8 +83,8 @@ def step_dir(root, part, k, source=True):
 
 
 def folder(root, name):
-    """The folder of a name as the commands take it: K, rows/K (digits, no
-    leading zeros), cub, rows/cub, rows/copy, rows/copy16. StepError if the
+    """The folder of a name as the commands take it: K, rows/K, back/K (digits,
+    no leading zeros), cub, rows/cub, rows/copy, rows/copy16. StepError if the
     name is none of those or the tree holds no such program (a step needs
     its source)."""
     if name in BASELINES:
@@ -95,8 +95,8 @@ def folder(root, name):
     part = part_of(name)
     k = name[len(part):]
     if not re.fullmatch(r"0|[1-9][0-9]*", k):
-        raise StepError(f"'{name}' is no step: give K, rows/K (a step number), cub, "
-                        "rows/cub, rows/copy or rows/copy16")
+        raise StepError(f"'{name}' is no step: give K, rows/K, back/K (a step number), "
+                        "cub, rows/cub, rows/copy or rows/copy16")
     found = step_dir(root, part, int(k))
     if found is None:
         raise StepError(f"no step {name} (no {part}step{k}_*/{SOURCE[part]})")
@@ -230,7 +230,7 @@ def next_free(root, part="", source=False):
 # ------------------------------------------------------------ command line
 
 def _step_name(root, name):
-    """A step folder from a command-line name: K, rows/K, or the folder itself."""
+    """A step folder from a command-line name: K, rows/K, back/K, or the folder itself."""
     if schema.step_number(name) is not None and \
             os.path.isfile(os.path.join(root, name, source_file(name))):
         return name
@@ -252,8 +252,8 @@ def main(argv=None):
                         help="list and next: count a folder only if it holds its source")
     parser.add_argument("command", choices=("dir", "previous", "base", "list", "next"))
     parser.add_argument("name", nargs="?", default="",
-                        help="dir, previous, base: K, rows/K, a step folder or a baseline; "
-                             "list, next: rows for part 2")
+                        help="dir, previous, base: K, rows/K, back/K, a step folder or a baseline; "
+                             "list, next: rows for part 2, back for part 3")
     args = parser.parse_args(argv)
     root = args.root
     try:
@@ -269,7 +269,7 @@ def main(argv=None):
                 print(next_free(root, part, args.source))
             return 0
         if not args.name:
-            raise StepError(f"{args.command}: give a step: K, rows/K, cub, rows/cub, "
+            raise StepError(f"{args.command}: give a step: K, rows/K, back/K, cub, rows/cub, "
                             "rows/copy or rows/copy16")
         if args.command == "dir":
             print(folder(root, args.name))
