@@ -7,6 +7,7 @@ Run: python3 tests/test_steps.py. The last line printed is
 `steps: N passed, N failed`.
 """
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -238,7 +239,7 @@ class ThisRepository(unittest.TestCase):
     def test_make_diff_is_the_diff_against_diff_base(self):
         """make diff (tools/step.sh) shows, for every step of both parts, the
         step diff_base names, or says it is the first."""
-        for part in ("", "rows/"):
+        for part in ("", "rows/", "back/"):
             for name in steps.step_dirs(ROOT, part, source=True):
                 k = schema.step_number(name)
                 proc = subprocess.run(["bash", os.path.join(ROOT, "tools", "step.sh"), "diff",
@@ -251,6 +252,48 @@ class ThisRepository(unittest.TestCase):
                         self.assertIn(f"{name} is the first step", first)
                     else:
                         self.assertEqual(first, f"--- {want}/{steps.source_file(name)}")
+
+    def test_part_3s_step_5_is_read_against_step_2(self):
+        """Steps 3 and 4 of part 3 are a detour (slower, kept as lessons):
+        step 5 says it was started from step 2, so its diff is the layout's."""
+        self.assertEqual(steps.diff_base(ROOT, "back/step5_rows", source=True),
+                         "back/step2_partials")
+        self.assertEqual(steps.diff_base(ROOT, "back/step6_tiles", source=True), "back/step5_rows")
+
+    def make_variables(self):
+        """The Makefile's variables as make expands them (make -p -n)."""
+        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "-p", "-n",
+                              "hash-flags"], capture_output=True, text=True, timeout=120).stdout
+        return dict(re.findall(r"^([A-Z_]+) :?= (.*)$", out, re.M))
+
+    def test_the_makefile_builds_the_steps_this_module_lists(self):
+        """The Makefile finds each part's steps with a wildcard of its own (a
+        Python call on every make would cost make test tens of seconds): it
+        must find the steps steps.py lists, in the same order."""
+        found = self.make_variables()
+        for var, part in (("STEP_DIRS", ""), ("ROW_STEP_DIRS", "rows/"), ("BACK_STEP_DIRS", "back/")):
+            with self.subTest(var):
+                self.assertEqual(found[var].split(), steps.step_dirs(ROOT, part, source=True))
+
+    def test_the_makefile_links_the_harness_the_hash_covers(self):
+        """Each part's programs link the harness objects of the sources that
+        tools/code_hash.py hashes for it: a file linked but not hashed could
+        change a timing and leave the results looking current."""
+        import code_hash
+        found = self.make_variables()
+        for var, part in (("HARNESS", "sum"), ("ROWS_HARNESS", "rows"), ("BACK_HARNESS", "back")):
+            linked = set()
+            for obj in found[var].split():
+                stem = os.path.basename(obj)[:-len(".o")]
+                if stem == "version":   # the revision's string, written by make: no code
+                    continue
+                sources = [f"common/{stem}{ext}" for ext in (".c", ".cu")
+                           if os.path.isfile(os.path.join(ROOT, "common", stem + ext))]
+                self.assertEqual(len(sources), 1, f"{var}: {obj} has no one source in common/")
+                linked.add(sources[0])
+            hashed = {f for f in code_hash.HARNESS[part] if f.endswith((".c", ".cu"))}
+            with self.subTest(var):
+                self.assertEqual(linked, hashed)
 
     def test_each_readmes_diff_block_is_make_diffs(self):
         """The generated diff block of every shipped step's README (both
