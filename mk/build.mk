@@ -34,7 +34,7 @@ build/arch.stamp: FORCE | build
 # results row carries it, see tools/code_hash.py.
 define HASH_RECIPE
 @mkdir -p $(@D)
-@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $*) || exit 1; \
+@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(or $(HASH_DIR),$*)) || exit 1; \
  printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
 endef
 
@@ -119,16 +119,11 @@ $(firstword $(subst _, ,$(1))): $(1)/run
 	@$$(call LINK_STEP,$(1),$$@)
 endef
 $(foreach d,$(STEP_DIRS),$(eval $(call STEP_ALIAS,$(d))))
-define ROW_ALIAS
-rows/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
+# Parts 2 and 3 in their folders: `make back/step0` links back/step0 ->
+# step0_thread; `make back/step0_thread` builds back/step0_thread/run.
+define FOLDER_ALIAS
+$(dir $(1))$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
 	@$$(call LINK_STEP,$(notdir $(1)),$$@)
 endef
-$(foreach d,$(ROW_STEP_DIRS),$(eval $(call ROW_ALIAS,$(d))))
-# Part 3: `make back/step0` links back/step0 -> step0_thread, as part 2's;
-# `make back/step0_thread` builds back/step0_thread/run.
-define BACK_ALIAS
-back/$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
-	@$$(call LINK_STEP,$(notdir $(1)),$$@)
-endef
-$(foreach d,$(BACK_STEP_DIRS),$(eval $(call BACK_ALIAS,$(d))))
+$(foreach d,$(ROW_STEP_DIRS) $(BACK_STEP_DIRS),$(eval $(call FOLDER_ALIAS,$(d))))
 $(BACK_STEP_DIRS): %: %/run

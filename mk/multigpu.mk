@@ -47,10 +47,9 @@ build/mg/multigpu.o: multigpu/multigpu.c multigpu/plan.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Imultigpu $(filter-out -I/usr/include,-I$(NCCL_INC)) -c $< -o $@
 
+build/hash/multigpu.c: HASH_DIR := multigpu
 build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
-	@mkdir -p $(@D)
-	@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program multigpu) || exit 1; \
-	 printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
+	$(HASH_RECIPE)
 
 $(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o build/mg/step9.o build/hash/multigpu.o \
                $(COMMON_OBJ) build/arch.stamp
