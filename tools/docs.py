@@ -40,7 +40,7 @@ import re
 import sys
 import types
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
 import chart_zh  # noqa: E402  (a Chinese page shows a chart's Chinese twin)
 import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
@@ -811,11 +811,11 @@ def parse_args(argv):
     parser = OneLineParser(prog="docs.py", description="Regenerate the generated blocks "
                            "of README.md, ACCURACY.md and every step README (results, "
                            "accuracy, measured, counters, diff, figures).")
-    parser.add_argument("--root", default=ROOT,
+    parser.add_argument("--root", default=REPO,
                         help="the repository: README.md, ACCURACY.md and the stepN_*/ "
                              "folders (default: this one)")
     parser.add_argument("--results", metavar="CSV",
-                        help=f"results file (default: ROOT/{DEFAULT_RESULTS})")
+                        help=f"results file (default: REPO/{DEFAULT_RESULTS})")
     parser.add_argument("--profile", metavar="CSV",
                         help="Nsight Compute counters (default: the results file's "
                              "-profile.csv sibling, when it exists)")
