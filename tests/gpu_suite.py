@@ -31,8 +31,8 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import bench  # noqa: E402  (resolve_only: what ONLY= names)
 import grade  # noqa: E402
 
@@ -178,14 +178,14 @@ def chosen(only):
     folders, fixtures = set(), set()
     for name in only:
         try:
-            folders.update(bench.resolve_only(ROOT, [name]))
+            folders.update(bench.resolve_only(REPO, [name]))
         except bench.BenchError:
             fixtures.add(name)
     return folders, fixtures
 
 
 def main():
-    os.chdir(ROOT)
+    os.chdir(REPO)
     programs = step_programs()
     broken = fixtures()
     only = [n for n in os.environ.get("GPU_ONLY", "").split(",") if n]

@@ -33,13 +33,13 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import compare  # noqa: E402
 import docs  # noqa: E402
 import schema  # noqa: E402
 
-REFERENCE = os.path.join(ROOT, "plots", "reference")
+REFERENCE = os.path.join(REPO, "plots", "reference")
 RESULTS = os.path.join(REFERENCE, "h200.csv")
 PROFILE = os.path.join(REFERENCE, "h200-profile.csv")
 SASS = os.path.join(REFERENCE, "sm90-sass.txt")
@@ -52,12 +52,12 @@ REMEASURE = ("make bench OUT_DIR=plots/reference && make profile-all OUT_DIR=plo
 
 
 def rel(path):
-    return os.path.relpath(path, ROOT)
+    return os.path.relpath(path, REPO)
 
 
 def load_code_hash():
     spec = importlib.util.spec_from_file_location("code_hash",
-                                                  os.path.join(ROOT, "tools", "code_hash.py"))
+                                                  os.path.join(REPO, "tools", "code_hash.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -70,7 +70,7 @@ code_hash = code_hash_module.code_hash
 def hash_flags():
     """The compiler flags every program's hash covers: the Makefile's HASH_FLAGS,
     read by make itself so the test and the build can never disagree."""
-    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "hash-flags"],
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO, "hash-flags"],
                          capture_output=True, text=True, check=True).stdout
     return out.strip()
 
@@ -82,7 +82,7 @@ def program_directory(label):
     """The folder of a CSV step value (cub, rows/copy, kahan_step8 ...), or None
     where the tree holds no program of that name (a tuning variant, a protocol A/B)."""
     for candidate in (schema.program_dir(label), os.path.join("extras", label)):
-        folder = os.path.join(ROOT, candidate)
+        folder = os.path.join(REPO, candidate)
         if any(os.path.isfile(os.path.join(folder, f))
                for f in ("reduce.cu", "rows.cu", "multigpu.c")):
             return candidate
@@ -91,11 +91,11 @@ def program_directory(label):
 
 def current_hash(label):
     folder = program_directory(label)
-    return None if folder is None else code_hash_module.program_hash(folder, FLAGS, ROOT)
+    return None if folder is None else code_hash_module.program_hash(folder, FLAGS, REPO)
 
 
 def source(step):
-    return os.path.join(ROOT, schema.program_dir(step), "reduce.cu")
+    return os.path.join(REPO, schema.program_dir(step), "reduce.cu")
 
 
 # The shipped programs in this tree, in step order, CUB last.
@@ -141,7 +141,7 @@ THREADS_PER_INST = "smsp__thread_inst_executed_per_inst_executed.ratio"
 
 import stale  # noqa: E402  (tools/stale.py: rows that measured an earlier version)
 
-HASHES = stale.Hashes(ROOT)
+HASHES = stale.Hashes(REPO)
 
 
 def hash_mismatches(path, rows, command):
@@ -189,16 +189,16 @@ class CodeHashTests(unittest.TestCase):
 
     def test_every_stale_row_is_marked_where_it_is_shown(self):
         # The pages and the stale line say what tools/stale.py finds.
-        found = stale.scan(ROOT, HASHES)
-        line = stale.summary_line(found, ROOT)
+        found = stale.scan(REPO, HASHES)
+        line = stale.summary_line(found, REPO)
         self.assertEqual(bool(line), bool(found))
-        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
             readme = f.read()
         block = readme.split("<!-- BEGIN stale -->")[1].split("<!-- END stale -->")[0]
         self.assertEqual(bool(block.strip()), bool(found), "README.md's stale block")
 
     def test_the_makefile_flags_are_the_ones_make_hashes(self):
-        self.assertEqual(code_hash_module.makefile_flags(ROOT), FLAGS)
+        self.assertEqual(code_hash_module.makefile_flags(REPO), FLAGS)
 
 
 class HashedRow:
@@ -214,7 +214,7 @@ class MovedHashes(stale.Hashes):
     own state."""
 
     def __init__(self, moved):
-        super().__init__(ROOT)
+        super().__init__(REPO)
         self.moved = moved
 
     def is_stale(self, label, measured):
@@ -226,12 +226,12 @@ class StaleMarkTests(unittest.TestCase):
     figures says so; the others do not change."""
 
     def regenerate(self, moved):
-        src = docs.Sources(ROOT, RESULTS, PROFILE)
+        src = docs.Sources(REPO, RESULTS, PROFILE)
         hashes = MovedHashes(moved)
         # The sources as docs.py builds them, judged with the moved hashes.
         src.hashes = hashes
         src.m = compare.Measurements.load(RESULTS, hashes.is_stale)
-        src.stale_found = stale.scan(ROOT, hashes)
+        src.stale_found = stale.scan(REPO, hashes)
         if src.rows is not None:
             src.rows.hashes = hashes
             src.rows.m = compare.RowMeasurements.load(src.rows.m.path, hashes.is_stale)
@@ -244,10 +244,10 @@ class StaleMarkTests(unittest.TestCase):
         mark = stale.MARK
         def block(text, name):
             return text.split(f"<!-- BEGIN {name} -->")[1].split(f"<!-- END {name}")[0]
-        for path in (os.path.join(ROOT, step, "README.md"),
-                     os.path.join(ROOT, step, "README.zh-CN.md"),
-                     os.path.join(ROOT, row_step, "README.md"),
-                     os.path.join(ROOT, row_step, "README.zh-CN.md")):
+        for path in (os.path.join(REPO, step, "README.md"),
+                     os.path.join(REPO, step, "README.zh-CN.md"),
+                     os.path.join(REPO, row_step, "README.md"),
+                     os.path.join(REPO, row_step, "README.zh-CN.md")):
             with self.subTest(rel(path)):
                 for name in ("stale", "measured"):
                     self.assertNotIn(mark, block(now[path], name))
@@ -255,13 +255,13 @@ class StaleMarkTests(unittest.TestCase):
                 folder = row_step if rel(path).startswith("rows/") else schema.program_dir(step)
                 self.assertIn(f"make verify ONLY={folder}", block(pages[path], "stale"))
         # The tables of the top pages mark the program, and only it.
-        readme = pages[os.path.join(ROOT, "README.md")]
+        readme = pages[os.path.join(REPO, "README.md")]
         self.assertIn(f"{mark} Measured on an earlier version of the code", readme)
         self.assertIn(f"{step} (", readme.split("<!-- BEGIN results")[1])
-        rows_readme = pages[os.path.join(ROOT, "rows", "README.md")]
+        rows_readme = pages[os.path.join(REPO, "rows", "README.md")]
         self.assertIn(row_step, rows_readme.split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
         # An untouched step's page does not change.
-        other = os.path.join(ROOT, "step5_unroll", "README.md")
+        other = os.path.join(REPO, "step5_unroll", "README.md")
         self.assertEqual(pages[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0],
                          now[other].split("<!-- BEGIN stale -->")[1].split("<!-- END")[0])
 
@@ -279,8 +279,8 @@ class StaleMarkTests(unittest.TestCase):
         self.assertEqual(stale.only_list(shipped[:-1], root).split(",")[0], shipped[0])
 
     def test_the_stale_line_names_the_program_and_the_command(self):
-        found = stale.scan(ROOT, MovedHashes({"rows/step7_wide"}))
-        line = stale.summary_line(found, ROOT)
+        found = stale.scan(REPO, MovedHashes({"rows/step7_wide"}))
+        line = stale.summary_line(found, REPO)
         self.assertTrue(line.startswith("stale: rows/step7_wide: measured on an earlier "
                                         "version of the code"), line)
         # Step 7 and the programs whose ratios read its rows in their run.
@@ -318,22 +318,22 @@ class StaleAttributionTests(unittest.TestCase):
                            self.row(six, "20260101T000001Z", "new"),
                            self.row(five, "20260101T000002Z", "new"),
                            self.row("rows/step4_group", "20260101T000002Z", "new", "compared")])
-        found, again = stale.shown_stale(path, self.Old(ROOT), ROOT)
+        found, again = stale.shown_stale(path, self.Old(REPO), REPO)
         self.assertEqual(found, {five: ["2026"]})
         self.assertEqual(again, {five: {six}})   # step 6's vs-previous reads it
-        line = stale.summary_line([(path, found, again)], ROOT)
+        line = stale.summary_line([(path, found, again)], REPO)
         self.assertIn("make verify ONLY=rows/step6_registers", line)
         # Read by nobody (no step 6 in that run): kept, shown nowhere, not stale.
         path = self.write([self.row(five, "20260101T000001Z", "old"),
                            self.row("rows/step9_online", "20260101T000001Z", "new"),
                            self.row(five, "20260101T000002Z", "new")])
-        self.assertEqual(stale.shown_stale(path, self.Old(ROOT), ROOT), ({}, {}))
+        self.assertEqual(stale.shown_stale(path, self.Old(REPO), REPO), ({}, {}))
 
     def test_a_cells_mark_names_its_owner_and_its_files_command(self):
         class Row:
             def __init__(self, step, code):
                 self.step, self.code_hash, self.git_rev = step, code, "abc1234"
-        judge = stale.rows_stale(self.Old(ROOT))
+        judge = stale.rows_stale(self.Old(REPO))
         marks = stale.Marks(judge)
         marks.cell("1.32x win", Row("rows/step5_layernorm", "old"), owner="rows/step6_registers")
         self.assertIn("`make verify ONLY=rows/step6_registers OUT_DIR=plots/reference`",
@@ -390,17 +390,17 @@ class HashCheckSelfTest(unittest.TestCase):
     def test_a_harness_edit_or_a_flag_changes_the_hash(self):
         # The timing loop and the flags decide a timing as much as the kernel does.
         folder = program_directory(PRESENT[0])
-        files = code_hash_module.program_files(folder, ROOT)
-        self.assertIn(os.path.join(ROOT, "common", "harness.c"), files)
-        self.assertNotEqual(code_hash_module.program_hash(folder, FLAGS, ROOT),
-                            code_hash_module.program_hash(folder, FLAGS + " -DX", ROOT))
+        files = code_hash_module.program_files(folder, REPO)
+        self.assertIn(os.path.join(REPO, "common", "harness.c"), files)
+        self.assertNotEqual(code_hash_module.program_hash(folder, FLAGS, REPO),
+                            code_hash_module.program_hash(folder, FLAGS + " -DX", REPO))
 
     def test_the_hash_is_the_one_make_builds_in(self):
         for folder in (program_directory(PRESENT[0]), "rows/step4_group"):
-            made = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT,
+            made = subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO,
                                    "code-hash", f"DIR={folder}"], capture_output=True,
                                   text=True, check=True).stdout.strip()
-            self.assertEqual(made, code_hash_module.program_hash(folder, FLAGS, ROOT))
+            self.assertEqual(made, code_hash_module.program_hash(folder, FLAGS, REPO))
 
     def test_comments_do_not_change_the_hash(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -471,7 +471,7 @@ class TargetTests(unittest.TestCase):
     def test_step8_close_to_cub_as_its_readme_says(self):
         # "At 2^28, step 8 reaches about 91% of the peak and 0.98x of CUB ...
         # At 2^25 it is at 1.02x of CUB, a tie": the README's words, from the data.
-        with open(os.path.join(ROOT, "step8_vector", "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "step8_vector", "README.md"), encoding="utf-8") as f:
             text = " ".join(f.read().split())
         for n, label in ((N28, "2^28"), (N25, "2^25")):
             ratio = row("step8_vector", n).gbps / row("cub", n).gbps
@@ -509,7 +509,7 @@ class HomeworkExampleTests(unittest.TestCase):
         free = {"": free(schema.SHIPPED), "rows/": free(schema.SHIPPED_ROWS)}
         seen = 0
         for page in self.PAGES:
-            with open(os.path.join(ROOT, page), encoding="utf-8") as f:
+            with open(os.path.join(REPO, page), encoding="utf-8") as f:
                 text = f.read()
             for part, number in re.findall(r"make new NAME=(rows/)?step(\d+)_", text):
                 seen += 1
@@ -530,8 +530,8 @@ class EffectLineTests(unittest.TestCase):
 
     def test_every_step_points_to_its_readme(self):
         sources = [source(s) for s in MEASURED_STEPS]
-        sources += [os.path.join(ROOT, s, "rows.cu") for s in schema.SHIPPED_ROWS
-                    if os.path.isdir(os.path.join(ROOT, s))]
+        sources += [os.path.join(REPO, s, "rows.cu") for s in schema.SHIPPED_ROWS
+                    if os.path.isdir(os.path.join(REPO, s))]
         seen = set()
         for path in sources:
             with open(path, encoding="utf-8") as f:
@@ -546,7 +546,7 @@ class EffectLineTests(unittest.TestCase):
         """Part 3 has one README for its steps (back/README.md): each step's
         Effect comment sends the reader there, the same line in every step,
         with no figure in it."""
-        sources = sorted(glob.glob(os.path.join(ROOT, "back", "step*_*", "back.cu")))
+        sources = sorted(glob.glob(os.path.join(REPO, "back", "step*_*", "back.cu")))
         self.assertGreaterEqual(len(sources), 10)
         seen = set()
         for path in sources:
@@ -646,7 +646,7 @@ class SassTests(unittest.TestCase):
                            ("step1_divergence", "from 28 to 14 instructions"),
                            ("step2_bankconflict", "to 10 instructions"),
                            ("step9_singlepass", "grid-stride loop is 34 instructions and step 9's is 43")):
-            with open(os.path.join(ROOT, step, "README.md")) as f:
+            with open(os.path.join(REPO, step, "README.md")) as f:
                 self.assertIn(text, f.read())
 
 
@@ -658,7 +658,7 @@ class ToleranceTests(unittest.TestCase):
     sums do, as adds in any order can."""
 
     def table(self):
-        program = os.path.join(ROOT, "build", "tolerances")
+        program = os.path.join(REPO, "build", "tolerances")
         self.assertTrue(os.path.isfile(program), "build/tolerances is missing: make build/tolerances")
         out = subprocess.run([program, "1024", "100003", "1048576"], capture_output=True,
                              text=True, check=True).stdout
@@ -702,7 +702,7 @@ class VarianceTests(unittest.TestCase):
             return {(r["method"], float(r["shift"])): r for r in csv.DictReader(f)}
 
     def test_committed_csv_is_what_the_tool_writes(self):
-        program = os.path.join(ROOT, "build", "variance")
+        program = os.path.join(REPO, "build", "variance")
         self.assertTrue(os.path.isfile(program), "build/variance is missing: make build/variance")
         out = subprocess.run([program], capture_output=True, text=True, check=True).stdout
         with open(self.CSV) as f:
@@ -760,7 +760,7 @@ class PtxasTests(unittest.TestCase):
         return hits[0]
 
     def test_register_counts_in_rows_readme(self):
-        with open(os.path.join(ROOT, "rows", "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "rows", "README.md"), encoding="utf-8") as f:
             text = " ".join(f.read().split())
         step6, step7 = "rows/step6_registers", "rows/step7_wide"
         self.assertEqual(self.registers(step6, 1024, 4), (56, 0))
@@ -780,8 +780,8 @@ class PtxasTests(unittest.TestCase):
 def shipped_readmes():
     """[(path, lang)]: the top pages (README, ACCURACY) and the READMEs of the
     shipped steps."""
-    top = [found for page in docs.TOP_PAGES for found in docs.pages(ROOT, page)]
-    steps = [os.path.join(ROOT, s) for s in PRESENT if s != schema.CUB]
+    top = [found for page in docs.TOP_PAGES for found in docs.pages(REPO, page)]
+    steps = [os.path.join(REPO, s) for s in PRESENT if s != schema.CUB]
     return top + [found for folder in steps for found in docs.pages(folder)]
 
 
@@ -790,12 +790,12 @@ class GeneratedDocsTests(unittest.TestCase):
 
     def test_readmes_are_what_make_docs_writes(self):
         # Both parts' pages; docs.py writes no source.
-        src = docs.Sources(ROOT, RESULTS, PROFILE)
-        folders = {ROOT, os.path.join(ROOT, "rows"), os.path.join(ROOT, "multigpu")}
-        folders |= {os.path.join(ROOT, schema.program_dir(s)) for s in PRESENT}
-        folders |= {os.path.join(ROOT, s) for s in schema.SHIPPED_ROWS}
+        src = docs.Sources(REPO, RESULTS, PROFILE)
+        folders = {REPO, os.path.join(REPO, "rows"), os.path.join(REPO, "multigpu")}
+        folders |= {os.path.join(REPO, schema.program_dir(s)) for s in PRESENT}
+        folders |= {os.path.join(REPO, s) for s in schema.SHIPPED_ROWS}
         changes = docs.regenerate(src)
-        self.assertIn(os.path.join(ROOT, "rows", "README.md"), [c[0] for c in changes])
+        self.assertIn(os.path.join(REPO, "rows", "README.md"), [c[0] for c in changes])
         self.assertEqual([rel(c[0]) for c in changes if not c[0].endswith(".md")], [])
         stale = [rel(path) for path, old, new in changes
                  if os.path.dirname(path) in folders and new != old]
@@ -805,7 +805,7 @@ class GeneratedDocsTests(unittest.TestCase):
     def test_every_block_in_the_pages_is_generated(self):
         # A block docs.py does not know would never be refilled, and the
         # byte-for-byte check above could not see it go stale.
-        top = {os.path.join(ROOT, page + suffix): set(blocks)
+        top = {os.path.join(REPO, page + suffix): set(blocks)
                for page, blocks in docs.TOP_PAGES.items() for suffix, _ in docs.LANGS}
         seen = set()
         for path, _ in shipped_readmes():
@@ -821,7 +821,7 @@ class GeneratedDocsTests(unittest.TestCase):
         # A Chinese README, where there is one, is among those checked above.
         for path, lang in shipped_readmes():
             self.assertEqual(lang, "zh-CN" if path.endswith(".zh-CN.md") else "en")
-        self.assertIn((os.path.join(ROOT, "README.md"), "en"), shipped_readmes())
+        self.assertIn((os.path.join(REPO, "README.md"), "en"), shipped_readmes())
 
     def test_headings_name_no_gpu(self):
         # Headings stay true on any GPU; the generated text names the one measured.
@@ -834,11 +834,11 @@ class GeneratedDocsTests(unittest.TestCase):
                     self.assertNotIn(short, line.lower(), f"{rel(path)}: {line}")
 
     def test_linked_charts_exist(self):
-        with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
             links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", f.read())
         self.assertTrue(links)
         for link in links:
-            self.assertTrue(os.path.isfile(os.path.join(ROOT, link)), f"{link}: run make plot")
+            self.assertTrue(os.path.isfile(os.path.join(REPO, link)), f"{link}: run make plot")
 
 
 def docs_outside_blocks(text):
@@ -868,7 +868,7 @@ def chart_inputs(png, csvs):
 
 
 def git(*args):
-    return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True)
+    return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True)
 
 
 def stale_charts(pngs, csvs, last_commit, is_ancestor):

@@ -23,12 +23,12 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = os.path.join(ROOT, "tools", "docs.py")
-FIXTURES = os.path.join(ROOT, "tests", "plots")
-ACCURACY_FIXTURE = os.path.join(ROOT, "tests", "accuracy", "fixture-accuracy.csv")
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = os.path.join(REPO, "tools", "docs.py")
+FIXTURES = os.path.join(REPO, "tests", "plots")
+ACCURACY_FIXTURE = os.path.join(REPO, "tests", "accuracy", "fixture-accuracy.csv")
+sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import accuracy_data  # noqa: E402
 import accuracy_docs  # noqa: E402
 import compare  # noqa: E402
@@ -258,7 +258,7 @@ class ResultsBlockTests(Repo):
             self.assertNotIn("H200", text)
 
     def test_no_gpu_name_in_the_generator(self):
-        for path in (DOCS, os.path.join(ROOT, "tools", "compare.py")):
+        for path in (DOCS, os.path.join(REPO, "tools", "compare.py")):
             self.assertFalse("H200" in read(path), f"{path} names a GPU")
 
 
@@ -513,12 +513,12 @@ class RunTests(Repo):
         self.assert_one_line_error(self.run_docs("--bogus"))
 
     def test_make_docs(self):
-        shutil.copy(os.path.join(ROOT, "Makefile"), self.root)
-        shutil.copytree(os.path.join(ROOT, "mk"), self.path("mk"))
+        shutil.copy(os.path.join(REPO, "Makefile"), self.root)
+        shutil.copytree(os.path.join(REPO, "mk"), self.path("mk"))
         os.makedirs(self.path("tools"))
-        for name in os.listdir(os.path.join(ROOT, "tools")):
+        for name in os.listdir(os.path.join(REPO, "tools")):
             if name.endswith(".py"):
-                shutil.copy(os.path.join(ROOT, "tools", name), self.path("tools"))
+                shutil.copy(os.path.join(REPO, "tools", name), self.path("tools"))
         before = sorted(os.listdir(self.path("plots", "reference")))
 
         def make():
@@ -633,7 +633,7 @@ class FiguresBlockTests(Repo):
     def setUp(self):
         super().setUp()
         for step in self.STEPS:
-            shutil.copy(os.path.join(ROOT, step, "reduce.cu"), self.path(step, "reduce.cu"))
+            shutil.copy(os.path.join(REPO, step, "reduce.cu"), self.path(step, "reduce.cu"))
             write(self.path(step, "README.md"), FIGURES_STEP)
             write(self.path(step, "README.zh-CN.md"), FIGURES_STEP_ZH)
 
@@ -790,7 +790,7 @@ class VarianceBlockTests(unittest.TestCase):
             with self.assertRaises(docs.DocsError) as caught:
                 docs.variance_block(self.src, self.tmp, "en")
             self.assertIn(words, str(caught.exception))
-        self.assertEqual(subprocess.run([sys.executable, os.path.join(ROOT, "tools",
+        self.assertEqual(subprocess.run([sys.executable, os.path.join(REPO, "tools",
                                                                      "variance_chart.py"),
                                          self.csv], capture_output=True).returncode, 2)
 
@@ -800,7 +800,7 @@ class RowOpsTests(unittest.TestCase):
     its table and its chart only once a softmax step is measured (the
     committed reference may predate it, as a student's step predates its rows)."""
 
-    REFERENCE = os.path.join(ROOT, "plots", "reference", "h200-rows.csv")
+    REFERENCE = os.path.join(REPO, "plots", "reference", "h200-rows.csv")
 
     def rsrc(self, extra_steps=(), bf16=False):
         """The committed part 2 results without their softmax and bfloat16 steps
@@ -821,7 +821,7 @@ class RowOpsTests(unittest.TestCase):
             writer = csv.DictWriter(f, list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        return rows_docs.RowSources(ROOT, path, None), rows_docs
+        return rows_docs.RowSources(REPO, path, None), rows_docs
 
     def block(self, rsrc, rows_docs, lang):
         tr = (lambda text, **values: docs.tr(text, lang, **values))
@@ -854,8 +854,8 @@ class RowOpsTests(unittest.TestCase):
         # builds on, not step 18 (bfloat16), in its counters and its ratios;
         # its bfloat16 twin (20) is beside step 19, the step it converts.
         import rows_docs
-        profile = os.path.join(ROOT, "plots", "reference", "h200-rows-profile.csv")
-        rsrc = rows_docs.RowSources(ROOT, self.REFERENCE, profile)
+        profile = os.path.join(REPO, "plots", "reference", "h200-rows-profile.csv")
+        rsrc = rows_docs.RowSources(REPO, self.REFERENCE, profile)
         tr = (lambda text, **values: docs.tr(text, "en", **values))
         for step, prev in (("rows/step19_rmsnorm", "rows/step17_layernorm_cluster"),
                            ("rows/step20_bf16_rmsnorm", "rows/step19_rmsnorm"),
@@ -873,7 +873,7 @@ class RowOpsTests(unittest.TestCase):
             writer = csv.DictWriter(f, list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-        m = rows_docs.RowSources(ROOT, path, None).m
+        m = rows_docs.RowSources(REPO, path, None).m
         self.assertEqual(m.previous("rows/step19_rmsnorm"), "rows/step17_layernorm_cluster")
 
     def test_bf16_tables_against_the_bf16_copy(self):

@@ -49,13 +49,13 @@ import unicodedata
 import unittest
 from urllib.parse import unquote
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import schema  # noqa: E402
 import zh_strings  # noqa: E402
 
 ZH = ".zh-CN.md"
-GLOSSARY = os.path.join(ROOT, "docs", "glossary.zh-CN.md")
+GLOSSARY = os.path.join(REPO, "docs", "glossary.zh-CN.md")
 SWITCH_EN = "English · [简体中文]({twin})"
 SWITCH_ZH = "[English]({page}) · 简体中文"
 FENCE = re.compile(r"^(`{3,})([^\n]*)\n(.*?)^\1\s*$", re.M | re.S)
@@ -70,7 +70,7 @@ SHELL = {"sh", "bash", "shell", "console", "zsh"}
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
-def pages(root=ROOT):
+def pages(root=REPO):
     """[English page path] of every page that must have a Chinese twin."""
     found = [os.path.join(root, "README.md"), os.path.join(root, "ACCURACY.md"),
              os.path.join(root, "docs", "grading.md"), os.path.join(root, "rows", "README.md"),
@@ -80,7 +80,7 @@ def pages(root=ROOT):
     return [path for path in found if os.path.isfile(path)]
 
 
-def all_markdown(root=ROOT):
+def all_markdown(root=REPO):
     """Every .md file of the repository, in both languages (not build output)."""
     found = []
     for folder, dirs, files in os.walk(root):
@@ -283,7 +283,7 @@ def broken_anchors(path, read_page=read):
         dest = os.path.normpath(os.path.join(os.path.dirname(path), unquote(page))) \
             if page else path
         if page and not os.path.exists(dest):
-            problems.append(f"{target}: {os.path.relpath(dest, ROOT)} does not exist")
+            problems.append(f"{target}: {os.path.relpath(dest, REPO)} does not exist")
             continue
         if anchor and not dest.endswith(".md"):
             problems.append(f"{target}: an anchor into a file that is not a page")
@@ -360,7 +360,7 @@ def english_page_mentions(zh_path, text, exists=os.path.isfile):
         if not target.endswith(".md") or target.endswith(ZH) or re.match(r"^[a-z]+:", target):
             continue
         candidates = [os.path.normpath(os.path.join(base, unquote(target)))
-                      for base in (folder, ROOT)]
+                      for base in (folder, REPO)]
         # a map names a page by the end of its path ("grading.md" under docs/)
         candidates += [page for page in pages() if page.endswith(os.sep + target)]
         for page in candidates:
@@ -419,7 +419,7 @@ def generated_english(text):
             for sentence in english_sentences(m.group(2))]
 
 
-def source_summaries(root=ROOT):
+def source_summaries(root=REPO):
     """{path: line 1 without '// '} of every program's source: part 1's
     steps, part 2's rows steps, the baselines and extras/. The links that
     `make stepK` makes (step3 -> step3_idle) are not programs of their own."""
@@ -441,7 +441,7 @@ def source_summaries(root=ROOT):
     return found
 
 
-def shipped_source(path, root=ROOT):
+def shipped_source(path, root=REPO):
     """True for a program this repository ships (tools/schema.py SHIPPED,
     SHIPPED_ROWS, extras/); False for a student's `make new` step."""
     folder = os.path.dirname(os.path.relpath(path, root)).replace(os.sep, "/")
@@ -449,7 +449,7 @@ def shipped_source(path, root=ROOT):
         schema.SHIPPED + schema.SHIPPED_ROWS
 
 
-def missing_summaries(summaries, table, root=ROOT):
+def missing_summaries(summaries, table, root=REPO):
     """[path] of the shipped sources whose line-1 summary has no Chinese form
     in table. A student's own step needs none: tools/zh_strings.summary()
     gives its English line on the Chinese pages."""
@@ -457,7 +457,7 @@ def missing_summaries(summaries, table, root=ROOT):
             if text and text not in table and shipped_source(path, root)]
 
 
-def missing_summary_message(paths, summaries, root=ROOT):
+def missing_summary_message(paths, summaries, root=REPO):
     """What to do about the shipped sources that missing_summaries() found."""
     lines = [f"{os.path.relpath(p, root)}: line 1 {summaries[p]!r} has no Chinese form in "
              "tools/zh_strings.py SUMMARIES; add one there (a shipped program's results "
@@ -562,7 +562,7 @@ def ascii_times(text):
             for m in ASCII_TIMES.finditer(body)]
 
 
-MUTANTS = os.path.join(ROOT, "tests", "broken", "mutants.txt")
+MUTANTS = os.path.join(REPO, "tests", "broken", "mutants.txt")
 
 
 def mutant_names(path=MUTANTS):
@@ -710,13 +710,13 @@ def chinese_lines(source):
 class EditionTests(unittest.TestCase):
     def pair(self, page):
         zh = twin(page)
-        self.assertTrue(os.path.isfile(zh), f"{os.path.relpath(page, ROOT)} has no Chinese "
-                                            f"edition {os.path.relpath(zh, ROOT)}")
+        self.assertTrue(os.path.isfile(zh), f"{os.path.relpath(page, REPO)} has no Chinese "
+                                            f"edition {os.path.relpath(zh, REPO)}")
         return read(page), read(zh)
 
     def each_page(self, check):
         for page in pages():
-            with self.subTest(page=os.path.relpath(page, ROOT)):
+            with self.subTest(page=os.path.relpath(page, REPO)):
                 en, zh = self.pair(page)
                 check(page, en, zh)
 
@@ -772,7 +772,7 @@ class EditionTests(unittest.TestCase):
 
     def test_every_anchor_names_a_heading(self):
         for path in all_markdown():
-            with self.subTest(page=os.path.relpath(path, ROOT)):
+            with self.subTest(page=os.path.relpath(path, REPO)):
                 self.assertEqual(broken_anchors(path), [])
 
     def test_chinese_anchors_follow_the_english_ones(self):
@@ -836,17 +836,17 @@ class ChineseStringTests(unittest.TestCase):
         # holds its English alone (issue 44).
         for name in STRING_TABLES:
             with self.subTest(name=name):
-                self.assertEqual(strings_table_values(read(os.path.join(ROOT, "tools", name))),
+                self.assertEqual(strings_table_values(read(os.path.join(REPO, "tools", name))),
                                  [], f"tools/{name}: a STRINGS value that is not \"\"; its "
                                  "Chinese form belongs in tools/zh_strings.py")
         for name in TEXT_TABLES:
             with self.subTest(name=name):
-                self.assertEqual(text_table_values(read(os.path.join(ROOT, "tools", name))),
+                self.assertEqual(text_table_values(read(os.path.join(REPO, "tools", name))),
                                  [], f"tools/{name}: a TEXT value that is not one English "
                                  "string; its Chinese form belongs in tools/zh_strings.py")
         for name in STRING_TABLES + TEXT_TABLES:
             with self.subTest(name=name, check="no Chinese character"):
-                self.assertEqual(chinese_lines(read(os.path.join(ROOT, "tools", name))), [],
+                self.assertEqual(chinese_lines(read(os.path.join(REPO, "tools", name))), [],
                                  f"tools/{name}: Chinese belongs in tools/zh_strings.py")
 
     def test_chinese_forms_keep_the_glossary(self):
@@ -907,7 +907,7 @@ class CheckerTests(unittest.TestCase):
                 self.assertNotEqual(extract(self.EN), extract(zh))
 
     def test_a_chinese_page_that_names_an_english_page_is_seen(self):
-        zh_path = os.path.join(ROOT, "README.zh-CN.md")
+        zh_path = os.path.join(REPO, "README.zh-CN.md")
         ok = ("[English](README.md) · 简体中文\n\n见 [舍入](ACCURACY.zh-CN.md#确定性) 和 "
               "rows/README.zh-CN.md。\n\n```\nACCURACY.zh-CN.md    舍入\n```\n\n"
               "```sh\nless ACCURACY.md    # 命令照写\n```\n\n运行 `cat ACCURACY.md`。\n")
@@ -924,11 +924,11 @@ class CheckerTests(unittest.TestCase):
                          diagram_line_key("ACCURACY.zh-CN.md    舍入（common/README.zh-CN.md 讲清）"))
 
     def test_an_english_chart_on_a_chinese_page_is_seen(self):
-        zh_path = os.path.join(ROOT, "README.zh-CN.md")
+        zh_path = os.path.join(REPO, "README.zh-CN.md")
         page = ("[English](README.md) · 简体中文\n\n<!-- BEGIN results -->\n\n"
                 "![带宽](plots/reference/h200-progression.zh-CN.png)\n\n<!-- END results -->\n\n"
                 "![图](plots/diagrams/step0_naive-lanes.png)\n")
-        twins = {os.path.join(ROOT, "plots", "reference", "h200-progression.zh-CN.png")}
+        twins = {os.path.join(REPO, "plots", "reference", "h200-progression.zh-CN.png")}
         self.assertEqual(english_charts(zh_path, page, exists=twins.__contains__), [])
         bad = page.replace("progression.zh-CN.png", "progression.png")
         self.assertEqual(len(english_charts(zh_path, bad, exists=twins.__contains__)), 1)
@@ -1090,7 +1090,7 @@ class CheckerTests(unittest.TestCase):
     def test_a_summary_without_a_chinese_form_is_seen(self):
         summaries = source_summaries()
         table = dict(zh_strings.SUMMARIES)
-        step0 = os.path.join(ROOT, "step0_naive", "reduce.cu")
+        step0 = os.path.join(REPO, "step0_naive", "reduce.cu")
         del table[summaries[step0]]
         self.assertEqual(missing_summaries(summaries, table), [step0])
         rows = [p for p in summaries if os.sep + "rows" + os.sep in p][0]
@@ -1107,7 +1107,7 @@ class CheckerTests(unittest.TestCase):
                 os.makedirs(os.path.join(top, os.path.dirname(rel)), exist_ok=True)
                 with open(os.path.join(top, rel), "w", encoding="utf-8") as handle:
                     handle.write(f"// {line1}\n#include \"check.h\"\n")
-            shipped = read(os.path.join(ROOT, "step0_naive", "reduce.cu")).split("\n")[0][3:]
+            shipped = read(os.path.join(REPO, "step0_naive", "reduce.cu")).split("\n")[0][3:]
             source("step0_naive/reduce.cu", shipped)
             source("step10_mine/reduce.cu", "step10_mine: eight loads in flight.")
             source("rows/step3_vector/reduce.cu", "not a part 2 source: rows.cu is")

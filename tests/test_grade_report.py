@@ -21,8 +21,8 @@ import unittest
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import grade_report  # noqa: E402
 
 GPU = "NVIDIA H200"

@@ -17,18 +17,18 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tests"))
 import counting  # noqa: E402
 import multigpu_chart  # noqa: E402
 import schema  # noqa: E402
 import torch_dist  # noqa: E402
 
-FIXTURES = os.path.join(ROOT, "tests", "multigpu")
+FIXTURES = os.path.join(REPO, "tests", "multigpu")
 SUM_FIXTURE = os.path.join(FIXTURES, "h200x2-multigpu.csv")
 VEC_FIXTURE = os.path.join(FIXTURES, "h200x2-allreduce.csv")
-PROGRAM = os.path.join(ROOT, "multigpu", "run")
+PROGRAM = os.path.join(REPO, "multigpu", "run")
 
 
 # MULTIGPU_TEST_NO_NCCL=1 plays a machine without NCCL here (the Makefile's
@@ -38,7 +38,7 @@ NO_NCCL = os.environ.get("MULTIGPU_TEST_NO_NCCL") == "1"
 
 def make(*targets, no_nccl=NO_NCCL):
     extra = ["NCCL_INC="] if no_nccl else []
-    return subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, *extra, *targets],
+    return subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO, *extra, *targets],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -46,7 +46,7 @@ def nccl_header():
     """The include folder make found nccl.h in, or '' (the Makefile decides)."""
     if NO_NCCL:
         return ""
-    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "-p", "-n",
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO, "-p", "-n",
                           "hash-flags"], capture_output=True, text=True, timeout=120).stdout
     match = re.search(r"^NCCL_INC := (.*)$", out, re.M)
     return match.group(1).strip() if match else ""
@@ -54,7 +54,7 @@ def nccl_header():
 
 def header_macro(name):
     """A CSV header macro of multigpu/plan.h: its string literals, joined."""
-    with open(os.path.join(ROOT, "multigpu", "plan.h")) as handle:
+    with open(os.path.join(REPO, "multigpu", "plan.h")) as handle:
         text = handle.read()
     definition = re.search(r"#define " + name + r"\s*\\\n((?:.*\\\n)*.*\n)", text).group(1)
     return "".join(re.findall(r'"([^"]*)"', definition))
@@ -255,13 +255,13 @@ class ChartTests(unittest.TestCase):
 
 class DeviceScriptTests(unittest.TestCase):
     def test_syntax(self):
-        proc = subprocess.run(["bash", "-n", os.path.join(ROOT, "tools", "nccl_check.sh")],
+        proc = subprocess.run(["bash", "-n", os.path.join(REPO, "tools", "nccl_check.sh")],
                               capture_output=True, text=True)
         self.assertEqual(proc.returncode, 0, proc.stderr)
 
     def test_every_command_has_a_timeout(self):
         # The script runs once on a borrowed machine: nothing may hang it.
-        with open(os.path.join(ROOT, "tools", "nccl_check.sh")) as handle:
+        with open(os.path.join(REPO, "tools", "nccl_check.sh")) as handle:
             text = handle.read()
         for line in text.splitlines():
             stripped = line.strip()

@@ -35,8 +35,8 @@ import unittest
 from types import SimpleNamespace
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import diagrams  # noqa: E402
 import chart_zh  # noqa: E402
 import patterns as pt  # noqa: E402
@@ -44,14 +44,14 @@ from generated import markers  # noqa: E402
 
 # The committed reference data. It moves to plots/reference/ (branch
 # tooling); this is the one line to change.
-REFERENCE_DIR = os.path.join(ROOT, "plots", "reference")
+REFERENCE_DIR = os.path.join(REPO, "plots", "reference")
 PROFILE = os.path.join(REFERENCE_DIR, "h200-profile.csv")
 RESULTS = os.path.join(REFERENCE_DIR, "h200.csv")      # for the SM count
 SASS = os.path.join(REFERENCE_DIR, "sm90-sass.txt")     # `make sass`
 PROFILE_N = 1 << 25          # tools/profile.py profiles every step at n = 2^25
 MAX_PNG_BYTES = 60_000
-DIAGRAMS = os.path.join(ROOT, "tools", "diagrams.py")
-FIGURES = os.path.join(ROOT, "plots", "diagrams")
+DIAGRAMS = os.path.join(REPO, "tools", "diagrams.py")
+FIGURES = os.path.join(REPO, "plots", "diagrams")
 
 INST = "smsp__inst_executed.sum"
 SHARED_LD = "smsp__inst_executed_op_shared_ld.sum"
@@ -165,7 +165,7 @@ class Cache:
     @classmethod
     def models(cls):
         if cls._models is None:
-            cls._models = {s: pt.build(ROOT, s) for s in pt.modelled_steps(ROOT)}
+            cls._models = {s: pt.build(REPO, s) for s in pt.modelled_steps(REPO)}
         return cls._models
 
     @classmethod
@@ -351,7 +351,7 @@ def issue_problems(counts, profile):
 
 class ModelTests(unittest.TestCase):
     def test_every_shipped_step_has_a_model(self):
-        steps = pt.modelled_steps(ROOT)
+        steps = pt.modelled_steps(REPO)
         for k, name in enumerate(("step0_naive", "step1_divergence", "step2_bankconflict",
                                   "step3_idle", "step4_warp", "step5_unroll",
                                   "step6_multi", "step7_shfl", "step8_vector",
@@ -359,14 +359,14 @@ class ModelTests(unittest.TestCase):
             self.assertIn(name, steps, f"step {k}")
 
     def test_source_lines_still_say_what_the_model_transcribes(self):
-        problems = pt.source_problems(ROOT, Cache.models().values())
+        problems = pt.source_problems(REPO, Cache.models().values())
         self.assertEqual(problems, [], "\n".join(problems))
 
     def test_an_edited_source_line_is_reported(self):
         with tempfile.TemporaryDirectory() as tmp:
             step = "step1_divergence"
             os.makedirs(os.path.join(tmp, step))
-            with open(os.path.join(ROOT, step, "reduce.cu"), encoding="utf-8") as f:
+            with open(os.path.join(REPO, step, "reduce.cu"), encoding="utf-8") as f:
                 lines = f.read().split("\n")
             src = next(s for s in Cache.models()[step].sources if "2 * s * tid" in s.text)
             line = pt.resolve_line(lines, src)
@@ -382,14 +382,14 @@ class ModelTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             step = "step1_divergence"
             os.makedirs(os.path.join(tmp, step))
-            with open(os.path.join(ROOT, step, "reduce.cu"), encoding="utf-8") as f:
+            with open(os.path.join(REPO, step, "reduce.cu"), encoding="utf-8") as f:
                 lines = f.read().split("\n")
             with open(os.path.join(tmp, step, "reduce.cu"), "w", encoding="utf-8") as f:
                 f.write("\n".join(["// one more line"] * 3 + lines))
             self.assertEqual(pt.source_problems(tmp, [Cache.models()[step]]), [])
 
     def test_defines_come_from_the_source(self):
-        defines = pt.read_defines(ROOT, "step6_multi")
+        defines = pt.read_defines(REPO, "step6_multi")
         self.assertEqual(Cache.models()["step6_multi"].block, defines["BLOCK_SIZE"])
         self.assertEqual(Cache.models()["step6_multi"].loads.unroll, defines["UNROLL"])
         with tempfile.TemporaryDirectory() as tmp:
@@ -584,7 +584,7 @@ class CounterTests(unittest.TestCase):
     def test_lanes_with_predicate_on(self):
         steps = profiled(self.profile, self.counts)
         if not any((s, PRED_ON) in self.profile for s in steps):
-            self.skipTest(f"{PRED_ON} is not in {os.path.relpath(PROFILE, ROOT)} yet "
+            self.skipTest(f"{PRED_ON} is not in {os.path.relpath(PROFILE, REPO)} yet "
                           f"(it arrives with the next `make profile-all`)")
         missing = [s for s in steps if (s, PRED_ON) not in self.profile]
         self.assertEqual(missing, [], f"{PRED_ON} missing for some steps")
@@ -683,7 +683,7 @@ def readme_block(path):
 
 
 def pinned_matplotlib():
-    with open(os.path.join(ROOT, "tools", "requirements.txt")) as handle:
+    with open(os.path.join(REPO, "tools", "requirements.txt")) as handle:
         match = re.search(r"^matplotlib==(\S+)", handle.read(), re.M)
     return match.group(1) if match else None
 
@@ -709,7 +709,7 @@ class ReadmeBlockTests(unittest.TestCase):
             wanted = [f"../plots/diagrams/{diagrams.figure_name(step, kind)}"
                       for kind in diagrams.figure_kinds(built)]
             for name in README_NAMES:
-                path = os.path.join(ROOT, step, name)
+                path = os.path.join(REPO, step, name)
                 if not os.path.isfile(path):
                     continue
                 block = readme_block(path)
@@ -764,7 +764,7 @@ class RowSplitTests(unittest.TestCase):
                         self.assertEqual((r * cols + head) % pack, 0)
 
     def test_matches_split_row_in_the_kernel(self):
-        with open(os.path.join(ROOT, "rows", "step10_aligned", "rows.cu")) as f:
+        with open(os.path.join(REPO, "rows", "step10_aligned", "rows.cu")) as f:
             src = " ".join(f.read().split())
         self.assertIn("unsigned int head = (unsigned int)((PACK - (size_t)x / sizeof(float) % PACK)"
                       " % PACK); head = min(head, cols); return {head, (cols - head) / PACK, "
@@ -802,7 +802,7 @@ class ParamPiecesTests(unittest.TestCase):
                      ": (at % 4 == 0 && J + 4 <= PACK) ? 4 : (at % 2 == 0 && J + 2 <= PACK) ? 2 : 1;",)}
         for step, lines in rules.items():
             self.assertIn(step, diagrams.ROW_PARAMS)
-            with open(os.path.join(ROOT, step, "rows.cu")) as f:
+            with open(os.path.join(REPO, step, "rows.cu")) as f:
                 src = " ".join(f.read().split())
             for line in lines:
                 self.assertIn(line, src, step)
@@ -823,7 +823,7 @@ class ClusterOwnerTests(unittest.TestCase):
                          (1, "shared"))
 
     def test_matches_the_kernels_indexing(self):
-        with open(os.path.join(ROOT, "rows", "step15_cluster", "rows.cu")) as f:
+        with open(os.path.join(REPO, "rows", "step15_cluster", "rows.cu")) as f:
             src = " ".join(f.read().split())
         for line in ("unsigned int rank = blockIdx.x % CLUSTER;",
                      "unsigned int t = rank * SHARE + b;",
@@ -836,7 +836,7 @@ class ClusterOwnerTests(unittest.TestCase):
         same cluster_owner): rest_slot() is step 15's slot in a cluster."""
         self.assertEqual(diagrams.ROW_CLUSTER["rows/step17_layernorm_cluster"],
                          diagrams.ROW_CLUSTER["rows/step15_cluster"])
-        with open(os.path.join(ROOT, "rows", "step17_layernorm_cluster", "rows.cu")) as f:
+        with open(os.path.join(REPO, "rows", "step17_layernorm_cluster", "rows.cu")) as f:
             src = " ".join(f.read().split())
         for line in ("unsigned int rank = blockIdx.x % CLUSTER;",
                      "unsigned int t = rank * SHARE + b;",
@@ -1012,7 +1012,7 @@ class BackColumnsTests(unittest.TestCase):
                      "size_t blocks = (rows + ROWS_PER_CHUNK - 1) / ROWS_PER_CHUNK; return "
                      "(unsigned int)(blocks < max_blocks ? blocks : max_blocks);")}
         for step, wanted in lines.items():
-            with open(os.path.join(ROOT, step, "back.cu")) as f:
+            with open(os.path.join(REPO, step, "back.cu")) as f:
                 src = " ".join(f.read().split())
             for line in wanted:
                 self.assertIn(line, src, step)
@@ -1023,7 +1023,7 @@ class BackColumnsTests(unittest.TestCase):
                             f"plots/diagrams/{name}: run make diagrams")
         for readme, name in (("README.md", BACK_PICTURES[0]),
                              ("README.zh-CN.md", BACK_PICTURES[1])):
-            with open(os.path.join(ROOT, "back", readme), encoding="utf-8") as f:
+            with open(os.path.join(REPO, "back", readme), encoding="utf-8") as f:
                 self.assertIn(f"](../plots/diagrams/{name})", f.read(), readme)
 
     def test_every_text_of_the_picture_has_a_chinese_form(self):
@@ -1071,7 +1071,7 @@ class DrawingTests(unittest.TestCase):
     @needs_matplotlib
     def test_drawing_never_touches_a_readme_and_rerun_writes_nothing(self):
         step = "step2_bankconflict"
-        shutil.copytree(os.path.join(ROOT, step), os.path.join(self.tmp, step),
+        shutil.copytree(os.path.join(REPO, step), os.path.join(self.tmp, step),
                         ignore=shutil.ignore_patterns("run"))
         readme = os.path.join(self.tmp, step, "README.md")
         begin, end = markers("figures")

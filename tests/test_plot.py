@@ -21,9 +21,9 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLOT = os.path.join(ROOT, "tools", "plot.py")
-FIXTURES = os.path.join(ROOT, "tests", "plots")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLOT = os.path.join(REPO, "tools", "plot.py")
+FIXTURES = os.path.join(REPO, "tests", "plots")
 RESULTS = os.path.join(FIXTURES, "fixture.csv")
 PROFILE = os.path.join(FIXTURES, "fixture-profile.csv")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -37,7 +37,7 @@ HAVE_FONT = importlib.util.find_spec("pylopdf_fonts_zh_cn") is not None
 needs_font = unittest.skipUnless(
     HAVE_MATPLOTLIB and HAVE_FONT, "no chart font: pip install -r tools/requirements.txt")
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import chart_zh  # noqa: E402
 import schema  # noqa: E402
 
@@ -234,7 +234,7 @@ class ChartContentTests(Workspace):
         self.assertNotIn("H200", read(PLOT))
 
     def test_part3_gets_its_progression_and_its_share_of_the_three_stream_copy(self):
-        figures = self.draw(os.path.join(ROOT, "plots", "reference", "h200-back.csv"))
+        figures = self.draw(os.path.join(REPO, "plots", "reference", "h200-back.csv"))
         self.assertEqual(sorted(figures), ["back-layernorm_backward", "back-progression"])
         self.assertIn("Part 3 on NVIDIA H200: LayerNorm backward",
                       self.texts(figures["back-progression"])[0])

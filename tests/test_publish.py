@@ -14,8 +14,8 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PUBLISH = os.path.join(ROOT, "tools", "publish.py")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PUBLISH = os.path.join(REPO, "tools", "publish.py")
 
 HEADER = "step,n,median_us,gpu\n"
 PROFILE_HEADER = "step,kernel,metric,value,unit,gpu,git_rev,code_hash\n"

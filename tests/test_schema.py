@@ -14,8 +14,8 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import schema  # noqa: E402
 
 # The header the harness writes (common.md, decision 2), spelled out once more
@@ -26,7 +26,7 @@ HARNESS_HEADER = ("step,n,reps,warmup,median_us,min_us,max_us,gbps,pct_peak,resu
                   "seed,git_rev,mode,distinct,code_hash,sum_abs,cpu_seq,cpu_kahan,rows,cols,"
                   "op,bytes,arch,toolchain")
 BENCH_COLUMNS = ("round", "run", "role")
-FIXTURE = os.path.join(ROOT, "tests", "plots", "fixture.csv")
+FIXTURE = os.path.join(REPO, "tests", "plots", "fixture.csv")
 
 
 def fixture_rows():
@@ -53,7 +53,7 @@ class Files(unittest.TestCase):
 
 def csv_header_macro():
     """CSV_HEADER as common/harness.h defines it: its string literals, joined."""
-    with open(os.path.join(ROOT, "common", "harness.h")) as handle:
+    with open(os.path.join(REPO, "common", "harness.h")) as handle:
         text = handle.read()
     definition = re.search(r"#define CSV_HEADER\s*\\\n((?:.*\\\n)*.*\n)", text).group(1)
     return "".join(re.findall(r'"([^"]*)"', definition))
@@ -109,7 +109,7 @@ class StepNameTests(unittest.TestCase):
         self.assertEqual([schema.step_number(s) for s in schema.SHIPPED[:-1]], list(range(10)))
 
     def test_step_dirs_of_this_repository(self):
-        found = schema.step_dirs(ROOT)
+        found = schema.step_dirs(REPO)
         self.assertEqual(found[:9], list(schema.SHIPPED[:9]))
         self.assertNotIn("baseline_cub", found)
 
@@ -125,7 +125,7 @@ class LoaderTests(Files):
             [sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import schema; "
              "print(len(schema.load_results(sys.argv[2])), "
              "len(schema.load_results(sys.argv[2], need_speed=False, quiet=True)))",
-             os.path.join(ROOT, "tools"), path], capture_output=True, text=True)
+             os.path.join(REPO, "tools"), path], capture_output=True, text=True)
         self.assertEqual(proc.stdout.split(), [str(len(rows) - 2), str(len(rows) - 1)])
         self.assertEqual(proc.stderr.strip(), f"-c: r.csv: left out 2 of {len(rows)} rows: "
                          "1 failed (pass != 1), 1 without timing (check mode)")

@@ -14,14 +14,14 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tools"))
 import bench  # noqa: E402
 import grade  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402
 
-STEPS_PY = os.path.join(ROOT, "tools", "steps.py")
+STEPS_PY = os.path.join(REPO, "tools", "steps.py")
 BF16 = "LAYERNORM;\nconst enum row_dtype step_dtype = ROW_BF16"
 
 
@@ -156,8 +156,8 @@ class Tree(unittest.TestCase):
             self.assertFalse(steps.branches_off(self.root, name))
         # The shipped tree: step 22 (Welford) branches off step 13, so step 17
         # stays LayerNorm's last step in the tables.
-        self.assertTrue(steps.branches_off(ROOT, "rows/step22_welford"))
-        self.assertFalse(steps.branches_off(ROOT, "rows/step17_layernorm_cluster"))
+        self.assertTrue(steps.branches_off(REPO, "rows/step22_welford"))
+        self.assertFalse(steps.branches_off(REPO, "rows/step17_layernorm_cluster"))
 
     def test_bench_reads_the_same_answer(self):
         """One implementation: bench's names are this module's functions."""
@@ -217,11 +217,11 @@ class ThisRepository(unittest.TestCase):
     def test_every_step_of_both_parts(self):
         for part, shipped in (("", schema.SHIPPED), ("rows/", schema.SHIPPED_ROWS)):
             names = [n for n in shipped if schema.step_number(n) is not None]
-            self.assertEqual(steps.step_dirs(ROOT, part)[:len(names)], list(names))
+            self.assertEqual(steps.step_dirs(REPO, part)[:len(names)], list(names))
             for name in names:
-                self.assertEqual(steps.folder(ROOT, f"{part}{schema.step_number(name)}"), name)
+                self.assertEqual(steps.folder(REPO, f"{part}{schema.step_number(name)}"), name)
         for name in ("cub", "rows/cub", "rows/copy", "rows/copy16"):
-            self.assertEqual(steps.folder(ROOT, name), schema.program_dir(name))
+            self.assertEqual(steps.folder(REPO, name), schema.program_dir(name))
 
     def test_the_step_before_of_part_2s_later_steps(self):
         """Step 13 builds on step 7 (the last float LayerNorm), not on step
@@ -233,19 +233,19 @@ class ThisRepository(unittest.TestCase):
                                   "rows/step13_layernorm_aligned"),
                                  ("step3_idle", "step2_bankconflict", "step2_bankconflict")):
             with self.subTest(name):
-                self.assertEqual(steps.previous_step(ROOT, name), prev)
-                self.assertEqual(steps.diff_base(ROOT, name), base)
+                self.assertEqual(steps.previous_step(REPO, name), prev)
+                self.assertEqual(steps.diff_base(REPO, name), base)
 
     def test_make_diff_is_the_diff_against_diff_base(self):
         """make diff (tools/step.sh) shows, for every step of both parts, the
         step diff_base names, or says it is the first."""
         for part in ("", "rows/", "back/"):
-            for name in steps.step_dirs(ROOT, part, source=True):
+            for name in steps.step_dirs(REPO, part, source=True):
                 k = schema.step_number(name)
-                proc = subprocess.run(["bash", os.path.join(ROOT, "tools", "step.sh"), "diff",
+                proc = subprocess.run(["bash", os.path.join(REPO, "tools", "step.sh"), "diff",
                                        f"{part}{k}"], capture_output=True, text=True)
                 first = proc.stdout.splitlines()[0] if proc.stdout else ""
-                want = steps.diff_base(ROOT, name, source=True)
+                want = steps.diff_base(REPO, name, source=True)
                 with self.subTest(name):
                     self.assertEqual(proc.returncode, 0, proc.stderr)
                     if want is None:
@@ -256,13 +256,13 @@ class ThisRepository(unittest.TestCase):
     def test_part_3s_step_5_is_read_against_step_2(self):
         """Steps 3 and 4 of part 3 are a detour (slower, kept as lessons):
         step 5 says it was started from step 2, so its diff is the layout's."""
-        self.assertEqual(steps.diff_base(ROOT, "back/step5_rows", source=True),
+        self.assertEqual(steps.diff_base(REPO, "back/step5_rows", source=True),
                          "back/step2_partials")
-        self.assertEqual(steps.diff_base(ROOT, "back/step6_tiles", source=True), "back/step5_rows")
+        self.assertEqual(steps.diff_base(REPO, "back/step6_tiles", source=True), "back/step5_rows")
 
     def make_variables(self):
         """The Makefile's variables as make expands them (make -p -n)."""
-        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", ROOT, "-p", "-n",
+        out = subprocess.run(["make", "-s", "--no-print-directory", "-C", REPO, "-p", "-n",
                               "hash-flags"], capture_output=True, text=True, timeout=120).stdout
         return dict(re.findall(r"^([A-Z_]+) :?= (.*)$", out, re.M))
 
@@ -273,7 +273,7 @@ class ThisRepository(unittest.TestCase):
         found = self.make_variables()
         for var, part in (("STEP_DIRS", ""), ("ROW_STEP_DIRS", "rows/"), ("BACK_STEP_DIRS", "back/")):
             with self.subTest(var):
-                self.assertEqual(found[var].split(), steps.step_dirs(ROOT, part, source=True))
+                self.assertEqual(found[var].split(), steps.step_dirs(REPO, part, source=True))
 
     def test_the_makefile_links_the_harness_the_hash_covers(self):
         """Each part's programs link the harness objects of the sources that
@@ -288,7 +288,7 @@ class ThisRepository(unittest.TestCase):
                 if stem == "version":   # the revision's string, written by make: no code
                     continue
                 sources = [f"common/{stem}{ext}" for ext in (".c", ".cu")
-                           if os.path.isfile(os.path.join(ROOT, "common", stem + ext))]
+                           if os.path.isfile(os.path.join(REPO, "common", stem + ext))]
                 self.assertEqual(len(sources), 1, f"{var}: {obj} has no one source in common/")
                 linked.add(sources[0])
             hashed = {f for f in code_hash.HARNESS[part] if f.endswith((".c", ".cu"))}
@@ -302,12 +302,12 @@ class ThisRepository(unittest.TestCase):
         until make docs fills it."""
         shipped = set(schema.SHIPPED) | set(schema.SHIPPED_ROWS)
         for part in ("", "rows/"):
-            for name in steps.step_dirs(ROOT, part, source=True):
+            for name in steps.step_dirs(REPO, part, source=True):
                 if name not in shipped:
                     continue
-                want = steps.diff_base(ROOT, name, source=True)
+                want = steps.diff_base(REPO, name, source=True)
                 for page in ("README.md", "README.zh-CN.md"):
-                    path = os.path.join(ROOT, name, page)
+                    path = os.path.join(REPO, name, page)
                     if not os.path.isfile(path):
                         continue
                     with open(path, encoding="utf-8") as f:
