@@ -23,8 +23,8 @@ import io
 import glob
 import os
 import sys
-from types import SimpleNamespace
 
+import charts  # noqa: E402  (matplotlib loaded)
 import patterns as pt  # noqa: E402
 from generated import write_if_changed  # noqa: E402
 
@@ -172,20 +172,7 @@ def figures_block(built, readme_dir, out_dir, translate=english):
 # Drawing
 # ----------------------------------------------------------------------------
 
-def load_matplotlib():
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # files only: works without a display
-        import matplotlib.pyplot as plt
-        from matplotlib.colors import ListedColormap
-        from matplotlib.lines import Line2D
-        from matplotlib.patches import Patch, Rectangle
-        import numpy
-        from PIL import Image   # both come with matplotlib
-    except ImportError:
-        return None
-    return SimpleNamespace(plt=plt, ListedColormap=ListedColormap, Patch=Patch,
-                           Rectangle=Rectangle, Line2D=Line2D, Image=Image, np=numpy)
+load_matplotlib = charts.load_matplotlib   # matplotlib, numpy and PIL, or None
 
 
 def save(mpl, fig, path):

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import time
 
+import charts  # noqa: E402  (matplotlib loaded)
 import grade  # noqa: E402
 from grade import ratio_text  # noqa: E402  (1.82x, 0.0043x: as the grader writes them)
 
@@ -205,13 +206,11 @@ def write_tables(rows, out, gpu_line):
 def draw_chart(rows, out, title, chinese=False):
     """class.png: each submission's speed ratio (whiskers: its slowest and
     fastest round) or, without a speed target, its share of checks passed."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    mpl = charts.load_matplotlib()
+    if mpl is None:
         print("grade_class: class.png not drawn: matplotlib does not import (make venv)")
         return []
+    plt = mpl.plt
     with_speed = any(row.get("ratio") is not None for row in rows)
     fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * len(rows)))
     colors = {"PASS": "#2e7d32", "FAIL": "#c62828"}

@@ -15,8 +15,8 @@ import os
 import sys
 
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
+import charts  # noqa: E402  (matplotlib loaded, charts saved)
 import schema  # noqa: E402
-from generated import write_if_changed  # noqa: E402
 
 BIG_NS = (1 << 30, (1 << 31) - 1)   # where two GPUs must reach SPEEDUP_TARGET
 SPEEDUP_TARGET = 1.9
@@ -96,17 +96,14 @@ def load(path, reader):
 
 def save(plt, fig, path):
     """The chart, and with --chinese its Chinese twin <name>.zh-CN.png (tools/chart_zh.py)."""
-    fig.savefig(path, dpi=110, metadata={"Software": None})
-    chinese = chart_zh.chinese_png(fig, relayout=True, dpi=110, metadata={"Software": None})
-    plt.close(fig)
-    if chinese is not None and write_if_changed(chart_zh.zh_path(path), chinese):
-        print(f"wrote {chart_zh.zh_path(path)}")
+    for done in charts.save_png(plt, fig, path, 110, relayout=True,
+                                metadata={"Software": None}, quiet=True):
+        if done != path:   # the English chart's line is the caller's
+            print(f"wrote {done}")
 
 
 def draw_scaling(rows, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = charts.load_matplotlib().plt
     fig, ax = plt.subplots(figsize=(8, 4.5))
     gpus = max((r["gpus"] for r in rows), default=0)
     gpu = rows[0]["gpu"] if rows else ""
@@ -135,9 +132,7 @@ def draw_scaling(rows, path):
 
 
 def draw_allreduce(rows, path):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = charts.load_matplotlib().plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     gpus = max((r["gpus"] for r in rows), default=0)
     for source, style, name in (("nccl", "o-", "NCCL (multigpu/run --vector)"),

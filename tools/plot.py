@@ -28,17 +28,15 @@ Exit codes: 0 done, 2 bad input (one line on stderr), 3 matplotlib missing.
 """
 
 import argparse
-import io
 import math
 import os
 import sys
-from types import SimpleNamespace
 
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
+import charts  # noqa: E402  (matplotlib loaded, charts saved)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
 import stale  # noqa: E402  (rows measured on an earlier version of the code)
-from generated import write_if_changed  # noqa: E402
 from compare import N_MID, TABLE_SIZES  # noqa: E402
 from schema import CUB  # noqa: E402
 
@@ -138,32 +136,12 @@ def tick_label(step, m=None):
 # Output
 # ----------------------------------------------------------------------------
 
-def load_matplotlib():
-    """Import matplotlib with the file-only Agg backend, or None if missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")  # no display needed; works over SSH and in CI
-        import matplotlib.pyplot as plt
-        from matplotlib.patches import Patch
-    except ImportError:
-        return None
-    return SimpleNamespace(plt=plt, Patch=Patch)
+load_matplotlib = charts.load_matplotlib
 
 
 def save_figure(mpl, fig, path, relayout=False):
-    """The figure as a PNG, and with --chinese its Chinese twin as
-    <name>.zh-CN.png (tools/chart_zh.py), each written only when its bytes
-    change (reruns leave git clean). relayout: the figure was laid out by tight_layout(),
-    which the Chinese words need again."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=CHART_DPI)
-    chinese = chart_zh.chinese_png(fig, relayout=relayout, dpi=CHART_DPI)
-    mpl.plt.close(fig)
-    tool = os.path.basename(sys.argv[0]) or "plot.py"
-    if write_if_changed(path, buffer.getvalue()):
-        print(f"{tool}: wrote {path}")
-    if chinese is not None and write_if_changed(chart_zh.zh_path(path), chinese):
-        print(f"{tool}: wrote {chart_zh.zh_path(path)}")
+    """The figure as a PNG and its Chinese twin (tools/charts.py), at CHART_DPI."""
+    charts.save_png(mpl.plt, fig, path, CHART_DPI, relayout=relayout)
 
 
 def step_colours(mpl, m):
