@@ -199,6 +199,35 @@ class LoaderTests(Files):
         self.assertEqual(row.code_hash, "")  # an old profile file
 
 
+class CommandLineTests(Files):
+    """`schema.py slug`: how the shell scripts (determinism.sh, gpu_check.sh,
+    nccl_check.sh) name a results file by its GPU, without sys.path lines."""
+
+    def slug(self, *args, stdin=""):
+        return subprocess.run([sys.executable, os.path.join(REPO, "tools", "schema.py"), "slug",
+                               *args], input=stdin, capture_output=True, text=True)
+
+    def test_a_name_its_stdin_and_a_files_first_row(self):
+        self.assertEqual(self.slug("NVIDIA H200").stdout, "h200\n")
+        self.assertEqual(self.slug("-", stdin="NVIDIA GeForce RTX 4090\n").stdout,
+                         "geforce-rtx-4090\n")
+        path = os.path.join(self.tmp, "r.csv")
+        with open(path, "w") as handle:
+            handle.write("step,gpu\nstep3_idle,NVIDIA H100 80GB HBM3\n")
+        self.assertEqual(self.slug("--csv", path).stdout, "h100-80gb-hbm3\n")
+
+    def test_bad_calls_are_one_line_and_exit_2(self):
+        path = os.path.join(self.tmp, "empty.csv")
+        with open(path, "w") as handle:
+            handle.write("step,gpu\n")
+        for args in ((), ("--csv", path), ("--csv", os.path.join(self.tmp, "none.csv"))):
+            with self.subTest(args):
+                proc = self.slug(*args)
+                self.assertEqual(proc.returncode, 2)
+                self.assertEqual(proc.stdout, "")
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module

@@ -56,13 +56,7 @@ done
 # file (every run failed before writing one), and that is said in one line.
 nothing="determinism: no run wrote a row: nothing to file in $dir"
 [ -s "$out" ] || { echo "$nothing" >&2; exit 2; }
-slug=$(python3 -c 'import csv, sys
-try:
-    sys.path.insert(0, "tools"); import schema
-    rows = list(csv.DictReader(open(sys.argv[1], newline="")))
-    print(schema.gpu_slug(rows[0]["gpu"]))
-except Exception:
-    sys.exit(1)' "$out" 2>/dev/null) || { echo "$nothing" >&2; exit 2; }
+slug=$(python3 tools/schema.py slug --csv "$out" 2>/dev/null) || { echo "$nothing" >&2; exit 2; }
 mv -f "$out" "$dir/$slug-determinism.csv"
 echo "determinism: -> $dir/$slug-determinism.csv"
 exit $status

@@ -33,7 +33,7 @@ step() {   # name, command...: run, keep the log, remember a failure
 
 # The file-name form of this GPU's name (h200), as bench.py names its CSV.
 slug=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 |
-       python3 -c 'import sys; sys.path.insert(0, "tools"); import schema; print(schema.gpu_slug(sys.stdin.read()))')
+       python3 tools/schema.py slug -)
 { nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.sm,clocks.mem,temperature.gpu --format=csv
   nvcc --version | tail -n 2; echo "GIT_REV=${GIT_REV:-}"; } > "$out/machine.log" 2>&1
 step build make -j"$(nproc)" all mutants broken monitored step4_warp/run-racy build/unit_tests

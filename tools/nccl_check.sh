@@ -84,7 +84,7 @@ left() { local l=$((BUDGET - (SECONDS - T0))); [ "$l" -lt "$1" ] || l=$1; [ "$l"
 cat "$LOGS/machine.log"
 GPUS=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
-SLUG=$(python3 -c 'import sys; sys.path.insert(0, "tools"); import schema; print(schema.gpu_slug(sys.argv[1]))' "$NAME" 2>/dev/null)
+SLUG=$(python3 tools/schema.py slug "$NAME" 2>/dev/null)
 PREFIX=${SLUG:-gpu}x$GPUS
 SUM_CSV=$DEST/$PREFIX-multigpu.csv
 VEC_CSV=$DEST/$PREFIX-allreduce.csv

@@ -473,3 +473,33 @@ def read_allreduce(path):
 
 def _program():
     return os.path.basename(sys.argv[0]) or "python"
+
+
+def main(argv=None):
+    """Command line, for the shell scripts that name a results file by its
+    GPU: `schema.py slug NAME` prints NAME's file-name form (NVIDIA H200 ->
+    h200; NAME '-' reads it from stdin), `schema.py slug --csv FILE` that of
+    the GPU of FILE's first row. A bad call: one line on stderr, exit 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if len(argv) == 3 and argv[:2] == ["slug", "--csv"]:
+            with open(argv[2], newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+            if not rows or "gpu" not in rows[0]:
+                raise SchemaError(f"{argv[2]}: no row with a gpu column")
+            print(gpu_slug(rows[0]["gpu"]))
+            return 0
+        if len(argv) == 2 and argv[0] == "slug":
+            print(gpu_slug(sys.stdin.read() if argv[1] == "-" else argv[1]))
+            return 0
+        raise SchemaError("usage: schema.py slug NAME|- | schema.py slug --csv FILE")
+    except SchemaError as err:
+        print(f"schema: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        print(f"schema: {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
