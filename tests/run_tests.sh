@@ -62,6 +62,7 @@ editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
 publish|make publish: what it copies into plots/reference, what it refuses (tools/publish.py)|$PYTHON tests/test_publish.py
 steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
+tool_main|how the tools end main(): one line and an exit code (tools/cli.py)|$PYTHON tests/test_cli.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
 grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
 '

@@ -2,7 +2,7 @@
 """Tests for tools/publish.py (make publish): which files of a run it copies
 into the reference, and that it refuses, copying nothing, where there is
 nothing to publish, another GPU model's results or a partial run. `make
-publish` itself (the copy, then the charts) is in tests/test_scripts.py.
+publish` itself (the copy, then the charts) is in tests/test_make_targets.py.
 
 Run: python3 tests/test_publish.py. The last line printed is
 `publish: N passed, N failed`.

@@ -46,6 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+import cli  # noqa: E402  (how main() ends)
 import bench  # noqa: E402  (program discovery and the programs' error messages)
 import schema  # noqa: E402  (step names, GPU slug)
 from accuracy_data import COST_BASE, COST_KAHAN, relative_error  # noqa: E402
@@ -477,17 +478,7 @@ def accuracy(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return accuracy(args)
-    except bench.BenchError as e:
-        print(f"accuracy: {e}", file=sys.stderr)
-        return e.code
-    except KeyboardInterrupt:
-        print("accuracy: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # a one-line report beats a traceback for students
-        print(f"accuracy: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    return cli.guarded("accuracy", lambda: accuracy(args), known=(bench.BenchError,))
 
 
 if __name__ == "__main__":

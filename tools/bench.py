@@ -49,6 +49,7 @@ import sys
 import tempfile
 import time
 
+import cli  # noqa: E402  (how main() ends)
 import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
 import steps  # noqa: E402  (the step list of both parts, the step before a step)
 
@@ -876,17 +877,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     command = shlex.join(["bench.py"] + list(argv))
     args = parse_args(argv)
-    try:
-        return bench(args, command)
-    except BenchError as e:
-        print(f"bench: {e}", file=sys.stderr)
-        return e.code
-    except KeyboardInterrupt:
-        print("bench: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # a one-line report beats a traceback for students
-        print(f"bench: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_FAILED
+    return cli.guarded("bench", lambda: bench(args, command), known=(BenchError,))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import glob
 import os
 import sys
 
+import cli  # noqa: E402  (how main() ends)
 import charts  # noqa: E402  (matplotlib loaded)
 import patterns as pt  # noqa: E402
 from generated import write_if_changed  # noqa: E402
@@ -1247,19 +1248,8 @@ def run(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (DiagramError, pt.ModelError) as err:
-        message = str(err)
-    except OSError as err:
-        message = f"{err.strerror or err}: {err.filename}" if err.filename else str(err)
-    except Exception as err:  # never a traceback for users; DIAGRAMS_DEBUG shows it
-        if os.environ.get("DIAGRAMS_DEBUG"):
-            raise
-        message = (f"internal error ({type(err).__name__}: {err}); rerun with "
-                   f"DIAGRAMS_DEBUG=1 for the traceback")
-    print(f"diagrams.py: error: {' '.join(message.split())}", file=sys.stderr)
-    return 2
+    return cli.guarded("diagrams.py", lambda: run(args), known=(DiagramError, pt.ModelError),
+                       code=2, internal=2, debug="DIAGRAMS_DEBUG")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import diagrams  # noqa: E402  (which pictures a step has, their alt text)
 import patterns  # noqa: E402  (the access-pattern model behind the pictures)
 import rows_docs  # noqa: E402  (part 2's blocks)
+import cli  # noqa: E402  (how main() ends)
 import schema  # noqa: E402  (the CSV files and step names)
 import stale  # noqa: E402  (rows measured on an earlier version of the code)
 import steps  # noqa: E402  (the step a step's diff block compares with, as make diff)
@@ -861,20 +862,10 @@ def run(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (DocsError, schema.SchemaError, accuracy_data.AccuracyError,
-            patterns.ModelError) as err:
-        message = str(err)
-    except OSError as err:
-        message = f"{err.strerror or err}" + (f": {err.filename}" if err.filename else "")
-    except Exception as err:  # never a traceback for users; DOCS_DEBUG shows it
-        if os.environ.get("DOCS_DEBUG"):
-            raise
-        message = (f"internal error ({type(err).__name__}: {err}); rerun with DOCS_DEBUG=1 "
-                   "for the traceback")
-    print(f"docs: error: {' '.join(message.split())}", file=sys.stderr)
-    return EXIT_INPUT
+    return cli.guarded("docs", lambda: run(args),
+                       known=(DocsError, schema.SchemaError, accuracy_data.AccuracyError,
+                              patterns.ModelError),
+                       code=EXIT_INPUT, internal=EXIT_INPUT, debug="DOCS_DEBUG")
 
 
 if __name__ == "__main__":

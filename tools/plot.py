@@ -33,6 +33,7 @@ import os
 import sys
 
 import chart_zh  # noqa: E402  (the Chinese twin of each chart)
+import cli  # noqa: E402  (how main() ends)
 import charts  # noqa: E402  (matplotlib loaded, charts saved)
 import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
 import schema  # noqa: E402  (the CSV files and step names)
@@ -677,26 +678,10 @@ def run(args):
     return 0
 
 
-def describe_os_error(err):
-    where = f": {err.filename}" if err.filename else ""
-    return f"{err.strerror or err}{where}"
-
-
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return run(args)
-    except schema.SchemaError as err:
-        message = str(err)
-    except OSError as err:
-        message = describe_os_error(err)
-    except Exception as err:  # never a traceback for users; PLOT_DEBUG shows it
-        if os.environ.get("PLOT_DEBUG"):
-            raise
-        message = (f"internal error ({type(err).__name__}: {err}); "
-                   f"rerun with PLOT_DEBUG=1 for the traceback")
-    print(f"plot.py: error: {' '.join(message.split())}", file=sys.stderr)
-    return 2
+    return cli.guarded("plot.py", lambda: run(args), known=(schema.SchemaError,), code=2,
+                       internal=2, debug="PLOT_DEBUG")
 
 
 if __name__ == "__main__":

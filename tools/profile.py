@@ -23,6 +23,7 @@ import tempfile
 
 # bench.py lives next to this file and already knows how to find and run the
 # programs; schema.py holds the CSV columns, step names and GPU slug.
+import cli  # noqa: E402  (how main() ends)
 import bench  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402  (the step list, the step before a step)
@@ -626,17 +627,8 @@ def profile(args):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        return profile(args)
-    except (ProfileError, bench.BenchError) as e:
-        print(f"profile: {e}", file=sys.stderr)
-        return e.code
-    except KeyboardInterrupt:
-        print("profile: interrupted", file=sys.stderr)
-        return 130
-    except Exception as e:  # a one-line report beats a traceback for students
-        print(f"profile: internal error: {type(e).__name__}: {e}", file=sys.stderr)
-        return EXIT_NCU
+    return cli.guarded("profile", lambda: profile(args), known=(ProfileError, bench.BenchError),
+                       internal=EXIT_NCU)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""How a tool's main() ends: one line on stderr when it fails, never a
+traceback (a student reads one line, not thirty), and one set of exit codes.
+
+Exit codes shared by the tools: 0 done; 1 failed (a wrong, stale or missing
+result: the tool's own verdict); 2 bad input or usage; 3 no CUDA device (or,
+for the chart tools, no matplotlib: they say which); 130 interrupted (Ctrl-C).
+A tool's codes past these are in its docstring (profile.py: 4 ncu, 5 the
+counters' permission).
+
+TOOLS_DEBUG=1 lets an internal error's traceback through, for whoever fixes
+the tool (the older PLOT_DEBUG, DOCS_DEBUG and DIAGRAMS_DEBUG still work).
+"""
+import os
+import sys
+
+EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE, EXIT_INTERRUPTED = 1, 2, 3, 130
+DEBUG = "TOOLS_DEBUG"
+
+
+def os_error_text(err):
+    """'No such file or directory: path', as the tools report a file error."""
+    where = f": {err.filename}" if err.filename else ""
+    return f"{err.strerror or err}{where}"
+
+
+def guarded(tool, work, known=(), code=None, internal=EXIT_FAILED, debug=None):
+    """work()'s exit code, or one line on stderr and a code when it raises:
+    - an error of a `known` type, the tool's own report: '<tool>: <error>'
+      and the error's .code; or, where `code` is given, '<tool>: error:
+      <error>' and `code`, as for a file error (OSError) too;
+    - Ctrl-C: '<tool>: interrupted', 130;
+    - anything else, an internal error: '<tool>: internal error: ...' and
+      `internal`; with TOOLS_DEBUG=1 (or the tool's older `debug` name) it is
+      raised again, traceback and all."""
+    try:
+        return work()
+    except KeyboardInterrupt:
+        print(f"{tool}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001  (every failure ends in one line)
+        if isinstance(err, known) and code is None:
+            print(f"{tool}: {err}", file=sys.stderr)
+            return err.code
+        if isinstance(err, known) or (code is not None and isinstance(err, OSError)):
+            message = str(err) if isinstance(err, known) else os_error_text(err)
+            print(f"{tool}: error: {' '.join(message.split())}", file=sys.stderr)
+            return code
+        if os.environ.get(DEBUG) or (debug and os.environ.get(debug)):
+            raise
+        print(f"{tool}: internal error: {type(err).__name__}: {' '.join(str(err).split())} "
+              f"(rerun with {DEBUG}=1 for the traceback)", file=sys.stderr)
+        return internal
