@@ -498,6 +498,8 @@ for t in schema steps publish plot docs bench make_targets profile fakes verify 
 done
 # The chart suite's own label is plots:, as tests/test_plot.py prints it.
 printf 'print("plots: 1 passed, 0 failed")\n' > "$runner/tests/test_plot.py"
+# tools/cli.py's suite is tool_main (cli is the shell suite's name).
+printf 'print("tool_main: 1 passed, 0 failed")\n' > "$runner/tests/test_cli.py"
 printf 'for k in 1, 2, 3:\n    print(f"skipped: no cuobjdump: needs nvcc and cuobjdump (T.test_{k})")\nprint("accuracy: 1 passed, 0 failed, 3 skipped")\n' \
     > "$runner/tests/test_accuracy.py"
 printf 'print("skipped: no nccl.h: make multigpu says how to get NCCL (P.test_help)")\nprint("multigpu: 1 passed, 0 failed, 1 skipped")\n' \
@@ -506,18 +508,18 @@ printf 'print("gpu: skipped: no CUDA device: the NVIDIA driver is not installed"
     > "$runner/tests/gpu_suite.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
 lastline=$(echo "$out" | tail -n 1)
-[ $rc -eq 0 ] && [[ $lastline == "23 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
+[ $rc -eq 0 ] && [[ $lastline == "24 passed, 0 failed, 5 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h; 1 skipped: no CUDA device, so no kernel ran"* ]] \
     && [[ $lastline == *"make test on a machine with one, or make check STEP=K there" ]] && ok \
     || bad "run_tests.sh without a device -> exit $rc, last line: $lastline"
-[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 21 ] \
+[ "$(echo "$out" | grep -cE '^[a-z_ ]+: [0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)? \([0-9]+ s\)$')" -eq 22 ] \
     && [[ $(echo "$out" | head -n 1) == *"about "*" s on two cores"* ]] && [[ $out != *noise* ]] \
-    && [ "$(echo "$out" | wc -l)" -le 24 ] && ok \
+    && [ "$(echo "$out" | wc -l)" -le 25 ] && ok \
     || bad "run_tests.sh: no start line, not one result line with its time per suite, or a green suite's output: $out"
 # Each result line names its suite as SUITES= takes it (multigpu_unit, not
 # the program's own "multigpu unit:"): all of them run every suite again.
 named=$(echo "$out" | grep -E '^[a-z_ ]+: [0-9]+ passed' | cut -d: -f1 | xargs)
 out=$(SUITES="$named" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "23 passed, 0 failed, 5 skipped"* ]] \
+[ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) == "24 passed, 0 failed, 5 skipped"* ]] \
     && [[ " $named " == *" multigpu_unit "*" plot "* || " $named " == *" plot "*" multigpu_unit "* ]] && ok \
     || bad "run_tests.sh names suites that SUITES= does not take: '$named' -> exit $rc: $(echo "$out" | tail -n 2)"
 # Stale committed results (tools/stale.py): one line before the total, and
@@ -533,7 +535,7 @@ printf 'print("gpu: 5 passed, 0 failed")\n' > "$runner/tests/gpu_suite.py"
 printf 'print("what went wrong")\nprint("claims: 1 passed, 2 failed")\n' > "$runner/tests/test_claims.py"
 printf 'print("crashed")\n' > "$runner/tests/test_schema.py"
 out=$(bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
-[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "27 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
+[ $rc -eq 1 ] && [ "$(echo "$out" | tail -n 1)" = "28 passed, 3 failed, 4 skipped; 3 skipped: no cuobjdump; 1 skipped: no nccl.h" ] \
     && [[ $out == *"what went wrong"* ]] && [[ $out == *"schema: ended without a result line"* ]] && ok \
     || bad "run_tests.sh with a device, a failure and a crash -> exit $rc: $out"
 out=$(SUITES="editions unit" bash "$runner/tests/run_tests.sh" 2>&1); rc=$?
