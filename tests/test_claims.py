@@ -528,35 +528,31 @@ class EffectLineTests(unittest.TestCase):
     EFFECT = re.compile(r"^// Effect:.*\n(?://         .*\n)*", re.M)
     FIGURE = re.compile(r"\d(\.\d+)?\s*(x\b|us\b|GB/s|%)")
 
-    def test_every_step_points_to_its_readme(self):
-        sources = [source(s) for s in MEASURED_STEPS]
-        sources += [os.path.join(REPO, s, "rows.cu") for s in schema.SHIPPED_ROWS
-                    if os.path.isdir(os.path.join(REPO, s))]
+    def assert_one_effect_line(self, sources, readme):
+        """Each source has one Effect comment naming readme, with no figure
+        in it, and all of them the same line."""
         seen = set()
         for path in sources:
             with open(path, encoding="utf-8") as f:
                 found = self.EFFECT.findall(f.read())
             self.assertEqual(len(found), 1, f"{rel(path)}: {len(found)} '// Effect:' comments")
-            self.assertIn("README.md", found[0], rel(path))
+            self.assertIn(readme, found[0], rel(path))
             self.assertIsNone(self.FIGURE.search(found[0]), f"{rel(path)}: a figure in {found[0]!r}")
             seen.add(found[0])
         self.assertEqual(len(seen), 1, f"the Effect comments differ: {sorted(seen)}")
 
+    def test_every_step_points_to_its_readme(self):
+        sources = [source(s) for s in MEASURED_STEPS]
+        sources += [os.path.join(REPO, s, "rows.cu") for s in schema.SHIPPED_ROWS
+                    if os.path.isdir(os.path.join(REPO, s))]
+        self.assert_one_effect_line(sources, "README.md")
+
     def test_every_part3_step_points_to_the_part_readme(self):
         """Part 3 has one README for its steps (back/README.md): each step's
-        Effect comment sends the reader there, the same line in every step,
-        with no figure in it."""
+        Effect comment sends the reader there, the same line in every step."""
         sources = sorted(glob.glob(os.path.join(REPO, "back", "step*_*", "back.cu")))
         self.assertGreaterEqual(len(sources), 10)
-        seen = set()
-        for path in sources:
-            with open(path, encoding="utf-8") as f:
-                found = self.EFFECT.findall(f.read())
-            self.assertEqual(len(found), 1, f"{rel(path)}: {len(found)} '// Effect:' comments")
-            self.assertIn("back/README.md", found[0], rel(path))
-            self.assertIsNone(self.FIGURE.search(found[0]), f"{rel(path)}: a figure in {found[0]!r}")
-            seen.add(found[0])
-        self.assertEqual(len(seen), 1, f"part 3's Effect comments differ: {sorted(seen)}")
+        self.assert_one_effect_line(sources, "back/README.md")
 
     def test_the_check_sees_a_figure(self):
         self.assertIsNotNone(self.FIGURE.search("// Effect: 1.78x at 2^25 floats, a win"))
