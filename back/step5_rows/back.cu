@@ -189,14 +189,14 @@ __global__ void ln_backward_wide_kernel(const float *g_x, const float *g_dy, con
 // column, in a fixed pattern. Lane l takes column l of the tile, so a
 // warp's loads are one 128-byte line of a partial row; warp w adds partial
 // rows w, w + 8, w + 16, ... in that order, then warp 0 adds the 8 warps'
-// sums in warp order.
-__global__ void column_sums_kernel(const float *g_partials, unsigned int blocks,
-                                   unsigned int cols, float *g_dgamma, float *g_dbeta)
+// sums in warp order. The barrier at the end lets a caller call it again.
+__device__ void sum_partials(const float *g_partials, unsigned int blocks, unsigned int cols,
+                             unsigned int tile, float *g_dgamma, float *g_dbeta)
 {
     __shared__ float s_dgamma[WARPS][WARP_SIZE], s_dbeta[WARPS][WARP_SIZE];
     unsigned int lane = threadIdx.x % WARP_SIZE;
     unsigned int warp = threadIdx.x / WARP_SIZE;
-    unsigned int c = blockIdx.x * WARP_SIZE + lane;
+    unsigned int c = tile * WARP_SIZE + lane;
     float dgamma = 0.0f, dbeta = 0.0f;
     if (c < cols) {
 #pragma unroll 4   // several partial rows' loads in flight
@@ -217,6 +217,14 @@ __global__ void column_sums_kernel(const float *g_partials, unsigned int blocks,
         g_dgamma[c] = dgamma;
         g_dbeta[c] = dbeta;
     }
+    __syncthreads();
+}
+
+// The second kernel: a block per 32 columns.
+__global__ void column_sums_kernel(const float *g_partials, unsigned int blocks,
+                                   unsigned int cols, float *g_dgamma, float *g_dbeta)
+{
+    sum_partials(g_partials, blocks, cols, blockIdx.x, g_dgamma, g_dbeta);
 }
 
 typedef void (*kernel_t)(const float *, const float *, const float *, const float *,

@@ -334,13 +334,15 @@ static unsigned int grid_blocks(const struct back_problem *p)
     return (unsigned int)(p->rows < max ? p->rows : max);
 }
 
-// The early launch needs sm_90; before it, an ordinary launch.
+// The early launch is safe only with the wait built into the second
+// kernel, in its sm_90 code: ask the kernel that runs, not the device (a
+// build for sm_80 on an sm_90 GPU runs code compiled there from sm_80 PTX,
+// without the wait). Otherwise an ordinary launch.
 static int dependent_launch(void)
 {
-    int device, major;
-    CHECK_CUDA(cudaGetDevice(&device));
-    CHECK_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    return major >= 9;
+    cudaFuncAttributes attr;
+    CHECK_CUDA(cudaFuncGetAttributes(&attr, column_sums_kernel));
+    return attr.ptxVersion >= 90;
 }
 
 // The workspace: one partial row of dgamma and one of dbeta per block, in
@@ -370,7 +372,7 @@ void back_run(const struct back_problem *p)
                                    (unsigned int)p->rows, (unsigned int)p->cols);
     CHECK_LAUNCH();
     unsigned int tiles = (unsigned int)((p->cols + SUM_COLS - 1) / SUM_COLS);
-    cudaLaunchAttribute early;
+    cudaLaunchAttribute early = {};
     early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     early.val.programmaticStreamSerializationAllowed = dependent_launch();
     // grid, block, dynamic shared memory, stream (the harness's, 0), attributes
