@@ -1,7 +1,7 @@
 /* back.h: what every part 3 program's back.cu defines (back/README.md).
  *
- * Part 3 is the backward pass: the gradients of part 2's LayerNorm (and,
- * next, softmax). back_run() launches the program's kernel(s) for one
+ * Part 3 is the backward pass: the gradients of part 2's LayerNorm and
+ * softmax. back_run() launches the program's kernel(s) for one
  * problem; the harness (common/back_driver.c) times one call, start to end,
  * and checks every output against common/back_ref.c's CPU reference.
  *
@@ -13,8 +13,18 @@
  * and every column, summed over the rows,
  *   dgamma = sum dy * xhat,   dbeta = sum dy.
  * dx is a row reduction, as part 2's; dgamma and dbeta are column
- * reductions, new here. The harness fills dx, dgamma and dbeta with NaN
- * before every call: a program writes (or zeroes) every output itself.
+ * reductions, new here.
+ *
+ * Softmax backward takes the forward pass's output y (rows x cols, where
+ * x was) and dy: with s = sum(dy * y) over a row,
+ *   dx = y * (dy - s)
+ * one row reduction and one elementwise pass (PyTorch's
+ * _softmax_backward_data). A masked input of the forward pass has y = 0,
+ * so its dx is exactly 0; a fully masked row is all 0. x, gamma, mean,
+ * rstd, dgamma and dbeta are NULL there.
+ *
+ * The harness fills dx (and dgamma, dbeta) with NaN before every call: a
+ * program writes (or zeroes) every output itself.
  *
  * work is device memory the caller owns (common/workspace.h), as in parts 1
  * and 2: a program whose blocks share memory across a launch (partial column
@@ -31,8 +41,7 @@
 extern "C" {
 #endif
 
-/* Which backward pass a program computes (step_op, below). BACK_SOFTMAX
- * (issue 42) has no driver support yet: the driver refuses it. BACK_COPY3
+/* Which backward pass a program computes (step_op, below). BACK_COPY3
  * is no backward pass but part 3's bar, back/baseline_copy3: dx = x + dy,
  * the three streams of LayerNorm's backward pass (x and dy read, dx
  * written) and nothing else; the driver holds dx to x + dy bit for bit and
@@ -44,7 +53,8 @@ enum back_op { BACK_LAYERNORM, BACK_SOFTMAX, BACK_COPY3 };
 enum back_dtype { BACK_F32, BACK_BF16 };
 
 struct back_problem {
-    const float *x, *dy;        /* rows x cols */
+    const float *x, *dy;        /* rows x cols (BACK_SOFTMAX: x is NULL) */
+    const float *y;             /* BACK_SOFTMAX: the forward output, rows x cols; else NULL */
     const float *gamma;         /* cols */
     const float *mean, *rstd;   /* rows, as the forward pass saved them */
     float *dx;                  /* rows x cols */

@@ -48,10 +48,30 @@ static int is_copy3(void)
     return step_op == BACK_COPY3;
 }
 
+/* Softmax's backward pass (BACK_SOFTMAX): y and dy in, dx out, no column
+ * sums (back.h). */
+static int is_softmax(void)
+{
+    return step_op == BACK_SOFTMAX;
+}
+
 /* The op column of its CSV rows, and what its messages call it. */
 static const char *op_name(void)
 {
-    return is_copy3() ? BACK_COPY3_NAME : BACK_OP_NAME;
+    return is_copy3() ? BACK_COPY3_NAME : is_softmax() ? BACK_SOFTMAX_NAME : BACK_OP_NAME;
+}
+
+/* The two inputs that move with --offset. */
+static const char *inputs_name(void)
+{
+    return is_softmax() ? "y and dy" : "x and dy";
+}
+
+/* LayerNorm's gamma, dgamma and dbeta (cols each), mean and rstd (rows):
+ * how many of each a problem has; none in softmax's and the copy's. */
+static size_t param_count(size_t cols)
+{
+    return step_op == BACK_LAYERNORM ? cols : 0;
 }
 
 static void back_usage(const char *prog)
@@ -64,30 +84,53 @@ static void back_usage(const char *prog)
                "for bit, on every fill; dgamma and dbeta are not written. It takes a step's\n"
                "options, and makes a step's checks before timing; a step's text follows.\n"
                "\n");
-    printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
-           "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
-           "mean and rstd. Checks every output against a CPU reference in double, checks\n"
-           "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
-           "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
-           "dy, then dx, one float further into a 16-byte pack, and the shifted and tiny\n"
-           "fills.\n"
-           "\n"
-           "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
-           "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
-           "  --reps R        timed repetitions, median reported (default 20)\n"
-           "  --warmup W      untimed repetitions first (default 3)\n"
-           "  --seed S        input seed (default 1)\n"
-           "  --fill F        random: x uniform in [-1,1), dy too, gamma too, mean and rstd\n"
-           "                  as the forward pass saves them (the default for timed runs)\n"
-           "                  exact: integer inputs on which every sum is exact in float:\n"
-           "                  dgamma and dbeta must equal the reference, dx is held to a\n"
-           "                  few roundings (the default for --check; 26 rows + 10 cols\n"
-           "                  must stay under 2^24)\n"
-           "                  shifted: x = 2000 + uniform   tiny: x and dy uniform x 1e-3\n"
-           "  --offset K      start x and dy K floats (0..3) past a 16-byte boundary\n"
-           "  --y-offset K    the same for dx\n"
-           "  --gamma-offset K  the same for gamma, dgamma and dbeta\n"
-           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
+    if (is_softmax())
+        printf("Runs this step's softmax backward pass on a rows x cols matrix of floats: dx =\n"
+               "y * (dy - sum(dy * y)) over each row, from the forward pass's output y and dy.\n"
+               "Checks every dx against a CPU reference in double (a masked y, 0, must give\n"
+               "dx = 0 exactly), checks that dx comes out with the same bits every run, and\n"
+               "times it. A timed run first checks the exact fill at the shape, one column\n"
+               "fewer, y and dy, then dx, one float further into a 16-byte pack, and the\n"
+               "shifted and tiny fills.\n"
+               "\n"
+               "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
+               "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
+               "  --reps R        timed repetitions, median reported (default 20)\n"
+               "  --warmup W      untimed repetitions first (default 3)\n"
+               "  --seed S        input seed (default 1)\n"
+               "  --fill F        random: y the softmax of 4 x uniform logits, one in 8 masked\n"
+               "                  (y = 0) and every 16th row fully; dy uniform in [-1,1)\n"
+               "                  (the default for timed runs)\n"
+               "                  exact: y in {0, 1, 2, 4} x 2^-10, dy integers: dx is exact,\n"
+               "                  and must equal the reference (the default for --check)\n"
+               "                  shifted: dy = 2000 + uniform   tiny: dy uniform x 1e-3\n"
+               "  --offset K      start y and dy K floats (0..3) past a 16-byte boundary\n"
+               "  --y-offset K    the same for dx\n");
+    else
+        printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
+               "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
+               "mean and rstd. Checks every output against a CPU reference in double, checks\n"
+               "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
+               "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
+               "dy, then dx, one float further into a 16-byte pack, and the shifted and tiny\n"
+               "fills.\n"
+               "\n"
+               "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
+               "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
+               "  --reps R        timed repetitions, median reported (default 20)\n"
+               "  --warmup W      untimed repetitions first (default 3)\n"
+               "  --seed S        input seed (default 1)\n"
+               "  --fill F        random: x uniform in [-1,1), dy too, gamma too, mean and rstd\n"
+               "                  as the forward pass saves them (the default for timed runs)\n"
+               "                  exact: integer inputs on which every sum is exact in float:\n"
+               "                  dgamma and dbeta must equal the reference, dx is held to a\n"
+               "                  few roundings (the default for --check; 26 rows + 10 cols\n"
+               "                  must stay under 2^24)\n"
+               "                  shifted: x = 2000 + uniform   tiny: x and dy uniform x 1e-3\n"
+               "  --offset K      start x and dy K floats (0..3) past a 16-byte boundary\n"
+               "  --y-offset K    the same for dx\n"
+               "  --gamma-offset K  the same for gamma, dgamma and dbeta\n");
+    printf(           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run, then the determinism check (three runs of the\n"
            "                  random fill at this shape, compared bit for bit); no timing\n"
            "  --no-verify     a timed run skips its checks (its own runs are still verified)\n"
@@ -132,11 +175,12 @@ static void buffers_alloc(struct buffers *b, const struct options *o)
     guarded_alloc(&b->x, (size_t)o->offset, o->n);
     guarded_alloc(&b->dy, (size_t)o->offset, o->n);
     guarded_alloc(&b->dx, (size_t)o->y_offset, o->n);
-    guarded_alloc(&b->gamma, (size_t)o->gamma_offset, o->cols);
-    guarded_alloc(&b->dgamma, (size_t)o->gamma_offset, o->cols);
-    guarded_alloc(&b->dbeta, (size_t)o->gamma_offset, o->cols);
-    guarded_alloc(&b->mean, 0, o->rows);
-    guarded_alloc(&b->rstd, 0, o->rows);
+    size_t params = param_count(o->cols), stats = param_count(o->cols) ? o->rows : 0;
+    guarded_alloc(&b->gamma, (size_t)o->gamma_offset, params);
+    guarded_alloc(&b->dgamma, (size_t)o->gamma_offset, params);
+    guarded_alloc(&b->dbeta, (size_t)o->gamma_offset, params);
+    guarded_alloc(&b->mean, 0, stats);
+    guarded_alloc(&b->rstd, 0, stats);
     struct back_problem shape = {.rows = o->rows, .cols = o->cols};
     struct workspace_size size = back_workspace(&shape);
     guarded_alloc(&b->zeroed, 0, floats_for(size.zeroed));
@@ -202,7 +246,8 @@ static void buffers_poison_outputs(const struct buffers *b)
     guarded_poison(&b->scratch);
 }
 
-/* The inputs, on the host. */
+/* The inputs, on the host (softmax: y where x is, and no gamma, mean or
+ * rstd to upload). */
 struct inputs {
     float *x, *dy, *gamma, *mean, *rstd;
 };
@@ -212,10 +257,27 @@ static void inputs_upload(const struct buffers *b, const struct inputs *in, size
 {
     CHECK_CUDA(cudaMemcpy(b->x.data, in->x, n * sizeof(float), cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(b->dy.data, in->dy, n * sizeof(float), cudaMemcpyHostToDevice));
+    if (!param_count(cols))
+        return;
     CHECK_CUDA(cudaMemcpy(b->gamma.data, in->gamma, cols * sizeof(float),
                           cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(b->mean.data, in->mean, rows * sizeof(float), cudaMemcpyHostToDevice));
     CHECK_CUDA(cudaMemcpy(b->rstd.data, in->rstd, rows * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/* The op's fill (back_fill, softmax_back_fill): 0, or -1 as they return. */
+static int inputs_fill(const struct inputs *in, size_t rows, size_t cols, enum fill_kind fill,
+                       uint64_t seed)
+{
+    if (is_softmax())
+        return softmax_back_fill(rows, cols, fill, seed, in->x, in->dy);
+    return back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
+}
+
+/* 1 if the op's exact fill takes rows x cols. */
+static int exact_fits(size_t rows, size_t cols)
+{
+    return is_softmax() ? softmax_back_exact_fits(rows, cols) : back_exact_fits(rows, cols);
 }
 
 /* The outputs of one run, on the host. */
@@ -240,10 +302,30 @@ static void outputs_free(struct outputs *h)
 static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t n, size_t cols)
 {
     CHECK_CUDA(cudaMemcpy(h->dx, b->dx.data, n * sizeof(float), cudaMemcpyDeviceToHost));
-    CHECK_CUDA(cudaMemcpy(h->dgamma, b->dgamma.data, cols * sizeof(float),
+    CHECK_CUDA(cudaMemcpy(h->dgamma, b->dgamma.data, param_count(cols) * sizeof(float),
                           cudaMemcpyDeviceToHost));
-    CHECK_CUDA(cudaMemcpy(h->dbeta, b->dbeta.data, cols * sizeof(float),
+    CHECK_CUDA(cudaMemcpy(h->dbeta, b->dbeta.data, param_count(cols) * sizeof(float),
                           cudaMemcpyDeviceToHost));
+}
+
+/* Every output of one run against the op's reference (back_check,
+ * softmax_back_check, back_copy3_check), into v; exits on a host out of
+ * memory. */
+static void outputs_check(const struct inputs *in, const struct outputs *out, size_t rows,
+                          size_t cols, int exact, struct back_verdict *v)
+{
+    int rc = 0;
+    if (is_copy3())
+        back_copy3_check(rows, cols, in->x, in->dy, out->dx, v);
+    else if (is_softmax())
+        rc = softmax_back_check(rows, cols, exact, in->x, in->dy, out->dx, v);
+    else
+        rc = back_check(rows, cols, exact, in->x, in->dy, in->gamma, in->mean, in->rstd, out->dx,
+                        out->dgamma, out->dbeta, v);
+    if (rc != 0) {
+        fprintf(stderr, "error: out of host memory for the reference\n");
+        exit(EXIT_DEVICE);
+    }
 }
 
 /* Where two runs' outputs first differ bit for bit: what ("dgamma", "dbeta"
@@ -260,7 +342,7 @@ static int outputs_differ(const struct outputs *a, const struct outputs *b, size
 {
     const float *as[3] = {a->dgamma, a->dbeta, a->dx}, *bs[3] = {b->dgamma, b->dbeta, b->dx};
     const char *names[3] = {"dgamma", "dbeta", "dx"};
-    size_t counts[3] = {cols, cols, n};
+    size_t counts[3] = {param_count(cols), param_count(cols), n};
     for (int k = 0; k < 3; k++) {
         long long at = back_first_difference(as[k], bs[k], counts[k]);
         if (at >= 0) {
@@ -298,8 +380,7 @@ static int determinism_check(const struct buffers *b, const struct back_problem 
                              struct outputs *again, int *guards_ok, int *zeroed_ok,
                              struct difference *d, struct back_verdict *v)
 {
-    if (back_fill(o->rows, o->cols, FILL_RANDOM, o->seed, in->x, in->dy, in->gamma, in->mean,
-                  in->rstd) != 0) {
+    if (inputs_fill(in, o->rows, o->cols, FILL_RANDOM, o->seed) != 0) {
         fprintf(stderr, "error: the random fill failed\n");
         exit(EXIT_WRONG);
     }
@@ -307,13 +388,8 @@ static int determinism_check(const struct buffers *b, const struct back_problem 
     for (int r = 1; r <= DET_RUNS; r++) {
         run_untimed(b, p, guards_ok, zeroed_ok);
         outputs_fetch(r == 1 ? first : again, b, o->n, o->cols);
-        if (r == 1 && is_copy3())
-            back_copy3_check(o->rows, o->cols, in->x, in->dy, first->dx, v);
-        else if (r == 1 && back_check(o->rows, o->cols, 0, in->x, in->dy, in->gamma, in->mean,
-                                      in->rstd, first->dx, first->dgamma, first->dbeta, v) != 0) {
-            fprintf(stderr, "error: out of host memory for the reference\n");
-            exit(EXIT_DEVICE);
-        }
+        if (r == 1)
+            outputs_check(in, first, o->rows, o->cols, 0, v);
         if (r > 1 && outputs_differ(first, again, o->n, o->cols, d))
             return r;
     }
@@ -348,7 +424,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     outputs_alloc(&first, n, cols);
     outputs_alloc(&last, n, cols);
     double *times = host_alloc((size_t)reps, sizeof(double));
-    if (back_fill(rows, cols, o.fill, o.seed, in.x, in.dy, in.gamma, in.mean, in.rstd) != 0) {
+    if (inputs_fill(&in, rows, cols, o.fill, o.seed) != 0) {
         /* back_options_check() let it through: a harness bug, not the user's. */
         fprintf(stderr, "error: --fill %s cannot fill --rows %zu --cols %zu\n", fill_name(o.fill),
                 rows, cols);
@@ -366,6 +442,11 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         .rstd = b.rstd.data, .dx = b.dx.data, .dgamma = b.dgamma.data, .dbeta = b.dbeta.data,
         .rows = rows, .cols = cols, .work = work_of(&b),
     };
+    if (is_softmax()) {   /* y where x was; nothing of LayerNorm's */
+        p.y = p.x;
+        p.x = p.gamma = p.mean = p.rstd = NULL;
+        p.dgamma = p.dbeta = NULL;
+    }
 
     struct flusher flush;
     flusher_init(&flush, g, o.flush && !o.check_only);
@@ -393,13 +474,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
             outputs_fetch(&last, &b, n, cols);
     }
     struct back_verdict v;
-    if (is_copy3())
-        back_copy3_check(rows, cols, in.x, in.dy, first.dx, &v);
-    else if (back_check(rows, cols, exact, in.x, in.dy, in.gamma, in.mean, in.rstd, first.dx,
-                        first.dgamma, first.dbeta, &v) != 0) {
-        fprintf(stderr, "error: out of host memory for the reference\n");
-        exit(EXIT_DEVICE);
-    }
+    outputs_check(&in, &first, rows, cols, exact, &v);
 
     /* Same bits every run: the timed runs' first and last, or --check's own
      * runs of the random fill. */
@@ -428,7 +503,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
                  "where the %s fill's run was right", fill);
     else if (det_runs > 0 && differ_run == 0)
         snprintf(det_line, sizeof det_line, "PASS: %s the same bits in %d runs (%s)",
-                 is_copy3() ? "dx" : "dx, dgamma and dbeta", det_runs,
+                 param_count(cols) ? "dx, dgamma and dbeta" : "dx", det_runs,
                  o.check_only ? "the random fill" : "the timed runs' first and "
                  "last");
     else if (det_runs > 0)
@@ -454,7 +529,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = is_copy3() ? back_copy3_bytes(rows, cols) : back_bytes(rows, cols);
+    double bytes = is_copy3() ? back_copy3_bytes(rows, cols)
+                   : is_softmax() ? softmax_back_bytes(rows, cols) : back_bytes(rows, cols);
     double gbps = 0.0;
     if (!o.check_only) {
         s = compute_stats(times, reps);
@@ -470,8 +546,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         }
     }
     if (!quiet) {
-        printf("rows = %zu, cols = %zu (%.1f MiB of x), %s, fill %s, seed %llu, offset %d", rows,
-               cols, n * 4.0 / 1048576.0, op_name(), fill, (unsigned long long)o.seed,
+        printf("rows = %zu, cols = %zu (%.1f MiB of %s), %s, fill %s, seed %llu, offset %d", rows,
+               cols, n * 4.0 / 1048576.0, is_softmax() ? "y" : "x", op_name(), fill, (unsigned long long)o.seed,
                o.offset);
         if (o.y_offset || o.gamma_offset)
             printf(" (dx %d, gamma %d)", o.y_offset, o.gamma_offset);
@@ -533,7 +609,7 @@ static int run(const struct options *o, void *ctx)
 {
     const struct context *c = ctx;
     char err[256];
-    if (back_options_check(o, err, sizeof err) != 0) {
+    if (back_options_check(is_softmax(), o, err, sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return EXIT_USAGE;
     }
@@ -542,7 +618,7 @@ static int run(const struct options *o, void *ctx)
         int count = verify_set(o, checks);
         for (int k = 0; k < count; k++) {
             char why[512], fill[64];
-            if (checks[k].fill == FILL_EXACT && !back_exact_fits(checks[k].rows, checks[k].cols))
+            if (checks[k].fill == FILL_EXACT && !exact_fits(checks[k].rows, checks[k].cols))
                 checks[k].fill = FILL_RANDOM;
             if (run_one(&checks[k], c, 1, 0, why, sizeof why) != EXIT_VERIFIED) {
                 row_fill_name(&checks[k], fill, sizeof fill);
@@ -553,17 +629,17 @@ static int run(const struct options *o, void *ctx)
                 return EXIT_WRONG;
             }
         }
-        printf("check    PASS: %d checks: the %s fill at this shape%s, with x and dy and then "
+        printf("check    PASS: %d checks: the %s fill at this shape%s, with %s and then "
                "dx moved in their pack; the shifted and tiny fills\n", count,
-               back_exact_fits(o->rows, o->cols) ? "exact" : "random",
-               o->cols > 1 ? " and one column fewer" : "");
+               exact_fits(o->rows, o->cols) ? "exact" : "random",
+               o->cols > 1 ? " and one column fewer" : "", inputs_name());
     }
     return run_one(o, c, 0, 1, NULL, 0);
 }
 
 int main(int argc, char **argv)
 {
-    const struct program back = back_program_of();
+    const struct program back = back_program_of(is_softmax());
     struct options o;
     struct context c;
     char err[256];
@@ -592,13 +668,13 @@ int main(int argc, char **argv)
     case PARSE_OK:
         break;
     }
-    if (back_options_check(&o, err, sizeof err) != 0) {
+    if (back_options_check(is_softmax(), &o, err, sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return EXIT_USAGE;
     }
-    if ((step_op != BACK_LAYERNORM && step_op != BACK_COPY3) || step_dtype != BACK_F32) {
-        fprintf(stderr, "error: this driver runs LayerNorm's float backward pass and part 3's "
-                        "copy only (step_op %d, step_dtype %d)\n", (int)step_op, (int)step_dtype);
+    if (step_dtype != BACK_F32) {
+        fprintf(stderr, "error: this driver runs float backward passes only (step_op %d, "
+                        "step_dtype %d)\n", (int)step_op, (int)step_dtype);
         return EXIT_WRONG;
     }
     if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {

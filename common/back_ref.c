@@ -258,6 +258,34 @@ int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, floa
     return 0;
 }
 
+int softmax_back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *y,
+                      float *dy)
+{
+    if (!back_fill_takes(fill))
+        return -1;
+    if (fill == FILL_EXACT)
+        return softmax_back_exact_fits(rows, cols) ?
+               softmax_backward_exact_fill(rows, cols, seed, y, dy) : -1;
+    fill_rows(y, rows, cols, FILL_RANDOM, seed, 0);   /* the logits, overwritten by y below */
+    fill_rows(dy, rows, cols, fill, seed + 1, 0);
+    #pragma omp parallel for schedule(static) if (rows * cols > ((size_t)1 << 20))
+    for (size_t r = 0; r < rows; r++) {
+        float *yr = y + r * cols;
+        int all = r % 16 == 15;
+        double max = -HUGE_VAL, sum = 0.0;
+        for (size_t j = 0; j < cols; j++) {
+            int masked = all || splitmix64((seed + 2) * 0x100000001b3ull + r * cols + j) % 8 == 0;
+            yr[j] = masked ? -INFINITY : 4.0f * yr[j];
+            max = yr[j] > max ? yr[j] : max;
+        }
+        for (size_t j = 0; j < cols; j++)
+            sum += yr[j] == -INFINITY ? 0.0 : exp((double)yr[j] - max);
+        for (size_t j = 0; j < cols; j++)
+            yr[j] = yr[j] == -INFINITY ? 0.0f : (float)(exp((double)yr[j] - max) / sum);
+    }
+    return 0;
+}
+
 /* One output against its reference: counted bad, kept as the first bad one,
  * or kept as the worst so far while none is bad. */
 static void verdict_add(struct back_verdict *v, const char *what, size_t row, size_t col,
@@ -320,6 +348,30 @@ out:
     return rc;
 }
 
+int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
+                       const float *dx, struct back_verdict *v)
+{
+    double *ref = malloc(cols * sizeof *ref), *tol = malloc(cols * sizeof *tol);
+    if (ref == NULL || tol == NULL) {
+        free(ref), free(tol);
+        return -1;
+    }
+    v->bad = 0;
+    v->what = "dx";
+    v->row = v->col = 0;
+    v->got = v->want = v->tol = 0.0;
+    v->ratio = -1.0;   /* below any output's: the first one is kept */
+    v->params_exact = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *yr = y + r * cols, *dyr = dy + r * cols, *dxr = dx + r * cols;
+        softmax_backward_row_ref(yr, dyr, cols, ref, tol);
+        for (size_t j = 0; j < cols; j++)
+            verdict_add(v, "dx", r, j, dxr[j], ref[j], exact ? 0.0 : tol[j]);
+    }
+    free(ref), free(tol);
+    return 0;
+}
+
 long long back_first_difference(const float *a, const float *b, size_t n)
 {
     if (memcmp(a, b, n * sizeof *a) == 0)
@@ -334,6 +386,11 @@ double back_bytes(size_t rows, size_t cols)
 {
     double elems = (double)rows * (double)cols;
     return 4.0 * (3.0 * elems + 3.0 * (double)cols + 2.0 * (double)rows);
+}
+
+double softmax_back_bytes(size_t rows, size_t cols)
+{
+    return 12.0 * (double)rows * (double)cols;
 }
 
 double back_copy3_bytes(size_t rows, size_t cols)
@@ -361,13 +418,19 @@ void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
     v->ratio = v->bad > 0 ? HUGE_VAL : 0.0;
 }
 
-struct program back_program_of(void)
+struct program back_program_of(int softmax)
 {
     struct program p = {
-        .kind = PROGRAM_ROWS, .op = BACK_OP_NAME, .elems = "floats", .pack = 4, .masks = 0,
-        .gamma = 1, .beta = 0, .checks = ROW_CHECK_SHIFTED_TINY,
+        .kind = PROGRAM_ROWS, .op = softmax ? BACK_SOFTMAX_NAME : BACK_OP_NAME,
+        .elems = "floats", .pack = 4, .masks = 0, .gamma = !softmax, .beta = 0,
+        .checks = ROW_CHECK_SHIFTED_TINY,
     };
     return p;
+}
+
+int softmax_back_exact_fits(size_t rows, size_t cols)
+{
+    return rows >= 1 && cols >= 1 && cols <= EXACT_FILL_MAX;
 }
 
 int back_exact_fits(size_t rows, size_t cols)
@@ -376,7 +439,7 @@ int back_exact_fits(size_t rows, size_t cols)
            26.0 * (double)rows + 10.0 * (double)cols < 0x1p24;
 }
 
-int back_options_check(const struct options *o, char *err, size_t len)
+int back_options_check(int softmax, const struct options *o, char *err, size_t len)
 {
     if (o->row_fill != ROW_FILL_SHARED || !back_fill_takes(o->fill)) {
         char fill[64];
@@ -389,7 +452,12 @@ int back_options_check(const struct options *o, char *err, size_t len)
         snprintf(err, len, "--check-every is part 2's: part 3 checks every row");
         return -1;
     }
-    if (o->fill == FILL_EXACT && !back_exact_fits(o->rows, o->cols)) {
+    if (softmax && o->fill == FILL_EXACT && !softmax_back_exact_fits(o->rows, o->cols)) {
+        snprintf(err, len, "--fill exact keeps softmax's sums exact only up to 2^20 columns: "
+                           "--cols %zu is past it; use another fill", o->cols);
+        return -1;
+    }
+    if (!softmax && o->fill == FILL_EXACT && !back_exact_fits(o->rows, o->cols)) {
         snprintf(err, len, "--fill exact keeps every sum exact only while 26 rows + 10 cols < "
                            "2^24 (each at most 2^20): --rows %zu --cols %zu is past it; use "
                            "another fill", o->rows, o->cols);

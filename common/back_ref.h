@@ -120,24 +120,30 @@ int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long see
 /* 1 for the fills part 3 takes (random, exact, shifted, tiny), else 0. */
 int back_fill_takes(enum fill_kind fill);
 
-/* The op's name in messages and in the CSV's op column. */
+/* The ops' names in messages and in the CSV's op column. */
 #define BACK_OP_NAME "layernorm_backward"
+#define BACK_SOFTMAX_NAME "softmax_backward"
 
 /* What the shared parser (harness.c) must know of part 3's programs: rows
- * x cols of floats in 16-byte packs, no --mask, --gamma-offset (it moves
- * gamma, dgamma and dbeta) but no --beta-offset, and a timed run's checks
- * (verify_set()) with the shifted and tiny fills. */
-struct program back_program_of(void);
+ * x cols of floats in 16-byte packs, no --mask, no --beta-offset, a timed
+ * run's checks (verify_set()) with the shifted and tiny fills, and for
+ * LayerNorm --gamma-offset (it moves gamma, dgamma and dbeta); softmax
+ * (softmax != 0) has no gamma. */
+struct program back_program_of(int softmax);
 
 /* 1 if ln_backward_exact_fill() takes rows x cols (26 rows + 10 cols <
  * 2^24, each at most 2^20), else 0. */
 int back_exact_fits(size_t rows, size_t cols);
 
+/* 1 if softmax_backward_exact_fill() takes rows x cols (cols at most
+ * 2^20), else 0. */
+int softmax_back_exact_fits(size_t rows, size_t cols);
+
 /* The shared parser (harness.c) takes every part 2 option for a program of
  * kind PROGRAM_ROWS: these are the ones part 3 does not (yet): a fill
  * other than random, exact, shifted and tiny, an exact fill past its
  * shapes, --check-every. 0, or -1 with a one-line message in err. */
-int back_options_check(const struct options *o, char *err, size_t len);
+int back_options_check(int softmax, const struct options *o, char *err, size_t len);
 
 /* LayerNorm backward's inputs for --fill F: x by the shared fill (random:
  * uniform in [-1, 1); shifted: 2000 + that; tiny: that x 1e-3), dy by the
@@ -168,6 +174,25 @@ int back_check(size_t rows, size_t cols, int exact, const float *x, const float 
                const float *gamma, const float *mean, const float *rstd, const float *dx,
                const float *dgamma, const float *dbeta, struct back_verdict *v);
 
+/* Softmax backward's inputs for --fill F: the forward pass first, on
+ * logits 4 u (u the shared random fill, uniform in [-1, 1)) with masks as
+ * attention lays them: every row r = 15 mod 16 fully masked (y = 0), and
+ * in the others about one logit in 8 at seeded places (their y = 0); y =
+ * exp(l - max) / sum over the rest, in double, rounded to float once. dy:
+ * the random fill from another seed (shifted: 2000 + that, where s is
+ * about 2000 and dy - s cancels; tiny: the tiny fill). exact:
+ * softmax_backward_exact_fill(). Returns 0, or -1 (nothing written) for a
+ * fill back_fill_takes() refuses or an exact fill past its shapes. */
+int softmax_back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *y,
+                      float *dy);
+
+/* Every dx of one softmax backward run against softmax_backward_row_ref:
+ * within its tolerance, or on the exact fill (exact != 0) equal to it. A
+ * masked y (0) has tolerance 0 on every fill: its dx must be 0. Returns 0,
+ * or -1 when the host is out of memory. */
+int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
+                       const float *dx, struct back_verdict *v);
+
 /* The first index where a and b differ bit for bit, or -1. */
 long long back_first_difference(const float *a, const float *b, size_t n);
 
@@ -175,6 +200,10 @@ long long back_first_difference(const float *a, const float *b, size_t n);
  * cols floats each), gamma read and dgamma, dbeta written (cols each), mean
  * and rstd read (rows each). GB/s = bytes / time. */
 double back_bytes(size_t rows, size_t cols);
+
+/* Bytes a softmax backward must move: y and dy read, dx written, 12 an
+ * element (the bar's three streams, back_copy3_bytes()). */
+double softmax_back_bytes(size_t rows, size_t cols);
 
 /* Part 3's bar, back/baseline_copy3 (common/back.h: BACK_COPY3): its op's
  * name, the bytes it moves (x and dy read, dx written: 12 an element, and

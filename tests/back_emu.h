@@ -5,7 +5,7 @@
  * rewritten as emu_launch(), this header forced in, and back_fake.c's
  * device half; tests/cli_tests.sh runs them).
  *
- * A launch runs its blocks one at a time, in a shuffled order (another one
+ * A launch runs its blocks (a grid in x and y) one at a time, in a shuffled order (another one
  * every launch, so a last block or an atomic's order changes from run to
  * run, as on a GPU); a block's threads are std::threads: __syncthreads() is
  * a barrier of the block, a shuffle one of the warp, and a thread that
@@ -40,6 +40,12 @@
 #define __launch_bounds__(...)
 #define __forceinline__ inline
 
+/* cooperative_groups (step 13's clusters) is nvcc's: its include is made a
+ * no-op here. The emulator is no sm_90 device (compute capability 0, below),
+ * so a step takes its path without clusters and never calls into it. */
+#define _COOPERATIVE_GROUPS_H_
+namespace cooperative_groups {}
+
 namespace emu {
 struct block_state {
     std::barrier<> *block;
@@ -61,6 +67,11 @@ inline unsigned launches;
 inline void __syncthreads()
 {
     emu::state->block->arrive_and_wait();
+}
+
+inline void __trap()
+{
+    std::abort();
 }
 
 inline void __threadfence()
@@ -126,8 +137,8 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
 {
     emu::grid_dim = grid;
     emu::block_dim = block;
-    std::vector<unsigned> order(grid.x);
-    for (unsigned b = 0; b < grid.x; b++)
+    std::vector<unsigned> order(grid.x * grid.y);   // a block b is (b % grid.x, b / grid.x)
+    for (unsigned b = 0; b < order.size(); b++)
         order[b] = b;
     std::shuffle(order.begin(), order.end(), std::mt19937(++emu::launches));
     for (unsigned b : order) {
@@ -139,7 +150,7 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
         for (unsigned t = 0; t < block.x; t++)
             threads.emplace_back([&, t] {
                 emu::thread_index = dim3(t);
-                emu::block_index = dim3(b);
+                emu::block_index = dim3(b % grid.x, b / grid.x, 0);
                 emu::state = &st;
                 kernel(args...);
                 st.warps[t / 32]->arrive_and_drop();
@@ -215,6 +226,20 @@ template <class K>
 inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, K)
 {
     std::memset(attr, 0, sizeof *attr);
+    return cudaSuccess;
+}
+
+/* Only a step that found clusters (sm_90) calls these: never here. */
+template <class K>
+inline cudaError_t cudaFuncSetAttribute(K, cudaFuncAttribute, int)
+{
+    return cudaSuccess;
+}
+
+template <class K>
+inline cudaError_t cudaOccupancyMaxActiveClusters(int *clusters, K, const cudaLaunchConfig_t *)
+{
+    *clusters = 0;
     return cudaSuccess;
 }
 

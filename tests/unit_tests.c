@@ -1653,9 +1653,9 @@ static enum parse_status back_parse_line(const char *line, struct options *o, ch
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    const struct program back = back_program_of();
+    const struct program back = back_program_of(0);
     enum parse_status st = parse_options(argc, argv, &back, o, err, 256);
-    if (st == PARSE_OK && back_options_check(o, err, 256) != 0)
+    if (st == PARSE_OK && back_options_check(0, o, err, 256) != 0)
         return PARSE_ERROR;
     return st;
 }

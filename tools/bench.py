@@ -73,15 +73,22 @@ ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
-# Part 3 (back/): LayerNorm's backward pass over part 2's shapes but the two
-# of logits (GPT-2's and Llama 3's vocabularies: softmax's widths, not a
-# LayerNorm's), 32768 x 1024 and 8192 x 4096 first: issue 41's targets. Its
-# bar is the copy of its three streams (x and dy read, dx written).
-BACK_SHAPES = ((32768, 1024), (8192, 4096), (65536, 768), (4096, 8192), (1024, 32768),
-               (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097))
+# Part 3 (back/): LayerNorm's backward pass at issue 41's two shapes, the
+# ones its table and charts show (part 2's others, but the two of logits, are
+# BACK_MORE_SHAPES: --shapes takes them). Its bar is the copy of its three
+# streams (x and dy read, dx written).
+BACK_SHAPES = ((32768, 1024), (8192, 4096))
+BACK_MORE_SHAPES = ((65536, 768), (4096, 8192), (1024, 32768), (256, 65536), (256, 1024),
+                    (4096, 1024), (32768, 1000), (8192, 4097))
 COPY3_DIR = "back/baseline_copy3"
+# Softmax's backward pass (back/step10 on) over logits' widths instead, each
+# matrix 74 to 196 MiB: GPT-2's, Llama 3's and Qwen's vocabularies (50257,
+# 128256, 151936), the widest row its clusters hold (262144), a row of
+# 32768, and LayerNorm's two first shapes. Its bar runs at both lists.
+SOFTMAX_BACK_SHAPES = ((32768, 1024), (8192, 4096), (1024, 32768), (1024, 50257),
+                       (256, 128256), (256, 151936), (128, 262144))
 # PyTorch's forms of part 3's ops (tools/torch_rows.py); the copy has none.
-TORCH_BACK_OPS = ("layernorm_backward",)
+TORCH_BACK_OPS = ("layernorm_backward", "softmax_backward")
 TORCH_OPS = "sum,layernorm,softmax,copy"
 # PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
 # (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
@@ -144,16 +151,20 @@ class RowPart:
     folder prefix, its results file's suffix, its shapes, its bar and its
     name in messages."""
 
-    def __init__(self, prefix, suffix, shapes, bar, title):
+    def __init__(self, prefix, suffix, shapes, bar, title, op_shapes=None):
         self.prefix, self.suffix, self.bar, self.title = prefix, suffix, bar, title
         self._shapes = shapes
+        self._op_shapes = op_shapes or {}   # an op with shapes of its own: {op: shapes}
 
-    def shapes(self, quick=False):
-        return QUICK_ROW_SHAPES if quick else self._shapes
+    def shapes(self, quick=False, op=""):
+        if quick:
+            return QUICK_ROW_SHAPES
+        return self._op_shapes.get(op.removeprefix(COMPILED), self._shapes)
 
 
 ROW_PARTS = {"rows": RowPart(schema.ROWS, "-rows", ROW_SHAPES, COPY_DIR, "part 2"),
-             "back": RowPart(schema.BACK, "-back", BACK_SHAPES, COPY3_DIR, "part 3")}
+             "back": RowPart(schema.BACK, "-back", BACK_SHAPES, COPY3_DIR, "part 3",
+                             {"softmax_backward": SOFTMAX_BACK_SHAPES})}
 
 
 # What a part 2 program computes, the step before a step and the step whose
@@ -422,7 +433,7 @@ class Sweep:
         """PyTorch's ops for this run: the ones given (--only), else its float
         ops, eager and compiled, and its bfloat16 ones once a program of ours
         wrote a bfloat16 row (op softmax_bf16, ...): the programs run first."""
-        _, _, ops = self.torch
+        ops = self.torch[2]
         if ops is not None:
             return ",".join(ops)
         ran = {row.get("op", "") for row in self.rows}
@@ -432,13 +443,25 @@ class Sweep:
         return ",".join(o for name in names for o in torch_ops_of(name))
 
     def run_torch(self, r):
-        """PyTorch's kernels on the same shapes, timed the same way (tools/torch_rows.py)."""
-        python, shapes, _ = self.torch
-        csv_path = os.path.join(self.tmp_dir, f"torch{r}.csv")
+        """PyTorch's kernels on the same shapes, timed the same way
+        (tools/torch_rows.py): one call for each list of shapes its ops take
+        (the torch tuple's fourth item: a function from an op to its shapes;
+        else its second, one list for every op)."""
+        python, shapes, _ = self.torch[:3]
+        shapes_of = self.torch[3] if len(self.torch) > 3 else (lambda op: shapes)
+        groups = {}
+        for op in self.torch_ops().split(","):
+            groups.setdefault(tuple(shapes_of(op)), []).append(op)
+        for k, (group_shapes, ops) in enumerate(groups.items()):
+            self.run_torch_shapes(r, k, group_shapes, ",".join(ops))
+
+    def run_torch_shapes(self, r, k, shapes, ops):
+        python = self.torch[0]
+        csv_path = os.path.join(self.tmp_dir, f"torch{r}-{k}.csv")
         if os.path.exists(csv_path):
             os.remove(csv_path)
         cmd = [python, os.path.join(REPO, "tools", "torch_rows.py"), "--csv", csv_path,
-               "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", self.torch_ops(),
+               "--shapes", ",".join(f"{a}x{b}" for a, b in shapes), "--ops", ops,
                "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
         got, unreadable = rows_written(csv_path)
@@ -446,7 +469,7 @@ class Sweep:
             self.rows.append(self.stamp(row, r, TORCH))
             self.runs += 1
             self.failed += row.get("pass") != "1"
-        wanted = len(self.torch_ops().split(",")) * len(shapes)
+        wanted = len(ops.split(",")) * len(shapes)
         if code not in (0, 1) or len(got) < wanted:
             # An op that could not run leaves its rows out: say which, from its stderr.
             for line in [l for l in stderr.splitlines() if l.startswith("torch_rows:")][:5] or \
@@ -819,13 +842,18 @@ def row_part_plan(args, named, key):
     names = [n for n in programs if n in roles]
     one_array = key == "rows" and (whole or ONE_ARRAY in roles)
     check_built(args.root, names + ([ONE_ARRAY] if one_array else []))
-    shapes = args.shapes or part.shapes(args.quick)
-    plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in shapes])
+    def shapes_of(n):
+        """The program's op's shapes (--shapes: the same for every one)."""
+        return args.shapes or part.shapes(args.quick, row_program_op(args.root, n))
+    # The bar runs at every shape of the programs it is read beside.
+    every = list(dict.fromkeys(s for n in names if n != part.bar for s in shapes_of(n)))
+    plan = [(n, run_path(args.root, n),
+             [Run(rows=r, cols=c) for r, c in (every if n == part.bar and every else shapes_of(n))])
             for n in names]
     if one_array:
         # Shapes of one size are one array to step 9 (four shapes hold 2^25
         # floats): one run per size, or each would be filed with the first's row.
-        sizes = dict.fromkeys(r * c for r, c in shapes)
+        sizes = dict.fromkeys(r * c for r, c in (args.shapes or part.shapes(args.quick)))
         plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=n) for n in sizes]))
         roles.setdefault(ONE_ARRAY, "" if whole else schema.COMPARED)
     return (part.suffix, plan, roles, ops)
@@ -842,7 +870,8 @@ def bench(args, command):
             torch = None
             part = next((p for p in ROW_PARTS.values() if p.suffix == suffix), None)
             if part and (ops is None or ops) and torch_ok(args.torch_python, output, part.title):
-                torch = (args.torch_python, args.shapes or part.shapes(args.quick), ops)
+                torch = (args.torch_python, args.shapes or part.shapes(args.quick), ops,
+                         lambda op, part=part: args.shapes or part.shapes(args.quick, op))
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
                           args.run_id, roles, args.only_round)
             sweep.run_all()

@@ -179,6 +179,20 @@ BACK_ROWS = (1, 7, 8, 9, 527, 528, 529, 4097)
 BACK_CELLS = 1 << 23          # a shape check's most elements: 4097 rows stop at 1025 columns
 BACK_FILL_SHAPES = ((37, 1000), (529, 1025), (9, 4097))
 BACK_DET_SHAPES = ((4097, 1024), (8192, 33), (529, 4097))   # many rows add into each column
+# Softmax backward (back/step10 on): the widths where its steps change path
+# (a warp's 32 lanes; blocks of 32 to 1024 threads holding 16 floats each:
+# 512 to 16384; clusters of blocks of 256 holding 4096 each, up to 16 of
+# them, then of wider blocks up to 262144, and past that the rest read
+# twice), the vocabularies of GPT-2, Llama 3 and Qwen, each with a few rows
+# (every 16th row of the exact fill is fully masked: 16 rows have one).
+SOFTMAX_BACK_COLS = (1, 3, 5, 31, 32, 33, 511, 512, 513, 1000, 1023, 1024, 1025, 4095, 4096,
+                     4097, 8193, 16384, 16385, 40961, 50257, 65536, 65537, 128256, 151936,
+                     262144, 262145)
+SOFTMAX_BACK_ROWS = (1, 16, 33, 529)
+SOFTMAX_BACK_CELLS = 1 << 22   # 529 rows stop at 4097 columns, 16 at 262145
+SOFTMAX_BACK_OFFSET_SHAPES = ((13, 4097), (33, 1023), (9, 5), (5, 50257), (3, 151936))
+SOFTMAX_BACK_FILL_SHAPES = ((37, 1000), (17, 16385), (5, 128256))
+SOFTMAX_BACK_DET_SHAPES = ((4097, 1024), (40, 65537))
 # What the driver (common/back_driver.c) says when every output is within
 # its bound but the bits moved between runs: the determinism check alone.
 DET_ONLY = re.compile(r"^FAIL: every output is within its bound, but not the same bits")
@@ -568,6 +582,61 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
                                              extra=("--y-offset", "1", "--gamma-offset", "2")),
                               tool))
         cases.append(Case("memcheck", row_args(3, 4097, "exact", seed=5, offset=0), "memcheck"))
+        cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
+    return cases
+
+
+def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
+    """Every check for one softmax backward program (back/step10 on), in a
+    fixed order: build_back_cases' kinds at softmax's widths, with no gamma
+    to move. The exact fill's dx is exact (common/back_ref.h), so a sum that
+    drops a tail, a block or a cluster's share, or reads the wrong one, is
+    off; a masked y must give dx = 0 on every fill."""
+    program = program or RowProgram(op="softmax_backward", part="back")
+    pack = program.pack
+    cases = []
+    k = 0
+    for rows in SOFTMAX_BACK_ROWS:
+        for cols in SOFTMAX_BACK_COLS:
+            if rows * cols > SOFTMAX_BACK_CELLS and rows > SOFTMAX_BACK_ROWS[1]:
+                continue
+            k += 1
+            offset = 0 if k % 2 else 1 + k % (pack - 1)
+            extra = [] if k % 3 else ["--y-offset", str((offset + 1 + k // 3) % pack)]
+            cases.append(Case("shape", row_args(rows, cols, "exact", seed=k, offset=offset,
+                                                extra=extra)))
+    # y and dy, then dx, at every pair of places in a 16-byte pack; then
+    # each alone out of its pack, the other aligned.
+    for rows, cols in SOFTMAX_BACK_OFFSET_SHAPES:
+        for run in offset_pairs(pack, 2):
+            k += 1
+            extra = ["--y-offset", str(run[1])] if run[1] else []
+            cases.append(Case("offset", row_args(rows, cols, "exact", seed=k, offset=run[0],
+                                                 extra=extra)))
+    for moved_by in range(1, pack):
+        for alone in ([], ["--y-offset", str(moved_by)]):
+            k += 1
+            cases.append(Case("offset", row_args(33, 2048, "exact", seed=k,
+                                                 offset=0 if alone else moved_by, extra=alone)))
+    # Every fill at every offset: random (rounding in any order, masked
+    # values and rows), shifted (dy near 2000: dy - s cancels), tiny.
+    for rows, cols in SOFTMAX_BACK_FILL_SHAPES:
+        for offset in range(pack):
+            for fill in BACK_FILLS:
+                k += 1
+                cases.append(Case("fill", row_args(rows, cols, fill, seed=k, offset=offset)))
+    for rows, cols in SOFTMAX_BACK_DET_SHAPES:
+        k += 1
+        cases.append(Case(DET, row_args(rows, cols, "random", seed=k, offset=k % pack)))
+    cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
+                             "--fill", "random"]),
+              Case("timed", ["--rows", "33", "--cols", "50257", "--reps", "25", "--warmup", "0",
+                             "--fill", "exact"])]
+    if sanitizer:
+        for tool in SANITIZER_TOOLS:
+            cases.append(Case(tool, row_args(6, 20000, "exact", seed=5, offset=3,
+                                             extra=("--y-offset", "1")), tool))
+        cases.append(Case("memcheck", row_args(3, 70001, "exact", seed=5, offset=0), "memcheck"))
         cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
     return cases
 
@@ -1167,8 +1236,8 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
                                             rows.dtype if rows else "f32"))
             speed_size(speed.at, rows is not None)
         if rows is not None and rows.part == "back":
-            cases = build_back_cases(device, rows, quick=program in quick,
-                                     sanitizer=sanitizer is not None)
+            build = build_softmax_back_cases if rows.op == "softmax_backward" else build_back_cases
+            cases = build(device, rows, quick=program in quick, sanitizer=sanitizer is not None)
         elif rows is not None:
             cases = build_row_cases(device, rows, quick=program in quick,
                                     sanitizer=sanitizer is not None)

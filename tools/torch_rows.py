@@ -28,6 +28,11 @@ LayerNorm). The ops:
                saves them); its bytes are common/back_ref.c's back_bytes()
                (x and dy read and dx written, plus gamma, dgamma, dbeta, mean
                and rstd)
+    softmax_backward  part 3's too: torch.ops.aten._softmax_backward_data(dy,
+               y, -1, torch.float32): dx = y * (dy - sum(dy * y)), from the
+               inputs common/back_driver.c makes (y the softmax of 4 x uniform
+               logits, one in 8 masked and every 16th row fully, dy uniform
+               in [-1, 1)); its bytes are y and dy read and dx written
 and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
 the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
 model holds them (torch.native_layer_norm wants them in the input's type)
@@ -41,7 +46,8 @@ is never timed. Its rows are step "torch/compiled/<op>", op "<op>".
 Each output is compared with a float64 computation of the same op: a sanity
 check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums; for
 LayerNorm's backward pass dx to relative 1e-3 and dgamma and dbeta, sums
-down the columns, to 1e-5 of the sum of their terms' magnitudes), not the
+down the columns, to 1e-5 of the sum of their terms' magnitudes; for
+softmax's, dx to 1e-3 of |y| (|dy| + |s|), and exactly 0 where y is), not the
 harness's derived tolerance. Rows go to FILE in the results schema
 (tools/schema.py), step "torch/<op>", with torch's, CUDA's and cuDNN's
 versions in the toolchain column.
@@ -71,7 +77,8 @@ for _var, _sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR",
 
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layernorm_bf16",
-       "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16", "layernorm_backward")
+       "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16", "layernorm_backward",
+       "softmax_backward")
 BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
@@ -90,12 +97,14 @@ def parse_shapes(text):
 def row_bytes(op, rows, cols):
     """common/rows_ref.c's row_bytes(): 2 bytes an element of x, y, gamma and
     beta for the _bf16 ops; mean and rstd are float either way. Part 3's
-    layernorm_backward: common/back_ref.c's back_bytes()."""
+    layernorm_backward: common/back_ref.c's back_bytes(); softmax_backward: its
+    softmax_back_bytes(), three streams."""
     base = op.removesuffix(BF16)
     elem = 2.0 if op.endswith(BF16) else 4.0
     matrix = elem * rows * cols
     return {"sum": matrix + elem * rows,
             "layernorm_backward": 3 * matrix + 3 * elem * cols + 8.0 * rows,
+            "softmax_backward": 3 * matrix,
             "layernorm": 2 * matrix + 8.0 * rows + 2 * elem * cols,
             "softmax": 2 * matrix, "copy": 2 * matrix,
             "rmsnorm": 2 * matrix + 4.0 * rows + elem * cols,
@@ -230,6 +239,8 @@ class Runner:
             ok = err <= rel and (op == "rmsnorm" or ok_h)
         elif op == "layernorm_backward":
             times, err, ok = self.layernorm_backward(x, rows, cols, gen, compiled)
+        elif op == "softmax_backward":
+            times, err, ok = self.softmax_backward(x, rows, cols, gen, compiled)
         elif op == "softmax":
             times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))
             want = torch.softmax(x.double(), dim=-1)
@@ -276,6 +287,31 @@ class Runner:
             scale = terms.abs().sum(dim=0) + 1e-30
             col_err = max(col_err, ((got.double() - terms.sum(dim=0)).abs() / scale).max().item())
         return times, max(dx_err, col_err), dx_err <= 1e-3 and col_err <= 1e-5
+
+
+    def softmax_backward(self, x, rows, cols, gen, compiled):
+        """(times, error, ok) of _softmax_backward_data on common/back_driver.c's
+        random fill (softmax_back_fill in common/back_ref.c): y the softmax, in
+        float64 rounded to float, of 4 x uniform logits with one in 8 masked
+        (-inf) and every 16th row fully, and dy uniform in [-1, 1). The
+        reference: dx = y (dy - s), s = sum(dy y), in float64 from the same
+        floats, dx to 1e-3 of |y| (|dy| + |s|): exactly 0 where y is."""
+        torch = self.torch
+        masked = torch.rand((rows, cols), generator=gen, device="cuda") < 0.125
+        masked[15::16] = True
+        logits = (4 * x).masked_fill(masked, float("-inf")).double()
+        y = torch.softmax(logits, dim=-1).nan_to_num(0.0).float()   # a fully masked row: 0
+        dy = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
+
+        def backward(g, out):
+            return torch.ops.aten._softmax_backward_data(g, out, -1, torch.float32)
+        times, dx = self.time(self.prepare(backward, compiled, dy, y))
+        yd, dyd = y.double(), dy.double()
+        s = (yd * dyd).sum(dim=-1, keepdim=True)
+        scale = yd.abs() * (dyd.abs() + s.abs())
+        diff = (dx.double() - yd * (dyd - s)).abs()
+        err = torch.where(scale > 0, diff / scale.clamp_min(1e-300), diff * 1e30).max().item()
+        return times, err, err <= 1e-3
 
 
 def row_of(runner, name, rows, cols, seed, times, err, ok, reps, warmup, round_):
