@@ -182,12 +182,12 @@ BACK_DET_SHAPES = ((4097, 1024), (8192, 33), (529, 4097))   # many rows add into
 # Softmax backward (back/step10 on): the widths where its steps change path
 # (a warp's 32 lanes; blocks of 32 to 1024 threads holding 16 floats each:
 # 512 to 16384; clusters of blocks of 256 holding 4096 each, up to 16 of
-# them, then of wider blocks up to 262144, and past that the rest read
-# twice), the vocabularies of GPT-2, Llama 3 and Qwen, each with a few rows
-# (every 16th row of the exact fill is fully masked: 16 rows have one).
+# them, then of 512 and 1024 threads, up to 262144, and past that the rest
+# read twice), the vocabularies of GPT-2, Llama 3 and Qwen, each with a few
+# rows (every 16th row of the exact fill is fully masked: 16 rows have one).
 SOFTMAX_BACK_COLS = (1, 3, 5, 31, 32, 33, 511, 512, 513, 1000, 1023, 1024, 1025, 4095, 4096,
-                     4097, 8193, 16384, 16385, 40961, 50257, 65536, 65537, 128256, 151936,
-                     262144, 262145)
+                     4097, 8193, 16384, 16385, 40961, 50257, 65536, 65537, 128256, 131073,
+                     151936, 262144, 262145)
 SOFTMAX_BACK_ROWS = (1, 16, 33, 529)
 SOFTMAX_BACK_CELLS = 1 << 22   # 529 rows stop at 4097 columns, 16 at 262145
 SOFTMAX_BACK_OFFSET_SHAPES = ((13, 4097), (33, 1023), (9, 5), (5, 50257), (3, 151936))

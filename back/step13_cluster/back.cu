@@ -2,7 +2,8 @@
 //
 // Change: on Hopper (sm_90) a row wider than 256 threads' registers hold
 //         (256 x 16 = 4096 floats) is split over a thread-block cluster of up
-//         to 16 blocks, which the hardware runs at the same time on one GPC.
+//         to 16 blocks (of 256 threads, or 512 or 1024 where 16 of 256 do
+//         not hold it), which the hardware runs at the same time on one GPC.
 //         Block k of a row's cluster takes the row's columns as thread k * B
 //         + t of a group of 16 B threads would. Each block sums its share of
 //         s as step 12's block summed the row; thread 0 leaves that sum in
@@ -213,17 +214,21 @@ static void launch(const struct back_problem *p, unsigned int cluster)
 
 void back_run(const struct back_problem *p)
 {
-    // Rows that CLUSTER_BLOCK threads hold take one block, as in step 12;
-    // wider ones a cluster of as many such blocks as they need, up to the
-    // most a cluster can have, whose blocks then grow to hold the row.
-    unsigned int cluster = 1;
-    size_t cols = p->cols, per_block = (size_t)CLUSTER_BLOCK * PER_THREAD;
-    if (cols > per_block && max_cluster() > 1) {
-        size_t need = (cols + per_block - 1) / per_block;
+    // Rows that CLUSTER_BLOCK threads hold take one block, as in step 12.
+    // Wider ones take a cluster: of blocks of CLUSTER_BLOCK threads where
+    // max_cluster() of them hold the row, else of twice as many threads
+    // (and so on), as few blocks as hold it. The fewest threads keep
+    // several blocks on an SM; the fewest blocks leave none of them empty.
+    unsigned int cluster = 1, threads = block_size(p->cols);
+    if (p->cols > (size_t)CLUSTER_BLOCK * PER_THREAD && max_cluster() > 1) {
+        threads = CLUSTER_BLOCK;
+        while (threads < MAX_BLOCK && (size_t)threads * PER_THREAD * max_cluster() < p->cols)
+            threads *= 2;
+        size_t per_block = (size_t)threads * PER_THREAD;
+        size_t need = (p->cols + per_block - 1) / per_block;
         cluster = need < max_cluster() ? (unsigned int)need : max_cluster();
-        cols = (cols + cluster - 1) / cluster;
     }
-    switch (block_size(cols)) {
+    switch (threads) {
     case 32: launch<32>(p, cluster); break;
     case 64: launch<64>(p, cluster); break;
     case 128: launch<128>(p, cluster); break;
