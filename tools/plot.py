@@ -444,7 +444,8 @@ ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG
                   ("softmax", COLOUR_SOFTMAX, "softmax steps"),
                   ("softmax" + compare.BF16, COLOUR_BF16, "bfloat16 steps (2 bytes an element)"),
                   ("layernorm" + compare.BF16, COLOUR_BF16, None),
-                  ("layernorm_backward", COLOUR_BIG, "LayerNorm backward steps"))
+                  ("layernorm_backward", COLOUR_BIG, "LayerNorm backward steps"),
+                  ("softmax_backward", COLOUR_SOFTMAX, "softmax backward steps"))
 STEP_PREFIXES = tuple(part + "step" for part in schema.PARTS)   # part 2's and part 3's steps
 
 
@@ -518,7 +519,7 @@ def draw_rows_progression(mpl, rm, path):
         mpl.Patch(label="PyTorch, torch.compile", **torch_style(compare.TORCH_COMPILED,
                                                                  COLOUR_TORCH))],
         loc="upper left", fontsize=9.5, ncol=2)
-    fig.suptitle(f"Part 3 on {rm.describe('gpu')}: LayerNorm backward, every program at "
+    fig.suptitle(f"Part 3 on {rm.describe('gpu')}: backward passes, every program at "
                  f"{compare.shape_label(shape)}" if back else
                  f"Part 2 on {rm.describe('gpu')}: every row program at {compare.shape_label(shape)}",
                  fontsize=15, fontweight="bold")
@@ -593,6 +594,11 @@ def draw_row_charts(mpl, rm, out_dir):
                          ("layernorm_backward",), compare.BACK_COPY,
                          f"LayerNorm backward on {gpu}: share of the three-stream copy's speed, "
                          f"per shape")
+        if rm.last_step("softmax_backward"):   # issue 42's steps, once measured
+            draw_rows_shares(mpl, rm, row_chart_path(rm, "softmax_backward", out_dir),
+                             ("softmax_backward",), compare.BACK_COPY,
+                             f"Softmax backward on {gpu}: share of the three-stream copy's speed, "
+                             f"per shape")
         return
     draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), ("layernorm",),
                      compare.COPY, f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")
