@@ -236,7 +236,7 @@ class ChartContentTests(Workspace):
     def test_part3_gets_its_progression_and_its_share_of_the_three_stream_copy(self):
         figures = self.draw(os.path.join(REPO, "plots", "reference", "h200-back.csv"))
         self.assertEqual(sorted(figures), ["back-layernorm_backward", "back-progression"])
-        self.assertIn("Part 3 on NVIDIA H200: LayerNorm backward",
+        self.assertIn("Part 3 on NVIDIA H200: backward passes",
                       self.texts(figures["back-progression"])[0])
         ax = figures["back-layernorm_backward"].axes[0]
         bars = {c.get_label(): [b.get_height() for b in c.patches] for c in ax.containers
@@ -439,9 +439,12 @@ class ChineseWordsTests(unittest.TestCase):
                          "FIXTURE GPU (invented numbers)（132 个 SM）")
 
     def test_part3_texts(self):
-        self.assertEqual(chart_zh.translate("Part 3 on NVIDIA H200: LayerNorm backward, every "
+        self.assertEqual(chart_zh.translate("Part 3 on NVIDIA H200: backward passes, every "
                                             "program at 32768 x 1024"),
-                         "NVIDIA H200 上的第 3 部分：LayerNorm 反向传播，32768 x 1024 上的每个程序")
+                         "NVIDIA H200 上的第 3 部分：反向传播，32768 x 1024 上的每个程序")
+        self.assertEqual(chart_zh.translate("Softmax backward on NVIDIA H200: share of the "
+                                            "three-stream copy's speed, per shape"),
+                         "NVIDIA H200：各形状下 softmax 反向传播相对三路数据流复制的速度")
         self.assertEqual(chart_zh.translate("copy of the same three streams: 4371 GB/s"),
                          "复制同样的三路数据流：4371 GB/s")
 
