@@ -86,14 +86,15 @@ def harness_options():
 
 def row_bytes(op, rows, cols):
     """Bytes a part 2 run must move: row_bytes() in common/rows_ref.c; and a
-    part 3 one's: back_bytes() and back_copy3_bytes() in common/back_ref.c
-    (x and dy read and dx written, plus gamma, dgamma and dbeta, mean and
-    rstd; the copy the three streams alone)."""
+    part 3 one's: back_bytes(), softmax_back_bytes() and back_copy3_bytes()
+    in common/back_ref.c (x and dy read and dx written, plus gamma, dgamma
+    and dbeta, mean and rstd; softmax's y and dy read and dx written, and
+    the copy, the three streams alone)."""
     matrix = 4.0 * rows * cols
     return {"sum": matrix + 4.0 * rows, "layernorm": 2 * matrix + 8.0 * rows + 8.0 * cols,
             "softmax": 2 * matrix, "copy": 2 * matrix,
             "layernorm_backward": 3 * matrix + 12.0 * cols + 8.0 * rows,
-            "copy3": 3 * matrix}[op]
+            "softmax_backward": 3 * matrix, "copy3": 3 * matrix}[op]
 
 
 # ------------------------------------------------------------- fake programs
@@ -228,6 +229,10 @@ BACK_STEP_OPS = {"back/step0_thread": "LAYERNORM", "back/step1_warp": "LAYERNORM
                  "back/baseline_copy3": "COPY3"}
 BACK_OPS = {"back/step0_thread": "layernorm_backward", "back/step1_warp": "layernorm_backward",
             "back/copy3": "copy3"}
+# Softmax's backward pass (issue 42): a step of its own, added where a test
+# asks for it (its back.cu says BACK_SOFTMAX; the fake names its rows' op
+# from its folder, as part 2's fakes do).
+BACK_SOFTMAX_PROGRAM, BACK_SOFTMAX_STEP_OP = "back/step10_softmax", "SOFTMAX"
 # PyTorch's float ops as a whole part 2 bench asks for them: each but the copy
 # also compiled.
 TORCH_OPS = ("sum", "compiled/sum", "layernorm", "compiled/layernorm", "softmax",
@@ -260,7 +265,8 @@ PART = os.path.basename(os.path.dirname(HERE))
 BACK = PART == "back"
 ROWS = PART == "rows" or BACK
 NAME = (PART + "/" if ROWS else "") + DIR.removeprefix("baseline_")
-OP = ("copy3" if DIR == "baseline_copy3" else "layernorm_backward") if BACK else \
+OP = ("copy3" if DIR == "baseline_copy3" else "softmax_backward" if "softmax" in DIR
+      else "layernorm_backward") if BACK else \
      ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
       else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
@@ -351,7 +357,7 @@ def run(o):
         nbytes = {"sum": 4.0 * n + 4.0 * rows, "layernorm": 8.0 * n + 8.0 * rows + 8.0 * cols,
                   "softmax": 8.0 * n, "copy": 8.0 * n,
                   "layernorm_backward": 12.0 * n + 12.0 * cols + 8.0 * rows,
-                  "copy3": 12.0 * n}[OP]
+                  "softmax_backward": 12.0 * n, "copy3": 12.0 * n}[OP]
     else:
         rows = cols = ""
         n = int(o.get("-n", 1 << 25))

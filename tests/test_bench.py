@@ -12,8 +12,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (BACK_LABELS, BACK_OPS, BACK_PROGRAMS, BACK_STEP_OPS,  # noqa: E402
-                   HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
+from fakes import (BACK_LABELS, BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM,  # noqa: E402
+                   BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
                    ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
                    make_root, make_torch_python, python_without_torch, row_bytes, size_of)
 
@@ -840,6 +840,132 @@ class BenchBackTest(ScriptTest):
         with open(os.path.join(self.out, "h200-back-bench.log")) as f:
             self.assertIn("PyTorch is left out of part 3", f.read())
 
+    # Softmax's backward pass (issue 42) beside LayerNorm's: shapes of its own.
+    TORCH_SOFTMAX = ["softmax_backward", "compiled/softmax_backward"]
+
+    def add_softmax(self):
+        """back/step10_softmax, a fake whose back.cu says BACK_SOFTMAX."""
+        make_root(self.top, (BACK_SOFTMAX_PROGRAM,))
+        with open(os.path.join(self.root, BACK_SOFTMAX_PROGRAM, "back.cu"), "w") as f:
+            f.write(f"// {BACK_SOFTMAX_PROGRAM}\n"
+                    f"const enum back_op step_op = BACK_{BACK_SOFTMAX_STEP_OP};\n")
+
+    def shapes_run(self):
+        """{step: [(rows, cols) of each --runs line, in the order run]} (torch aside)."""
+        found = {}
+        for _, step, _, lines, _ in self.processes():
+            if step != "torch":
+                found.setdefault(step, []).extend(
+                    tuple(int(line[line.index(flag) + 1]) for flag in ("--rows", "--cols"))
+                    for line in lines)
+        return found
+
+    def torch_calls(self):
+        """(shapes, ops) of each call of tools/torch_rows.py (the -c probe aside)."""
+        calls = []
+        for _, step, argv, _, _ in self.processes():
+            if step == "torch" and argv[0] != "-c":
+                self.assertEqual((argv[3], argv[5]), ("--shapes", "--ops"), argv)
+                shapes = tuple(tuple(int(x) for x in s.split("x")) for s in argv[4].split(","))
+                calls.append((shapes, argv[6].split(",")))
+        return calls
+
+    def test_softmax_backward_runs_at_its_own_shapes(self):
+        """A softmax backward step runs at SOFTMAX_BACK_SHAPES, LayerNorm's at
+        BACK_SHAPES, and the bar back/copy3 at both lists, in that order,
+        each shape once; PyTorch is called once for each list of shapes,
+        with the ops of that list, and the rows name each one's op and bytes."""
+        self.add_softmax()
+        self.assertEqual(bench.row_program_op(self.root, BACK_SOFTMAX_PROGRAM), "softmax_backward")
+        union = list(dict.fromkeys(bench.BACK_SHAPES + bench.SOFTMAX_BACK_SHAPES))
+        self.assertLess(len(union), len(bench.BACK_SHAPES) + len(bench.SOFTMAX_BACK_SHAPES))
+        # The bar's rows are read beside every program's: a shape only
+        # softmax takes (a vocabulary) is among them.
+        self.assertIn((1024, 50257), union)
+        self.assertIn((128, 262144), bench.SOFTMAX_BACK_SHAPES)
+        [(suffix, plan, _, ops)] = bench.plans(bench.parse_args(
+            ["--root", self.root, "--part", "back"]))
+        self.assertEqual(suffix, "-back")
+        self.assertEqual(ops, self.TORCH_BACK + self.TORCH_SOFTMAX)
+        planned = {name: [(run.rows, run.cols) for run in runs] for name, _, runs in plan}
+        self.assertEqual(planned, {"back/step0_thread": list(bench.BACK_SHAPES),
+                                   "back/step1_warp": list(bench.BACK_SHAPES),
+                                   BACK_SOFTMAX_PROGRAM: list(bench.SOFTMAX_BACK_SHAPES),
+                                   "back/baseline_copy3": union})
+
+        proc = self.bench("--rounds", "1", "--only", "back", "--run-id", self.B,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual(sorted(ran), sorted(BACK_LABELS + (BACK_SOFTMAX_PROGRAM,)))
+        self.assertEqual(sorted(ran[BACK_SOFTMAX_PROGRAM]), sorted(bench.SOFTMAX_BACK_SHAPES))
+        self.assertEqual(sorted(ran["back/step1_warp"]), sorted(bench.BACK_SHAPES))
+        self.assertEqual(sorted(ran["back/copy3"]), sorted(union))
+        self.assertEqual(len(ran["back/copy3"]), len(set(ran["back/copy3"])))
+        self.assertEqual(sorted(self.torch_calls()),
+                         sorted([(bench.BACK_SHAPES, self.TORCH_BACK),
+                                 (bench.SOFTMAX_BACK_SHAPES, self.TORCH_SOFTMAX)]))
+        rows = self.results("h200-back.csv")
+        mine = [r for r in rows if r["step"] == BACK_SOFTMAX_PROGRAM]
+        self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in mine),
+                         sorted(bench.SOFTMAX_BACK_SHAPES))
+        for r in mine + [r for r in rows if r["step"] == "torch/softmax_backward"]:
+            rr, cc = int(r["rows"]), int(r["cols"])
+            self.assertEqual((r["op"], float(r["bytes"])),
+                             ("softmax_backward", row_bytes("softmax_backward", rr, cc)))
+            self.assertEqual(float(r["bytes"]), 12.0 * rr * cc)
+        torch = sorted((r["step"], int(r["rows"]), int(r["cols"])) for r in rows
+                       if r["step"].startswith("torch/"))
+        self.assertEqual(torch, sorted([("torch/" + op, r, c) for op in self.TORCH_BACK
+                                        for r, c in bench.BACK_SHAPES] +
+                                       [("torch/" + op, r, c) for op in self.TORCH_SOFTMAX
+                                        for r, c in bench.SOFTMAX_BACK_SHAPES]))
+        self.assertEqual(len(rows), 2 * len(bench.BACK_SHAPES) +
+                         len(bench.SOFTMAX_BACK_SHAPES) + len(union) +
+                         2 * len(bench.BACK_SHAPES) + 2 * len(bench.SOFTMAX_BACK_SHAPES))
+
+    def test_softmax_backward_with_shapes_given_or_quick(self):
+        """--shapes: every program, the bar and PyTorch (one call, every op)
+        at those; --quick: at the quick shapes, the same for every op."""
+        self.add_softmax()
+        given = ((64, 33), (16, 262145))
+        proc = self.bench("--rounds", "1", "--only", "back", "--shapes", "64x33,16x262145",
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual({step: sorted(shapes) for step, shapes in ran.items()},
+                         {step: sorted(given) for step in BACK_LABELS + (BACK_SOFTMAX_PROGRAM,)})
+        self.assertEqual(self.torch_calls(), [(given, self.TORCH_BACK + self.TORCH_SOFTMAX)])
+        os.remove(self.log)
+        proc = self.bench("--quick", "--rounds", "1", "--only", "back",
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        quick = tuple(bench.QUICK_ROW_SHAPES)
+        self.assertEqual({step: sorted(shapes) for step, shapes in self.shapes_run().items()},
+                         {step: sorted(quick) for step in BACK_LABELS + (BACK_SOFTMAX_PROGRAM,)})
+        self.assertEqual(self.torch_calls(), [(quick, self.TORCH_BACK + self.TORCH_SOFTMAX)])
+
+    def test_only_the_softmax_step(self):
+        """--only back/step10_softmax: the step at its shapes, the step before
+        it (LayerNorm's, compared) at LayerNorm's, the bar at both, and
+        PyTorch's softmax backward alone at softmax's shapes."""
+        self.add_softmax()
+        proc = self.bench("--rounds", "1", "--only", BACK_SOFTMAX_PROGRAM,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual({step: sorted(shapes) for step, shapes in ran.items()},
+                         {BACK_SOFTMAX_PROGRAM: sorted(bench.SOFTMAX_BACK_SHAPES),
+                          "back/step1_warp": sorted(bench.BACK_SHAPES),
+                          "back/copy3": sorted(dict.fromkeys(bench.BACK_SHAPES +
+                                                             bench.SOFTMAX_BACK_SHAPES))})
+        self.assertEqual(self.torch_calls(), [(bench.SOFTMAX_BACK_SHAPES, self.TORCH_SOFTMAX)])
+        roles = {r["step"]: r["role"] for r in self.results("h200-back.csv")}
+        self.assertEqual(roles, {BACK_SOFTMAX_PROGRAM: "", "back/step1_warp": "compared",
+                                 "back/copy3": "compared",
+                                 "torch/softmax_backward": "compared",
+                                 "torch/compiled/softmax_backward": "compared"})
+
     def test_part_3_refuses_bad_input_with_one_line(self):
         proc = self.bench("--quick", "--only", "back/step9_none")
         self.assertEqual(proc.returncode, 2)
@@ -880,6 +1006,18 @@ class TorchRowsTest(ScriptTest):
                              row_bytes("layernorm_backward", r, c))
         for op in ("sum", "layernorm", "softmax", "copy"):
             self.assertEqual(torch_rows.row_bytes(op, 4096, 1024), row_bytes(op, 4096, 1024), op)
+
+    def test_softmax_backward_is_an_op_with_the_drivers_bytes(self):
+        """softmax_backward: y and dy read, dx written (common/back_ref.c's
+        softmax_back_bytes(), 12 an element, as the bar's three streams)."""
+        torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")
+        self.assertIn("softmax_backward", torch_rows.OPS)
+        self.assertIn("softmax_backward", bench.TORCH_BACK_OPS)
+        self.assertEqual(torch_rows.row_bytes("softmax_backward", 64, 33), 12 * 64 * 33)
+        for r, c in bench.SOFTMAX_BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("softmax_backward", r, c),
+                             row_bytes("softmax_backward", r, c))
+            self.assertEqual(row_bytes("softmax_backward", r, c), row_bytes("copy3", r, c))
 
     def run_torch_rows(self, python, ops, shapes="64x33", **env):
         import subprocess

@@ -10,8 +10,9 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, PROFILE, ScriptTest,  # noqa: E402
-                   bench, clean_env, fake_hash, gpu_info_keys, harness_options, load, row_bytes,
+from fakes import (BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM, FAKE_ARCH,  # noqa: E402
+                   FAKE_TOOLCHAIN, HARNESS_COLUMNS, PROFILE, REPO, ScriptTest, bench, clean_env,
+                   fake_hash, gpu_info_keys, harness_options, load, make_root, row_bytes,
                    version_fields)
 
 profile = load(PROFILE, "reduce_profile")
@@ -104,6 +105,28 @@ class FakeProgramTest(ScriptTest):
         [row] = bench.read_rows(csv_path)
         self.assertEqual((row["step"], row["n"], row["rows"], row["cols"], row["op"],
                           row["bytes"]), ("cub", "1000", "", "", "", "4000"))
+
+    def test_part_3_rows_name_the_drivers_ops(self):
+        """Part 3's fakes, softmax's step among them, write the op column as
+        common/back_ref.h names it (BACK_OP_NAME, BACK_SOFTMAX_NAME,
+        BACK_COPY3_NAME), with its bytes (row_bytes: back_bytes(),
+        softmax_back_bytes() and back_copy3_bytes() of common/back_ref.c)."""
+        with open(os.path.join(REPO, "common", "back_ref.h")) as f:
+            names = dict(re.findall(r'^#define (BACK_\w*NAME) "([a-z0-9_]+)"', f.read(), re.M))
+        want = {"back/step0_thread": names["BACK_OP_NAME"],
+                BACK_SOFTMAX_PROGRAM: names["BACK_SOFTMAX_NAME"],
+                "back/baseline_copy3": names["BACK_COPY3_NAME"]}
+        self.assertEqual(want[BACK_SOFTMAX_PROGRAM], "softmax_backward")
+        self.assertEqual(BACK_OPS["back/copy3"], want["back/baseline_copy3"])
+        make_root(self.top, BACK_PROGRAMS + (BACK_SOFTMAX_PROGRAM,))
+        for name, op in want.items():
+            csv_path = os.path.join(self.top, name.replace("/", "-") + ".csv")
+            proc = self.call(name, "--rows", "3", "--cols", "5", "--csv", csv_path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            [row] = bench.read_rows(csv_path)
+            self.assertEqual((row["op"], float(row["bytes"])), (op, row_bytes(op, 3, 5)), name)
+        # softmax_back_bytes(3, 5): y and dy read, dx written.
+        self.assertEqual(row_bytes("softmax_backward", 3, 5), 180.0)
 
 
 if __name__ == "__main__":

@@ -556,7 +556,8 @@ class Summary(unittest.TestCase):
 # --gpu-info (deterministic=DET, as common/back_driver.c prints it), one
 # check, --checks FILE (a "== check" line and a verdict per line, as
 # run_lines in common/harness.c) and a timed run, with the driver's own
-# verdict lines. MODE picks what it gets wrong.
+# verdict lines. MODE picks what it gets wrong; OP is the op its --gpu-info
+# names (layernorm_backward, or softmax_backward: back/step10 on).
 FAKE_BACK = r"""#!/usr/bin/env python3
 import sys
 MODE, DET = {mode!r}, {det}
@@ -585,6 +586,9 @@ def verdict(words):
         wrong = "FAIL: a run left its workspace's counters non-zero (the next run needs them at 0)"
     if MODE in ("wrong_atomic",) and cols == 4097:
         wrong = "FAIL: dbeta[col 4096] is 0, not 7 (tolerance 0: exact); 1 of the outputs are wrong"
+    if MODE == "past_a_block" and cols > 16384:   # a row wider than one block holds
+        wrong = ("FAIL: dx[row 0, col 16384] is 0.5, not 0.25 (tolerance 0: exact); 1 of the "
+                 "outputs are wrong")
     if wrong:
         return wrong
     if MODE in ("atomic", "wrong_atomic"):
@@ -598,7 +602,7 @@ if args[:1] == ["--version"]:
     sys.exit(0)
 if args[:1] == ["--gpu-info"]:
     print("gpu=Fake H200\nsms=132\nsm_threads=2048\nfree_bytes=68719476736\n"
-          "op=layernorm_backward\ndtype=f32\npack=4\nmax_cols=1048576\n"
+          "op={op}\ndtype=f32\npack=4\nmax_cols=1048576\n"
           f"max_n=4294967296\ndeterministic={{DET}}")
     sys.exit(0)
 if args[:1] == ["--checks"]:
@@ -615,16 +619,33 @@ sys.exit(0 if line_verdict == "PASS" else 1)
 """
 
 
-class BackMatrix(unittest.TestCase):
-    """Part 3's matrix (build_back_cases) and how the grader reads a part 3
-    program's outcomes, the determinism check's above all, with fake
-    programs that answer as common/back_driver.c does."""
+class FakeBackTest(unittest.TestCase):
+    """Part 3's fake programs (FAKE_BACK) in a folder of their own, graded."""
 
     device = grade.Device("Fake H200", 132, 2048, 1 << 36)
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, self.tmp)
+
+    def fake(self, mode, det=1, op="layernorm_backward"):
+        path = os.path.join(self.tmp, f"{mode}_{det}_{op}", "run")
+        os.makedirs(os.path.dirname(path))
+        with open(path, "w") as handle:
+            handle.write(FAKE_BACK.format(mode=mode, det=det, op=op))
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        return path
+
+    def graded(self, mode, det=1, op="layernorm_backward"):
+        [report], gpu = grade.grade([self.fake(mode, det, op)], jobs=4)
+        self.assertEqual(gpu, "Fake H200")
+        return report
+
+
+class BackMatrix(FakeBackTest):
+    """Part 3's matrix (build_back_cases) and how the grader reads a part 3
+    program's outcomes, the determinism check's above all, with fake
+    programs that answer as common/back_driver.c does."""
 
     def test_sanitizer_exit_echo_is_not_the_reason(self):
         """Under a sanitizer, a declared det failure makes the program exit 1
@@ -639,19 +660,6 @@ class BackMatrix(unittest.TestCase):
         self.assertRegex(grade.why(1, out, "memcheck"), grade.DET_ONLY)
         bad = "========= Invalid __global__ read of size 4 bytes\n" + out
         self.assertEqual(grade.why(1, bad, "memcheck"), "Invalid __global__ read of size 4 bytes")
-
-    def fake(self, mode, det=1):
-        path = os.path.join(self.tmp, f"{mode}_{det}", "run")
-        os.makedirs(os.path.dirname(path))
-        with open(path, "w") as handle:
-            handle.write(FAKE_BACK.format(mode=mode, det=det))
-        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-        return path
-
-    def graded(self, mode, det=1):
-        [report], gpu = grade.grade([self.fake(mode, det)], jobs=4)
-        self.assertEqual(gpu, "Fake H200")
-        return report
 
     def values(self, flag):
         cases = grade.build_back_cases(self.device, sanitizer=True)
@@ -779,6 +787,109 @@ class BackMatrix(unittest.TestCase):
         self.assertIn("part 3", str(caught.exception))
 
 
+class BackSoftmaxMatrix(FakeBackTest):
+    """Softmax's backward pass (back/step10 on, issue 42): its matrix
+    (build_softmax_back_cases) and the grader's choice of it for a program
+    whose --gpu-info says op=softmax_backward."""
+
+    program = grade.RowProgram(op="softmax_backward", part="back")
+
+    def cases(self):
+        return grade.build_softmax_back_cases(self.device, self.program, sanitizer=True)
+
+    @staticmethod
+    def value(case, flag, default=None):
+        return case.args[case.args.index(flag) + 1] if flag in case.args else default
+
+    def shape_of(self, case):
+        return int(self.value(case, "--rows")), int(self.value(case, "--cols"))
+
+    def test_no_gamma_to_move(self):
+        cases = self.cases()
+        self.assertEqual([c.label for c in cases if "--gamma-offset" in c.args], [])
+        for case in cases:
+            for flag in ("--offset", "--y-offset"):
+                self.assertIn(self.value(case, flag, "0"), {"0", "1", "2", "3"}, case.label)
+        # The program's default is softmax's: the same matrix.
+        self.assertEqual(grade.build_softmax_back_cases(self.device, sanitizer=True), cases)
+
+    def test_the_widths_and_rows_of_its_paths(self):
+        cases = self.cases()
+        cols = {int(self.value(c, "--cols")) for c in cases if "--cols" in c.args}
+        # The vocabularies of GPT-2, Llama 3 and Qwen; the widest row a
+        # cluster holds and one more; a block's 16384 floats and one more.
+        self.assertTrue({50257, 128256, 151936, 262144, 262145, 16384, 16385} <= cols, cols)
+        shapes = [c for c in cases if c.kind == "shape"]
+        self.assertTrue(all(self.value(c, "--fill") == "exact" for c in shapes))
+        at = {self.shape_of(c) for c in shapes}
+        for width in grade.SOFTMAX_BACK_COLS:
+            # 16 rows: the exact fill's fully masked row 15 at every width.
+            self.assertIn((16, width), at, width)
+            self.assertIn((1, width), at, width)
+        self.assertEqual({r for r, _ in at}, set(grade.SOFTMAX_BACK_ROWS))
+        for r, c in at:
+            self.assertTrue(r * c <= grade.SOFTMAX_BACK_CELLS or r <= 16, (r, c))
+        kinds = {c.kind for c in cases}
+        self.assertTrue({"shape", "offset", "fill", grade.DET, "timed"} <= kinds)
+        self.assertTrue(set(grade.SANITIZER_TOOLS) <= kinds)
+        self.assertFalse(kinds & {grade.GPU_WORK, "large"})
+        self.assertEqual([c for c in cases if c.kind == grade.DET and not c.batchable], [])
+
+    def test_every_pair_of_offsets(self):
+        """y and dy (--offset) and dx (--y-offset) at every pair of places
+        in a 16-byte pack at each offset shape, wide ones among them; each
+        alone out of its pack at 2048 columns."""
+        pairs = {}
+        alone = set()
+        for case in self.cases():
+            if case.kind != "offset":
+                continue
+            self.assertEqual(self.value(case, "--fill"), "exact")
+            place = (int(self.value(case, "--offset")), int(self.value(case, "--y-offset", "0")))
+            pairs.setdefault(self.shape_of(case), set()).add(place)
+            if self.shape_of(case) == (33, 2048):
+                alone.add(place)
+        every = {(a, b) for a in range(4) for b in range(4)}
+        for shape in grade.SOFTMAX_BACK_OFFSET_SHAPES:
+            self.assertEqual(pairs.get(shape), every, shape)
+        self.assertTrue({(5, 50257), (3, 151936)} <= set(grade.SOFTMAX_BACK_OFFSET_SHAPES))
+        self.assertEqual(alone, {(k, 0) for k in (1, 2, 3)} | {(0, k) for k in (1, 2, 3)})
+
+    def test_every_fill_at_every_offset(self):
+        found = {}
+        for case in self.cases():
+            if case.kind == "fill":
+                found.setdefault(self.shape_of(case), set()).add(
+                    (self.value(case, "--fill"), int(self.value(case, "--offset"))))
+        want = {(f, o) for f in ("random", "exact", "shifted", "tiny") for o in range(4)}
+        self.assertEqual(set(grade.BACK_FILLS), {"random", "exact", "shifted", "tiny"})
+        self.assertEqual(found, {shape: want for shape in grade.SOFTMAX_BACK_FILL_SHAPES})
+
+    def test_the_grader_gives_a_softmax_program_its_matrix(self):
+        """The op of --gpu-info chooses the matrix: softmax_backward gets
+        build_softmax_back_cases, layernorm_backward build_back_cases;
+        every check of it runs, and no other."""
+        for op, build in (("softmax_backward", grade.build_softmax_back_cases),
+                          ("layernorm_backward", grade.build_back_cases)):
+            report = self.graded("good", op=op)
+            self.assertTrue(report.passed, grade.failure_table(report))
+            want = build(self.device, grade.RowProgram(op=op, part="back"), sanitizer=False)
+            ran = [o.case.label for o in report.outcomes if not o.skipped]
+            self.assertEqual(sorted(ran), sorted(c.label for c in want), op)
+
+    def test_a_softmax_program_wrong_past_a_block_fails(self):
+        """A program right up to 16384 columns and wrong past them: failed
+        as a softmax program, at softmax's widths only (shape, offset and
+        fill checks); LayerNorm's matrix never goes so wide."""
+        report = self.graded("past_a_block", op="softmax_backward")
+        self.assertFalse(report.passed)
+        self.assertTrue({"shape", "offset", "fill"} <= {o.case.kind for o in report.failed})
+        self.assertTrue(all(int(self.value(o.case, "--cols")) > 16384 for o in report.failed))
+        self.assertIn("dx[row 0, col 16384] is 0.5", report.failed[0].reason)
+        self.assertIn("grade: FAIL", grade.verdict(report))
+        self.assertTrue(self.graded("past_a_block", op="layernorm_backward").passed)
+
+
 class BackFixtures(unittest.TestCase):
     """Part 3's mutants (tests/broken/mutants.txt) name kinds the grader
     produces: a check's kind in build_back_cases, or a word of a reason the
@@ -787,9 +898,12 @@ class BackFixtures(unittest.TestCase):
     def test_caught_by_kinds_are_real(self):
         root = os.path.dirname(TESTS)
         kinds = {c.kind for c in grade.build_back_cases(BackMatrix.device, sanitizer=True)}
+        # A softmax step's (back.cu: BACK_SOFTMAX) are graded by its own matrix.
+        softmax_kinds = {c.kind for c in grade.build_softmax_back_cases(BackMatrix.device,
+                                                                         sanitizer=True)}
         with open(os.path.join(root, "common", "back_driver.c")) as handle:
             driver = handle.read().lower()
-        found = 0
+        found = found_softmax = 0
         with open(os.path.join(root, "tests", "broken", "mutants.txt")) as handle:
             for line in handle:
                 fields = [f.strip() for f in line.split("|")]
@@ -797,12 +911,16 @@ class BackFixtures(unittest.TestCase):
                     continue
                 found += 1
                 token = fields[2].split("/")[0]
-                self.assertTrue(token in kinds or token in driver,
-                                f"{fields[0]}: caught by {fields[2]}, a kind the grader "
-                                "never produces")
                 self.assertTrue(os.path.isfile(os.path.join(root, fields[1], "back.cu")),
                                 fields[1])
+                with open(os.path.join(root, fields[1], "back.cu")) as handle:
+                    softmax = "const enum back_op step_op = BACK_SOFTMAX;" in handle.read()
+                found_softmax += softmax
+                self.assertTrue(token in (softmax_kinds if softmax else kinds) or token in driver,
+                                f"{fields[0]}: caught by {fields[2]}, a kind the grader "
+                                "never produces")
         self.assertGreaterEqual(found, 6)
+        self.assertGreaterEqual(found_softmax, 5)
 
 
 if __name__ == "__main__":

@@ -1643,9 +1643,10 @@ static void test_softmax_backward_exact(void)
 
 /* ------------------------------------ part 3: back_driver.c's host side */
 
-/* Part 3's command line: parse_options() for its program, then its own
- * check of what it does not take. PARSE_ERROR where either refuses. */
-static enum parse_status back_parse_line(const char *line, struct options *o, char *err)
+/* Part 3's command line: parse_options() for its program (LayerNorm's, or
+ * softmax's where softmax != 0), then its own check of what it does not
+ * take. PARSE_ERROR where either refuses. */
+static enum parse_status back_parse_op(int softmax, const char *line, struct options *o, char *err)
 {
     char buf[512], *argv[32];
     int argc = 0;
@@ -1653,11 +1654,16 @@ static enum parse_status back_parse_line(const char *line, struct options *o, ch
     for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
         argv[argc++] = t;
     argv[argc] = NULL;
-    const struct program back = back_program_of(0);
+    const struct program back = back_program_of(softmax);
     enum parse_status st = parse_options(argc, argv, &back, o, err, 256);
-    if (st == PARSE_OK && back_options_check(0, o, err, 256) != 0)
+    if (st == PARSE_OK && back_options_check(softmax, o, err, 256) != 0)
         return PARSE_ERROR;
     return st;
+}
+
+static enum parse_status back_parse_line(const char *line, struct options *o, char *err)
+{
+    return back_parse_op(0, line, o, err);
 }
 
 /* A float kernel's outputs on one fill: dx row by row (back_ln_dx_float, in
@@ -1834,6 +1840,264 @@ static void test_back_host(void)
     EXPECT(back_fill(700000, 8, FILL_EXACT, 1, NULL, NULL, NULL, NULL, NULL) == -1);
 }
 
+/* Softmax's dx as a float kernel computes it, row by row: s = sum(y dy) in
+ * one of back_sum's orders, then y (dy - s), or fma(y, dy, -(y s)). broken:
+ * 0 none, 1 s dropped (dx = y dy). t: cols floats of scratch. */
+static void back_softmax_dx_float(const float *y, const float *dy, size_t rows, size_t cols,
+                                  int order, int fma_form, int broken, float *t, float *dx)
+{
+    for (size_t r = 0; r < rows; r++) {
+        const float *yr = y + r * cols, *dyr = dy + r * cols;
+        for (size_t j = 0; j < cols; j++)
+            t[j] = yr[j] * dyr[j];
+        float s = broken == 1 ? 0.0f : back_sum(t, cols, order);
+        for (size_t j = 0; j < cols; j++)
+            dx[r * cols + j] = fma_form ? fmaf(yr[j], dyr[j], -(yr[j] * s)) : yr[j] * (dyr[j] - s);
+    }
+}
+
+/* Softmax backward on the driver's host side: its fills (the forward
+ * pass's y with attention's masks, dy by fill), its check of a float
+ * kernel's dx and of broken ones, its bytes, its exact fill's shapes, its
+ * program and its options. */
+static void test_softmax_back_host(void)
+{
+    const enum fill_kind fills[4] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_EXACT};
+    size_t shapes[4][2] = {{48, 7}, {33, 1024}, {17, 1}, {16, 2}};
+    for (int s = 0; s < 4; s++) {
+        size_t rows = shapes[s][0], cols = shapes[s][1], n = rows * cols;
+        float *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy), *dx = malloc(n * sizeof *dx);
+        float *y2 = malloc(n * sizeof *y2), *dy2 = malloc(n * sizeof *dy2);
+        float *yr0 = malloc(n * sizeof *yr0), *u = malloc(n * sizeof *u);
+        float *t = malloc(cols * sizeof *t);
+        for (int f = 0; f < 4; f++) {
+            int exact = fills[f] == FILL_EXACT;
+            EXPECT(softmax_back_fill(rows, cols, fills[f], 5, y, dy) == 0);
+            /* The same seed, the same inputs; another seed, others. */
+            EXPECT(softmax_back_fill(rows, cols, fills[f], 5, y2, dy2) == 0 &&
+                   memcmp(y, y2, n * sizeof *y) == 0 && memcmp(dy, dy2, n * sizeof *dy) == 0);
+            EXPECT(softmax_back_fill(rows, cols, fills[f], 6, y2, dy2) == 0 &&
+                   memcmp(dy, dy2, n * sizeof *dy) != 0 &&
+                   (cols == 1 || memcmp(y, y2, n * sizeof *y) != 0));
+            if (exact) {   /* softmax_back_fill's exact fill is back_ref's */
+                EXPECT(softmax_backward_exact_fill(rows, cols, 5, y2, dy2) == 0 &&
+                       memcmp(y, y2, n * sizeof *y) == 0 && memcmp(dy, dy2, n * sizeof *dy) == 0);
+            } else {
+                /* y: the softmax, in double, of 4 x the random fill's logits
+                 * over a row's unmasked places, the same for every fill; every
+                 * 16th row (r = 15 mod 16) all 0; about one in 8 of the
+                 * others' places exactly 0; each row's y sums to 1. */
+                if (fills[f] == FILL_RANDOM)
+                    memcpy(yr0, y, n * sizeof *y);
+                else
+                    EXPECT(memcmp(y, yr0, n * sizeof *y) == 0);
+                fill_rows(u, rows, cols, FILL_RANDOM, 5, 0);
+                /* dy is not the logits' stream; seed 6 masks other places. */
+                EXPECT(memcmp(dy, u, n * sizeof *dy) != 0);
+                int moved = 0;
+                for (size_t i = 0; i < n; i++)
+                    moved |= (y[i] == 0.0f) != (y2[i] == 0.0f);
+                EXPECT(moved || cols == 1);
+                int fully = 1, softmax = 1, sums = 1;
+                size_t zeros = 0, others = 0;
+                for (size_t r = 0; r < rows; r++) {
+                    const float *yr = y + r * cols, *ur = u + r * cols;
+                    if (r % 16 == 15) {
+                        for (size_t j = 0; j < cols; j++)
+                            fully &= yr[j] == 0.0f;
+                        continue;
+                    }
+                    double max = -HUGE_VAL, z = 0.0, sum = 0.0;
+                    for (size_t j = 0; j < cols; j++) {
+                        others++;
+                        zeros += yr[j] == 0.0f;
+                        if (yr[j] != 0.0f && 4.0 * ur[j] > max)
+                            max = 4.0 * ur[j];
+                    }
+                    for (size_t j = 0; j < cols; j++)
+                        if (yr[j] != 0.0f) {
+                            z += exp(4.0 * ur[j] - max);
+                            sum += yr[j];
+                        }
+                    for (size_t j = 0; j < cols; j++) {
+                        double want = yr[j] != 0.0f ? exp(4.0 * ur[j] - max) / z : 0.0;
+                        softmax &= yr[j] >= 0.0f && fabs(yr[j] - want) <= 2.0 * FLT_EPSILON * want;
+                    }
+                    sums &= sum == 0.0 || fabs(sum - 1.0) <= cols * FLT_EPSILON;
+                }
+                EXPECT(fully);
+                EXPECT(softmax);
+                EXPECT(sums);
+                if (others >= 1000)   /* 31744 places: 1/8 is 3968, its sd 59 */
+                    EXPECT(zeros * 10 >= others && zeros * 20 <= others * 3);
+                else if (cols > 1)
+                    EXPECT(zeros > 0 && zeros < others);
+                /* dy: random in [-1, 1), shifted near 2000 (2000 +- sqrt(3)),
+                 * tiny under 1e-3. */
+                int ranges = 1;
+                for (size_t i = 0; i < n; i++)
+                    ranges &= fills[f] == FILL_SHIFTED ? dy[i] >= 1998.0f && dy[i] <= 2002.0f
+                              : fills[f] == FILL_TINY  ? fabsf(dy[i]) < 1e-3f
+                                                       : dy[i] >= -1.0f && dy[i] < 1.0f;
+                EXPECT(ranges);
+            }
+
+            /* A float kernel's dx, in every order and either form, passes:
+             * the verdict names dx and its worst ratio, at most 1. */
+            struct back_verdict v;
+            int good = 1;
+            for (int order = 0; order < 3; order++)
+                for (int fma_form = 0; fma_form < 2; fma_form++) {
+                    back_softmax_dx_float(y, dy, rows, cols, order, fma_form, 0, t, dx);
+                    good &= softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 &&
+                            v.bad == 0 && strcmp(v.what, "dx") == 0 && v.ratio >= 0.0 &&
+                            v.ratio <= 1.0 && v.params_exact == 0 && v.row < rows && v.col < cols;
+                }
+            EXPECT(good);
+
+            /* Broken ones: each caught, the first bad output named. */
+            back_softmax_dx_float(y, dy, rows, cols, 0, 0, 0, t, dx);
+            size_t last = n - 1;
+            float keep = dx[last];
+            dx[last] = NAN;   /* an output nothing wrote */
+            EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 1 &&
+                   strcmp(v.what, "dx") == 0 && v.row == rows - 1 && v.col == cols - 1 &&
+                   isnan(v.got) && v.ratio == HUGE_VAL);
+            dx[last] = keep;
+            /* A nonzero dx where y is 0 (masked): tolerance 0 on any fill;
+             * then the row fully masked (row 15). */
+            size_t masked = n;
+            for (size_t i = 0; i < n && masked == n; i++)
+                if (y[i] == 0.0f && (i / cols) % 16 != 15)
+                    masked = i;
+            if (masked < n) {
+                dx[masked] = 1e-30f;
+                EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 1 &&
+                       v.row == masked / cols && v.col == masked % cols && v.want == 0.0 &&
+                       v.tol == 0.0 && v.got == (double)1e-30f && v.ratio == HUGE_VAL);
+                /* With the NaN after it too: two bad, the first one kept. */
+                dx[last] = NAN;
+                EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 2 &&
+                       v.row == masked / cols && v.col == masked % cols);
+                dx[last] = keep;
+                dx[masked] = 0.0f;
+            }
+            if (rows >= 16) {
+                dx[15 * cols] = -1e-30f;
+                EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 1 &&
+                       v.row == 15 && v.col == 0 && v.tol == 0.0);
+                dx[15 * cols] = 0.0f;
+            }
+            EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 0);
+            /* One ulp off on the exact fill: held to the bit (tolerance 0),
+             * where the random fills' tolerance takes it. */
+            if (exact) {
+                size_t at = n;
+                for (size_t i = 0; i < n && at == n; i++)
+                    if (y[i] != 0.0f && dx[i] != 0.0f)
+                        at = i;
+                EXPECT(at < n);
+                if (at < n) {
+                    float right = dx[at];
+                    dx[at] = nextafterf(right, INFINITY);
+                    EXPECT(softmax_back_check(rows, cols, 1, y, dy, dx, &v) == 0 && v.bad == 1 &&
+                           v.row == at / cols && v.col == at % cols && v.tol == 0.0 &&
+                           v.want == (double)right && v.got != v.want);
+                    EXPECT(softmax_back_check(rows, cols, 0, y, dy, dx, &v) == 0 && v.bad == 0);
+                    dx[at] = right;
+                }
+            }
+            /* s dropped (dx = y dy): caught wherever a row has two values. */
+            if (cols > 1) {
+                back_softmax_dx_float(y, dy, rows, cols, 0, 0, 1, t, dx);
+                EXPECT(softmax_back_check(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad > 0);
+            }
+        }
+        free(y), free(dy), free(dx), free(y2), free(dy2), free(yr0), free(u), free(t);
+    }
+    /* Fills it does not take, and exact widths past 2^20: -1, nothing written. */
+    const enum fill_kind refused[5] = {FILL_ONES, FILL_INTS, FILL_ONEHOT, FILL_POSITIVE, FILL_WIDE};
+    for (int f = 0; f < 5; f++) {
+        float ry[4] = {7.0f, 7.0f, 7.0f, 7.0f}, rdy[4] = {7.0f, 7.0f, 7.0f, 7.0f};
+        EXPECT(softmax_back_fill(2, 2, refused[f], 1, ry, rdy) == -1 && ry[0] == 7.0f &&
+               ry[3] == 7.0f && rdy[0] == 7.0f && rdy[3] == 7.0f);
+    }
+    EXPECT(softmax_back_fill(1, ((size_t)1 << 20) + 1, FILL_EXACT, 1, NULL, NULL) == -1);
+    EXPECT(softmax_back_fill(0, 5, FILL_EXACT, 1, NULL, NULL) == -1);
+
+    /* Its bytes: y and dy read, dx written, as the bar's three streams. */
+    EXPECT(softmax_back_bytes(32768, 1024) == 12.0 * 32768 * 1024);
+    EXPECT(softmax_back_bytes(1024, 50257) == back_copy3_bytes(1024, 50257));
+    EXPECT(softmax_back_bytes(3, 5) == 180.0);
+    /* The exact fill: any number of rows, up to 2^20 columns. */
+    EXPECT(softmax_back_exact_fits(1, 1) && softmax_back_exact_fits(700000, 8) &&
+           softmax_back_exact_fits(2000000, 1) && softmax_back_exact_fits(2147483647, 1));
+    EXPECT(softmax_back_exact_fits(1, (size_t)1 << 20) &&
+           !softmax_back_exact_fits(1, ((size_t)1 << 20) + 1));
+    EXPECT(!softmax_back_exact_fits(0, 5) && !softmax_back_exact_fits(5, 0));
+
+    /* Its program: softmax_backward, no gamma (LayerNorm's has one), the
+     * rest LayerNorm's. */
+    struct program sm = back_program_of(1), ln = back_program_of(0);
+    EXPECT(strcmp(sm.op, "softmax_backward") == 0 && strcmp(sm.op, BACK_SOFTMAX_NAME) == 0 &&
+           sm.gamma == 0 && sm.beta == 0);
+    EXPECT(strcmp(ln.op, "layernorm_backward") == 0 && ln.gamma == 1 && ln.beta == 0);
+    EXPECT(sm.kind == ln.kind && sm.kind == PROGRAM_ROWS && strcmp(sm.elems, "floats") == 0 &&
+           sm.pack == 4 && sm.masks == 0 && sm.checks == ln.checks &&
+           sm.checks == ROW_CHECK_SHIFTED_TINY);
+
+    /* Its options: part 3's fills, no --gamma-offset, and the exact fill
+     * at any number of rows (LayerNorm's stops at 26 rows + 10 cols < 2^24). */
+    struct options o;
+    char err[256];
+    EXPECT(back_parse_op(1, "", &o, err) == PARSE_OK && o.rows == 32768 && o.cols == 1024 &&
+           o.fill == FILL_RANDOM);
+    EXPECT(back_parse_op(1, "--check", &o, err) == PARSE_OK && o.fill == FILL_EXACT);
+    EXPECT(back_parse_op(1, "--check --rows 700000 --cols 8", &o, err) == PARSE_OK &&
+           o.fill == FILL_EXACT && o.rows == 700000);
+    EXPECT(back_parse_op(1, "--fill exact --rows 2000000 --cols 1", &o, err) == PARSE_OK);
+    EXPECT(back_parse_op(1, "--check --rows 1 --cols 1048576", &o, err) == PARSE_OK);
+    EXPECT(back_parse_op(0, "--check --rows 700000 --cols 8", &o, err) == PARSE_ERROR &&
+           strstr(err, "26 rows + 10 cols"));
+    EXPECT(back_parse_op(1, "--rows 3 --cols 5 --fill tiny --offset 3 --y-offset 1", &o, err) ==
+           PARSE_OK && o.fill == FILL_TINY && o.offset == 3 && o.y_offset == 1);
+    EXPECT(back_parse_op(1, "--fill shifted", &o, err) == PARSE_OK && o.fill == FILL_SHIFTED);
+    EXPECT(back_parse_op(1, "--gamma-offset 1", &o, err) == PARSE_ERROR &&
+           strstr(err, "--gamma-offset") && strstr(err, "softmax_backward"));
+    EXPECT(back_parse_op(0, "--gamma-offset 1", &o, err) == PARSE_OK);
+    EXPECT(back_parse_op(1, "--fill ones", &o, err) == PARSE_ERROR &&
+           strstr(err, "random, exact, shifted or tiny") && strstr(err, "'ones'"));
+    EXPECT(back_parse_op(1, "--fill levels", &o, err) == PARSE_ERROR && strstr(err, "'levels'"));
+    EXPECT(back_parse_op(1, "--fill centered", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_op(1, "--check-every 2", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_op(1, "--beta-offset 1", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_op(1, "--mask causal", &o, err) == PARSE_ERROR);
+    /* Past 2^20 columns the parser refuses first; back_options_check
+     * refuses the exact fill there too, given such options. */
+    EXPECT(back_parse_op(1, "--check --rows 1 --cols 1048577", &o, err) == PARSE_ERROR);
+    EXPECT(back_parse_op(1, "--check --rows 1 --cols 8", &o, err) == PARSE_OK);
+    o.cols = ((size_t)1 << 20) + 1;
+    o.n = o.cols;
+    EXPECT(back_options_check(1, &o, err, sizeof err) == -1 && strstr(err, "2^20 columns") &&
+           strstr(err, "--cols 1048577"));
+    EXPECT(back_options_check(0, &o, err, sizeof err) == -1 && strstr(err, "26 rows + 10 cols"));
+    o.fill = FILL_RANDOM;
+    EXPECT(back_options_check(1, &o, err, sizeof err) == 0);
+    /* A timed run's checks: the exact fill (at any rows), a column fewer,
+     * both offsets, shifted and tiny; no gamma to move. */
+    struct options checks[VERIFY_MAX];
+    EXPECT(back_parse_op(1, "--rows 700000 --cols 9", &o, err) == PARSE_OK);
+    int count = verify_set(&o, checks);
+    int no_gamma = 1;
+    for (int k = 0; k < count; k++)
+        no_gamma &= checks[k].gamma_offset == 0;
+    EXPECT(count == 6 && checks[0].fill == FILL_EXACT && checks[1].cols == 8 &&
+           checks[2].offset == 1 && checks[3].y_offset == 1 && checks[4].fill == FILL_SHIFTED &&
+           checks[5].fill == FILL_TINY && no_gamma);
+    EXPECT(softmax_back_exact_fits(checks[0].rows, checks[0].cols) &&
+           !back_exact_fits(checks[0].rows, checks[0].cols));
+}
+
 int main(void)
 {
     test_parse_size();
@@ -1858,6 +2122,7 @@ int main(void)
     test_backward_exact();
     test_softmax_backward_exact();
     test_back_host();
+    test_softmax_back_host();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
