@@ -601,8 +601,10 @@ def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
             if rows * cols > SOFTMAX_BACK_CELLS and rows > SOFTMAX_BACK_ROWS[1]:
                 continue
             k += 1
-            offset = 0 if k % 2 else 1 + k % (pack - 1)
-            extra = [] if k % 3 else ["--y-offset", str((offset + 1 + k // 3) % pack)]
+            # y and dy, and dx, each at every place in its pack across the
+            # widths, and apart from each other.
+            offset, y_offset = k % pack, (k // pack + 2 * k) % pack
+            extra = ["--y-offset", str(y_offset)] if y_offset else []
             cases.append(Case("shape", row_args(rows, cols, "exact", seed=k, offset=offset,
                                                 extra=extra)))
     # y and dy, then dx, at every pair of places in a 16-byte pack; then
