@@ -408,6 +408,10 @@ def shape_mib(shape, elem=4):
     return elem * shape[0] * shape[1] / (1 << 20)
 
 
+# The folders whose stepN_* programs a results file orders by number.
+STEP_PARTS = (schema.ROWS + "step", schema.BACK + "step")
+
+
 class RowMeasurements(RunIndex):
     """Part 2's results file (make bench's <gpu>-rows.csv): one row per
     (program, shape), the median round of its current run, with its spread;
@@ -434,10 +438,11 @@ class RowMeasurements(RunIndex):
 
     @property
     def programs(self):
-        """rows/stepN_* in step order, then the baselines, then torch/*."""
+        """rows/stepN_* (or back/stepN_*) in step order, then the baselines,
+        then torch/*."""
         names = {step for step, shape in self.rows if isinstance(shape, tuple)}
-        steps = sorted((n for n in names if n.startswith(schema.ROWS)), key=schema.step_sort_key)
-        return steps + sorted(n for n in names if not n.startswith(schema.ROWS))
+        steps = sorted((n for n in names if n.startswith(STEP_PARTS)), key=schema.step_sort_key)
+        return steps + sorted(n for n in names if not n.startswith(STEP_PARTS))
 
     @property
     def steps(self):
