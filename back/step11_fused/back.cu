@@ -4,12 +4,12 @@
 //         sum(dy * y) by shuffles, as before, and then, with s in every
 //         lane, walks its row again and writes dx = y * (dy - s). No
 //         workspace, no second launch.
-// Why it helps: the second walk reads what the warp has just read: a row of
-//         1024 floats is 8 KB of y and dy, and the eight warps of a block
-//         hold 64 KB, which stays in the SM's L1 (256 KB with shared
-//         memory) until they read it again. DRAM sees y and dy once: 12
-//         bytes an element, the copy's. Rows too wide for L1 are read from
-//         L2, or from DRAM again when L2 cannot hold every warp's row.
+// Why it helps: one launch, and no row sums written and read back. The
+//         second walk reads what the warp has just read, and would find it
+//         in L1 or L2 if the rows in flight fit there; at 1024 columns they
+//         do not (eight blocks of eight warps an SM hold 512 KB of rows,
+//         twice L1; all SMs' rows, 67 MB, more than L2's 60 MB), so y and dy
+//         still come from DRAM twice. Step 12 keeps the row in registers.
 // Effect: measured in back/README.md, whose table comes from
 //         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"

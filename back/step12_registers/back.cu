@@ -7,13 +7,12 @@
 //         warp's by shuffles, then the warps' in warp order. Rows wider than
 //         a block holds (1024 x 16 = 16384 floats) keep their first 16384 in
 //         registers and read the rest twice, as step 11 read all of it.
-// Why it helps: step 11's second walk found its row in L1 only while a
-//         block's eight rows fit there, 2048 floats a row at most; past
-//         that it went back to L2, and to DRAM once L2 could not hold every
-//         warp's row. Registers hold the row whatever L1 and L2 do, and all
-//         32 loads of a thread are in flight at once, where step 11's loop
-//         had one (the compiler does not run ahead of a loop it cannot see
-//         the end of).
+// Why it helps: step 11's second walk did not find its row in L1 or L2
+//         (the rows in flight are more than they hold) and read y and dy
+//         from DRAM again. Registers hold the row whatever L1 and L2 do, and
+//         all 32 loads of a thread are in flight at once, where step 11's
+//         loop had one or two (the compiler does not run ahead of a loop it
+//         cannot see the end of).
 // Effect: measured in back/README.md, whose table comes from
 //         plots/reference/h200-back.csv (a number here would go stale).
 #include "back.h"
