@@ -8,7 +8,7 @@
 //         second walk reads what the warp has just read, and would find it
 //         in L1 or L2 if the rows in flight fit there; at 1024 columns they
 //         do not (eight blocks of eight warps an SM hold 512 KB of rows,
-//         twice L1; all SMs' rows, 67 MB, more than L2's 60 MB), so y and dy
+//         twice L1; all SMs' rows, 66 MiB, more than L2's 60 MiB), so y and dy
 //         still come from DRAM twice. Step 12 keeps the row in registers.
 // Effect: measured in back/README.md, whose table comes from
 //         plots/reference/h200-back.csv (a number here would go stale).

@@ -11,7 +11,7 @@
 //         block reads all of them (distributed shared memory) and adds them
 //         in the same order. Up to 262144 floats stay in registers. Before
 //         sm_90, step 12's one-block rows, and a line on stderr says so.
-// Why it helps: a block of 1024 threads at 48 registers fills an SM, so an
+// Why it helps: a block of 1024 threads at 64 registers fills an SM, so an
 //         SM held one wide row, and while that block waited at its barrier
 //         nothing else loaded; past 16384 floats, step 12 read the rest of
 //         the row twice. Blocks of 256 threads let several rows share an SM,
