@@ -730,8 +730,9 @@ class ReadmeBlockTests(unittest.TestCase):
         wanted |= {os.path.basename(diagrams.row_figure_path(s, FIGURES))
                    for s in list(diagrams.ROW_PICTURES) + list(diagrams.ROW_SPLIT) +
                    list(diagrams.ROW_PARAMS) + list(diagrams.ROW_CLUSTER)}
-        # Part 3's: the column reduction, in English and Chinese.
-        wanted |= set(BACK_PICTURES)
+        # Part 3's: the column reduction and step 13's cluster, in English and Chinese.
+        cluster = os.path.basename(diagrams.BACK_CLUSTER_FIGURE)
+        wanted |= set(BACK_PICTURES) | {cluster, cluster.replace(".png", ".zh-CN.png")}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -1031,6 +1032,74 @@ class BackColumnsTests(unittest.TestCase):
             self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
         mpl = diagrams.load_matplotlib()
         fig = diagrams.draw_back_columns(mpl, os.path.join(FIGURES, "back-columns.png"))
+        try:
+            self.assertEqual(chart_zh.untranslated(fig), [])
+        finally:
+            mpl.plt.close(fig)
+
+
+class BackClusterTests(unittest.TestCase):
+    """Part 3's picture of step 13 (plots/diagrams/back-step13_cluster-cluster.png)
+    draws diagrams.back_cluster_owner(): against step 13's loops written out
+    (back_cluster_floats, every float of a row once), and those loops against
+    the kernel's lines."""
+
+    SHAPES = ((4, 4, 2, 40), (1, 32, 16, 1000), (2, 256, 16, 8193), (13, 256, 16, 50257),
+              (10, 1024, 16, 151936), (16, 1024, 16, 262145))
+
+    def problems(self, blocks, threads, per, cols):
+        found = diagrams.back_cluster_floats(blocks, threads, per, cols)
+        wrong = [c for c in range(cols) if len(found.get(c, [])) != 1]
+        wrong += [c for c in range(cols) if c in found and len(found[c]) == 1 and
+                  diagrams.back_cluster_owner(c, blocks, threads, per) != found[c][0]]
+        return wrong + sorted(set(found) - set(range(cols)))
+
+    def test_every_float_once_and_the_owner_agrees(self):
+        for shape in self.SHAPES:
+            self.assertEqual(self.problems(*shape), [], shape)
+
+    def test_a_broken_owner_is_caught(self):
+        original = diagrams.back_cluster_owner
+        diagrams.back_cluster_owner = lambda c, b, t, per: original(c + 1, b, t, per)
+        try:
+            self.assertNotEqual(self.problems(4, 4, 2, 40), [])
+        finally:
+            diagrams.back_cluster_owner = original
+        original = diagrams.back_cluster_floats
+        diagrams.back_cluster_floats = lambda b, t, per, cols: {
+            c: v for c, v in original(b, t, per, cols).items() if c < b * t * per}
+        try:
+            self.assertNotEqual(self.problems(4, 4, 2, 40), [])   # the rest left out
+        finally:
+            diagrams.back_cluster_floats = original
+
+    def test_matches_the_kernels_indexing(self):
+        with open(os.path.join(REPO, diagrams.BACK_CLUSTER_STEP, "back.cu")) as f:
+            src = " ".join(f.read().split())
+        for line in ("unsigned int row = blockIdx.x / blocks, rank = blockIdx.x % blocks;",
+                     "unsigned int first = rank * PER_THREAD * B + threadIdx.x;",
+                     "y_r[k] = k < mine ? y[k * B] : 0.0f;",
+                     "unsigned int rest = (blocks * PER_THREAD + rank) * B + threadIdx.x, "
+                     "stride = blocks * B;",
+                     "for (unsigned int c = rest; c < cols; c += stride)",
+                     "float sum = lane < blocks ? *cluster.map_shared_rank(&s_block, (int)lane) "
+                     ": 0.0f;"):
+            self.assertIn(line, src)
+
+    def test_the_picture_exists_in_both_languages_and_is_shown(self):
+        name = os.path.basename(diagrams.BACK_CLUSTER_FIGURE)
+        for readme, picture in (("README.md", name),
+                                ("README.zh-CN.md", name.replace(".png", ".zh-CN.png"))):
+            self.assertTrue(os.path.isfile(os.path.join(FIGURES, picture)),
+                            f"plots/diagrams/{picture}: run make diagrams")
+            with open(os.path.join(REPO, "back", readme), encoding="utf-8") as f:
+                self.assertIn(f"](../plots/diagrams/{picture})", f.read(), readme)
+
+    def test_every_text_of_the_picture_has_a_chinese_form(self):
+        if not HAVE_MATPLOTLIB:
+            self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
+        mpl = diagrams.load_matplotlib()
+        fig = diagrams.draw_back_cluster(mpl, None)
         try:
             self.assertEqual(chart_zh.untranslated(fig), [])
         finally:

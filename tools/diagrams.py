@@ -1156,12 +1156,116 @@ def draw_back_columns(mpl, path):
 
 
 def draw_back(mpl, out_dir):
-    """back-columns.png and its Chinese twin (tools/chart_zh.py's localize(),
-    tools/zh_strings.py's forms); without the pinned font, the twin is left
-    as it is and one line says so."""
-    import chart_zh
+    """back-columns.png and its Chinese twin (draw_localized)."""
     path = os.path.join(out_dir, os.path.basename(BACK_FIGURE))
-    fig = draw_back_columns(mpl, path)
+    draw_localized(mpl, path, draw_back_columns(mpl, path))
+
+
+# ----------------------------------------------------------------------------
+# Part 3's step 13 (back/step13_cluster): one wide row of softmax's backward
+# pass over a thread-block cluster. Block k of the row's cluster holds its
+# k-th share of PER x B floats: thread t of it the floats first + j B, with
+# first = k PER B + t (its kernel's `first`). Past what the cluster holds,
+# C PER B floats, the rest is summed and read again: float rest + j C B of
+# thread t of block k, rest = (C PER + k) B + t (its `rest` and `stride`).
+# Each block sums its share of dy * y; the sums meet once, through
+# distributed shared memory, and every block writes its share's dx.
+# ----------------------------------------------------------------------------
+
+BACK_CLUSTER_STEP = "back/step13_cluster"
+BACK_CLUSTER = (4, 4, 2, 40)   # blocks, threads a block, floats a thread holds, row width
+BACK_CLUSTER_FIGURE = os.path.join(FIGURES_DIR, "back-step13_cluster-cluster.png")
+BACK_CLUSTER_ALT = ("{step}: which of a cluster's {blocks} blocks holds each float of one row "
+                    "({cols} floats, {per} in each thread's registers, the rest read twice), "
+                    "the one exchange of the blocks' sums of dy * y, and dx written by each "
+                    "block over its share")
+
+
+def back_cluster_owner(c, blocks, threads, per):
+    """(block, thread, "registers" or "rest") of float c of a row in step 13."""
+    held = blocks * per * threads
+    if c < held:
+        return c // (per * threads), c % threads, "registers"
+    return (c - held) // threads % blocks, (c - held) % threads, "rest"
+
+
+def back_cluster_floats(blocks, threads, per, cols):
+    """{float c: (block, thread, where)} by step 13's loops themselves: each
+    thread's registers (k < PER_THREAD, first + k B below cols), then its
+    rest (from rest, every stride)."""
+    found = {}
+    for rank in range(blocks):
+        for t in range(threads):
+            first = rank * per * threads + t
+            for k in range(per):
+                if first + k * threads < cols:
+                    found.setdefault(first + k * threads, []).append((rank, t, "registers"))
+            c = (blocks * per + rank) * threads + t
+            while c < cols:
+                found.setdefault(c, []).append((rank, t, "rest"))
+                c += blocks * threads
+    return found
+
+
+def draw_back_cluster(mpl, path):
+    blocks, threads, per, cols = BACK_CLUSTER
+    share = per * threads
+    width = cols * 0.3 + 1.2
+    fig, ax = new_figure(mpl, width, 6, 0.42, 1.1, 0.2, 0.6, 0.6)
+    top = 5.0   # the row, at y = top .. top + 1
+    for c in range(cols):
+        block, _, where = back_cluster_owner(c, blocks, threads, per)
+        add_cell(ax, mpl.Rectangle((c, top), 1, 1, facecolor=ROW_WARP_COLOURS[block],
+                                   edgecolor="#ffffff", linewidth=0.8,
+                                   hatch="////" if where == "rest" else None))
+    for b in range(blocks + 1):   # each block's share, then the rest
+        x = min(b * share, cols)
+        ax.plot([x, x], [top - 0.15, top + 1.15], color="#222222", linewidth=1.2)
+        if b < blocks:
+            ax.text(x + share / 2, top - 0.3, f"block {b}'s share", ha="center", va="top",
+                    fontsize=8)
+    if cols > blocks * share:
+        ax.text((blocks * share + cols) / 2, top - 0.3, "rest: read twice", ha="center",
+                va="top", fontsize=8)
+    for b in range(blocks):   # each block's sum, the exchange, and its dx
+        x0 = b * share + share * 0.1
+        add_cell(ax, mpl.Rectangle((x0, 2.6), share * 0.8, 1.0, facecolor=ROW_WARP_COLOURS[b],
+                                   edgecolor="#222222", linewidth=0.8))
+        ax.text(x0 + share * 0.4, 3.1, f"block {b}: sum of dy * y\nover its floats", ha="center",
+                va="center", fontsize=8, color="#ffffff" if b == 0 else "#111111")
+        ax.annotate("", xy=(x0 + share * 0.4, 1.95), xytext=(x0 + share * 0.4, 2.6),
+                    arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
+    add_cell(ax, mpl.Rectangle((0, 1.25), blocks * share, 0.7, facecolor="#ffffff",
+                               edgecolor="#222222", linewidth=0.8))
+    ax.text(blocks * share / 2, 1.6, "cluster.sync(), then lane k of every warp reads block k's "
+            "sum: s, the same bits in every block", ha="center", va="center", fontsize=8.5)
+    add_cell(ax, mpl.Rectangle((0, 0.1), cols, 0.7, facecolor="#ffffff", edgecolor="#222222",
+                               linewidth=0.8))
+    ax.text(cols / 2, 0.45, "each block writes dx = y * (dy - s) over its floats; a block leaves "
+            "only when no other can still read its sum", ha="center", va="center", fontsize=8.5)
+    ax.set_xlim(-0.3, cols + 0.3)
+    ax.set_ylim(0, 6.2)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    bare(ax)
+    handles = [mpl.Patch(facecolor=ROW_WARP_COLOURS[b], label=f"block {b}") for b in range(blocks)]
+    handles.append(mpl.Patch(facecolor="#ffffff", edgecolor="#555555", hatch="////",
+                             label="summed, then read again for dx"))
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{BACK_CLUSTER_STEP}: one row of softmax's backward pass over a "
+                            f"cluster of {blocks} blocks",
+                            f"{cols} floats, B = {threads} threads a block, {per} floats of y and "
+                            f"of dy a thread (shrunk from 256 and 16): block k holds floats "
+                            f"{share}k to {share}k + {share - 1}, thread t every {threads}th "
+                            f"from {share}k + t")
+    return fig
+
+
+def draw_localized(mpl, path, fig):
+    """path and its Chinese twin (tools/chart_zh.py's localize(), tools/
+    zh_strings.py's forms); without the pinned font, the twin is left as it
+    is and one line says so."""
+    import chart_zh
     if write_if_changed(path, png_bytes(mpl, fig)):
         print(f"diagrams.py: wrote {path}")
     props = chart_zh.font_properties()
@@ -1243,6 +1347,9 @@ def run(args):
         if all(os.path.isfile(os.path.join(root, step, "back.cu"))
                for step in (BACK_STEP0, BACK_STEP2)):
             draw_back(mpl, out_dir)
+        if os.path.isfile(os.path.join(root, BACK_CLUSTER_STEP, "back.cu")):
+            draw_localized(mpl, os.path.join(out_dir, os.path.basename(BACK_CLUSTER_FIGURE)),
+                           draw_back_cluster(mpl, None))
     return 0
 
 

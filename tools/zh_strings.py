@@ -420,6 +420,15 @@ SUMMARIES = {
 # ----------------------------------------------------------------------------
 
 CHART_STRINGS = {
+    # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
+    "rest: read twice": "其余部分：读两遍",
+    "cluster.sync(), then lane k of every warp reads block k's sum: s, the same bits in every block":
+        "cluster.sync() 之后，每个 warp 的 lane k 读线程块 k 的和：得到 s，每个线程块里逐位相同",
+    "each block writes dx = y * (dy - s) over its floats; a block leaves only when no other can "
+    "still read its sum":
+        "每个线程块为自己的那些 float 写出 dx = y * (dy - s)；直到别的线程块都不会再读它的和，"
+        "它才退出",
+    "summed, then read again for dx": "先求和，算 dx 时再读一遍",
     # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
     "LayerNorm backward: dgamma and dbeta are sums down the columns":
         "LayerNorm 反向：dgamma 和 dbeta 是沿各列向下的求和",
@@ -518,6 +527,16 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
+    (r"block (\d+)'s share", "线程块 {0} 的那一份"),
+    (r"block (\d+): sum of dy \* y\nover its floats", "线程块 {0}：对自己那些 float\n求 dy * y 的和"),
+    (r"(back/step13_cluster): one row of softmax's backward pass over a cluster of (\d+) blocks",
+     "{0}：softmax 反向传播的一行分给由 {1} 个线程块组成的簇"),
+    (r"(\d+) floats, B = (\d+) threads a block, (\d+) floats of y and of dy a thread \(shrunk "
+     r"from 256 and 16\): block k holds floats (\d+)k to (\d+)k \+ (\d+), thread t every "
+     r"(\d+)th from (\d+)k \+ t",
+     "{0} 个 float，每个线程块 B = {1} 个线程，每个线程留 {2} 个 y 和 {2} 个 dy（由 256 和 16 缩小而来）："
+     "线程块 k 负责第 {3}k 到第 {4}k + {5} 个 float，线程 t 从第 {7}k + t 个起每隔 {6} 个取一个"),
     # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
     (r"rows 0-(\d+):", "第 0-{0} 行："),
     (r"block (\d+): rows (\d+)-(\d+)", "线程块 {0}：第 {1}-{2} 行"),
