@@ -7,6 +7,7 @@ Run: python3 tests/test_cli.py. The last line printed is
 `tool_main: N passed, N failed`.
 """
 import contextlib
+import glob
 import io
 import os
 import re
@@ -97,6 +98,46 @@ class ToolsTests(unittest.TestCase):
                 self.assertIsNotNone(body)
                 self.assertIn("cli.guarded(", body.group(1))
                 self.assertNotIn("except", body.group(1))
+
+
+# A tool's exit code named with a number of its own: EXIT_X = 2, or a tuple of them.
+OWN_NUMBER = re.compile(r"^(EXIT_\w+(?:, EXIT_\w+)*) = (\d+(?:, \d+)*)\s*(#.*)?$", re.M)
+
+
+class ExitCodeTests(unittest.TestCase):
+    """One set of exit codes (tools/cli.py): the tools take theirs from it."""
+
+    def test_no_tool_numbers_its_own(self):
+        own = []
+        for path in sorted(glob.glob(os.path.join(REPO, "tools", "*.py"))):
+            if os.path.basename(path) == "cli.py":
+                continue
+            with open(path, encoding="utf-8") as handle:
+                own += [f"{os.path.basename(path)}: {m.group(0)}"
+                        for m in OWN_NUMBER.finditer(handle.read())]
+        self.assertEqual(own, [])
+
+    def test_the_check_sees_a_number_of_its_own(self):
+        self.assertIsNotNone(OWN_NUMBER.search("x = 1\nEXIT_USAGE, EXIT_DEVICE = 2, 3\n"))
+        self.assertIsNone(OWN_NUMBER.search("EXIT_USAGE = cli.EXIT_USAGE\n"))
+
+    def test_the_tools_codes_are_clis(self):
+        import bench
+        import grade
+        import grade_class
+        import profile as profile_tool
+        import publish
+        import steps
+        self.assertEqual((bench.EXIT_FAILED, bench.EXIT_USAGE, bench.EXIT_DEVICE), (1, 2, 3))
+        self.assertEqual((grade.EXIT_FAILED, grade.EXIT_USAGE, grade.EXIT_DEVICE), (1, 2, 3))
+        self.assertEqual((profile_tool.EXIT_NCU, profile_tool.EXIT_PERM),
+                         (cli.EXIT_NEEDS, cli.EXIT_PERMISSION))
+        self.assertEqual((publish.EXIT_USAGE, steps.EXIT_USAGE), (cli.EXIT_USAGE,) * 2)
+        # grade_source.sh's "does not build", which grade_class.py reads, is cli's 4.
+        with open(os.path.join(REPO, "tools", "grade_source.sh"), encoding="utf-8") as handle:
+            shell = re.search(r"EXIT_NO_BUILD=(\d+)", handle.read())
+        self.assertEqual(int(shell.group(1)), cli.EXIT_NEEDS)
+        self.assertEqual(grade_class.EXIT_NO_BUILD, cli.EXIT_NEEDS)
 
 
 if __name__ == "__main__":

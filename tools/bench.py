@@ -104,7 +104,7 @@ DEFAULT_ROUNDS = 3
 # A single run does at most ~25 launches over 1 GiB; minutes means a hang.
 RUN_TIMEOUT_S = 600
 
-EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = 1, 2, 3
+EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_DEVICE
 # The program's exit code for device errors (common/README.md), and its two messages.
 PROG_DEVICE_ERROR = 3
 OOM_TEXT = "out of device memory"

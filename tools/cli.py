@@ -1,11 +1,13 @@
 """How a tool's main() ends: one line on stderr when it fails, never a
 traceback (a student reads one line, not thirty), and one set of exit codes.
 
-Exit codes shared by the tools: 0 done; 1 failed (a wrong, stale or missing
-result: the tool's own verdict); 2 bad input or usage; 3 no CUDA device (or,
-for the chart tools, no matplotlib: they say which); 130 interrupted (Ctrl-C).
-A tool's codes past these are in its docstring (profile.py: 4 ncu, 5 the
-counters' permission).
+Exit codes, the one set every tool takes from here: 0 done; 1 failed (a
+wrong, stale or missing result: the tool's own verdict); 2 bad input or
+usage; 3 no CUDA device (or, for the chart tools, no matplotlib: they say
+which); 4 something else the run needs failed or is missing (ncu for
+profile.py; a student's build for grade_source.sh, which grade_class.py
+reads); 5 the GPU's counters need a permission (profile.py); 130
+interrupted (Ctrl-C). tests/test_cli.py checks that no tool numbers its own.
 
 TOOLS_DEBUG=1 lets an internal error's traceback through, for whoever fixes
 the tool (the older PLOT_DEBUG, DOCS_DEBUG and DIAGRAMS_DEBUG still work).
@@ -13,7 +15,8 @@ the tool (the older PLOT_DEBUG, DOCS_DEBUG and DIAGRAMS_DEBUG still work).
 import os
 import sys
 
-EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE, EXIT_NEEDS, EXIT_PERMISSION = 1, 2, 3, 4, 5
+EXIT_INTERRUPTED = 130
 DEBUG = "TOOLS_DEBUG"
 
 

@@ -61,7 +61,7 @@ from schema import power_label  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
 NONE_MARK = "—"
-EXIT_STALE, EXIT_INPUT = 1, 2
+EXIT_STALE, EXIT_INPUT = cli.EXIT_FAILED, cli.EXIT_USAGE   # blocks out of date; bad input
 
 # A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
 LANGS = ((".md", "en"), (".zh-CN.md", "zh-CN"))

@@ -110,13 +110,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+import cli  # noqa: E402  (the exit codes)
 import compare  # noqa: E402  (the win/tie rule of the project's results)
 import schema  # noqa: E402  (step numbers)
 import steps  # noqa: E402  (the step list of both parts)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = 1, 2, 3
+EXIT_FAILED, EXIT_USAGE, EXIT_DEVICE = cli.EXIT_FAILED, cli.EXIT_USAGE, cli.EXIT_DEVICE
 FILLS = ("random", "positive", "wide", "ones", "ints", "onehot", "exact")
 ROW_FILLS = FILLS + ("shifted", "tiny")
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")

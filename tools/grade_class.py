@@ -43,11 +43,13 @@ import sys
 import time
 
 import charts  # noqa: E402  (matplotlib loaded)
+import cli  # noqa: E402  (the exit codes)
 import grade  # noqa: E402
 from grade import ratio_text  # noqa: E402  (1.82x, 0.0043x: as the grader writes them)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXIT_USAGE, EXIT_DEVICE, EXIT_NO_BUILD = 2, 3, 4
+# grade_source.sh's "does not build" is the tools' 4: what the run needs failed.
+EXIT_USAGE, EXIT_DEVICE, EXIT_NO_BUILD = cli.EXIT_USAGE, cli.EXIT_DEVICE, cli.EXIT_NEEDS
 SOURCES = ("reduce.cu", "rows.cu")
 COLUMNS = ("rank", "submission", "verdict", "checks_passed", "checks", "gpu_work", "ratio",
            "ratio_lo", "ratio_hi", "target", "target_verdict", "points", "max_points", "seconds",

@@ -28,7 +28,8 @@ import bench  # noqa: E402
 import schema  # noqa: E402
 import steps  # noqa: E402  (the step list, the step before a step)
 
-EXIT_USAGE, EXIT_DEVICE, EXIT_NCU, EXIT_PERM = 2, 3, 4, 5
+EXIT_USAGE, EXIT_DEVICE = cli.EXIT_USAGE, cli.EXIT_DEVICE
+EXIT_NCU, EXIT_PERM = cli.EXIT_NEEDS, cli.EXIT_PERMISSION   # ncu failed or missing; counters' permission
 DEFAULT_N = 1 << 25
 NCU_TIMEOUT_S = 600  # ncu replays the kernel once per counter pass; minutes means a hang
 

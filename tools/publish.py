@@ -36,9 +36,10 @@ import shutil
 import sys
 import tempfile
 
+import cli  # noqa: E402  (the exit codes)
 import schema  # noqa: E402  (gpu_slug)
 
-EXIT_USAGE = 2
+EXIT_USAGE = cli.EXIT_USAGE
 KINDS = (".csv", ".log")   # data and logs; charts are redrawn, not copied
 
 

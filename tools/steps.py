@@ -37,6 +37,7 @@ import os
 import re
 import sys
 
+import cli  # noqa: E402  (the exit codes)
 import schema  # noqa: E402  (step_number, step_sort_key, step_dirs)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +49,7 @@ SOURCE = {"": "reduce.cu", ROWS: "rows.cu", BACK: "back.cu"}
 BASELINES = {"cub": schema.CUB_DIR, "rows/cub": "rows/baseline_cub",
              "rows/copy": "rows/baseline_copy", "rows/copy16": "rows/baseline_copy16",
              "back/copy3": "back/baseline_copy3"}
-EXIT_USAGE = 2
+EXIT_USAGE = cli.EXIT_USAGE
 
 
 class StepError(Exception):
