@@ -49,7 +49,7 @@ __global__ void softmax_backward_kernel(const float *g_y, const float *g_dy, flo
         sum += dy[c] * y[c];
     sum = warp_allreduce(sum);
 
-    // Loop 2: dx, from the row loop 1 brought into L1.
+    // Loop 2: dx, the row read again (from DRAM at 1024 columns: above).
     for (unsigned int c = lane; c < cols; c += WARP_SIZE)
         dx[c] = y[c] * (dy[c] - sum);
 }

@@ -1,16 +1,18 @@
 // Softmax backward over a thread-block cluster: a wide row split over blocks.
 //
 // Change: on Hopper (sm_90) a row wider than 256 threads' registers hold
-//         (256 x 16 = 4096 floats) is split over a thread-block cluster of up
-//         to 16 blocks (of 256 threads, or 512 or 1024 where 16 of 256 do
-//         not hold it), which the hardware runs at the same time on one GPC.
-//         Block k of a row's cluster takes the row's columns as thread k * B
-//         + t of a group of 16 B threads would. Each block sums its share of
-//         s as step 12's block summed the row; thread 0 leaves that sum in
-//         the block's shared memory, and after one cluster barrier every
-//         block reads all of them (distributed shared memory) and adds them
-//         in the same order. Up to 262144 floats stay in registers. Before
-//         sm_90, step 12's one-block rows, and a line on stderr says so.
+//         (256 x 16 = 4096 floats, so rows step 12 gave one block of 512 or
+//         1024 threads too) is split over a thread-block cluster of up to 16
+//         blocks (8 where a GPU runs only portable clusters; of 256 threads,
+//         or 512 or 1024 where 16 of 256 do not hold it), which the hardware
+//         runs at the same time on one GPC. Block k takes the row's k-th
+//         share of 16 x B floats, as step 12's block took its row. Each block
+//         sums its share of s as step 12's block summed the row; thread 0
+//         leaves that sum in the block's shared memory, and after one cluster
+//         barrier every block reads all of them (distributed shared memory)
+//         and adds them in the same order. Up to 262144 floats stay in
+//         registers. Before sm_90, step 12's one-block rows, and a line on
+//         stderr says so.
 // Why it helps: a block of 1024 threads at 64 registers fills an SM, so an
 //         SM held one wide row, and while that block waited at its barrier
 //         nothing else loaded; past 16384 floats, step 12 read the rest of
