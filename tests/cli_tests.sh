@@ -389,7 +389,7 @@ fi
 # line, no traceback, no scratch file; fake programs in a scratch folder.
 fake=$(mktemp -d)
 mkdir -p "$fake/tools" "$fake/step0_a" "$fake/baseline_cub" "$fake/extras/atomic_step9"
-cp tools/determinism.sh tools/schema.py tools/steps.py "$fake/tools/"
+cp tools/determinism.sh tools/schema.py tools/steps.py tools/cli.py "$fake/tools/"
 for p in step0_a baseline_cub extras/atomic_step9; do
     printf '#!/bin/sh\nfor a; do csv=$a; done\n: > "$csv"\nexit 1\n' > "$fake/$p/run"
     chmod +x "$fake/$p/run"
