@@ -506,6 +506,22 @@ def back_chunk_rows(device):
     return sorted({8 * k * grid + d for k in (1, 2) for d in (-1, 0, 1) if 8 * k * grid + d > 0})
 
 
+def back_fill_and_det_cases(cases, k, pack, fill_shapes, det_shapes):
+    """Part 3's fill and determinism checks, appended to cases: every fill
+    at every offset of each fill shape, then the random fill's three runs at
+    each det shape. Both backward passes' matrices take them; returns the
+    seed counter k after them."""
+    for rows, cols in fill_shapes:
+        for offset in range(pack):
+            for fill in BACK_FILLS:
+                k += 1
+                cases.append(Case("fill", row_args(rows, cols, fill, seed=k, offset=offset)))
+    for rows, cols in det_shapes:
+        k += 1
+        cases.append(Case(DET, row_args(rows, cols, "random", seed=k, offset=k % pack)))
+    return k
+
+
 def build_back_cases(device, program=None, quick=False, sanitizer=True):
     """Every check for one part 3 program (back/*/run), in a fixed order.
 
@@ -560,16 +576,9 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
                                                  extra=alone)))
     # Every fill at every offset: random (rounding in any order), shifted (x
     # near 2000: xhat from x - mean, not from E[x] terms), tiny (1e-3).
-    for rows, cols in BACK_FILL_SHAPES:
-        for offset in range(pack):
-            for fill in BACK_FILLS:
-                k += 1
-                cases.append(Case("fill", row_args(rows, cols, fill, seed=k, offset=offset)))
     # Determinism: thousands of rows add into each column, where atomics'
     # order shows in the low bits (the driver's three random-fill runs).
-    for rows, cols in BACK_DET_SHAPES:
-        k += 1
-        cases.append(Case(DET, row_args(rows, cols, "random", seed=k, offset=k % pack)))
+    k = back_fill_and_det_cases(cases, k, pack, BACK_FILL_SHAPES, BACK_DET_SHAPES)
     # Repetitions: a timed run compares its first and last outputs, and the
     # workspace's zeroed part is checked after every one of its runs.
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
@@ -622,15 +631,10 @@ def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
             cases.append(Case("offset", row_args(33, 2048, "exact", seed=k,
                                                  offset=0 if alone else moved_by, extra=alone)))
     # Every fill at every offset: random (rounding in any order, masked
-    # values and rows), shifted (dy near 2000: dy - s cancels), tiny.
-    for rows, cols in SOFTMAX_BACK_FILL_SHAPES:
-        for offset in range(pack):
-            for fill in BACK_FILLS:
-                k += 1
-                cases.append(Case("fill", row_args(rows, cols, fill, seed=k, offset=offset)))
-    for rows, cols in SOFTMAX_BACK_DET_SHAPES:
-        k += 1
-        cases.append(Case(DET, row_args(rows, cols, "random", seed=k, offset=k % pack)))
+    # values and rows), shifted (dy near 2000: dy - s cancels), tiny; then
+    # the determinism checks.
+    k = back_fill_and_det_cases(cases, k, pack, SOFTMAX_BACK_FILL_SHAPES,
+                                SOFTMAX_BACK_DET_SHAPES)
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
                              "--fill", "random"]),
               Case("timed", ["--rows", "33", "--cols", "50257", "--reps", "25", "--warmup", "0",
