@@ -405,6 +405,8 @@ SUMMARIES = {
         "融合残差加法：h = x + residual 写出去，并在同一趟里做归一化。",
     "Welford LayerNorm: one read for the mean and the variance, merged with Chan's formula.":
         "Welford LayerNorm：读一遍同时得到均值和方差，用 Chan 的公式合并。",
+    "Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.":
+        "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各块的数对在 mbarrier 上汇合。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/

@@ -1,5 +1,4 @@
-// Bulk copies: a wide row's share comes in by the copy engine, and the
-// cluster's pairs meet on an mbarrier instead of at barriers.
+// Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.
 //
 // Change: a bfloat16 row wider than one block's SHARE_BYTES = 64 KB (32768
 //         elements) is split over a cluster of 2, 4 or 8 blocks of 256
@@ -17,7 +16,7 @@
 //         brings half a float share's bytes to each wait.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
-// Started from step16_bf16_cluster: make diff STEP=rows/23 shows the change.
+// Started from step16_bf16_cluster by make new: make diff STEP=rows/23 shows the change against it.
 #include <cuda_bf16.h>
 #include <cooperative_groups.h>
 
