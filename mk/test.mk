@@ -13,7 +13,7 @@ build/back_fake_copy3: tests/back_fake.c common/back_driver.c common/back_ref.c 
 TEST_BUILD_MORE += build/back_fake_copy3
 
 # Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
-# threads as std::threads), with the driver and back_fake.c's device half,
+# threads as coroutines taking turns), with the driver and back_fake.c's device half,
 # for tests/cli_tests.sh: each launch `k<<<g, b>>>(` becomes
 # `emu_launch(g, b, k, `.
 CXX ?= g++
