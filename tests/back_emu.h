@@ -10,7 +10,7 @@
  * run, as on a GPU). A block's threads are coroutines on the one CPU thread
  * (ucontext: each its own stack), taking turns in a shuffled order (another
  * one every block): a thread runs until it waits at a barrier or returns,
- * then the next one that can run does. __syncthreads() is a barrier of the
+ * then passes on to the next one that can run. __syncthreads() is a barrier of the
  * block, a shuffle one of the warp, and a thread that returns drops out of
  * both (as an exited thread does on the GPU); threads that all wait at a
  * barrier the others never reach stop the program with a message. __shared__
@@ -23,8 +23,8 @@
  *
  * Coroutines rather than a std::thread per thread: a 1024-thread block's
  * threads meeting at a barrier on two cores cost the kernel's scheduler
- * thousands of switches, and the cli suite's emulated runs took 42 s on two
- * cores where they take 8 s this way; the same runs fail, on every fixture
+ * thousands of switches, and the cli suite's emulated runs took 45 s on two
+ * cores where they take 5 s this way; the same runs fail, on every fixture
  * of tests/broken/mutants.txt and every step with one of its
  * __syncthreads() taken out (git log tests/back_emu.h says how it was
  * measured). */
@@ -70,11 +70,47 @@ struct fiber {
     unsigned index;
     bool done, waiting;
 };
-inline ucontext_t turns;   // the launch's loop, which a thread goes back to when it stops
-inline fiber *current;
+inline ucontext_t launch;   // emu_launch(), which gets control back when no thread can run
+inline std::vector<fiber> *fibers;
+inline std::vector<unsigned> *turns;   // the order the threads take turns in
+inline size_t turn;                    // the running thread's place in it
+inline dim3 thread_index, block_index;   // the running thread's
+
+/* The thread that runs next: the first after the running one, in the
+ * turns' order and round again, that has not returned and does not wait;
+ * null when there is none. */
+inline fiber *next_to_run()
+{
+    size_t n = turns->size();
+    for (size_t k = 1; k <= n; k++) {
+        size_t i = (turn + k) % n;
+        fiber &f = (*fibers)[(*turns)[i]];
+        if (!f.done && !f.waiting) {
+            turn = i;
+            return &f;
+        }
+    }
+    return nullptr;
+}
+
+/* The running thread stops (it waits, or it returned), and the next one
+ * runs where it stopped; with none to run, back to emu_launch(). */
+inline void run_next(fiber *self)
+{
+    fiber *next = next_to_run();
+    ucontext_t *to = &launch;
+    if (next != nullptr) {
+        thread_index = dim3(next->index);
+        to = &next->context;
+    }
+    if (self->done)
+        setcontext(to);
+    else
+        swapcontext(&self->context, to);
+}
 
 /* A barrier of a block's threads or of a warp's: a thread that arrives
- * waits (back to the loop) until the last one arrives. arrive_and_drop()
+ * waits (the next thread runs) until the last one arrives. arrive_and_drop()
  * counts as an arrival now and leaves every later phase a thread short, as
  * std::barrier's does. */
 class barrier {
@@ -86,10 +122,10 @@ public:
             release();
             return;
         }
-        fiber *self = current;
+        fiber *self = &(*fibers)[thread_index.x];
         self->waiting = true;
         waiting_.push_back(self);
-        swapcontext(&self->context, &turns);
+        run_next(self);
     }
     void arrive_and_drop()
     {
@@ -114,7 +150,6 @@ struct block_state {
     std::vector<std::unique_ptr<barrier>> warps;
     std::vector<float> slots;   // a shuffle's exchange: one float per thread
 };
-inline dim3 thread_index, block_index;   // the running thread's: set before each of its turns
 inline block_state *state;
 inline dim3 grid_dim, block_dim;
 inline unsigned launches;
@@ -145,11 +180,12 @@ inline char *stack_of(unsigned t)
 /* A thread: the kernel, then out of its warp's barrier and its block's. */
 inline void thread_main()
 {
-    fiber *self = current;
+    fiber *self = &(*fibers)[thread_index.x];
     call_body(body);
     state->warps[self->index / 32]->arrive_and_drop();
     state->block->arrive_and_drop();
-    self->done = true;   // back to the loop (uc_link)
+    self->done = true;
+    run_next(self);
 }
 }   // namespace emu
 
@@ -243,6 +279,8 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
     std::vector<unsigned> turns(block.x);
     for (unsigned t = 0; t < block.x; t++)
         turns[t] = t;
+    emu::fibers = &fibers;
+    emu::turns = &turns;
     for (unsigned b : order) {
         emu::barrier bar(block.x);
         emu::block_state st{&bar, {}, std::vector<float>(block.x)};
@@ -255,30 +293,26 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
             getcontext(&f.context);
             f.context.uc_stack.ss_sp = emu::stack_of(t);
             f.context.uc_stack.ss_size = emu::STACK_BYTES;
-            f.context.uc_link = &emu::turns;
+            f.context.uc_link = &emu::launch;
             makecontext(&f.context, emu::thread_main, 0);
         }
         std::shuffle(turns.begin(), turns.end(), random);
         emu::block_index = dim3(b % grid.x, b / grid.x, 0);
         emu::state = &st;
-        /* Round after round, each thread that can run takes a turn. */
-        for (unsigned left = block.x; left > 0;) {
-            bool ran = false;
-            for (unsigned t : turns) {
-                emu::fiber &f = fibers[t];
-                if (f.done || f.waiting)
-                    continue;
-                emu::thread_index = dim3(t);
-                emu::current = &f;
-                swapcontext(&emu::turns, &f.context);
-                ran = true;
-                left -= f.done;
-            }
-            if (!ran) {
-                std::fprintf(stderr, "emu: block (%u, %u): its %u threads still running all wait "
-                             "at barriers that no other thread will reach\n", b % grid.x, b / grid.x, left);
-                std::abort();
-            }
+        /* The first thread in the turns' order runs; each passes on to the
+         * next (run_next()); control comes back here when none can run. */
+        emu::turn = block.x - 1;
+        if (emu::fiber *first = emu::next_to_run()) {
+            emu::thread_index = dim3(first->index);
+            swapcontext(&emu::launch, &first->context);
+        }
+        unsigned left = 0;
+        for (const emu::fiber &f : fibers)
+            left += !f.done;
+        if (left > 0) {
+            std::fprintf(stderr, "emu: block (%u, %u): its %u threads still running all wait "
+                         "at barriers that no other thread will reach\n", b % grid.x, b / grid.x, left);
+            std::abort();
         }
     }
 }
