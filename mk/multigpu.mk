@@ -34,11 +34,6 @@ endif
 TEST_BUILD_MORE += build/multigpu_tests
 CLEAN_MORE += $(MG_PROGRAM)
 
-# Step 9's kernel once more, as an object of its own: reused, not copied.
-build/mg/step9.o: step9_singlepass/reduce.cu $(HEADERS) build/arch.stamp
-	@mkdir -p $(@D)
-	$(NVCC) $(NVFLAGS) -c $< -o $@
-
 build/mg/plan.o: multigpu/plan.c multigpu/plan.h $(HEADERS)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -Imultigpu -c $< -o $@
@@ -51,9 +46,12 @@ build/hash/multigpu.c: HASH_DIR := multigpu
 build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
 	$(HASH_RECIPE)
 
-$(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o build/mg/step9.o build/hash/multigpu.o \
+# Step 9's kernel is step9_singlepass/run's own object (the same source and
+# flags: compiled once for both): reused, not copied.
+MG_STEP9_OBJ := build/obj/step9_singlepass/reduce.o
+$(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o $(MG_STEP9_OBJ) build/hash/multigpu.o \
                $(COMMON_OBJ) build/arch.stamp
-	$(NVCC) $(NVFLAGS) -o $@ build/mg/multigpu.o build/mg/plan.o build/mg/step9.o \
+	$(NVCC) $(NVFLAGS) -o $@ build/mg/multigpu.o build/mg/plan.o $(MG_STEP9_OBJ) \
 	    build/hash/multigpu.o $(COMMON_OBJ) $(NCCL_LDFLAGS) $(LDLIBS)
 
 # Shards and options, tested without a GPU or NCCL.

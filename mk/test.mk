@@ -13,19 +13,22 @@ build/back_fake_copy3: tests/back_fake.c common/back_driver.c common/back_ref.c 
 TEST_BUILD_MORE += build/back_fake_copy3
 
 # Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
-# threads as std::threads), with the driver and back_fake.c's device half,
+# threads as coroutines taking turns), with the driver and back_fake.c's device half,
 # for tests/cli_tests.sh: each launch `k<<<g, b>>>(` becomes
 # `emu_launch(g, b, k, `.
 CXX ?= g++
 BACK_EMU := $(patsubst back/%/back.cu,build/back_emu/%/run,$(wildcard back/step[0-9]*_*/back.cu))
-build/back_emu/%/run: back/%/back.cu tests/back_emu.h tests/back_fake.c build/back_driver.o build/back_ref.o build/harness.o $(HEADERS) | build
+build/back_emu/%/run: back/%/back.cu tests/back_emu.h build/back_emu/device.o build/back_driver.o build/back_ref.o build/harness.o $(HEADERS) | build
 	@mkdir -p $(@D)
 	sed -E 's/([A-Za-z_0-9]+)<<<([^,]+), *([^>]+)>>>\(/emu_launch(\2, \3, \1, /' $< > $(@D)/back.cpp
 	$(CXX) -std=c++20 -O1 -Wall -Wextra -Wno-unknown-pragmas -include tests/back_emu.h -Icommon \
 	    -I$(CUDA_HOME)/include -c $(@D)/back.cpp -o $(@D)/back.o
-	$(CC) $(CFLAGS) -DBACK_FAKE_DEVICE_ONLY -c tests/back_fake.c -o $(@D)/device.o
-	$(CXX) -o $@ $(@D)/back.o $(@D)/device.o build/back_driver.o build/back_ref.o build/harness.o \
+	$(CXX) -o $@ $(@D)/back.o build/back_emu/device.o build/back_driver.o build/back_ref.o build/harness.o \
 	    -lm -lpthread $(LDLIBS)
+# back_fake.c's device half: the same object for every step, compiled once.
+build/back_emu/device.o: tests/back_fake.c $(HEADERS) | build
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -DBACK_FAKE_DEVICE_ONLY -c $< -o $@
 TEST_BUILD_MORE += $(BACK_EMU)
 # and the links back/stepN, as make makes them (cli_tests.sh checks each step has one).
 TEST_BUILD_MORE += $(BACK_ALIASES)

@@ -7,13 +7,27 @@
  *
  * A launch runs its blocks (a grid in x and y) one at a time, in a shuffled order (another one
  * every launch, so a last block or an atomic's order changes from run to
- * run, as on a GPU); a block's threads are std::threads: __syncthreads() is
- * a barrier of the block, a shuffle one of the warp, and a thread that
- * returns drops out of both (as an exited thread does on the GPU). Atomics
- * take a lock. __shared__ is static: right only because one block runs at a
- * time. What this cannot show: blocks running at once (a missing fence, a
- * race between blocks), speed, and anything the compiler does. EMU_SMS sets
- * the SM count a step sees (default 3; 2 or 3 blocks fit on each, by kernel). */
+ * run, as on a GPU). A block's threads are coroutines on the one CPU thread
+ * (ucontext: each its own stack), taking turns in a shuffled order (another
+ * one every block): a thread runs until it waits at a barrier or returns,
+ * then passes on to the next one that can run. __syncthreads() is a barrier of the
+ * block, a shuffle one of the warp, and a thread that returns drops out of
+ * both (as an exited thread does on the GPU); threads that all wait at a
+ * barrier the others never reach stop the program with a message. __shared__
+ * is static: right only because one block runs at a time. What this cannot
+ * show: blocks running at once (a missing fence, a race between blocks), a
+ * race between two of a block's barriers other than by the order of the
+ * turns (no thread is stopped between them), speed, and anything the
+ * compiler does. EMU_SMS sets the SM count a step sees (default 3; 2 or 3
+ * blocks fit on each, by kernel).
+ *
+ * Coroutines rather than a std::thread per thread: a 1024-thread block's
+ * threads meeting at a barrier on two cores cost the kernel's scheduler
+ * thousands of switches, and the cli suite's emulated runs took 45 s on two
+ * cores where they take 5 s this way; the same runs fail, on every fixture
+ * of tests/broken/mutants.txt and every step with one of its
+ * __syncthreads() taken out (git log tests/back_emu.h says how it was
+ * measured). */
 #ifndef REDUCE_BACK_EMU_H
 #define REDUCE_BACK_EMU_H
 
@@ -21,14 +35,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <barrier>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <random>
-#include <thread>
 #include <vector>
+
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #undef __global__
 #undef __device__
@@ -47,16 +63,130 @@
 namespace cooperative_groups {}
 
 namespace emu {
+/* One of the block's threads: where it stopped, and whether it has
+ * returned or waits at a barrier. */
+struct fiber {
+    ucontext_t context;
+    unsigned index;
+    bool done, waiting;
+};
+inline ucontext_t launch;   // emu_launch(), which gets control back when no thread can run
+inline std::vector<fiber> *fibers;
+inline std::vector<unsigned> *turns;   // the order the threads take turns in
+inline size_t turn;                    // the running thread's place in it
+inline dim3 thread_index, block_index;   // the running thread's
+
+/* The thread that runs next: the first after the running one, in the
+ * turns' order and round again, that has not returned and does not wait;
+ * null when there is none. */
+inline fiber *next_to_run()
+{
+    size_t n = turns->size();
+    for (size_t k = 1; k <= n; k++) {
+        size_t i = (turn + k) % n;
+        fiber &f = (*fibers)[(*turns)[i]];
+        if (!f.done && !f.waiting) {
+            turn = i;
+            return &f;
+        }
+    }
+    return nullptr;
+}
+
+/* The running thread stops (it waits, or it returned), and the next one
+ * runs where it stopped; with none to run, back to emu_launch(). */
+inline void run_next(fiber *self)
+{
+    fiber *next = next_to_run();
+    ucontext_t *to = &launch;
+    if (next != nullptr) {
+        thread_index = dim3(next->index);
+        to = &next->context;
+    }
+    if (self->done)
+        setcontext(to);
+    else
+        swapcontext(&self->context, to);
+}
+
+/* A barrier of a block's threads or of a warp's: a thread that arrives
+ * waits (the next thread runs) until the last one arrives. arrive_and_drop()
+ * counts as an arrival now and leaves every later phase a thread short, as
+ * std::barrier's does. */
+class barrier {
+public:
+    explicit barrier(unsigned threads) : expected_(threads) {}
+    void arrive_and_wait()
+    {
+        if (++arrived_ == expected_) {
+            release();
+            return;
+        }
+        fiber *self = &(*fibers)[thread_index.x];
+        self->waiting = true;
+        waiting_.push_back(self);
+        run_next(self);
+    }
+    void arrive_and_drop()
+    {
+        if (--expected_ != 0 && arrived_ == expected_)
+            release();
+    }
+
+private:
+    void release()
+    {
+        for (fiber *f : waiting_)
+            f->waiting = false;
+        waiting_.clear();
+        arrived_ = 0;
+    }
+    unsigned expected_, arrived_ = 0;
+    std::vector<fiber *> waiting_;
+};
+
 struct block_state {
-    std::barrier<> *block;
-    std::vector<std::unique_ptr<std::barrier<>>> warps;
+    barrier *block;
+    std::vector<std::unique_ptr<barrier>> warps;
     std::vector<float> slots;   // a shuffle's exchange: one float per thread
 };
-inline thread_local dim3 thread_index, block_index;
-inline thread_local block_state *state;
+inline block_state *state;
 inline dim3 grid_dim, block_dim;
-inline std::mutex atomic_lock;
 inline unsigned launches;
+inline void *body;              // the launch's kernel with its arguments,
+inline void (*call_body)(void *);   // and how to call it
+
+/* The threads' stacks, made once and kept for every launch: STACK_BYTES
+ * each (the kernels' arrays are a few hundred bytes), with a page below
+ * each that is not mapped, so that a thread past its stack crashes rather
+ * than write over its neighbour's. */
+constexpr size_t STACK_BYTES = 256 * 1024;
+inline char *stack_of(unsigned t)
+{
+    static std::vector<char *> stacks;
+    while (stacks.size() <= t) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        void *p = mmap(nullptr, STACK_BYTES + page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED || mprotect(p, page, PROT_NONE) != 0) {
+            std::perror("emu: a thread's stack");
+            std::abort();
+        }
+        stacks.push_back((char *)p + page);
+    }
+    return stacks[t];
+}
+
+/* A thread: the kernel, then out of its warp's barrier and its block's. */
+inline void thread_main()
+{
+    fiber *self = &(*fibers)[thread_index.x];
+    call_body(body);
+    state->warps[self->index / 32]->arrive_and_drop();
+    state->block->arrive_and_drop();
+    self->done = true;
+    run_next(self);
+}
 }   // namespace emu
 
 #define threadIdx emu::thread_index
@@ -84,7 +214,7 @@ inline void __threadfence()
 inline float emu_shuffle(float v, unsigned from)
 {
     unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    std::barrier<> &bar = *emu::state->warps[warp];
+    emu::barrier &bar = *emu::state->warps[warp];
     float *slots = emu::state->slots.data() + warp * 32;
     slots[lane] = v;
     bar.arrive_and_wait();
@@ -103,10 +233,10 @@ inline float __shfl_down_sync(unsigned, float v, unsigned offset)
     return emu_shuffle(v, threadIdx.x % 32 + offset);
 }
 
+/* One thread runs at a time, and none stops inside an atomic. */
 template <class T, class U>
 inline T atomicAdd(T *p, U v)
 {
-    std::lock_guard<std::mutex> lock(emu::atomic_lock);
     T old = *p;
     *p = old + (T)v;
     return old;
@@ -140,24 +270,50 @@ void emu_launch(dim3 grid, dim3 block, void (*kernel)(P...), A... args)
     std::vector<unsigned> order(grid.x * grid.y);   // a block b is (b % grid.x, b / grid.x)
     for (unsigned b = 0; b < order.size(); b++)
         order[b] = b;
-    std::shuffle(order.begin(), order.end(), std::mt19937(++emu::launches));
+    std::mt19937 random(++emu::launches);
+    std::shuffle(order.begin(), order.end(), random);
+    auto run = [&] { kernel(args...); };
+    emu::body = &run;
+    emu::call_body = [](void *f) { (*(decltype(run) *)f)(); };
+    std::vector<emu::fiber> fibers(block.x);
+    std::vector<unsigned> turns(block.x);
+    for (unsigned t = 0; t < block.x; t++)
+        turns[t] = t;
+    emu::fibers = &fibers;
+    emu::turns = &turns;
     for (unsigned b : order) {
-        std::barrier<> bar(block.x);
+        emu::barrier bar(block.x);
         emu::block_state st{&bar, {}, std::vector<float>(block.x)};
         for (unsigned w = 0; w < (block.x + 31) / 32; w++)
-            st.warps.emplace_back(new std::barrier<>(std::min(32u, block.x - 32 * w)));
-        std::vector<std::thread> threads;
-        for (unsigned t = 0; t < block.x; t++)
-            threads.emplace_back([&, t] {
-                emu::thread_index = dim3(t);
-                emu::block_index = dim3(b % grid.x, b / grid.x, 0);
-                emu::state = &st;
-                kernel(args...);
-                st.warps[t / 32]->arrive_and_drop();
-                bar.arrive_and_drop();
-            });
-        for (std::thread &th : threads)
-            th.join();
+            st.warps.emplace_back(new emu::barrier(std::min(32u, block.x - 32 * w)));
+        for (unsigned t = 0; t < block.x; t++) {
+            emu::fiber &f = fibers[t];
+            f.index = t;
+            f.done = f.waiting = false;
+            getcontext(&f.context);
+            f.context.uc_stack.ss_sp = emu::stack_of(t);
+            f.context.uc_stack.ss_size = emu::STACK_BYTES;
+            f.context.uc_link = &emu::launch;
+            makecontext(&f.context, emu::thread_main, 0);
+        }
+        std::shuffle(turns.begin(), turns.end(), random);
+        emu::block_index = dim3(b % grid.x, b / grid.x, 0);
+        emu::state = &st;
+        /* The first thread in the turns' order runs; each passes on to the
+         * next (run_next()); control comes back here when none can run. */
+        emu::turn = block.x - 1;
+        if (emu::fiber *first = emu::next_to_run()) {
+            emu::thread_index = dim3(first->index);
+            swapcontext(&emu::launch, &first->context);
+        }
+        unsigned left = 0;
+        for (const emu::fiber &f : fibers)
+            left += !f.done;
+        if (left > 0) {
+            std::fprintf(stderr, "emu: block (%u, %u): its %u threads still running all wait "
+                         "at barriers that no other thread will reach\n", b % grid.x, b / grid.x, left);
+            std::abort();
+        }
     }
 }
 
