@@ -71,6 +71,10 @@ ROW_SHAPES = ((32768, 1024), (65536, 768), (8192, 4096), (4096, 8192), (1024, 32
               (256, 65536), (256, 1024), (4096, 1024), (32768, 1000), (8192, 4097),
               (4096, 50257), (512, 128256))
 QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
+# Softmax (and the bfloat16 copy it is read against) also at Qwen's vocabulary,
+# 4096 x 151936, and at one row of 262144, the widest a cluster holds: one row
+# alone shows whether a step can spread a row over the whole GPU.
+SOFTMAX_SHAPES = ROW_SHAPES + ((4096, 151936), (1, 262144))
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
 # Part 3 (back/): LayerNorm's backward pass at issue 41's two shapes, the
@@ -162,7 +166,8 @@ class RowPart:
         return self._op_shapes.get(op.removeprefix(COMPILED), self._shapes)
 
 
-ROW_PARTS = {"rows": RowPart(schema.ROWS, "-rows", ROW_SHAPES, COPY_DIR, "part 2"),
+ROW_PARTS = {"rows": RowPart(schema.ROWS, "-rows", ROW_SHAPES, COPY_DIR, "part 2",
+                             {op: SOFTMAX_SHAPES for op in ("softmax", "softmax_bf16", "copy_bf16")}),
              "back": RowPart(schema.BACK, "-back", BACK_SHAPES, COPY3_DIR, "part 3",
                              {"softmax_backward": SOFTMAX_BACK_SHAPES})}
 
