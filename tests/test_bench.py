@@ -172,6 +172,19 @@ class BenchRunTest(ScriptTest):
         typed = schema.read_results(os.path.join(self.out, "h200.csv"))
         self.assertEqual({r.round for r in typed}, {1, 2, 3})
 
+    def test_round_one_skips_the_checks_past_checked_max(self):
+        # 4096 x 151936 is past 2^28 elements: its checks would take minutes.
+        sweep = bench.Sweep([("rows/step15_cluster", "", [])], 3, 20, 3, 1, self.out, None)
+        small = bench.Run(rows=4096, cols=50257)
+        big = bench.Run(rows=4096, cols=151936)
+        self.assertLessEqual(small.n, bench.CHECKED_MAX)
+        self.assertGreater(big.n, bench.CHECKED_MAX)
+        self.assertNotIn("--no-verify", sweep.flags(1, "rows/step15_cluster", small))
+        self.assertIn("--no-verify", sweep.flags(1, "rows/step15_cluster", big))
+        self.assertIn("--no-verify", sweep.flags(2, "rows/step15_cluster", small))
+        self.assertIn((4096, 151936), bench.ROW_PARTS["rows"].shapes(False, "softmax"))
+        self.assertNotIn((4096, 151936), bench.ROW_PARTS["rows"].shapes(False, "layernorm"))
+
     def test_no_verify_on_the_rounds_after_the_first(self):
         proc = self.bench("--quick", "--rounds", "3", FAKE_WRONG_STEP="step1_b")
         self.assertEqual(proc.returncode, 1)
