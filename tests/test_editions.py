@@ -608,9 +608,10 @@ def figure_key_problem(zh):
     if not figures:
         return None
     m = figures[0]
-    if "/rows-step" in m.group(2):
+    if "/rows-step" in m.group(2) and ".zh-CN.png)" not in m.group(2):
         # Part 2's pictures differ per step (their titles name the step's
-        # mapping), so each page keys its own picture in a paragraph of its own.
+        # mapping), so each page keys its own picture in a paragraph of its own;
+        # a picture drawn in Chinese (step 23's) needs none.
         after = zh[m.end():].lstrip("\n")
         if not after.startswith(ROW_FIGURE_KEY):
             return f"after {FIGURES_END} the page should explain its picture's English in a " \

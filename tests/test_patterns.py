@@ -733,6 +733,9 @@ class ReadmeBlockTests(unittest.TestCase):
         # Part 3's: the column reduction and step 13's cluster, in English and Chinese.
         cluster = os.path.basename(diagrams.BACK_CLUSTER_FIGURE)
         wanted |= set(BACK_PICTURES) | {cluster, cluster.replace(".png", ".zh-CN.png")}
+        # Part 2's step 23, in English and Chinese.
+        bulk = os.path.basename(diagrams.row_figure_path(diagrams.ROW_BULK_STEP, FIGURES))
+        wanted |= {bulk, bulk.replace(".png", ".zh-CN.png")}
         self.assertEqual(set(os.listdir(FIGURES)) - wanted, set())
 
     def test_alt_text_is_english_unless_translated(self):
@@ -1100,6 +1103,82 @@ class BackClusterTests(unittest.TestCase):
             self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
         mpl = diagrams.load_matplotlib()
         fig = diagrams.draw_back_cluster(mpl, None)
+        try:
+            self.assertEqual(chart_zh.untranslated(fig), [])
+        finally:
+            mpl.plt.close(fig)
+
+
+class RowBulkTests(unittest.TestCase):
+    """Part 2's picture of step 23 (plots/diagrams/rows-step23_bf16_bulk-bulk.png)
+    draws diagrams.bulk_owner() and pair_slot(): against the kernel's
+    expressions written out (bulk_elements, every element of a row once),
+    and those expressions against the kernel's lines."""
+
+    SHAPES = ((4, 5, 70), (2, 0, 32769), (2, 3, 32775), (4, 7, 65536), (8, 1, 131072),
+              (8, 6, 151936))   # blocks, elements past a boundary, cols
+
+    def problems(self, blocks, start, cols):
+        found = diagrams.bulk_elements(cols, start, blocks)
+        wrong = [e for e in range(cols) if len(found.get(e, [])) != 1]
+        wrong += [e for e in range(cols) if len(found.get(e, [])) == 1 and
+                  diagrams.bulk_owner(e, cols, start, blocks) != found[e][0]]
+        return wrong + sorted(set(found) - set(range(cols)))
+
+    def test_every_element_once_and_the_owner_agrees(self):
+        for shape in self.SHAPES:
+            self.assertEqual(self.problems(*shape), [], shape)
+
+    def test_every_slot_once(self):
+        for blocks, warps in ((4, 2), (8, 8), (2, 8)):
+            slots = [diagrams.pair_slot(r, w, warps) for r in range(blocks) for w in range(warps)]
+            self.assertEqual(sorted(slots), list(range(blocks * warps)))
+
+    def test_a_broken_owner_is_caught(self):
+        original = diagrams.bulk_owner
+        diagrams.bulk_owner = lambda e, cols, start, blocks: original(e + 8, cols, start, blocks) \
+            if e + 8 < cols else original(e, cols, start, blocks)
+        try:
+            self.assertNotEqual(self.problems(4, 5, 70), [])
+        finally:
+            diagrams.bulk_owner = original
+        original = diagrams.bulk_elements
+        diagrams.bulk_elements = lambda cols, start, blocks: {
+            e: v for e, v in original(cols, start, blocks).items() if v[0][1] == "body"}
+        try:
+            self.assertNotEqual(self.problems(4, 5, 70), [])   # the head and tail left out
+        finally:
+            diagrams.bulk_elements = original
+
+    def test_matches_the_kernels_indexing(self):
+        with open(os.path.join(REPO, diagrams.ROW_BULK_STEP, "rows.cu")) as f:
+            src = " ".join(f.read().split())
+        for line in ("unsigned int head = (unsigned int)((PACK - (size_t)x / sizeof(__nv_bfloat16) "
+                     "% PACK) % PACK); head = min(head, cols); return {head, (cols - head) / PACK, "
+                     "(cols - head) % PACK};",
+                     "unsigned int first = min(rank * share, split.packs);",
+                     "unsigned int bytes = (min(first + share, split.packs) - first) * 16;",
+                     "bool head = rank == 0 && t < split.head, tail = rank == blocks - 1 && "
+                     "t < split.tail;",
+                     "push_pair(&s_pairs[rank * WARPS_PER_BLOCK + warp], &s_pushed, lane, mine);",
+                     "unsigned int packs = (unsigned int)(p->cols / 8);",
+                     "unsigned int share = (packs + cluster - 1) / cluster;"):
+            self.assertIn(line, src)
+
+    def test_the_picture_exists_in_both_languages_and_is_shown(self):
+        name = os.path.basename(diagrams.row_figure_path(diagrams.ROW_BULK_STEP, FIGURES))
+        for readme, picture in (("README.md", name),
+                                ("README.zh-CN.md", name.replace(".png", ".zh-CN.png"))):
+            self.assertTrue(os.path.isfile(os.path.join(FIGURES, picture)),
+                            f"plots/diagrams/{picture}: run make diagrams")
+            with open(os.path.join(REPO, diagrams.ROW_BULK_STEP, readme), encoding="utf-8") as f:
+                self.assertIn(f"](../../plots/diagrams/{picture})", f.read(), readme)
+
+    def test_every_text_of_the_picture_has_a_chinese_form(self):
+        if not HAVE_MATPLOTLIB:
+            self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
+        mpl = diagrams.load_matplotlib()
+        fig = diagrams.draw_row_bulk(mpl, None)
         try:
             self.assertEqual(chart_zh.untranslated(fig), [])
         finally:

@@ -921,6 +921,137 @@ def draw_row_cluster(mpl, step, path):
     save(mpl, fig, path)
 
 
+# rows/step23_bf16_bulk: a row wider than one block's share, over a cluster
+# of `blocks` blocks. split_row() cuts the row where 16-byte packs of 8
+# bfloat16s can start (head, packs, tail); block r takes packs [r share,
+# (r + 1) share) of the body (share = packs at most / blocks, rounded up:
+# launch_bulk()), block 0 also the head and the last block the tail. Lane l
+# of warp 0 copies chunk l, l + 32, ... of its block's share into shared
+# memory (CHUNK bytes each); warp w of block r pushes its (max, sum) into
+# slot r x WARPS_PER_BLOCK + w of every block. Shrunk: 4 blocks, 2 warps a
+# block, one pack a chunk.
+ROW_BULK_STEP = "rows/step23_bf16_bulk"
+ROW_BULK = (4, 2, 5, 70)   # blocks, warps a block, elements from the row to a 16-byte boundary, cols
+ROW_BULK_PACK = 8          # bfloat16s in 16 bytes
+ROW_BULK_FIGURE = "bulk"
+ROW_BULK_ALT = ("{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row "
+                "({cols} of them: a head and a tail read by threads, the body's 16-byte packs "
+                "copied into shared memory by cp.async.bulk, a share per block), and where "
+                "each warp's (max, sum) lands in every block")
+
+
+def bulk_split(cols, start, pack=ROW_BULK_PACK):
+    """(head, packs, tail) of a row that starts `start` elements past a
+    16-byte boundary: split_row()."""
+    head = min((pack - start % pack) % pack, cols)
+    return head, (cols - head) // pack, (cols - head) % pack
+
+
+def bulk_owner(e, cols, start, blocks, pack=ROW_BULK_PACK):
+    """(block, "head", "body" or "tail") of element e of a row."""
+    head, packs, tail = bulk_split(cols, start, pack)
+    share = -(-(cols // pack) // blocks)
+    if e < head:
+        return 0, "head"
+    if e >= cols - tail:
+        return blocks - 1, "tail"
+    return (e - head) // pack // share, "body"
+
+
+def bulk_elements(cols, start, blocks, pack=ROW_BULK_PACK):
+    """{element: [(block, where)]} by the kernel's own expressions: each
+    block's packs [first, first + its packs), its head and tail threads."""
+    head, body, tail = bulk_split(cols, start, pack)
+    share = -(-(cols // pack) // blocks)
+    found = {}
+    for rank in range(blocks):
+        first = min(rank * share, body)
+        packs = min(first + share, body) - first
+        for i in range(packs * pack):
+            found.setdefault(head + first * pack + i, []).append((rank, "body"))
+        for t in range(pack):
+            if rank == 0 and t < head:
+                found.setdefault(t, []).append((rank, "head"))
+            if rank == blocks - 1 and t < tail:
+                found.setdefault(cols - tail + t, []).append((rank, "tail"))
+    return found
+
+
+def pair_slot(rank, warp, warps):
+    """The slot of every block that warp `warp` of block `rank` pushes its pair into."""
+    return rank * warps + warp
+
+
+def draw_row_bulk(mpl, path):
+    blocks, warps, start, cols = ROW_BULK
+    pack = ROW_BULK_PACK
+    head, body, tail = bulk_split(cols, start)
+    share = -(-(cols // pack) // blocks)
+    cell = 0.22
+    width = cols * cell + 1.2
+    fig, ax = new_figure(mpl, width, 8, 0.42, 1.1, 0.2, 0.6, 0.6)
+    top = 7.0   # the row, at y = top .. top + 1
+    for e in range(cols):
+        block, where = bulk_owner(e, cols, start, blocks)
+        add_cell(ax, mpl.Rectangle((e, top), 1, 1, facecolor=ROW_WARP_COLOURS[block],
+                                   edgecolor="#ffffff", linewidth=0.6,
+                                   hatch="////" if where != "body" else None))
+    for k in range(body + 1):   # the packs' 16-byte boundaries
+        x = head + k * pack
+        ax.plot([x, x], [top - 0.08, top + 1.08], color="#222222", linewidth=1.0)
+    for b in range(blocks):
+        first = min(b * share, body)
+        packs = min(first + share, body) - first
+        x0, x1 = head + first * pack, head + (first + packs) * pack
+        ax.text((x0 + x1) / 2, top - 0.25, f"block {b}'s share", ha="center", va="top",
+                fontsize=8)
+        # Its copy in the block's shared memory, one chunk a pack (shrunk).
+        add_cell(ax, mpl.Rectangle((x0 + 0.4, 4.4), x1 - x0 - 0.8, 1.0,
+                                   facecolor=ROW_WARP_COLOURS[b], edgecolor="#222222",
+                                   linewidth=0.8))
+        for k in range(1, packs):
+            ax.plot([x0 + k * pack, x0 + k * pack], [4.4, 5.4], color="#222222", linewidth=0.8)
+        ax.annotate("", xy=((x0 + x1) / 2, 5.4), xytext=((x0 + x1) / 2, top - 0.7),
+                    arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
+        # Its slots: warp w of block r lands in slot r x warps + w of every block.
+        for r in range(blocks):
+            for w in range(warps):
+                slot = pair_slot(r, w, warps)
+                sx = x0 + (x1 - x0 - blocks * warps * 1.6) / 2 + slot * 1.6
+                add_cell(ax, mpl.Rectangle((sx, 2.3), 1.5, 0.9, facecolor=ROW_WARP_COLOURS[r],
+                                           edgecolor="#222222", linewidth=0.6))
+                ax.text(sx + 0.75, 2.75, f"{r}.{w}", ha="center", va="center", fontsize=6.5,
+                        color="#ffffff" if r == 0 else "#111111")
+    clear = dict(facecolor="#ffffff", edgecolor="none", pad=1.5)
+    ax.text(cols / 2, 6.1, "cp.async.bulk: warp 0's lanes copy the share in chunks (16 KB, "
+            "shrunk to one pack), counted in bytes on one mbarrier", ha="center", va="center",
+            fontsize=8.5, bbox=clear)
+    ax.text(cols / 2, 3.75, "st.async: warp w of block r writes its (max, sum) into slot r.w of "
+            "every block, counted on a second mbarrier: no cluster barrier to meet", ha="center",
+            va="center", fontsize=8.5, bbox=clear)
+    add_cell(ax, mpl.Rectangle((0, 0.15), cols, 1.2, facecolor="#ffffff", edgecolor="#222222",
+                               linewidth=0.8))
+    ax.text(cols / 2, 0.75, "each block adds its slots in slot order (the same bits in every "
+            "block),\nwrites y over x in shared memory, and sends it out by cp.async.bulk",
+            ha="center", va="center", fontsize=8.5)
+    ax.set_xlim(-0.3, cols + 0.3)
+    ax.set_ylim(0, 8.2)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    bare(ax)
+    handles = [mpl.Patch(facecolor=ROW_WARP_COLOURS[b], label=f"block {b}") for b in range(blocks)]
+    handles.append(mpl.Patch(facecolor="#ffffff", edgecolor="#555555", hatch="////",
+                             label="head and tail: read by threads"))
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{ROW_BULK_STEP}: one row over a cluster of {blocks} blocks, "
+                            "by bulk copies",
+                            f"a row of {cols} bfloat16s starting {start} elements past a 16-byte "
+                            f"boundary: head {head}, "
+                            f"{body} packs of 8, tail {tail}; {share} packs a share; "
+                            f"{warps} warps a block (shrunk from 8)")
+    return fig
+
+
 ROW_NO_PICTURE = ("No access-pattern picture for {step}: the row sum steps (0 to 4) have one; "
                   "this step reads its rows as step 4 does.")
 
@@ -937,6 +1068,14 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
         alt = translate(ROW_CLUSTER_EXCHANGE[step][2], step=step, blocks=blocks, packs=packs,
                         slots=slots)
+        return f"![{alt}]({link})"
+    if step == ROW_BULK_STEP:
+        blocks, _, _, cols = ROW_BULK
+        alt = translate(ROW_BULK_ALT, step=step, blocks=blocks, cols=cols)
+        name = os.path.basename(row_figure_path(step, out_dir))
+        if alt != english(ROW_BULK_ALT, step=step, blocks=blocks, cols=cols):   # the Chinese page
+            name = name.replace(".png", ".zh-CN.png")
+        link = os.path.relpath(os.path.join(out_dir, name), readme_dir).replace(os.sep, "/")
         return f"![{alt}]({link})"
     if step in ROW_PARAMS:
         rows, cols, _ = ROW_PARAMS[step]
@@ -955,6 +1094,7 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
 
 def row_figure_path(step, out_dir):
     kind = ROW_SPLIT_FIGURE if step in ROW_SPLIT else \
+        ROW_BULK_FIGURE if step == ROW_BULK_STEP else \
         ROW_PARAMS_FIGURE if step in ROW_PARAMS else \
         ROW_CLUSTER_FIGURE if step in ROW_CLUSTER else ROW_FIGURE
     return os.path.join(out_dir, f"{step.replace('/', '-')}-{kind}.png")
@@ -1344,6 +1484,8 @@ def run(args):
         for step in ROW_CLUSTER:
             if os.path.isfile(os.path.join(root, step, "rows.cu")):
                 draw_row_cluster(mpl, step, row_figure_path(step, out_dir))
+        if os.path.isfile(os.path.join(root, ROW_BULK_STEP, "rows.cu")):
+            draw_localized(mpl, row_figure_path(ROW_BULK_STEP, out_dir), draw_row_bulk(mpl, None))
         if all(os.path.isfile(os.path.join(root, step, "back.cu"))
                for step in (BACK_STEP0, BACK_STEP2)):
             draw_back(mpl, out_dir)

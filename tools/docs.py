@@ -746,6 +746,9 @@ def row_figures(src, step, translate):
     out_dir = os.path.join(src.root, diagrams.FIGURES_DIR)
     if step in diagrams.ROW_PICTURES or step in diagrams.ROW_SPLIT or step in diagrams.ROW_PARAMS:
         src.linked.append(diagrams.row_figure_path(step, out_dir))
+    if step == diagrams.ROW_BULK_STEP:   # drawn in both languages
+        path = diagrams.row_figure_path(step, out_dir)
+        src.linked += [path, path.replace(".png", ".zh-CN.png")]
     return diagrams.row_figures_block(step, os.path.join(src.root, step), out_dir,
                                       translate=lambda template, **values: translate(template,
                                                                                      **values))

@@ -305,6 +305,12 @@ STRINGS = {
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+    "{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row ({cols} of them: "
+    "a head and a tail read by threads, the body's 16-byte packs copied into shared memory by "
+    "cp.async.bulk, a share per block), and where each warp's (max, sum) lands in every block":
+        "{step}：簇里有 {blocks} 个线程块，一行里的每个 bfloat16 由其中哪一个负责（共 {cols} 个：头部和尾部"
+        "由线程读取，中间的 16 字节 pack 由 cp.async.bulk 拷进共享内存，每个线程块一份），以及每个 warp "
+        "的 (max, sum) 落在每个线程块的哪个槽位",
     "{step}: which of a cluster's {blocks} blocks holds each float4 of one row ({packs} float4s, "
     "{slots} in each thread's registers, the rest in shared memory), and the one exchange of the "
     "blocks' (max, sum) pairs":
@@ -422,6 +428,20 @@ SUMMARIES = {
 # ----------------------------------------------------------------------------
 
 CHART_STRINGS = {
+    # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
+    "cp.async.bulk: warp 0's lanes copy the share in chunks (16 KB, shrunk to one pack), counted "
+    "in bytes on one mbarrier":
+        "cp.async.bulk：warp 0 的各个 lane 把这一份分块拷进来（每块 16 KB，图里缩成一个 pack），"
+        "按字节计在一个 mbarrier 上",
+    "st.async: warp w of block r writes its (max, sum) into slot r.w of every block, counted on a "
+    "second mbarrier: no cluster barrier to meet":
+        "st.async：线程块 r 的 warp w 把自己的 (max, sum) 写进每个线程块的槽位 r.w，计在第二个 "
+        "mbarrier 上：不必在簇屏障处会合",
+    "each block adds its slots in slot order (the same bits in every block),\nwrites y over x in "
+    "shared memory, and sends it out by cp.async.bulk":
+        "每个线程块按槽位顺序把自己的各个槽位加起来（每个线程块里逐位相同），\n在共享内存里用 y 覆盖 x，"
+        "再用 cp.async.bulk 写出去",
+    "head and tail: read by threads": "头部和尾部：由线程读取",
     # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
     "rest: read twice": "其余部分：读两遍",
     "cluster.sync(), then lane k of every warp reads block k's sum: s, the same bits in every block":
@@ -529,6 +549,13 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
+    (r"(rows/step23_bf16_bulk): one row over a cluster of (\d+) blocks, by bulk copies",
+     "{0}：一行分给由 {1} 个线程块组成的簇，用批量拷贝"),
+    (r"a row of (\d+) bfloat16s starting (\d+) elements past a 16-byte boundary: head (\d+), "
+     r"(\d+) packs of 8, tail (\d+); (\d+) packs a share; (\d+) warps a block \(shrunk from 8\)",
+     "一行 {0} 个 bfloat16，起点在 16 字节边界之后 {1} 个元素处：头部 {2} 个，{3} 个 8 元素的 pack，"
+     "尾部 {4} 个；每份 {5} 个 pack；每个线程块 {6} 个 warp（由 8 缩小而来）"),
     # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
     (r"block (\d+)'s share", "线程块 {0} 的那一份"),
     (r"block (\d+): sum of dy \* y\nover its floats", "线程块 {0}：对自己那些 float\n求 dy * y 的和"),
