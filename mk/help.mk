@@ -39,6 +39,7 @@ help:
 	@echo "  make check ... SPEED=\"1.5x step2\"   also time it against step 2 (or copy, cub), in rounds"
 	@echo "  make class SUBMISSIONS=dir         grade every dir/<student>/reduce.cu: reports/class.md + chart"
 	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
+	@echo "  make bench-widths    part 2's map: each op's last step, the copies and PyTorch by width, and its chart"
 	@echo "  make verify ONLY=rows/step7_wide   one GPU run of a change: grade, profile and time the programs"
 	@echo "                       named with what they are compared against; merged into OUT_DIR (ONLY=sum, rows: a part)"
 	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"

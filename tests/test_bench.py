@@ -509,6 +509,59 @@ class BenchRowsTest(ScriptTest):
                               if re.match(r"\[round \d/3\] torch +14 runs .* PASS$", l)]), 3)
 
 
+class BenchWidthsTest(ScriptTest):
+    """--widths: part 2's map, each op's last step and the copies at one input
+    size over SWEEP_COLS, PyTorch's forms of their ops, into its own file."""
+
+    def setUp(self):
+        super().setUp()
+        self.add_rows_programs()
+        for name, op in ROW_STEP_OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"// {name}\nconst enum row_op step_op = ROW_{op};\n")
+
+    def test_each_ops_last_step_and_the_copy_at_one_input_size(self):
+        args = bench.parse_args(["--root", self.root, "--widths"])
+        suffix, plan, roles, ops = bench.width_plan(args)
+        self.assertEqual(suffix, "-rows-widths")
+        # CUB's segmented sum is the row sum's bar, not a last step: left out.
+        self.assertEqual([name for name, _, _ in plan],
+                         ["rows/step0_thread", "rows/step5_layernorm", "rows/baseline_copy"])
+        self.assertEqual(set(roles.values()), {""})
+        self.assertEqual(ops, ["sum", "compiled/sum", "layernorm", "compiled/layernorm", "copy"])
+        for _, _, runs in plan:
+            self.assertEqual([r.cols for r in runs], list(bench.SWEEP_COLS))
+            for r in runs:   # 256 MiB of floats, or as near as whole rows come
+                self.assertLessEqual(r.rows * r.cols * 4, bench.SWEEP_BYTES)
+                self.assertGreater((r.rows + 1) * r.cols * 4, bench.SWEEP_BYTES)
+        self.assertEqual(bench.width_shapes("softmax_bf16")[0], (2 * bench.SWEEP_BYTES // 1024, 256))
+
+    def test_a_run_files_its_rows_without_the_exact_checks(self):
+        python = make_torch_python(self.top)
+        proc = self.bench("--widths", "--quick", "--rounds", "2", "--torch-python", python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["h200-rows-widths-bench.log", "h200-rows-widths.csv"])
+        rows = self.results("h200-rows-widths.csv")
+        ours = [r for r in rows if not r["step"].startswith("torch/")]
+        self.assertEqual(sorted({r["step"] for r in ours}),
+                         ["rows/copy", "rows/step0_thread", "rows/step5_layernorm"])
+        self.assertEqual(len(ours), 2 * 3 * len(bench.QUICK_SWEEP_COLS))
+        self.assertEqual({r["cols"] for r in ours}, {str(c) for c in bench.QUICK_SWEEP_COLS})
+        for _, step, argv, lines, _ in self.processes():
+            if step != "torch" and argv and argv[0] == "--runs":
+                self.assertTrue(all("--no-verify" in line for line in lines), (step, lines))
+        torch = {r["step"] for r in rows if r["step"].startswith("torch/")}
+        self.assertEqual(torch, {"torch/sum", "torch/compiled/sum", "torch/layernorm",
+                                 "torch/compiled/layernorm", "torch/copy"})
+
+    def test_it_takes_no_other_selection(self):
+        for extra in (["--only", "rows"], ["--shapes", "4x8"], ["--part", "rows"]):
+            proc = self.bench("--widths", *extra)
+            self.assertEqual(proc.returncode, 2, extra)
+            self.assertIn("--widths runs its own programs", proc.stderr)
+
+
 class BenchOnlyTest(ScriptTest):
     """--only: the programs named and what their ratios are read against, in
     one run, merged into the files; --round and --run-id: one run over calls."""

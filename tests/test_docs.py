@@ -849,6 +849,20 @@ class RowOpsTests(unittest.TestCase):
         # Step 8 follows a LayerNorm: its step before is step 7, of another op.
         self.assertEqual(rsrc.m.previous("rows/step8_softmax"), "rows/step7_wide")
 
+    def test_the_map_is_shown_once_drawn(self):
+        rsrc, rows_docs = self.rsrc()
+        self.assertIsNone(rows_docs.widths_chart(rsrc))
+        self.assertNotIn("bench-widths", self.block(rsrc, rows_docs, "en"))
+        chart = os.path.join(os.path.dirname(rsrc.m.path), "h200-rows-widths-gbps.png")
+        open(chart, "wb").close()
+        self.assertEqual(rows_docs.widths_chart(rsrc), chart)
+        for lang, words in (("en", "Part 2's map"), ("zh-CN", "第 2 部分的全图")):
+            text = self.block(rsrc, rows_docs, lang)
+            self.assertIn(words, text)
+            self.assertIn("h200-rows-widths.csv", text)
+            self.assertIn("`make bench-widths`", text)
+            self.assertTrue(text.rstrip().endswith("/h200-rows-widths-gbps.png)"), text[-200:])
+
     def test_an_ops_first_step_is_beside_the_nearest_of_its_element_type(self):
         # RMSNorm's first step (19) follows step 17, the float LayerNorm it
         # builds on, not step 18 (bfloat16), in its counters and its ratios;

@@ -257,6 +257,49 @@ class ChartContentTests(Workspace):
         got = [round(h, 3) for h in bars["back/step13_cluster"]]
         self.assertEqual((len(got), got[0], got[3], got[5]), (7, 0.997, 0.794, 0.439))
 
+    def widths_file(self):
+        """A bench --widths file: the copies, softmax's last steps and PyTorch's
+        softmax at two widths, 256 MiB of x each, made from rows of the
+        reference file (medians invented: GB/s = bytes / time)."""
+        template = next(r for r in schema.read_records(
+            os.path.join(REPO, "plots", "reference", "h200-rows.csv"))[1] if r[1].get("rows"))[1]
+        rows = []
+        for step, op, size, us in (("rows/copy", "copy", 4, 140.0), ("rows/copy16", "copy_bf16", 2, 140.0),
+                                   ("rows/step15_cluster", "softmax", 4, 150.0),
+                                   ("rows/step23_bf16_bulk", "softmax_bf16", 2, 200.0),
+                                   ("torch/softmax", "softmax", 4, 180.0),
+                                   ("torch/compiled/softmax", "softmax", 4, 160.0)):
+            for cols, slower in ((1024, 1.0), (65536, 1.5)):
+                n = (256 << 20) // size
+                for k in (1, 2):
+                    t = us * slower * (1 + 0.01 * k)
+                    rows.append(dict(template, step=step, op=op, rows=str(n // cols), cols=str(cols),
+                                     n=str(n), bytes=str(2 * n * size), median_us=f"{t:.3f}",
+                                     min_us=f"{t:.3f}", max_us=f"{t:.3f}",
+                                     gbps=f"{2 * n * size / t / 1e3:.2f}", round=str(k),
+                                     run="20261204T000000Z", role="", code_hash=""))
+        return self.make_results(csv_text(rows), "h200-rows-widths.csv")
+
+    def test_widths_chart_gbps_against_the_width(self):
+        figures = self.draw(self.widths_file())
+        self.assertEqual(sorted(figures), ["rows-widths-gbps"])
+        fig = figures["rows-widths-gbps"]
+        self.assertIn("GB/s against the width", self.texts(fig)[0])
+        panels = {ax.get_title(): ax for ax in fig.axes}
+        lines = {l.get_label(): list(l.get_xydata()) for l in panels["softmax"].get_lines()
+                 if not l.get_label().startswith("_")}
+        self.assertEqual(sorted(lines), ["PyTorch", "step15_cluster", "the copy", "torch.compile"])
+        # 256 MiB of floats read and written in 150 us, then 225 us (the median round).
+        got = [(x, round(y)) for x, y in lines["step15_cluster"]]
+        self.assertEqual(got, [(1024, round(2 * (256 << 20) / 151.5 / 1e3)),
+                               (65536, round(2 * (256 << 20) / 227.25 / 1e3))])
+        bf16 = {l.get_label() for l in panels["softmax, bfloat16"].get_lines()}
+        self.assertIn("bfloat16 copy", bf16)
+        self.assertIn("step23_bf16_bulk", bf16)
+        # No row sum in the file: its panel shows the copy alone.
+        self.assertEqual([l.get_label() for l in panels["row sum"].get_lines()
+                          if not l.get_label().startswith("_")], ["the copy"])
+
     def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
         fig = self.draw(RESULTS)["vs-cub"]
         ax = fig.axes[0]

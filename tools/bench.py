@@ -75,6 +75,16 @@ QUICK_ROW_SHAPES = ((4096, 1024), (32768, 1024))
 # 4096 x 151936, and at one row of 262144, the widest a cluster holds: one row
 # alone shows whether a step can spread a row over the whole GPU.
 SOFTMAX_SHAPES = ROW_SHAPES + ((4096, 151936), (1, 262144))
+# --widths: part 2's map (rows/README's speed-of-light chart), each op's
+# last step, the copies and PyTorch's ops at one input size, SWEEP_BYTES of x
+# (bfloat16 rows twice as many), from 256 columns to the widest a cluster
+# holds, with the vocabularies between: GB/s against the width. Its own file,
+# OUT_DIR/<gpu>-rows-widths.csv; no exact checks (the grader makes them at
+# every one of these widths), every timed run still verified.
+SWEEP_BYTES = 256 << 20
+SWEEP_COLS = (256, 1024, 4096, 16384, 50257, 65536, 151936, 262144)
+QUICK_SWEEP_COLS = (1024, 65536)
+WIDTHS_SUFFIX = "-rows-widths"
 # Round 1's exact checks are several whole runs of a program at the timed
 # shape, each against the CPU's reference: at 4096 x 151936 (2^29.2
 # elements) 35 s a program on the H200's host. Past 2^28 elements round 1
@@ -358,13 +368,14 @@ class Sweep:
     """Runs every program over its sizes, ROUNDS times, and keeps the tallies."""
 
     def __init__(self, plan, rounds, reps, warmup, seed, tmp_dir, output, torch=None,
-                 run_id="", roles=None, only_round=None):
+                 run_id="", roles=None, only_round=None, checks=True):
         self.plan = plan             # [(name, path, [Run])]
         self.rounds, self.reps, self.warmup = rounds, reps, warmup
         self.seed, self.tmp_dir, self.output, self.torch = seed, tmp_dir, output, torch
         self.run_id = run_id         # the run column of every row
         self.roles = roles or {}     # {name: schema.COMPARED} for comparisons; "" otherwise
         self.only_round = only_round # run this round alone (--round), else every one
+        self.checks = checks         # round 1's exact checks (not --widths)
         self.rows = []               # every row of every round, with its round
         self.width = max(len(name) for name, _, _ in plan)
         self.runs = self.skipped = self.failed = 0
@@ -391,7 +402,8 @@ class Sweep:
         its own runs checked (its timed runs are still verified). So does a
         size past CHECKED_MAX elements."""
         flags = ["--reps", str(self.reps), "--warmup", str(self.warmup)]
-        checks = r == 1 and not self.roles.get(name) and (run is None or run.n <= CHECKED_MAX)
+        checks = (self.checks and r == 1 and not self.roles.get(name) and
+                  (run is None or run.n <= CHECKED_MAX))
         return flags + ([] if checks else ["--no-verify"])
 
     def run_program(self, r, name, path, runs):
@@ -678,6 +690,10 @@ def parse_args(argv):
                         help="also merge the rows into DIR's files, as --only merges them, and "
                              "append this log to DIR's (make verify: OUT_DIR gets this run's "
                              "rows alone, DIR every run)")
+    parser.add_argument("--widths", action="store_true",
+                        help="part 2's map instead: each op's last step, the copies and "
+                             "PyTorch at 256 MiB of input from 256 to 262144 columns, into "
+                             "OUT_DIR/<gpu>-rows-widths.csv (make bench-widths)")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
@@ -686,6 +702,10 @@ def parse_args(argv):
         parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
     if args.only is not None and not args.only:
         parser.error("--only names no program")
+    if args.widths and (args.only is not None or args.shapes or args.only_round or
+                        args.part != "all" or args.merge_into):
+        parser.error("--widths runs its own programs and shapes into its own file: it takes "
+                     "no --only, --shapes, --round, --part or --merge-into")
     # Runs are ordered by their ids: an id is a UTC time, so a later run sorts after.
     if args.run_id is not None and not re.fullmatch(r"\d{8}T\d{6}Z([._-][0-9A-Za-z._-]+)?",
                                                     args.run_id):
@@ -871,6 +891,42 @@ def row_part_plan(args, named, key):
     return (part.suffix, plan, roles, ops)
 
 
+def width_shapes(op, quick=False):
+    """--widths' shapes of an op: SWEEP_BYTES of x at each width (a bfloat16
+    op's x is 2 bytes an element), at least one row."""
+    size = 2 if op.removeprefix(COMPILED).endswith("_bf16") else 4
+    return [(max(1, SWEEP_BYTES // (cols * size)), cols)
+            for cols in (QUICK_SWEEP_COLS if quick else SWEEP_COLS)]
+
+
+def last_steps(root):
+    """Each part 2 op's last step (compare.RowMeasurements.last_step: the
+    highest-numbered step of the op, less the steps that branch off an
+    earlier one), in step order."""
+    last = {}
+    for name in steps.step_dirs(root, schema.ROWS):
+        op = row_program_op(root, name)
+        if op and not steps.branches_off(root, name):
+            last[op] = name
+    return sorted(last.values(), key=schema.step_sort_key)
+
+
+def width_plan(args):
+    """(suffix, plan, roles, torch ops) of --widths: each op's last step and
+    the two copies, each at its op's width_shapes(), and PyTorch's forms of
+    those ops."""
+    names = last_steps(args.root) + [d for d in (COPY_DIR, COPY16_DIR)
+                                     if os.path.isdir(os.path.join(args.root, d))]
+    if not names:
+        raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")
+    check_built(args.root, names)
+    plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in
+                                         width_shapes(row_program_op(args.root, n), args.quick)])
+            for n in names]
+    ops = list(dict.fromkeys(o for n in names for o in torch_ops_of(row_program_op(args.root, n))))
+    return WIDTHS_SUFFIX, plan, {n: "" for n in names}, ops
+
+
 def bench(args, command):
     start = time.monotonic()
     output = Output()
@@ -878,14 +934,17 @@ def bench(args, command):
     sweeps, dests, merged = [], [], []
     merging = args.only is not None or args.only_round is not None
     with tempfile.TemporaryDirectory() as tmp:
-        for suffix, plan, roles, ops in plans(args):
+        for suffix, plan, roles, ops in ([width_plan(args)] if args.widths else plans(args)):
             torch = None
             part = next((p for p in ROW_PARTS.values() if p.suffix == suffix), None)
-            if part and (ops is None or ops) and torch_ok(args.torch_python, output, part.title):
+            if suffix == WIDTHS_SUFFIX and ops and torch_ok(args.torch_python, output,
+                                                            "part 2's widths"):
+                torch = (args.torch_python, [], ops, lambda op: width_shapes(op, args.quick))
+            elif part and (ops is None or ops) and torch_ok(args.torch_python, output, part.title):
                 torch = (args.torch_python, args.shapes or part.shapes(args.quick), ops,
                          lambda op, part=part: args.shapes or part.shapes(args.quick, op))
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
-                          args.run_id, roles, args.only_round)
+                          args.run_id, roles, args.only_round, checks=not args.widths)
             sweep.run_all()
             sweeps.append(sweep)
             replaced = same_run(args, plan, sweep, torch) if merging else None

@@ -758,7 +758,8 @@ def rows_changes(src):
     """Part 2: rows/README and each rows step's README blocks."""
     rsrc, changes = src.rows, []
     for path, lang in pages(os.path.join(src.root, "rows")):
-        for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc)):
+        for chart in (rows_docs.softmax_chart(rsrc), rows_docs.bf16_chart(rsrc),
+                      rows_docs.widths_chart(rsrc)):
             if chart:
                 src.linked.append(chart_zh.shown(chart, lang))
         old = read_text(path)

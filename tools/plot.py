@@ -615,6 +615,78 @@ def draw_row_charts(mpl, rm, out_dir):
                          f"copy's speed, per shape")
 
 
+# bench.py --widths (make bench-widths): part 2's map, GB/s against the width
+# at one input size. One panel per op, float on top and bfloat16 below: the
+# copy of the op's element type, the op's last step, PyTorch eager and
+# compiled.
+WIDTH_PANELS = (("sum", "layernorm", "softmax", "rmsnorm"),
+                ("layernorm_bf16", "softmax_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16"))
+WIDTH_TITLES = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax",
+                "rmsnorm": "RMSNorm", "layernorm_bf16": "LayerNorm, bfloat16",
+                "softmax_bf16": "softmax, bfloat16", "rmsnorm_bf16": "RMSNorm, bfloat16",
+                "add_rmsnorm_bf16": "residual add + RMSNorm, bfloat16"}
+
+
+def is_widths_file(path):
+    return os.path.basename(path).endswith("-rows-widths.csv")
+
+
+def width_line(rm, step):
+    """[(cols, GB/s, [below, above])] of a program over the widths it ran,
+    narrowest first; below and above: its slowest and fastest round."""
+    points = []
+    for shape in rm.shapes:
+        row = rm.get(step, shape)
+        if row is not None:
+            whisker = gbps_whisker(row, rm.spread(step, shape))
+            points.append((shape[1], row.gbps, [whisker[0][0], whisker[1][0]]))
+    return sorted(points)
+
+
+def draw_widths(mpl, rm, path):
+    fig, axes = mpl.plt.subplots(2, 4, figsize=(18, 9), layout="constrained", sharey=True)
+    peak = max(r.peak_gbps for r in rm.rows.values())
+    cols = sorted({shape[1] for shape in rm.shapes})
+    for panel_ops, row_axes in zip(WIDTH_PANELS, axes):
+        for op, ax in zip(panel_ops, row_axes):
+            copy = compare.COPY16 if op.endswith(compare.BF16) else compare.COPY
+            ours = rm.last_step(op)
+            lines = [(copy, "the copy" if copy == compare.COPY else "bfloat16 copy",
+                      dict(color="#222222", linestyle="--", linewidth=1.8)),
+                     (ours, ours.replace(schema.ROWS, "") if ours else None,
+                      dict(color=COLOUR_SOFTMAX, linewidth=2.4, marker="o")),
+                     (compare.TORCH + op, "PyTorch", dict(color=COLOUR_TORCH, linewidth=1.6,
+                                                          marker="s", markersize=4)),
+                     (compare.TORCH_COMPILED + op, "torch.compile",
+                      dict(color=COLOUR_TORCH_LIGHT, linewidth=1.6, linestyle="-.",
+                           marker="^", markersize=4))]
+            for step, label, style in lines:
+                points = width_line(rm, step) if step else []
+                if points:
+                    xs, ys = [p[0] for p in points], [p[1] for p in points]
+                    ax.plot(xs, ys, label=marked(rm, step, label), **style)
+                    ax.errorbar(xs, ys, yerr=[[p[2][0] for p in points], [p[2][1] for p in points]],
+                                fmt="none", ecolor=style["color"], elinewidth=1.0, capsize=2)
+            if peak > 0:
+                ax.axhline(peak, color=COLOUR_PEAK, linestyle=":", linewidth=1.0)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(cols, [f"{c}" for c in cols], rotation=45, fontsize=8)
+            ax.minorticks_off()
+            ax.set_title(WIDTH_TITLES.get(op, op), fontsize=11.5)
+            ax.set_ylim(0, 1.08 * peak if peak > 0 else None)
+            ax.grid(alpha=0.3)
+            ax.legend(loc="lower left", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("GB/s  (bytes one run must move / median time)")
+    for ax in axes[1]:
+        ax.set_xlabel("columns a row (log2 scale), 256 MiB of x")
+    fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
+    fig.suptitle(f"Part 2 on {rm.describe('gpu')}: GB/s against the width, each op's last step "
+                 f"beside the copy and PyTorch (dotted: the theoretical peak, {peak:.0f} GB/s)",
+                 fontsize=14, fontweight="bold")
+    save_figure(mpl, fig, path)
+
+
 def is_rows_file(path):
     header = schema.header_of(path)
     if "rows" not in header:
@@ -668,7 +740,12 @@ def run(args):
                   "`pip install -r tools/requirements.txt` (or `make plot`, "
                   "which creates a venv)", file=sys.stderr)
             return 3
-        draw_row_charts(mpl, rm, args.out_dir or os.path.dirname(os.path.abspath(args.results)))
+        out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
+        if is_widths_file(args.results):
+            os.makedirs(out_dir, exist_ok=True)
+            draw_widths(mpl, rm, row_chart_path(rm, "gbps", out_dir))
+        else:
+            draw_row_charts(mpl, rm, out_dir)
         return 0
     m = compare.Measurements.load(args.results, judge)
     m.require_table_sizes()

@@ -41,6 +41,10 @@ SECTORS_LABEL = "32-byte sectors per global load request"
 
 SOFTMAX_CHART_ALT = "softmax against the copy and PyTorch, per shape"
 BF16_CHART_ALT = "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape"
+WIDTHS_CHART_ALT = "GB/s against the width: each op's last step, the copy and PyTorch"
+WIDTHS_TEXT = ("Part 2's map ({source}, `make bench-widths`): each op's last step beside its "
+               "copy and PyTorch, eager and compiled, at 256 MiB of x from 256 to 262144 "
+               "columns, where the rows halve as the width doubles.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
@@ -58,6 +62,8 @@ STRINGS = {
     "Row sum, {step}, at every shape": "",
     "Softmax, {step}, at every shape": "",
     SOFTMAX_CHART_ALT: "",
+    WIDTHS_CHART_ALT: "",
+    WIDTHS_TEXT: "",
     "Softmax in bfloat16, {step}, at every shape": "",
     "LayerNorm in bfloat16, {step}, at every shape": "",
     BF16_CHART_ALT: "",
@@ -223,6 +229,12 @@ def results_block(rsrc, summary, tr, chart=lambda path: path):
                           "bfloat16 (rows/copy16), and PyTorch runs the same operation on "
                           "bfloat16 tensors.")] + bf16 +
                   ["", f"![{tr(BF16_CHART_ALT)}]({link.replace(os.sep, '/')})"])
+    widths = widths_chart(rsrc)
+    if widths:
+        rows_dir = os.path.join(rsrc.root, "rows")
+        link = os.path.relpath(chart(widths), rows_dir).replace(os.sep, "/")
+        source = os.path.relpath(widths[:-len("-gbps.png")] + ".csv", rsrc.root).replace(os.sep, "/")
+        lines += ["", tr(WIDTHS_TEXT, source=source), "", f"![{tr(WIDTHS_CHART_ALT)}]({link})"]
     lines += marks.note(tr)
     return "\n".join(lines)
 
@@ -243,6 +255,15 @@ def bf16_chart(rsrc):
         return None
     path = rsrc.m.path
     return (path[:-len(".csv")] if path.endswith(".csv") else path) + "-bf16.png"
+
+
+def widths_chart(rsrc):
+    """The path of part 2's map (tools/plot.py's <gpu>-rows-widths-gbps.png from
+    bench.py --widths, beside the results file), or None until it is drawn."""
+    path = rsrc.m.path
+    stem = path[:-len("-rows.csv")] if path.endswith("-rows.csv") else path
+    chart = stem + "-rows-widths-gbps.png"
+    return chart if os.path.isfile(chart) else None
 
 
 def copy_bar_table(m, op, title, tr, marks):

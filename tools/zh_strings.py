@@ -256,6 +256,14 @@ STRINGS = {
     "softmax against the copy and PyTorch, per shape": "各个形状上 softmax 与复制、PyTorch 的对比",
     "Softmax in bfloat16, {step}, at every shape": "bfloat16 的 softmax：{step} 在各个形状上的结果",
     "LayerNorm in bfloat16, {step}, at every shape": "bfloat16 的 LayerNorm：{step} 在各个形状上的结果",
+    "GB/s against the width: each op's last step, the copy and PyTorch":
+        "GB/s 随列宽的变化：每种运算的最后一步、复制与 PyTorch",
+    "Part 2's map ({source}, `make bench-widths`): each op's last step beside its copy and "
+    "PyTorch, eager and compiled, at 256 MiB of x from 256 to 262144 columns, where the rows "
+    "halve as the width doubles.":
+        "第 2 部分的全图（{source}，`make bench-widths`）：每种运算的最后一步，与它的复制以及 "
+        "eager 模式和编译后的 PyTorch 对照；x 固定为 256 MiB，列数从 256 到 262144，列宽每翻一倍，"
+        "行数就减半。",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
         "各个形状上 bfloat16 各步与 bfloat16 复制、PyTorch 的对比",
     "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
@@ -428,6 +436,15 @@ SUMMARIES = {
 # ----------------------------------------------------------------------------
 
 CHART_STRINGS = {
+    # tools/plot.py, part 2's map (bench.py --widths: <gpu>-rows-widths-gbps.png)
+    "row sum": "按行求和",
+    "LayerNorm, bfloat16": "LayerNorm，bfloat16",
+    "softmax, bfloat16": "softmax，bfloat16",
+    "RMSNorm, bfloat16": "RMSNorm，bfloat16",
+    "residual add + RMSNorm, bfloat16": "残差相加 + RMSNorm，bfloat16",
+    "the copy": "复制",
+    "bfloat16 copy": "bfloat16 复制",
+    "columns a row (log2 scale), 256 MiB of x": "每行的列数（log2 刻度），x 共 256 MiB",
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
     "cp.async.bulk: warp 0's lanes copy the share in chunks (16 KB, shrunk to one pack), counted "
     "in bytes on one mbarrier":
@@ -549,6 +566,10 @@ CHART_STRINGS = {
 # (regular expression of a whole line, its Chinese form with {0}, {1}, ...
 # for the groups), tried in order after CHART_STRINGS and STRINGS.
 CHART_PATTERNS = [
+    # tools/plot.py, part 2's map (bench.py --widths)
+    (r"Part 2 on (.+): GB/s against the width, each op's last step beside the copy and PyTorch "
+     r"\(dotted: the theoretical peak, (\d+) GB/s\)",
+     "{0} 上的第 2 部分：GB/s 随列宽的变化，每种运算的最后一步与复制和 PyTorch 对照（点线：理论峰值 {1} GB/s）"),
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
     (r"(rows/step23_bf16_bulk): one row over a cluster of (\d+) blocks, by bulk copies",
      "{0}：一行分给由 {1} 个线程块组成的簇，用批量拷贝"),
