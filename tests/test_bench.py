@@ -555,6 +555,15 @@ class BenchWidthsTest(ScriptTest):
         self.assertEqual(torch, {"torch/sum", "torch/compiled/sum", "torch/layernorm",
                                  "torch/compiled/layernorm", "torch/copy"})
 
+    def test_a_run_split_over_calls_by_round(self):
+        for k in ("1", "2"):
+            proc = self.bench("--widths", "--quick", "--rounds", "2", "--round", k,
+                              "--run-id", "20260101T000001Z")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = self.results("h200-rows-widths.csv")
+        self.assertEqual(sorted({r["round"] for r in rows}), ["1", "2"])
+        self.assertEqual(len(rows), 2 * 3 * len(bench.QUICK_SWEEP_COLS))
+
     def test_it_takes_no_other_selection(self):
         for extra in (["--only", "rows"], ["--shapes", "4x8"], ["--part", "rows"]):
             proc = self.bench("--widths", *extra)

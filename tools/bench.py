@@ -702,10 +702,10 @@ def parse_args(argv):
         parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
     if args.only is not None and not args.only:
         parser.error("--only names no program")
-    if args.widths and (args.only is not None or args.shapes or args.only_round or
-                        args.part != "all" or args.merge_into):
+    if args.widths and (args.only is not None or args.shapes or args.part != "all" or
+                        args.merge_into):
         parser.error("--widths runs its own programs and shapes into its own file: it takes "
-                     "no --only, --shapes, --round, --part or --merge-into")
+                     "no --only, --shapes, --part or --merge-into")
     # Runs are ordered by their ids: an id is a UTC time, so a later run sorts after.
     if args.run_id is not None and not re.fullmatch(r"\d{8}T\d{6}Z([._-][0-9A-Za-z._-]+)?",
                                                     args.run_id):
