@@ -120,6 +120,7 @@ plot: $(NEED_VENV) $(PLOT_PARTS)
 	$(PLOT_PYTHON) tools/plot.py --chinese --results $(RESULTS) $(PROFILE_ARG)
 	@if [ -f $(ROW_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(ROW_RESULTS); fi
 	@if [ -f $(BACK_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(BACK_RESULTS); fi
+	@if [ -f $(WIDTHS_RESULTS) ]; then $(PLOT_PYTHON) tools/plot.py --chinese --results $(WIDTHS_RESULTS); fi
 
 clean:
 	rm -rf build $(PROGRAMS) $(ROW_PROGRAMS) $(BROKEN) step4_warp/run-racy $(ALIASES) $(ROW_ALIASES) \

@@ -60,6 +60,7 @@ tune: gpu-check $(HARNESS) | build
 # No README is written: that is `make docs`.
 ROW_RESULTS = $(patsubst %.csv,%-rows.csv,$(RESULTS))
 BACK_RESULTS = $(patsubst %.csv,%-back.csv,$(RESULTS))   # part 3's (tools/bench.py --only back)
+WIDTHS_RESULTS = $(patsubst %.csv,%-rows-widths.csv,$(RESULTS))   # part 2's map (make bench-widths)
 
 # A finished run's results become the reference: tools/publish.py copies
 # OUT_DIR's CSVs and logs of the reference's GPU into plots/reference under

@@ -528,7 +528,7 @@ class BenchWidthsTest(ScriptTest):
         self.assertEqual([name for name, _, _ in plan],
                          ["rows/step0_thread", "rows/step5_layernorm", "rows/baseline_copy"])
         self.assertEqual(set(roles.values()), {""})
-        self.assertEqual(ops, ["sum", "compiled/sum", "layernorm", "compiled/layernorm", "copy"])
+        self.assertEqual(ops, ["sum", "compiled/sum", "layernorm", "compiled/layernorm"])
         for _, _, runs in plan:
             self.assertEqual([r.cols for r in runs], list(bench.SWEEP_COLS))
             for r in runs:   # 256 MiB of floats, or as near as whole rows come
@@ -553,7 +553,7 @@ class BenchWidthsTest(ScriptTest):
                 self.assertTrue(all("--no-verify" in line for line in lines), (step, lines))
         torch = {r["step"] for r in rows if r["step"].startswith("torch/")}
         self.assertEqual(torch, {"torch/sum", "torch/compiled/sum", "torch/layernorm",
-                                 "torch/compiled/layernorm", "torch/copy"})
+                                 "torch/compiled/layernorm"})
 
     def test_a_run_split_over_calls_by_round(self):
         for k in ("1", "2"):

@@ -856,7 +856,7 @@ class RowOpsTests(unittest.TestCase):
         chart = os.path.join(os.path.dirname(rsrc.m.path), "h200-rows-widths-gbps.png")
         open(chart, "wb").close()
         self.assertEqual(rows_docs.widths_chart(rsrc), chart)
-        for lang, words in (("en", "Part 2's map"), ("zh-CN", "第 2 部分的全图")):
+        for lang, words in (("en", "Part 2's map"), ("zh-CN", "第 2 部分的全景图")):
             text = self.block(rsrc, rows_docs, lang)
             self.assertIn(words, text)
             self.assertIn("h200-rows-widths.csv", text)

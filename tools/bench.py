@@ -79,8 +79,9 @@ SOFTMAX_SHAPES = ROW_SHAPES + ((4096, 151936), (1, 262144))
 # last step, the copies and PyTorch's ops at one input size, SWEEP_BYTES of x
 # (bfloat16 rows twice as many), from 256 columns to the widest a cluster
 # holds, with the vocabularies between: GB/s against the width. Its own file,
-# OUT_DIR/<gpu>-rows-widths.csv; no exact checks (the grader makes them at
-# every one of these widths), every timed run still verified.
+# OUT_DIR/<gpu>-rows-widths.csv; no exact checks (the grader's are at the
+# widths where the kernels change, these programs' own runs made them), every
+# timed run still verified. PyTorch's copies are left out: the chart draws ours.
 SWEEP_BYTES = 256 << 20
 SWEEP_COLS = (256, 1024, 4096, 16384, 50257, 65536, 151936, 262144)
 QUICK_SWEEP_COLS = (1024, 65536)
@@ -923,7 +924,8 @@ def width_plan(args):
     plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in
                                          width_shapes(row_program_op(args.root, n), args.quick)])
             for n in names]
-    ops = list(dict.fromkeys(o for n in names for o in torch_ops_of(row_program_op(args.root, n))))
+    ops = list(dict.fromkeys(o for n in names for o in torch_ops_of(row_program_op(args.root, n))
+                             if not o.startswith("copy")))
     return WIDTHS_SUFFIX, plan, {n: "" for n in names}, ops
 
 

@@ -935,7 +935,7 @@ ROW_BULK = (4, 2, 5, 70)   # blocks, warps a block, elements from the row to a 1
 ROW_BULK_PACK = 8          # bfloat16s in 16 bytes
 ROW_BULK_FIGURE = "bulk"
 ROW_BULK_ALT = ("{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row "
-                "({cols} of them: a head and a tail read by threads, the body's 16-byte packs "
+                "({cols} of them, shrunk: a head and a tail read by threads, the body's 16-byte packs "
                 "copied into shared memory by cp.async.bulk, a share per block), and where "
                 "each warp's (max, sum) lands in every block")
 
@@ -1031,8 +1031,8 @@ def draw_row_bulk(mpl, path):
             va="center", fontsize=8.5, bbox=clear)
     add_cell(ax, mpl.Rectangle((0, 0.15), cols, 1.2, facecolor="#ffffff", edgecolor="#222222",
                                linewidth=0.8))
-    ax.text(cols / 2, 0.75, "each block adds its slots in slot order (the same bits in every "
-            "block),\nwrites y over x in shared memory, and sends it out by cp.async.bulk",
+    ax.text(cols / 2, 0.75, "each block combines its slots in one fixed order (the same bits in "
+            "every block),\nwrites y over x in shared memory, and sends it out by cp.async.bulk",
             ha="center", va="center", fontsize=8.5)
     ax.set_xlim(-0.3, cols + 0.3)
     ax.set_ylim(0, 8.2)

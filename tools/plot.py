@@ -633,7 +633,8 @@ def is_widths_file(path):
 
 def width_line(rm, step):
     """[(cols, GB/s, [below, above])] of a program over the widths it ran,
-    narrowest first; below and above: its slowest and fastest round."""
+    narrowest first; below and above: how far its slowest and fastest
+    rounds lie from the median (the error bar's two arms)."""
     points = []
     for shape in rm.shapes:
         row = rm.get(step, shape)
@@ -641,6 +642,12 @@ def width_line(rm, step):
             whisker = gbps_whisker(row, rm.spread(step, shape))
             points.append((shape[1], row.gbps, [whisker[0][0], whisker[1][0]]))
     return sorted(points)
+
+
+def width_label(cols):
+    """A width as a tick: 1024 -> 1k, 65536 -> 64k; a width that is not a
+    multiple of 1024 in full (50257, 151936), so that it reads as one."""
+    return f"{cols // 1024}k" if cols % 1024 == 0 else f"{cols}"
 
 
 def draw_widths(mpl, rm, path):
@@ -670,7 +677,7 @@ def draw_widths(mpl, rm, path):
             if peak > 0:
                 ax.axhline(peak, color=COLOUR_PEAK, linestyle=":", linewidth=1.0)
             ax.set_xscale("log", base=2)
-            ax.set_xticks(cols, [f"{c}" for c in cols], rotation=45, fontsize=8)
+            ax.set_xticks(cols, [width_label(c) for c in cols], rotation=45, fontsize=8)
             ax.minorticks_off()
             ax.set_title(WIDTH_TITLES.get(op, op), fontsize=11.5)
             ax.set_ylim(0, 1.08 * peak if peak > 0 else None)

@@ -261,7 +261,7 @@ STRINGS = {
     "Part 2's map ({source}, `make bench-widths`): each op's last step beside its copy and "
     "PyTorch, eager and compiled, at 256 MiB of x from 256 to 262144 columns, where the rows "
     "halve as the width doubles.":
-        "第 2 部分的全图（{source}，`make bench-widths`）：每种运算的最后一步，与它的复制以及 "
+        "第 2 部分的全景图（{source}，`make bench-widths`）：每种运算的最后一步，与同一元素类型的复制以及 "
         "eager 模式和编译后的 PyTorch 对照；x 固定为 256 MiB，列数从 256 到 262144，列宽每翻一倍，"
         "行数就减半。",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
@@ -313,11 +313,11 @@ STRINGS = {
     "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
     "its rows as step 4 does.":
         "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
-    "{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row ({cols} of them: "
-    "a head and a tail read by threads, the body's 16-byte packs copied into shared memory by "
+    "{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row ({cols} of them, "
+    "shrunk: a head and a tail read by threads, the body's 16-byte packs copied into shared memory by "
     "cp.async.bulk, a share per block), and where each warp's (max, sum) lands in every block":
-        "{step}：簇里有 {blocks} 个线程块，一行里的每个 bfloat16 由其中哪一个负责（共 {cols} 个：头部和尾部"
-        "由线程读取，中间的 16 字节 pack 由 cp.async.bulk 拷进共享内存，每个线程块一份），以及每个 warp "
+        "{step}：簇里有 {blocks} 个线程块，一行里的每个 bfloat16 由其中哪一个负责（共 {cols} 个，已缩小："
+        "头部和尾部由线程读取，主体的 16 字节 pack 由 cp.async.bulk 拷进共享内存，每个线程块一份），以及每个 warp "
         "的 (max, sum) 落在每个线程块的哪个槽位",
     "{step}: which of a cluster's {blocks} blocks holds each float4 of one row ({packs} float4s, "
     "{slots} in each thread's registers, the rest in shared memory), and the one exchange of the "
@@ -420,7 +420,7 @@ SUMMARIES = {
     "Welford LayerNorm: one read for the mean and the variance, merged with Chan's formula.":
         "Welford LayerNorm：读一遍同时得到均值和方差，用 Chan 的公式合并。",
     "Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.":
-        "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各块的数对在 mbarrier 上汇合。",
+        "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各线程块的 (max, sum) 对在 mbarrier 上汇合。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
@@ -441,7 +441,7 @@ CHART_STRINGS = {
     "LayerNorm, bfloat16": "LayerNorm，bfloat16",
     "softmax, bfloat16": "softmax，bfloat16",
     "RMSNorm, bfloat16": "RMSNorm，bfloat16",
-    "residual add + RMSNorm, bfloat16": "残差相加 + RMSNorm，bfloat16",
+    "residual add + RMSNorm, bfloat16": "残差加法 + RMSNorm，bfloat16",
     "the copy": "复制",
     "bfloat16 copy": "bfloat16 复制",
     "columns a row (log2 scale), 256 MiB of x": "每行的列数（log2 刻度），x 共 256 MiB",
@@ -454,9 +454,9 @@ CHART_STRINGS = {
     "second mbarrier: no cluster barrier to meet":
         "st.async：线程块 r 的 warp w 把自己的 (max, sum) 写进每个线程块的槽位 r.w，计在第二个 "
         "mbarrier 上：不必在簇屏障处会合",
-    "each block adds its slots in slot order (the same bits in every block),\nwrites y over x in "
-    "shared memory, and sends it out by cp.async.bulk":
-        "每个线程块按槽位顺序把自己的各个槽位加起来（每个线程块里逐位相同），\n在共享内存里用 y 覆盖 x，"
+    "each block combines its slots in one fixed order (the same bits in every block),\nwrites y "
+    "over x in shared memory, and sends it out by cp.async.bulk":
+        "每个线程块按同一个固定顺序合并自己的各个槽位（各线程块的结果逐位相同），\n在共享内存里用 y 覆盖 x，"
         "再用 cp.async.bulk 写出去",
     "head and tail: read by threads": "头部和尾部：由线程读取",
     # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
@@ -572,11 +572,11 @@ CHART_PATTERNS = [
      "{0} 上的第 2 部分：GB/s 随列宽的变化，每种运算的最后一步与复制和 PyTorch 对照（点线：理论峰值 {1} GB/s）"),
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
     (r"(rows/step23_bf16_bulk): one row over a cluster of (\d+) blocks, by bulk copies",
-     "{0}：一行分给由 {1} 个线程块组成的簇，用批量拷贝"),
+     "{0}：用批量拷贝把一行分给 {1} 个线程块组成的簇"),
     (r"a row of (\d+) bfloat16s starting (\d+) elements past a 16-byte boundary: head (\d+), "
      r"(\d+) packs of 8, tail (\d+); (\d+) packs a share; (\d+) warps a block \(shrunk from 8\)",
      "一行 {0} 个 bfloat16，起点在 16 字节边界之后 {1} 个元素处：头部 {2} 个，{3} 个 8 元素的 pack，"
-     "尾部 {4} 个；每份 {5} 个 pack；每个线程块 {6} 个 warp（由 8 缩小而来）"),
+     "尾部 {4} 个；每份 {5} 个 pack；每个线程块 {6} 个 warp（实为 8 个，图中缩小）"),
     # tools/diagrams.py, part 3's picture of step 13's cluster (back-step13_cluster-cluster.png)
     (r"block (\d+)'s share", "线程块 {0} 的那一份"),
     (r"block (\d+): sum of dy \* y\nover its floats", "线程块 {0}：对自己那些 float\n求 dy * y 的和"),

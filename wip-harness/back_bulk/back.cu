@@ -273,8 +273,8 @@ softmax_backward_bulk_kernel(const float *g_y, const float *g_dy, float *g_dx, u
     sum = warp_allreduce(sum);
 
     // Lane r pushes the warp's sum into block r. Each block then waits for
-    // its own slots only, and adds them in slot order, as every other block
-    // does: the row's sum, the same bits in each.
+    // its own slots only, and adds them in one fixed order (lane-strided,
+    // then the butterfly), as every other block does: the same bits in each.
     cluster.barrier_wait();   // every block's mbarrier is ready
     if (lane < blocks)
         push_sum(&s_sums[rank * BULK_WARPS + warp], &s_pushed, lane, sum);
@@ -427,7 +427,7 @@ static unsigned int bulk_max_cluster(void)
 // many blocks with that much shared memory that does not fit a GPC).
 static unsigned int bulk_cluster(const struct back_problem *p)
 {
-    if (p->cols < MIN_BULK_COLS || max_cluster() == 1 || SHARE_BYTES > bulk_limit() ||
+    if (p->cols <= MIN_BULK_COLS || max_cluster() == 1 || SHARE_BYTES > bulk_limit() ||
         ((size_t)p->y - (size_t)p->dy) % 16 != 0 || ((size_t)p->y - (size_t)p->dx) % 16 != 0)
         return 0;
     for (unsigned int c = 2; c <= bulk_max_cluster(); c *= 2)
