@@ -525,11 +525,14 @@ class BenchWidthsTest(ScriptTest):
         suffix, plan, roles, ops = bench.width_plan(args)
         self.assertEqual(suffix, "-rows-widths")
         # CUB's segmented sum is the row sum's bar, not a last step: left out.
+        # and part 1's step 9 on 256 MiB of floats as one array: the row sum's bar.
         self.assertEqual([name for name, _, _ in plan],
-                         ["rows/step0_thread", "rows/step5_layernorm", "rows/baseline_copy"])
+                         ["rows/step0_thread", "rows/step5_layernorm", "rows/baseline_copy",
+                          "step9_singlepass"])
+        self.assertEqual([r.n for r in plan[-1][2]], [bench.SWEEP_BYTES // 4])
         self.assertEqual(set(roles.values()), {""})
         self.assertEqual(ops, ["sum", "compiled/sum", "layernorm", "compiled/layernorm"])
-        for _, _, runs in plan:
+        for _, _, runs in plan[:-1]:
             self.assertEqual([r.cols for r in runs], list(bench.SWEEP_COLS))
             for r in runs:   # 256 MiB of floats, or as near as whole rows come
                 self.assertLessEqual(r.rows * r.cols * 4, bench.SWEEP_BYTES)
@@ -543,9 +546,11 @@ class BenchWidthsTest(ScriptTest):
         self.assertEqual(sorted(os.listdir(self.out)),
                          ["h200-rows-widths-bench.log", "h200-rows-widths.csv"])
         rows = self.results("h200-rows-widths.csv")
-        ours = [r for r in rows if not r["step"].startswith("torch/")]
+        ours = [r for r in rows if not r["step"].startswith("torch/") and r["rows"]]
         self.assertEqual(sorted({r["step"] for r in ours}),
                          ["rows/copy", "rows/step0_thread", "rows/step5_layernorm"])
+        self.assertEqual([r["n"] for r in rows if r["step"] == "step9_singlepass"],
+                         [str(bench.SWEEP_BYTES // 4)] * 2)
         self.assertEqual(len(ours), 2 * 3 * len(bench.QUICK_SWEEP_COLS))
         self.assertEqual({r["cols"] for r in ours}, {str(c) for c in bench.QUICK_SWEEP_COLS})
         for _, step, argv, lines, _ in self.processes():
@@ -562,7 +567,7 @@ class BenchWidthsTest(ScriptTest):
             self.assertEqual(proc.returncode, 0, proc.stderr)
         rows = self.results("h200-rows-widths.csv")
         self.assertEqual(sorted({r["round"] for r in rows}), ["1", "2"])
-        self.assertEqual(len(rows), 2 * 3 * len(bench.QUICK_SWEEP_COLS))
+        self.assertEqual(len(rows), 2 * (3 * len(bench.QUICK_SWEEP_COLS) + 1))   # + step 9
 
     def test_it_takes_no_other_selection(self):
         for extra in (["--only", "rows"], ["--shapes", "4x8"], ["--part", "rows"]):

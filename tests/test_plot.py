@@ -278,6 +278,12 @@ class ChartContentTests(Workspace):
                                      min_us=f"{t:.3f}", max_us=f"{t:.3f}",
                                      gbps=f"{2 * n * size / t / 1e3:.2f}", round=str(k),
                                      run="20261204T000000Z", role="", code_hash=""))
+        n = (256 << 20) // 4   # step 9 on the same floats as one array: 4 bytes each, read once
+        for k in (1, 2):
+            rows.append(dict(template, step="step9_singlepass", op="", rows="", cols="", n=str(n),
+                             bytes=str(4 * n), median_us="80.000", min_us="80.000",
+                             max_us="80.000", gbps=f"{4 * n / 80.0 / 1e3:.2f}", round=str(k),
+                             run="20261204T000000Z", role="", code_hash=""))
         return self.make_results(csv_text(rows), "h200-rows-widths.csv")
 
     def test_widths_chart_gbps_against_the_width(self):
@@ -296,9 +302,13 @@ class ChartContentTests(Workspace):
         bf16 = {l.get_label() for l in panels["softmax, bfloat16"].get_lines()}
         self.assertIn("bfloat16 copy", bf16)
         self.assertIn("step23_bf16_bulk", bf16)
-        # No row sum in the file: its panel shows the copy alone.
+        # No row sum in the file: its panel shows its bars alone, the copy and
+        # step 9 on one array (a sum only reads).
         self.assertEqual([l.get_label() for l in panels["row sum"].get_lines()
-                          if not l.get_label().startswith("_")], ["the copy"])
+                          if not l.get_label().startswith("_")],
+                         ["part 1's step 9, the same floats as one array", "the copy"])
+        self.assertNotIn("part 1's step 9, the same floats as one array",
+                         [l.get_label() for l in panels["softmax"].get_lines()])
 
     def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
         fig = self.draw(RESULTS)["vs-cub"]

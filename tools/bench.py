@@ -914,8 +914,9 @@ def last_steps(root):
 
 def width_plan(args):
     """(suffix, plan, roles, torch ops) of --widths: each op's last step and
-    the two copies, each at its op's width_shapes(), and PyTorch's forms of
-    those ops."""
+    the two copies, each at its op's width_shapes(), part 1's step 9 on the
+    same 256 MiB of floats (the row sum's bar), and PyTorch's forms of those
+    ops but the copies."""
     names = last_steps(args.root) + [d for d in (COPY_DIR, COPY16_DIR)
                                      if os.path.isdir(os.path.join(args.root, d))]
     if not names:
@@ -926,7 +927,14 @@ def width_plan(args):
             for n in names]
     ops = list(dict.fromkeys(o for n in names for o in torch_ops_of(row_program_op(args.root, n))
                              if not o.startswith("copy")))
-    return WIDTHS_SUFFIX, plan, {n: "" for n in names}, ops
+    roles = {n: "" for n in names}
+    if any(row_program_op(args.root, n) == "sum" for n in names) and \
+            is_executable(run_path(args.root, ONE_ARRAY)):
+        # A row sum only reads: its bar is part 1's step 9 on the same floats
+        # as one array (the copy also writes), 256 MiB of them.
+        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=SWEEP_BYTES // 4)]))
+        roles[ONE_ARRAY] = ""
+    return WIDTHS_SUFFIX, plan, roles, ops
 
 
 def bench(args, command):

@@ -667,6 +667,10 @@ def draw_widths(mpl, rm, path):
                      (compare.TORCH_COMPILED + op, "torch.compile",
                       dict(color=COLOUR_TORCH_LIGHT, linewidth=1.6, linestyle="-.",
                            marker="^", markersize=4))]
+            one = [row for (step, key), row in rm.rows.items() if step == compare.ONE_ARRAY]
+            if op == "sum" and one:   # a sum only reads: its bar is step 9 on one array
+                ax.axhline(one[0].gbps, color=COLOUR_MID, linestyle=":", linewidth=1.8,
+                           label="part 1's step 9, the same floats as one array")
             for step, label, style in lines:
                 points = width_line(rm, step) if step else []
                 if points:

@@ -443,6 +443,7 @@ CHART_STRINGS = {
     "RMSNorm, bfloat16": "RMSNorm，bfloat16",
     "residual add + RMSNorm, bfloat16": "残差加法 + RMSNorm，bfloat16",
     "the copy": "复制",
+    "part 1's step 9, the same floats as one array": "第 1 部分的第 9 步，把同样的 float 当作一个数组",
     "bfloat16 copy": "bfloat16 复制",
     "columns a row (log2 scale), 256 MiB of x": "每行的列数（log2 刻度），x 共 256 MiB",
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
