@@ -93,17 +93,11 @@ profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
 
 # Part 2's map: each op's last step, the copies and PyTorch from 256 to 262144
 # columns at 256 MiB of x (tools/bench.py --widths), and its chart in both
-# languages. About 10 device minutes on an H200 with the default 3 rounds.
+# languages: make bench with --widths, which draws what it wrote.
+# BENCH_FLAGS="--round K --run-id ID" puts its rounds in separate calls.
 .PHONY: bench-widths
-bench-widths: gpu-check $(ROW_PROGRAMS) $(NEED_VENV) | build
-	@rm -f build/bench-results
-	@status=0; \
-	$(PYTHON) tools/bench.py --root . --widths --out-dir $(OUT_DIR) --record-path build/bench-results \
-	    --torch-python '$(TORCH_PYTHON)' $(BENCH_FLAGS) || status=$$?; \
-	if [ -s build/bench-results ]; then \
-	    $(PLOT_PYTHON) tools/plot.py --chinese --results "$$(cat build/bench-results)" || status=$$?; \
-	fi; \
-	exit $$status
+bench-widths:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS='--widths $(BENCH_FLAGS)'
 
 # One GPU run of a change: `make verify ONLY=rows/step13_x[,...]` builds,
 # grades (make check's grader on each), profiles and times the programs named
