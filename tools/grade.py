@@ -184,11 +184,13 @@ BACK_DET_SHAPES = ((4097, 1024), (8192, 33), (529, 4097))   # many rows add into
 # (a warp's 32 lanes; blocks of 32 to 1024 threads holding 16 floats each:
 # 512 to 16384; clusters of blocks of 256 holding 4096 each, up to 16 of
 # them, then of 512 and 1024 threads, up to 262144, and past that the rest
-# read twice), the vocabularies of GPT-2, Llama 3 and Qwen, each with a few
-# rows (every 16th row of the exact fill is fully masked: 16 rows have one).
+# read twice; step 14's bulk copies past 32768, in clusters of 4, 8 and 16,
+# whose shares pass 64 KB past 131075), the vocabularies of GPT-2, Llama 3
+# and Qwen, each with a few rows (every 16th row of the exact fill is fully
+# masked: 16 rows have one).
 SOFTMAX_BACK_COLS = (1, 3, 5, 31, 32, 33, 511, 512, 513, 1000, 1023, 1024, 1025, 4095, 4096,
-                     4097, 8193, 16384, 16385, 40961, 50257, 65536, 65537, 128256, 131073,
-                     151936, 262144, 262145)
+                     4097, 8193, 16384, 16385, 32768, 32769, 40961, 50257, 65536, 65537, 65540,
+                     128256, 131073, 131076, 151936, 262144, 262145)
 SOFTMAX_BACK_ROWS = (1, 16, 33, 529)
 SOFTMAX_BACK_CELLS = 1 << 22   # 529 rows stop at 4097 columns, 16 at 262145
 SOFTMAX_BACK_OFFSET_SHAPES = ((13, 4097), (33, 1023), (9, 5), (5, 50257), (3, 151936))
@@ -644,6 +646,8 @@ def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
             cases.append(Case(tool, row_args(6, 20000, "exact", seed=5, offset=3,
                                              extra=("--y-offset", "1")), tool))
         cases.append(Case("memcheck", row_args(3, 70001, "exact", seed=5, offset=0), "memcheck"))
+        for tool in ("racecheck", "synccheck"):   # step 14's bulk copies and mbarriers
+            cases.append(Case(tool, row_args(2, 65540, "exact", seed=6, offset=0), tool))
         cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
     return cases
 
