@@ -795,6 +795,29 @@ class VarianceBlockTests(unittest.TestCase):
                                          self.csv], capture_output=True).returncode, 2)
 
 
+class LearningPathTests(unittest.TestCase):
+    """rows/README's learning path names, for every step, the step its diff
+    starts from (make diff and the step's README diff block): the one
+    answer tools/steps.py gives, in both languages."""
+
+    def test_each_step_names_its_diff_base(self):
+        import steps
+        for page, word in (("rows/README.md", "step {}"), ("rows/README.zh-CN.md", "第 {} 步")):
+            with open(os.path.join(REPO, page), encoding="utf-8") as handle:
+                text = handle.read()
+            found = {}
+            for line in text.splitlines():
+                m = re.match(r"^\| (\d+) \| .* \| ([^|]+) \| \[(step\d+_[a-z0-9_]+)\]", line)
+                if m:
+                    found[m.group(3)] = m.group(2).strip()
+            folders = [os.path.basename(d) for d in steps.step_dirs(REPO, "rows/", source=True)]
+            self.assertEqual(sorted(found), sorted(folders), page)
+            for folder, cell in found.items():
+                base = steps.diff_base(REPO, "rows/" + folder, source=True)
+                want = "—" if base is None else word.format(schema.step_number(base))
+                self.assertEqual(cell, want, (page, folder))
+
+
 class RowOpsTests(unittest.TestCase):
     """Part 2's blocks group the steps by operation: softmax, the newest, gets
     its table and its chart only once a softmax step is measured (the
