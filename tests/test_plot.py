@@ -310,6 +310,25 @@ class ChartContentTests(Workspace):
         self.assertNotIn("part 1's step 9, the same floats as one array",
                          [l.get_label() for l in panels["softmax"].get_lines()])
 
+    def test_widths_chart_without_pytorch_says_so(self):
+        path = self.widths_file()
+        with open(path, newline="") as handle:
+            rows = [r for r in csv.DictReader(handle) if not r["step"].startswith("torch/")]
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        fig = self.draw(path)["rows-widths-gbps"]
+        title = self.texts(fig)[0]
+        self.assertIn("each op's last step beside the copy (dotted", title)
+        self.assertNotIn("PyTorch", title)
+
+    def test_width_ticks_within_an_octave_go_one_line_lower(self):
+        plot = load_plot_module()
+        self.assertEqual(plot.width_labels([256, 1024, 50257, 65536, 151936, 262144]),
+                         ["256", "1k", "50257", "\n64k", "151936", "\n256k"])
+        self.assertEqual(plot.width_labels([1024, 1500, 2000]), ["1k", "\n1500", "2000"])
+
     def test_vs_cub_lines_are_steps_6_on_relative_to_cub(self):
         fig = self.draw(RESULTS)["vs-cub"]
         ax = fig.axes[0]

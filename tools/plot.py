@@ -650,6 +650,16 @@ def width_label(cols):
     return f"{cols // 1024}k" if cols % 1024 == 0 else f"{cols}"
 
 
+def width_labels(cols):
+    """Ticks for sorted widths: a label within an octave of the one before it
+    (50257 and 64k) goes one line lower, so that the two do not overlap."""
+    labels, lowered = [], False
+    for i, c in enumerate(cols):
+        lowered = i > 0 and c < 2 * cols[i - 1] and not lowered
+        labels.append(("\n" if lowered else "") + width_label(c))
+    return labels
+
+
 def draw_widths(mpl, rm, path):
     fig, axes = mpl.plt.subplots(2, 4, figsize=(18, 9), layout="constrained", sharey=True)
     peak = max(r.peak_gbps for r in rm.rows.values())
@@ -681,7 +691,7 @@ def draw_widths(mpl, rm, path):
             if peak > 0:
                 ax.axhline(peak, color=COLOUR_PEAK, linestyle=":", linewidth=1.0)
             ax.set_xscale("log", base=2)
-            ax.set_xticks(cols, [width_label(c) for c in cols], rotation=45, fontsize=8)
+            ax.set_xticks(cols, width_labels(cols), fontsize=8)
             ax.minorticks_off()
             ax.set_title(WIDTH_TITLES.get(op, op), fontsize=11.5)
             ax.set_ylim(0, 1.08 * peak if peak > 0 else None)
@@ -692,9 +702,10 @@ def draw_widths(mpl, rm, path):
     for ax in axes[1]:
         ax.set_xlabel("columns a row (log2 scale), 256 MiB of x")
     fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
+    torch = any(step.startswith(compare.TORCH) for step, _ in rm.rows)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: GB/s against the width, each op's last step "
-                 f"beside the copy and PyTorch (dotted: the theoretical peak, {peak:.0f} GB/s)",
-                 fontsize=14, fontweight="bold")
+                 f"beside the copy{' and PyTorch' if torch else ''} (dotted: the theoretical "
+                 f"peak, {peak:.0f} GB/s)", fontsize=14, fontweight="bold")
     save_figure(mpl, fig, path)
 
 

@@ -12,6 +12,7 @@ PyTorch as the bars.
 
 Every string goes through the translate function docs.py passes in (English
 -> Chinese in tools/zh_strings.py)."""
+import csv
 import os
 
 import compare
@@ -45,6 +46,11 @@ WIDTHS_CHART_ALT = "GB/s against the width: each op's last step, the copy and Py
 WIDTHS_TEXT = ("Part 2's map ({source}, `make bench-widths`): each op's last step beside its "
                "copy and PyTorch, eager and compiled, at 256 MiB of x from 256 to 262144 "
                "columns, where the rows halve as the width doubles.")
+# The same before PyTorch has run in the file (a bench without --torch-python).
+WIDTHS_CHART_ALT_OURS = "GB/s against the width: each op's last step and the copy"
+WIDTHS_TEXT_OURS = ("Part 2's map ({source}, `make bench-widths`): each op's last step beside its "
+                    "copy at 256 MiB of x from 256 to 262144 columns, where the rows halve as the "
+                    "width doubles. PyTorch is not in this run yet.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
@@ -64,6 +70,8 @@ STRINGS = {
     SOFTMAX_CHART_ALT: "",
     WIDTHS_CHART_ALT: "",
     WIDTHS_TEXT: "",
+    WIDTHS_CHART_ALT_OURS: "",
+    WIDTHS_TEXT_OURS: "",
     "Softmax in bfloat16, {step}, at every shape": "",
     "LayerNorm in bfloat16, {step}, at every shape": "",
     BF16_CHART_ALT: "",
@@ -233,8 +241,11 @@ def results_block(rsrc, summary, tr, chart=lambda path: path):
     if widths:
         rows_dir = os.path.join(rsrc.root, "rows")
         link = os.path.relpath(chart(widths), rows_dir).replace(os.sep, "/")
-        source = os.path.relpath(widths[:-len("-gbps.png")] + ".csv", rsrc.root).replace(os.sep, "/")
-        lines += ["", tr(WIDTHS_TEXT, source=source), "", f"![{tr(WIDTHS_CHART_ALT)}]({link})"]
+        data = widths[:-len("-gbps.png")] + ".csv"
+        source = os.path.relpath(data, rsrc.root).replace(os.sep, "/")
+        text, alt = ((WIDTHS_TEXT, WIDTHS_CHART_ALT) if widths_have_torch(data) else
+                     (WIDTHS_TEXT_OURS, WIDTHS_CHART_ALT_OURS))
+        lines += ["", tr(text, source=source), "", f"![{tr(alt)}]({link})"]
     lines += marks.note(tr)
     return "\n".join(lines)
 
@@ -264,6 +275,17 @@ def widths_chart(rsrc):
     stem = path[:-len("-rows.csv")] if path.endswith("-rows.csv") else path
     chart = stem + "-rows-widths-gbps.png"
     return chart if os.path.isfile(chart) else None
+
+
+def widths_have_torch(path):
+    """Whether the map's results file holds PyTorch's rows (False while it
+    is missing: the chart was drawn from a file not kept)."""
+    try:
+        with open(path, newline="", encoding="utf-8") as handle:
+            return any(row.get("step", "").startswith(compare.TORCH)
+                       for row in csv.DictReader(handle))
+    except OSError:
+        return False
 
 
 def copy_bar_table(m, op, title, tr, marks):

@@ -258,12 +258,19 @@ STRINGS = {
     "LayerNorm in bfloat16, {step}, at every shape": "bfloat16 的 LayerNorm：{step} 在各个形状上的结果",
     "GB/s against the width: each op's last step, the copy and PyTorch":
         "GB/s 随列宽的变化：每种运算的最后一步、复制与 PyTorch",
+    "GB/s against the width: each op's last step and the copy":
+        "GB/s 随列宽的变化：每种运算的最后一步与复制",
     "Part 2's map ({source}, `make bench-widths`): each op's last step beside its copy and "
     "PyTorch, eager and compiled, at 256 MiB of x from 256 to 262144 columns, where the rows "
     "halve as the width doubles.":
         "第 2 部分的全景图（{source}，`make bench-widths`）：每种运算的最后一步，与同一元素类型的复制以及 "
         "eager 模式和编译后的 PyTorch 对照；x 固定为 256 MiB，列数从 256 到 262144，列宽每翻一倍，"
         "行数就减半。",
+    "Part 2's map ({source}, `make bench-widths`): each op's last step beside its copy at 256 MiB "
+    "of x from 256 to 262144 columns, where the rows halve as the width doubles. PyTorch is not "
+    "in this run yet.":
+        "第 2 部分的全景图（{source}，`make bench-widths`）：每种运算的最后一步，与同一元素类型的复制"
+        "对照；x 固定为 256 MiB，列数从 256 到 262144，列宽每翻一倍，行数就减半。这次运行还没有测 PyTorch。",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
         "各个形状上 bfloat16 各步与 bfloat16 复制、PyTorch 的对比",
     "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
@@ -571,6 +578,9 @@ CHART_PATTERNS = [
     (r"Part 2 on (.+): GB/s against the width, each op's last step beside the copy and PyTorch "
      r"\(dotted: the theoretical peak, (\d+) GB/s\)",
      "{0} 上的第 2 部分：GB/s 随列宽的变化，每种运算的最后一步与复制和 PyTorch 对照（点线：理论峰值 {1} GB/s）"),
+    (r"Part 2 on (.+): GB/s against the width, each op's last step beside the copy "
+     r"\(dotted: the theoretical peak, (\d+) GB/s\)",
+     "{0} 上的第 2 部分：GB/s 随列宽的变化，每种运算的最后一步与复制对照（点线：理论峰值 {1} GB/s）"),
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
     (r"(rows/step23_bf16_bulk): one row over a cluster of (\d+) blocks, by bulk copies",
      "{0}：用批量拷贝把一行分给 {1} 个线程块组成的簇"),
@@ -648,6 +658,9 @@ CHART_PATTERNS = [
      "{0}：各形状下 softmax 反向传播相对三路数据流复制的速度"),
     (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
      "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
+    (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
+     r"flushed; PyTorch: not measured\. Source: (\S+)",
+     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；没有测 PyTorch。数据来源：{3}"),
     (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
      r"flushed; PyTorch: (.+)\. Source: (\S+)",
      "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；PyTorch：{3}。数据来源：{4}"),
