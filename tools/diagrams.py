@@ -947,10 +947,17 @@ def bulk_split(cols, start, pack=ROW_BULK_PACK):
     return head, (cols - head) // pack, (cols - head) % pack
 
 
+def bulk_share(cols, blocks, pack=ROW_BULK_PACK):
+    """Packs a block of a row over `blocks` blocks: the packs a row of `cols`
+    elements holds at most, over the blocks, rounded up (step 23's
+    launch_bulk(); part 3's step 14 as share_bytes() / 32)."""
+    return -(-(cols // pack) // blocks)
+
+
 def bulk_owner(e, cols, start, blocks, pack=ROW_BULK_PACK):
     """(block, "head", "body" or "tail") of element e of a row."""
     head, packs, tail = bulk_split(cols, start, pack)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks, pack)
     if e < head:
         return 0, "head"
     if e >= cols - tail:
@@ -959,10 +966,11 @@ def bulk_owner(e, cols, start, blocks, pack=ROW_BULK_PACK):
 
 
 def bulk_elements(cols, start, blocks, pack=ROW_BULK_PACK):
-    """{element: [(block, where)]} by the kernel's own expressions: each
-    block's packs [first, first + its packs), its head and tail threads."""
+    """{element: [(block, where)]} by the kernel's own expressions (step 23's
+    and part 3's step 14's, the same): each block's packs [first, first + its
+    packs), its head and tail threads."""
     head, body, tail = bulk_split(cols, start, pack)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks, pack)
     found = {}
     for rank in range(blocks):
         first = min(rank * share, body)
@@ -977,16 +985,30 @@ def bulk_elements(cols, start, blocks, pack=ROW_BULK_PACK):
     return found
 
 
-def pair_slot(rank, warp, warps):
-    """The slot of every block that warp `warp` of block `rank` pushes its pair into."""
+def push_slot(rank, warp, warps):
+    """The slot of every block that warp `warp` of block `rank` pushes into:
+    its (max, sum) pair in step 23, its sum of dy * y in part 3's step 14."""
     return rank * warps + warp
+
+
+def bulk_pushes(blocks, warps, lanes=32):
+    """{block: [(slot, from block, from warp)]} by the kernels' push loop
+    written out: lane r of every warp of every block, r < blocks, stores the
+    warp's value into block r, at push_slot()."""
+    found = {}
+    for rank in range(blocks):
+        for warp in range(warps):
+            for lane in range(lanes):
+                if lane < blocks:
+                    found.setdefault(lane, []).append((push_slot(rank, warp, warps), rank, warp))
+    return found
 
 
 def draw_row_bulk(mpl, path):
     blocks, warps, start, cols = ROW_BULK
     pack = ROW_BULK_PACK
     head, body, tail = bulk_split(cols, start)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks)
     cell = 0.22
     width = cols * cell + 1.2
     fig, ax = new_figure(mpl, width, 8, 0.42, 1.1, 0.2, 0.6, 0.6)
@@ -1016,7 +1038,7 @@ def draw_row_bulk(mpl, path):
         # Its slots: warp w of block r lands in slot r x warps + w of every block.
         for r in range(blocks):
             for w in range(warps):
-                slot = pair_slot(r, w, warps)
+                slot = push_slot(r, w, warps)
                 sx = x0 + (x1 - x0 - blocks * warps * 1.6) / 2 + slot * 1.6
                 add_cell(ax, mpl.Rectangle((sx, 2.3), 1.5, 0.9, facecolor=ROW_WARP_COLOURS[r],
                                            edgecolor="#222222", linewidth=0.6))
