@@ -733,6 +733,9 @@ class ReadmeBlockTests(unittest.TestCase):
         # Part 3's: the column reduction and step 13's cluster, in English and Chinese.
         cluster = os.path.basename(diagrams.BACK_CLUSTER_FIGURE)
         wanted |= set(BACK_PICTURES) | {cluster, cluster.replace(".png", ".zh-CN.png")}
+        # Part 3's step 14, in English and Chinese.
+        bulk = os.path.basename(diagrams.BACK_BULK_FIGURE)
+        wanted |= {bulk, bulk.replace(".png", ".zh-CN.png")}
         # Part 2's step 23, in English and Chinese.
         bulk = os.path.basename(diagrams.row_figure_path(diagrams.ROW_BULK_STEP, FIGURES))
         wanted |= {bulk, bulk.replace(".png", ".zh-CN.png")}
@@ -1109,9 +1112,32 @@ class BackClusterTests(unittest.TestCase):
             mpl.plt.close(fig)
 
 
+def bulk_problems(blocks, start, cols, pack=diagrams.ROW_BULK_PACK):
+    """The elements of a row that diagrams.bulk_elements() (the kernel's
+    expressions written out) does not give exactly one block, or gives
+    another block than diagrams.bulk_owner() (the picture's), and any it
+    gives past the row: [] for a sound model. Part 2's step 23 (packs of 8
+    bfloat16s) and part 3's step 14 (packs of 4 floats) split their rows
+    alike."""
+    found = diagrams.bulk_elements(cols, start, blocks, pack=pack)
+    wrong = [e for e in range(cols) if len(found.get(e, [])) != 1]
+    wrong += [e for e in range(cols) if len(found.get(e, [])) == 1 and
+              diagrams.bulk_owner(e, cols, start, blocks, pack=pack) != found[e][0]]
+    return wrong + sorted(set(found) - set(range(cols)))
+
+
+def slot_problems(blocks, warps):
+    """[(block, its slots)] for each block whose slots, as the kernels' push
+    loop (diagrams.bulk_pushes) fills them, are not 0 .. blocks x warps - 1
+    once each (what each block's mbarrier counts), or that gets no pushes."""
+    pushes = diagrams.bulk_pushes(blocks, warps)
+    got = {rank: sorted(slot for slot, _, _ in pushes.get(rank, [])) for rank in range(blocks)}
+    return [(rank, slots) for rank, slots in got.items() if slots != list(range(blocks * warps))]
+
+
 class RowBulkTests(unittest.TestCase):
     """Part 2's picture of step 23 (plots/diagrams/rows-step23_bf16_bulk-bulk.png)
-    draws diagrams.bulk_owner() and pair_slot(): against the kernel's
+    draws diagrams.bulk_owner() and push_slot(): against the kernel's
     expressions written out (bulk_elements, every element of a row once),
     and those expressions against the kernel's lines."""
 
@@ -1119,11 +1145,7 @@ class RowBulkTests(unittest.TestCase):
               (8, 6, 151936))   # blocks, elements past a boundary, cols
 
     def problems(self, blocks, start, cols):
-        found = diagrams.bulk_elements(cols, start, blocks)
-        wrong = [e for e in range(cols) if len(found.get(e, [])) != 1]
-        wrong += [e for e in range(cols) if len(found.get(e, [])) == 1 and
-                  diagrams.bulk_owner(e, cols, start, blocks) != found[e][0]]
-        return wrong + sorted(set(found) - set(range(cols)))
+        return bulk_problems(blocks, start, cols)
 
     def test_every_element_once_and_the_owner_agrees(self):
         for shape in self.SHAPES:
@@ -1131,20 +1153,20 @@ class RowBulkTests(unittest.TestCase):
 
     def test_every_slot_once(self):
         for blocks, warps in ((4, 2), (8, 8), (2, 8)):
-            slots = [diagrams.pair_slot(r, w, warps) for r in range(blocks) for w in range(warps)]
-            self.assertEqual(sorted(slots), list(range(blocks * warps)))
+            self.assertEqual(slot_problems(blocks, warps), [], (blocks, warps))
 
     def test_a_broken_owner_is_caught(self):
         original = diagrams.bulk_owner
-        diagrams.bulk_owner = lambda e, cols, start, blocks: original(e + 8, cols, start, blocks) \
-            if e + 8 < cols else original(e, cols, start, blocks)
+        diagrams.bulk_owner = lambda e, cols, start, blocks, pack=8: \
+            original(e + 8, cols, start, blocks, pack) if e + 8 < cols else \
+            original(e, cols, start, blocks, pack)
         try:
             self.assertNotEqual(self.problems(4, 5, 70), [])
         finally:
             diagrams.bulk_owner = original
         original = diagrams.bulk_elements
-        diagrams.bulk_elements = lambda cols, start, blocks: {
-            e: v for e, v in original(cols, start, blocks).items() if v[0][1] == "body"}
+        diagrams.bulk_elements = lambda cols, start, blocks, pack=8: {
+            e: v for e, v in original(cols, start, blocks, pack).items() if v[0][1] == "body"}
         try:
             self.assertNotEqual(self.problems(4, 5, 70), [])   # the head and tail left out
         finally:
@@ -1179,6 +1201,163 @@ class RowBulkTests(unittest.TestCase):
             self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
         mpl = diagrams.load_matplotlib()
         fig = diagrams.draw_row_bulk(mpl, None)
+        try:
+            self.assertEqual(chart_zh.untranslated(fig), [])
+        finally:
+            mpl.plt.close(fig)
+
+
+class BackBulkTests(unittest.TestCase):
+    """Part 3's picture of step 14 (plots/diagrams/back-step14_bulk-bulk.png)
+    draws step 23's index rules with 16-byte packs of 4 floats:
+    diagrams.bulk_owner() and push_slot(), against the kernel's loops written
+    out (bulk_elements: every float of a row once; bulk_pushes: every slot of
+    every block once), with shares of back_share_bytes() / 32 packs over the
+    blocks back_bulk_cluster() picks; and all of them against the kernel's
+    lines, so that an edit to the kernel or to the model fails here."""
+
+    PACK = diagrams.BACK_BULK_PACK
+    # (blocks, floats from a 16-byte boundary to y_row, cols): the picture's
+    # row, then the vocabulary widths over the clusters the step picks for
+    # them (test_the_clusters_of_the_vocabulary_widths), at every head offset.
+    SHAPES = tuple((4, start, diagrams.BACK_BULK[3]) for start in range(4)) + tuple(
+        (blocks, start, cols) for blocks, cols in ((8, 50257), (16, 128256), (16, 151936))
+        for start in range(4))
+
+    def problems(self, blocks, start, cols):
+        return bulk_problems(blocks, start, cols, pack=self.PACK)
+
+    def source(self):
+        with open(os.path.join(REPO, diagrams.BACK_BULK_STEP, "back.cu")) as f:
+            return " ".join(f.read().split())
+
+    def test_the_pictures_row(self):
+        blocks, warps, start, cols = diagrams.BACK_BULK
+        self.assertEqual(diagrams.bulk_split(cols, start, self.PACK), (3, 11, 2))
+        self.assertEqual(diagrams.bulk_share(cols, blocks, self.PACK), 3)
+        self.assertEqual(self.problems(blocks, start, cols), [])
+
+    def test_every_float_once_and_the_owner_agrees(self):
+        for shape in self.SHAPES:
+            self.assertEqual(self.problems(*shape), [], shape)
+
+    def test_every_share_fits_its_half_of_shared_memory(self):
+        # s_y holds `share` packs and s_dy starts `share` packs on: a block's
+        # packs must fit them, and the launch asks for both halves.
+        for blocks, start, cols in self.SHAPES:
+            share = diagrams.back_share_bytes(cols, blocks) // 32
+            self.assertEqual(share, diagrams.bulk_share(cols, blocks, self.PACK))
+            packs = Counter(block for e, ((block, where),) in
+                            diagrams.bulk_elements(cols, start, blocks, pack=self.PACK).items()
+                            if where == "body")
+            self.assertLessEqual(max(packs.values()), share * self.PACK, (blocks, start, cols))
+
+    def test_the_clusters_of_the_vocabulary_widths(self):
+        self.assertEqual([diagrams.back_bulk_cluster(cols) for cols in
+                          (32768, 50257, 128256, 151936)], [0, 8, 16, 16])
+        self.assertEqual(diagrams.back_bulk_cluster(151936, most=8), 8)
+        for cols in (50257, 128256):   # the fewest blocks whose shares fit SHARE_BYTES
+            c = diagrams.back_bulk_cluster(cols)
+            self.assertLessEqual(diagrams.back_share_bytes(cols, c), diagrams.BACK_SHARE_BYTES)
+            self.assertGreater(diagrams.back_share_bytes(cols, c // 2), diagrams.BACK_SHARE_BYTES)
+
+    def test_share_bytes_is_the_kernels_expression(self):
+        m = re.search(r"static size_t share_bytes\(size_t cols, unsigned int c\) \{ return "
+                      r"([^;]+);", self.source())
+        self.assertIsNotNone(m, "share_bytes() not found in back/step14_bulk/back.cu")
+        self.assertRegex(m.group(1), r"^[\w\s()+\-*/]+$")
+        expression = m.group(1).replace("/", "//")   # size_t division, in Python
+        for cols in (32769, 50257, 65536, 128256, 131077, 151936, 262144):
+            for c in (2, 4, 8, 16):
+                self.assertEqual(eval(expression, {}, {"cols": cols, "c": c}),
+                                 diagrams.back_share_bytes(cols, c), (cols, c))
+
+    def test_every_block_gets_every_slot_once(self):
+        for blocks in (2, 4, 8, 16):
+            for warps in (2, 8):
+                self.assertEqual(slot_problems(blocks, warps), [], (blocks, warps))
+
+    def test_a_broken_model_is_caught(self):
+        from unittest import mock
+        blocks, warps, start, cols = diagrams.BACK_BULK
+        original_owner, original_elements = diagrams.bulk_owner, diagrams.bulk_elements
+        broken = {
+            # every float one pack on: the owner of the next pack
+            "bulk_owner": lambda e, c, s, b, pack=8: original_owner(min(e + pack, c - 1), c, s,
+                                                                    b, pack),
+            # the tail floats left out, as fixture back_bulk_tail_unsummed leaves them
+            "bulk_elements": lambda c, s, b, pack=8: {
+                e: v for e, v in original_elements(c, s, b, pack).items() if v[0][1] != "tail"},
+            # shares one pack short: the last packs of the body belong to no block
+            "bulk_share": lambda c, b, pack=8: -(-(c // pack) // b) - 1,
+        }
+        for name, function in broken.items():
+            with mock.patch.object(diagrams, name, function):
+                self.assertNotEqual(self.problems(blocks, start, cols), [], name)
+                self.assertNotEqual(self.problems(16, 3, 151936), [], name)
+        # slot `warp` alone, as fixture back_bulk_wrong_slot pushes
+        with mock.patch.object(diagrams, "push_slot", lambda rank, warp, w: warp):
+            self.assertNotEqual(slot_problems(blocks, warps), [])
+            self.assertNotEqual(slot_problems(16, 8), [])
+        # lanes 0 .. blocks - 2 only: the last block gets nothing
+        original_pushes = diagrams.bulk_pushes
+        with mock.patch.object(diagrams, "bulk_pushes", lambda b, w, lanes=32: {
+                r: v for r, v in original_pushes(b, w, lanes).items() if r < b - 1}):
+            self.assertNotEqual(slot_problems(blocks, warps), [])
+        # shares of 128 KB at most: 4 blocks at 50257 columns, not 8
+        with mock.patch.object(diagrams, "BACK_SHARE_BYTES", 128 * 1024):
+            self.assertNotEqual(diagrams.back_bulk_cluster(50257), 8)
+
+    def test_matches_the_kernels_indexing(self):
+        src = self.source()
+        for line in (f"#define MAX_CLUSTER {diagrams.BACK_MAX_CLUSTER}",
+                     "#define BULK_BLOCK 256",
+                     "#define BULK_WARPS (BULK_BLOCK / WARP_SIZE)",
+                     f"#define SHARE_BYTES ({diagrams.BACK_SHARE_BYTES // 1024} * 1024)",
+                     f"#define MIN_BULK_COLS {diagrams.BACK_MIN_BULK_COLS}",
+                     "unsigned int head = (unsigned int)((4 - (size_t)y_row / sizeof(float) % 4) "
+                     "% 4); head = min(head, cols); unsigned int body = (cols - head) / 4, tail = "
+                     "(cols - head) % 4; unsigned int first = min(rank * share, body); unsigned int "
+                     "packs = min(first + share, body) - first, bytes = packs * 16;",
+                     "const float *y = y_row + head + (size_t)first * 4, *dy = dy_row + head + "
+                     "(size_t)first * 4; float *dx = dx_row + head + (size_t)first * 4; float4 "
+                     "*s_y = s_share, *s_dy = s_share + share; unsigned int sums = blocks * "
+                     "BULK_WARPS;",
+                     "mbarrier_expect(&s_pushed, sums * sizeof(float));",
+                     "bulk_load((char *)s_y + b, (const char *)y + b, n, &s_loaded); "
+                     "bulk_load((char *)s_dy + b, (const char *)dy + b, n, &s_loaded);",
+                     "bool has_head = rank == 0 && t < head, has_tail = rank == blocks - 1 && "
+                     "t < tail; unsigned int edge = has_head ? t : cols - tail + t;",
+                     "if (lane < blocks) push_sum(&s_sums[rank * BULK_WARPS + warp], &s_pushed, "
+                     "lane, sum);",
+                     "s_dy[i] = make_float4(",
+                     "dx_row[edge] = e_y * (e_dy - s);",
+                     "bulk_store((char *)dx + b, (const char *)s_dy + b, min(CHUNK, bytes - b));",
+                     "return (cols / 4 + c - 1) / c * 2 * 16;",
+                     "if (p->cols <= MIN_BULK_COLS ||",
+                     "unsigned int c = 2; while (c < bulk_max_cluster() && share_bytes(p->cols, c) "
+                     "> SHARE_BYTES) c *= 2;",
+                     "unsigned int share = (unsigned int)(share_bytes(p->cols, cluster) / 32);"):
+            self.assertIn(line, src)
+
+    def test_the_picture_exists_in_both_languages_and_is_shown(self):
+        blocks, warps, _, cols = diagrams.BACK_BULK
+        values = dict(step=diagrams.BACK_BULK_STEP, blocks=blocks, cols=cols, warps=warps)
+        name = os.path.basename(diagrams.BACK_BULK_FIGURE)
+        for readme, picture, alt in (
+                ("README.md", name, diagrams.english(diagrams.BACK_BULK_ALT, **values)),
+                ("README.zh-CN.md", name.replace(".png", ".zh-CN.png"),
+                 chart_zh.zh_strings.STRINGS[diagrams.BACK_BULK_ALT].format(**values))):
+            self.assertTrue(os.path.isfile(os.path.join(FIGURES, picture)),
+                            f"plots/diagrams/{picture}: run make diagrams")
+            with open(os.path.join(REPO, "back", readme), encoding="utf-8") as f:
+                self.assertIn(f"![{alt}](../plots/diagrams/{picture})", f.read(), readme)
+
+    def test_every_text_of_the_picture_has_a_chinese_form(self):
+        if not HAVE_MATPLOTLIB:
+            self.skipTest("no matplotlib: pip install -r tools/requirements.txt")
+        mpl = diagrams.load_matplotlib()
+        fig = diagrams.draw_back_bulk(mpl, None)
         try:
             self.assertEqual(chart_zh.untranslated(fig), [])
         finally:

@@ -947,10 +947,17 @@ def bulk_split(cols, start, pack=ROW_BULK_PACK):
     return head, (cols - head) // pack, (cols - head) % pack
 
 
+def bulk_share(cols, blocks, pack=ROW_BULK_PACK):
+    """Packs a block of a row over `blocks` blocks: the packs a row of `cols`
+    elements holds at most, over the blocks, rounded up (step 23's
+    launch_bulk(); part 3's step 14 as share_bytes() / 32)."""
+    return -(-(cols // pack) // blocks)
+
+
 def bulk_owner(e, cols, start, blocks, pack=ROW_BULK_PACK):
     """(block, "head", "body" or "tail") of element e of a row."""
     head, packs, tail = bulk_split(cols, start, pack)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks, pack)
     if e < head:
         return 0, "head"
     if e >= cols - tail:
@@ -959,10 +966,11 @@ def bulk_owner(e, cols, start, blocks, pack=ROW_BULK_PACK):
 
 
 def bulk_elements(cols, start, blocks, pack=ROW_BULK_PACK):
-    """{element: [(block, where)]} by the kernel's own expressions: each
-    block's packs [first, first + its packs), its head and tail threads."""
+    """{element: [(block, where)]} by the kernel's own expressions (step 23's
+    and part 3's step 14's, the same): each block's packs [first, first + its
+    packs), its head and tail threads."""
     head, body, tail = bulk_split(cols, start, pack)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks, pack)
     found = {}
     for rank in range(blocks):
         first = min(rank * share, body)
@@ -977,16 +985,30 @@ def bulk_elements(cols, start, blocks, pack=ROW_BULK_PACK):
     return found
 
 
-def pair_slot(rank, warp, warps):
-    """The slot of every block that warp `warp` of block `rank` pushes its pair into."""
+def push_slot(rank, warp, warps):
+    """The slot of every block that warp `warp` of block `rank` pushes into:
+    its (max, sum) pair in step 23, its sum of dy * y in part 3's step 14."""
     return rank * warps + warp
+
+
+def bulk_pushes(blocks, warps, lanes=32):
+    """{block: [(slot, from block, from warp)]} by the kernels' push loop
+    written out: lane r of every warp of every block, r < blocks, stores the
+    warp's value into block r, at push_slot()."""
+    found = {}
+    for rank in range(blocks):
+        for warp in range(warps):
+            for lane in range(lanes):
+                if lane < blocks:
+                    found.setdefault(lane, []).append((push_slot(rank, warp, warps), rank, warp))
+    return found
 
 
 def draw_row_bulk(mpl, path):
     blocks, warps, start, cols = ROW_BULK
     pack = ROW_BULK_PACK
     head, body, tail = bulk_split(cols, start)
-    share = -(-(cols // pack) // blocks)
+    share = bulk_share(cols, blocks)
     cell = 0.22
     width = cols * cell + 1.2
     fig, ax = new_figure(mpl, width, 8, 0.42, 1.1, 0.2, 0.6, 0.6)
@@ -1016,7 +1038,7 @@ def draw_row_bulk(mpl, path):
         # Its slots: warp w of block r lands in slot r x warps + w of every block.
         for r in range(blocks):
             for w in range(warps):
-                slot = pair_slot(r, w, warps)
+                slot = push_slot(r, w, warps)
                 sx = x0 + (x1 - x0 - blocks * warps * 1.6) / 2 + slot * 1.6
                 add_cell(ax, mpl.Rectangle((sx, 2.3), 1.5, 0.9, facecolor=ROW_WARP_COLOURS[r],
                                            edgecolor="#222222", linewidth=0.6))
@@ -1401,6 +1423,152 @@ def draw_back_cluster(mpl, path):
     return fig
 
 
+# ----------------------------------------------------------------------------
+# Part 3's step 14 (back/step14_bulk): one wide row of softmax's backward pass
+# over a cluster of blocks of 256 threads, by bulk copies. The row is split
+# as part 2's step 23 splits its rows, with 16-byte packs of 4 floats:
+# bulk_split() (head floats before y_row's first 16-byte boundary, the body's
+# packs, the tail after them), bulk_owner() and bulk_elements() (block r
+# takes packs [r share, (r + 1) share) of the body, block 0 also the head,
+# the last block the tail), with share = share_bytes(cols, c) / 32 packs =
+# bulk_share(). Warp 0 copies each block's shares of y and dy into its
+# shared memory (s_share: y's share, then dy's, `share` packs each); lane r
+# of every warp stores the warp's sum of dy * y into block r's slot
+# push_slot() = rank x BULK_WARPS + warp; dx is written over dy's share and
+# goes out by bulk copies. Shrunk: 4 blocks of 2 warps, one pack a chunk.
+# ----------------------------------------------------------------------------
+
+BACK_BULK_STEP = "back/step14_bulk"
+BACK_BULK = (4, 2, 1, 49)   # blocks, warps a block, floats from a 16-byte boundary to y_row, cols
+BACK_BULK_PACK = 4          # floats in 16 bytes
+BACK_BULK_FIGURE = os.path.join(FIGURES_DIR, "back-step14_bulk-bulk.png")
+BACK_SHARE_BYTES = 64 * 1024   # SHARE_BYTES: y's and dy's shares of a block at most, 2 to 16 blocks
+BACK_MIN_BULK_COLS = 32768     # MIN_BULK_COLS: narrower rows take step 13's path
+BACK_MAX_CLUSTER = 16          # MAX_CLUSTER
+BACK_BULK_ALT = ("{step}: which of a cluster's {blocks} blocks takes each float of one row "
+                 "({cols} floats, shrunk: a head and a tail read by threads, the body's 16-byte "
+                 "packs copied into each block's shared memory by cp.async.bulk, a share of y "
+                 "and one of dy), the slot rank x {warps} + warp of every block that each warp's "
+                 "sum of dy * y is stored into, and dx written over dy's share and sent out by "
+                 "bulk copies")
+
+
+def back_share_bytes(cols, c):
+    """share_bytes(cols, c): y's and dy's shares of a row over c blocks, in bytes."""
+    return bulk_share(cols, c, BACK_BULK_PACK) * 2 * 16
+
+
+def back_bulk_cluster(cols, most=BACK_MAX_CLUSTER):
+    """bulk_cluster()'s blocks a row, where a cluster of `most` fits: the
+    fewest of 2, 4, 8, 16 whose shares are SHARE_BYTES or less, else
+    `most`; 0 for a row that takes step 13's path by its width."""
+    if cols <= BACK_MIN_BULK_COLS:
+        return 0
+    c = 2
+    while c < most and back_share_bytes(cols, c) > BACK_SHARE_BYTES:
+        c *= 2
+    return c
+
+
+def draw_back_bulk(mpl, path):
+    blocks, warps, start, cols = BACK_BULK
+    pack = BACK_BULK_PACK
+    head, body, tail = bulk_split(cols, start, pack)
+    share = bulk_share(cols, blocks, pack)
+    pushes = bulk_pushes(blocks, warps)
+    margin = 3.5   # the left column: what each band is
+    width = (cols + margin + 0.3) * 0.3 + 1.2
+    fig, ax = new_figure(mpl, width, 12, 0.42, 1.1, 0.2, 0.6, 0.6)
+    top, shared, slots, dx_row = 10.8, 8.0, 5.6, 0.2   # each band's bottom
+
+    def row(y):   # the row: which block takes each float
+        for e in range(cols):
+            block, where = bulk_owner(e, cols, start, blocks, pack)
+            add_cell(ax, mpl.Rectangle((e, y), 1, 1, facecolor=ROW_WARP_COLOURS[block],
+                                       edgecolor="#ffffff", linewidth=0.6,
+                                       hatch="////" if where != "body" else None))
+        for k in range(body + 1):   # the packs' 16-byte boundaries
+            x = head + k * pack
+            ax.plot([x, x], [y - 0.08, y + 1.08], color="#222222", linewidth=1.0)
+
+    def left(y, text):
+        ax.text(-0.8, y, text, ha="right", va="center", fontsize=9)
+
+    row(top)
+    row(dx_row)
+    left(top + 0.5, "y, dy")
+    left(dx_row + 0.5, "dx")
+    left(shared + 0.5, "s_share")
+    left(slots + 0.4, "s_sums")
+    cell, slot_cell = 1.5, 1.1
+    for b in range(blocks):
+        first = min(b * share, body)
+        packs = min(first + share, body) - first
+        x0, x1 = head + first * pack, head + (first + packs) * pack
+        mid = (x0 + x1) / 2
+        ax.text(mid, top - 0.25, f"block {b}'s share", ha="center", va="top", fontsize=8)
+        # s_share: y's share, then dy's (s_dy = s_share + share), a cell a pack;
+        # the same offsets of y and of dy go to each half.
+        left_x = mid - share * cell
+        for half, label in enumerate(("y", "dy, then dx")):
+            ax.annotate("", xy=(left_x + (half + 0.5) * share * cell, shared + 1.05),
+                        xytext=(mid, top - 0.75),
+                        arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
+            for k in range(share):
+                filled = k < packs
+                add_cell(ax, mpl.Rectangle((left_x + (half * share + k) * cell, shared), cell, 1.0,
+                                           facecolor=ROW_WARP_COLOURS[b] if filled else "#ffffff",
+                                           edgecolor="#222222" if filled else "#888888",
+                                           linewidth=0.8, linestyle="-" if filled else "--"))
+            ax.text(left_x + (half + 0.5) * share * cell, shared - 0.15, label, ha="center",
+                    va="top", fontsize=7.5)
+        ax.plot([mid, mid], [shared, shared + 1.0], color="#222222", linewidth=2.0)
+        # s_sums: slot rank x warps + warp, from lane b of that block's warp.
+        received = sorted(pushes[b])
+        sx0 = mid - len(received) * slot_cell / 2
+        for slot, rank, warp in received:
+            sx = sx0 + slot * slot_cell
+            add_cell(ax, mpl.Rectangle((sx, slots), slot_cell - 0.1, 0.8,
+                                       facecolor=ROW_WARP_COLOURS[rank], edgecolor="#222222",
+                                       linewidth=0.6))
+            ax.text(sx + (slot_cell - 0.1) / 2, slots + 0.4, f"{rank}.{warp}", ha="center",
+                    va="center", fontsize=6.5, color="#ffffff" if rank == 0 else "#111111")
+            ax.text(sx + (slot_cell - 0.1) / 2, slots - 0.1, f"{slot}", ha="center", va="top",
+                    fontsize=6.5, color="#555555")
+        ax.annotate("", xy=(mid, dx_row + 1.05), xytext=(mid, 2.35),
+                    arrowprops=dict(arrowstyle="->", color="#222222", linewidth=1.2))
+    ax.text(cols / 2, 7.2, "cp.async.bulk: warp 0's lanes copy the block's shares of y and dy "
+            "into s_share in chunks (16 KB, shrunk to one pack), counted in bytes on one "
+            "mbarrier", ha="center", va="center", fontsize=8.5)
+    ax.text(cols / 2, 4.75, f"st.async: lane r of warp w of block k stores the warp's sum of "
+            f"dy * y into slot k x {warps} + w (cell k.w) of block r, counted on a second "
+            "mbarrier",
+            ha="center", va="center", fontsize=8.5)
+    add_cell(ax, mpl.Rectangle((0, 2.35), cols, 1.5, facecolor="#ffffff", edgecolor="#222222",
+                               linewidth=0.8))
+    ax.text(cols / 2, 3.1, f"every block adds its {blocks * warps} slots in one fixed order: "
+            "s, the same bits in every block;\ndx = y * (dy - s) is written over dy in s_share "
+            "and leaves by cp.async.bulk", ha="center", va="center", fontsize=8.5)
+    ax.set_xlim(-margin, cols + 0.3)
+    ax.set_ylim(0, 12.0)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    bare(ax)
+    handles = [mpl.Patch(facecolor=ROW_WARP_COLOURS[b], label=f"block {b}") for b in range(blocks)]
+    handles.append(mpl.Patch(facecolor="#ffffff", edgecolor="#555555", hatch="////",
+                             label="head and tail: read and written by threads"))
+    handles.append(mpl.Patch(facecolor="#ffffff", edgecolor="#888888", linestyle="--",
+                             label="room of a share that no pack fills"))
+    split_legend_and_titles(fig, ax, width, handles,
+                            f"{BACK_BULK_STEP}: one row of softmax's backward pass over a "
+                            f"cluster of {blocks} blocks, by bulk copies",
+                            f"a row of {cols} floats, y_row {start} float{'s' if start != 1 else ''} "
+                            f"past a 16-byte boundary: head {head}, {body} packs of {pack}, "
+                            f"tail {tail}; {share} packs a share (share_bytes / 32); {warps} warps "
+                            f"a block (shrunk from 8)")
+    return fig
+
+
 def draw_localized(mpl, path, fig):
     """path and its Chinese twin (tools/chart_zh.py's localize(), tools/
     zh_strings.py's forms); without the pinned font, the twin is left as it
@@ -1492,6 +1660,9 @@ def run(args):
         if os.path.isfile(os.path.join(root, BACK_CLUSTER_STEP, "back.cu")):
             draw_localized(mpl, os.path.join(out_dir, os.path.basename(BACK_CLUSTER_FIGURE)),
                            draw_back_cluster(mpl, None))
+        if os.path.isfile(os.path.join(root, BACK_BULK_STEP, "back.cu")):
+            draw_localized(mpl, os.path.join(out_dir, os.path.basename(BACK_BULK_FIGURE)),
+                           draw_back_bulk(mpl, None))
     return 0
 
 

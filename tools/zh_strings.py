@@ -326,6 +326,15 @@ STRINGS = {
         "{step}：簇里有 {blocks} 个线程块，一行里的每个 bfloat16 由其中哪一个负责（共 {cols} 个，已缩小："
         "头部和尾部由线程读取，主体的 16 字节 pack 由 cp.async.bulk 拷进共享内存，每个线程块一份），以及每个 warp "
         "的 (max, sum) 落在每个线程块的哪个槽位",
+    "{step}: which of a cluster's {blocks} blocks takes each float of one row ({cols} floats, shrunk: "
+    "a head and a tail read by threads, the body's 16-byte packs copied into each block's shared "
+    "memory by cp.async.bulk, a share of y and one of dy), the slot rank x {warps} + warp of every "
+    "block that each warp's sum of dy * y is stored into, and dx written over dy's share and sent out "
+    "by bulk copies":
+        "{step}：簇里有 {blocks} 个线程块，一行里的每个 float 由其中哪一个负责（共 {cols} 个 float，已缩小："
+        "头部和尾部由线程读取，主体的 16 字节 pack 由 cp.async.bulk 拷进各线程块的共享内存，y 一份、dy 一份），"
+        "每个 warp 的 dy * y 之和存进每个线程块的哪个槽位（rank × {warps} + warp），以及写在 dy 那一份上、"
+        "再由批量拷贝送出去的 dx",
     "{step}: which of a cluster's {blocks} blocks holds each float4 of one row ({packs} float4s, "
     "{slots} in each thread's registers, the rest in shared memory), and the one exchange of the "
     "blocks' (max, sum) pairs":
@@ -476,6 +485,17 @@ CHART_STRINGS = {
         "每个线程块为自己的那些 float 写出 dx = y * (dy - s)；直到别的线程块都不会再读它的和，"
         "它才退出",
     "summed, then read again for dx": "先求和，算 dx 时再读一遍",
+    # tools/diagrams.py, part 3's picture of step 14's bulk copies (back-step14_bulk-bulk.png)
+    "y, dy": "y 和 dy",
+    "dy, then dx": "dy，之后是 dx",
+    "head and tail: read and written by threads": "头部和尾部：由线程读写",
+    "room of a share that no pack fills": "一份中没有 pack 填入的空位",
+    "cp.async.bulk: warp 0's lanes copy the block's shares of y and dy into s_share in chunks "
+    "(16 KB, shrunk to one pack), counted in bytes on one mbarrier":
+        "cp.async.bulk：warp 0 的各个 lane 把本线程块的 y 和 dy 各一份分块拷进 s_share（每块 16 KB，"
+        "图里缩成一个 pack），按字节计在一个 mbarrier 上",
+    "dx = y * (dy - s) is written over dy in s_share and leaves by cp.async.bulk":
+        "dx = y * (dy - s) 写在 s_share 里 dy 的位置上，再由 cp.async.bulk 写出去",
     # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
     "LayerNorm backward: dgamma and dbeta are sums down the columns":
         "LayerNorm 反向：dgamma 和 dbeta 是沿各列向下的求和",
@@ -598,6 +618,21 @@ CHART_PATTERNS = [
      r"(\d+)th from (\d+)k \+ t",
      "{0} 个 float，每个线程块 B = {1} 个线程，每个线程留 {2} 个 y 和 {2} 个 dy（由 256 和 16 缩小而来）："
      "线程块 k 负责第 {3}k 到第 {4}k + {5} 个 float，线程 t 从第 {7}k + t 个起每隔 {6} 个取一个"),
+    # tools/diagrams.py, part 3's picture of step 14's bulk copies (back-step14_bulk-bulk.png)
+    (r"(back/step14_bulk): one row of softmax's backward pass over a cluster of (\d+) blocks, "
+     r"by bulk copies",
+     "{0}：用批量拷贝把 softmax 反向传播的一行分给由 {1} 个线程块组成的簇"),
+    (r"a row of (\d+) floats, y_row (\d+) floats? past a 16-byte boundary: head (\d+), (\d+) packs "
+     r"of (\d+), tail (\d+); (\d+) packs a share \(share_bytes / 32\); (\d+) warps a block "
+     r"\(shrunk from 8\)",
+     "一行 {0} 个 float，y_row 在 16 字节边界之后 {1} 个 float 处：头部 {2} 个，{3} 个 {4} float 的 pack，"
+     "尾部 {5} 个；每份 {6} 个 pack（share_bytes / 32）；每个线程块 {7} 个 warp（实为 8 个，图中缩小）"),
+    (r"st\.async: lane r of warp w of block k stores the warp's sum of dy \* y into slot "
+     r"k x (\d+) \+ w \(cell k\.w\) of block r, counted on a second mbarrier",
+     "st.async：线程块 k 中 warp w 的 lane r 把这个 warp 的 dy * y 之和存进线程块 r 的槽位 k × {0} + w"
+     "（格子 k.w），计在第二个 mbarrier 上"),
+    (r"every block adds its (\d+) slots in one fixed order: s, the same bits in every block;",
+     "每个线程块按同一个固定顺序把自己的 {0} 个槽位加起来：得到 s，各线程块里逐位相同；"),
     # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
     (r"rows 0-(\d+):", "第 0-{0} 行："),
     (r"block (\d+): rows (\d+)-(\d+)", "线程块 {0}：第 {1}-{2} 行"),
