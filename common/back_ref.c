@@ -348,8 +348,10 @@ out:
     return rc;
 }
 
-int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
-                       const float *dx, struct back_verdict *v)
+/* softmax_back_check and softmax_back_check_bf16: bf16 != 0 holds dx to
+ * the bfloat16 rounding of the reference (back_ref.h). */
+static int softmax_check(size_t rows, size_t cols, int exact, int bf16, const float *y,
+                         const float *dy, const float *dx, struct back_verdict *v)
 {
     double *ref = malloc(cols * sizeof *ref), *tol = malloc(cols * sizeof *tol);
     if (ref == NULL || tol == NULL) {
@@ -365,11 +367,40 @@ int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, cons
     for (size_t r = 0; r < rows; r++) {
         const float *yr = y + r * cols, *dyr = dy + r * cols, *dxr = dx + r * cols;
         softmax_backward_row_ref(yr, dyr, cols, ref, tol);
-        for (size_t j = 0; j < cols; j++)
-            verdict_add(v, "dx", r, j, dxr[j], ref[j], exact ? 0.0 : tol[j]);
+        for (size_t j = 0; j < cols; j++) {
+            double want = ref[j], t = exact ? 0.0 : tol[j];
+            if (bf16 && exact)
+                want = bf16_to_float(bf16_from_float((float)want));   /* exact in float */
+            else if (bf16 && t > 0.0)
+                t = bf16_output_tol(t, want);
+            verdict_add(v, "dx", r, j, dxr[j], want, t);
+        }
     }
     free(ref), free(tol);
     return 0;
+}
+
+int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
+                       const float *dx, struct back_verdict *v)
+{
+    return softmax_check(rows, cols, exact, 0, y, dy, dx, v);
+}
+
+int softmax_back_check_bf16(size_t rows, size_t cols, int exact, const float *y,
+                            const float *dy, const float *dx, struct back_verdict *v)
+{
+    return softmax_check(rows, cols, exact, 1, y, dy, dx, v);
+}
+
+void back_round_bf16(float *v, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        v[k] = bf16_to_float(bf16_from_float(v[k]));
+}
+
+double softmax_back_bf16_bytes(size_t rows, size_t cols)
+{
+    return 6.0 * (double)rows * (double)cols;
 }
 
 long long back_first_difference(const float *a, const float *b, size_t n)
@@ -425,6 +456,15 @@ struct program back_program_of(int softmax)
         .elems = "floats", .pack = 4, .masks = 0, .gamma = !softmax, .beta = 0,
         .checks = ROW_CHECK_SHIFTED_TINY,
     };
+    return p;
+}
+
+struct program back_program_bf16(void)
+{
+    struct program p = back_program_of(1);
+    p.op = BACK_SOFTMAX_BF16_NAME;
+    p.elems = "bfloat16s";
+    p.pack = 8;
     return p;
 }
 
