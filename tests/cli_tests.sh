@@ -151,12 +151,15 @@ for p in $back_programs; do
     grep -q '^const enum back_op step_op = BACK_SOFTMAX;' "$(dirname "$p")/back.cu" && softmax=1
     op_args=("--gamma-offset 4" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1")
     [ -n "$softmax" ] && op_args=("--gamma-offset 1")
+    # A bfloat16 program's offsets count bfloat16s, 8 a 16-byte pack.
+    past_pack=4
+    grep -q '^const enum back_dtype step_dtype = BACK_BF16;' "$(dirname "$p")/back.cu" && past_pack=8
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
     for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2000000" "--rows" "--cols" \
                 "--rows 3000000000 --cols 1000" "--reps 0" "--warmup x" "--seed -1" \
-                "--fill nope" "--fill ones" "--fill levels" "--fill centered" "--offset 4" \
-                "--y-offset 4" "--beta-offset 1" "--mask causal" "--check-every 2" "${op_args[@]}" \
+                "--fill nope" "--fill ones" "--fill levels" "--fill centered" "--offset $past_pack" \
+                "--y-offset $past_pack" "--beta-offset 1" "--mask causal" "--check-every 2" "${op_args[@]}" \
                 "--bogus" "--csv" "--checks" "--csv /nonexistent-dir/x.csv"; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
