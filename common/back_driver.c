@@ -55,8 +55,8 @@ static int is_softmax(void)
     return step_op == BACK_SOFTMAX;
 }
 
-/* y, dy and dx in bfloat16 (step_dtype BACK_BF16: softmax only, so far;
- * main() refuses any other op in bfloat16). */
+/* y, dy and dx in bfloat16 (step_dtype BACK_BF16: softmax and its bar,
+ * the copy, so far; main() refuses LayerNorm in bfloat16). */
 static int is_bf16(void)
 {
     return step_dtype == BACK_BF16;
@@ -67,6 +67,8 @@ static const char *op_name(void)
 {
     if (is_bf16() && is_softmax())
         return BACK_SOFTMAX_BF16_NAME;
+    if (is_bf16() && is_copy3())
+        return BACK_COPY3_BF16_NAME;
     return is_copy3() ? BACK_COPY3_NAME : is_softmax() ? BACK_SOFTMAX_NAME : BACK_OP_NAME;
 }
 
@@ -97,6 +99,10 @@ static size_t param_count(size_t cols)
 static void back_usage(const char *prog)
 {
     printf("usage: %s [options]\n", prog);
+    if (is_copy3() && is_bf16())
+        printf("In bfloat16: y, dy and dx bfloat16, dx = y + dy added in float and rounded\n"
+               "once, the three streams of the bfloat16 softmax backward pass (6 bytes an\n"
+               "element); x below is y. Offsets count bfloat16s, 0..7.\n");
     if (is_copy3())
         printf("Part 3's bar, not a step: dx = x + dy on a rows x cols matrix of floats, the\n"
                "three streams of LayerNorm's backward pass (x and dy read, dx written) and\n"
@@ -371,15 +377,13 @@ static void inputs_upload(const struct buffers *b, const struct inputs *in, size
 static int inputs_fill(const struct inputs *in, size_t rows, size_t cols, enum fill_kind fill,
                        uint64_t seed)
 {
-    if (is_softmax()) {
-        int rc = softmax_back_fill(rows, cols, fill, seed, in->x, in->dy);
-        if (rc == 0 && is_bf16()) {
-            back_round_bf16(in->x, rows * cols);
-            back_round_bf16(in->dy, rows * cols);
-        }
-        return rc;
+    int rc = is_softmax() ? softmax_back_fill(rows, cols, fill, seed, in->x, in->dy)
+             : back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
+    if (rc == 0 && is_bf16()) {
+        back_round_bf16(in->x, rows * cols);
+        back_round_bf16(in->dy, rows * cols);
     }
-    return back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
+    return rc;
 }
 
 /* 1 if the op's exact fill takes rows x cols. */
@@ -423,7 +427,9 @@ static void outputs_check(const struct inputs *in, const struct outputs *out, si
                           size_t cols, int exact, struct back_verdict *v)
 {
     int rc = 0;
-    if (is_copy3())
+    if (is_copy3() && is_bf16())
+        back_copy3_check_bf16(rows, cols, in->x, in->dy, out->dx, v);
+    else if (is_copy3())
         back_copy3_check(rows, cols, in->x, in->dy, out->dx, v);
     else if (is_softmax() && is_bf16())
         rc = softmax_back_check_bf16(rows, cols, exact, in->x, in->dy, out->dx, v);
@@ -561,7 +567,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         p.y_bf16 = elems_at(&b.x, b.x_skip);
         p.dy_bf16 = elems_at(&b.dy, b.x_skip);
         p.dx_bf16 = elems_at(&b.dx, b.dx_skip);
-        p.y = p.dy = NULL;
+        p.x = p.y = p.dy = NULL;
         p.dx = NULL;
     }
 
@@ -646,8 +652,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = is_copy3() ? back_copy3_bytes(rows, cols)
-                   : is_bf16() ? softmax_back_bf16_bytes(rows, cols)
+    double bytes = is_bf16() ? softmax_back_bf16_bytes(rows, cols)   /* softmax and its bar */
+                   : is_copy3() ? back_copy3_bytes(rows, cols)
                    : is_softmax() ? softmax_back_bytes(rows, cols) : back_bytes(rows, cols);
     double gbps = 0.0;
     if (!o.check_only) {
@@ -758,14 +764,14 @@ static int run(const struct options *o, void *ctx)
 int main(int argc, char **argv)
 {
     /* Before any option: a program this driver cannot run does not run. */
-    if (step_dtype != BACK_F32 && (step_dtype != BACK_BF16 || !is_softmax())) {
-        fprintf(stderr, "error: bfloat16 is softmax backward's only, so far: this driver runs %s "
+    if (step_dtype != BACK_F32 && (step_dtype != BACK_BF16 || !(is_softmax() || is_copy3()))) {
+        fprintf(stderr, "error: bfloat16 is softmax backward's only (and its bar's), so far: this driver runs %s "
                         "in float only (step_op %d, step_dtype %d)\n", op_name(), (int)step_op,
                 (int)step_dtype);
         return EXIT_WRONG;
     }
-    const struct program back = is_bf16() && is_softmax() ? back_program_bf16()
-                                                          : back_program_of(is_softmax());
+    const struct program back = is_bf16() ? back_program_bf16(is_softmax())
+                                          : back_program_of(is_softmax());
     struct options o;
     struct context c;
     char err[256];

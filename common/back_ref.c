@@ -429,24 +429,44 @@ double back_copy3_bytes(size_t rows, size_t cols)
     return 12.0 * (double)rows * (double)cols;
 }
 
-void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
-                      const float *dx, struct back_verdict *v)
+/* x + dy as the bar stores it: rounded to float, and then (bf16) once more
+ * to bfloat16, as the bfloat16 bar adds in float and rounds once. */
+static float copy3_want(float x, float dy, int bf16)
+{
+    float sum = x + dy;
+    return bf16 ? bf16_to_float(bf16_from_float(sum)) : sum;
+}
+
+static void copy3_check(size_t rows, size_t cols, int bf16, const float *x, const float *dy,
+                        const float *dx, struct back_verdict *v)
 {
     size_t n = rows * cols, at = 0;
     memset(v, 0, sizeof *v);
     v->what = "dx";
     for (size_t k = 0; k < n; k++) {
-        float want = x[k] + dy[k];   /* rounded to float, as the kernel stores it */
+        float want = copy3_want(x[k], dy[k], bf16);
         if (memcmp(&want, &dx[k], sizeof want) != 0 && v->bad++ == 0)
             at = k;
     }
-    float want = x[at] + dy[at];
+    float want = copy3_want(x[at], dy[at], bf16);
     v->row = at / cols;
     v->col = at % cols;
     v->got = dx[at];
     v->want = want;
     v->tol = 0.0;
     v->ratio = v->bad > 0 ? HUGE_VAL : 0.0;
+}
+
+void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
+                      const float *dx, struct back_verdict *v)
+{
+    copy3_check(rows, cols, 0, x, dy, dx, v);
+}
+
+void back_copy3_check_bf16(size_t rows, size_t cols, const float *y, const float *dy,
+                           const float *dx, struct back_verdict *v)
+{
+    copy3_check(rows, cols, 1, y, dy, dx, v);
 }
 
 struct program back_program_of(int softmax)
@@ -459,10 +479,10 @@ struct program back_program_of(int softmax)
     return p;
 }
 
-struct program back_program_bf16(void)
+struct program back_program_bf16(int softmax)
 {
-    struct program p = back_program_of(1);
-    p.op = BACK_SOFTMAX_BF16_NAME;
+    struct program p = back_program_of(softmax);
+    p.op = softmax ? BACK_SOFTMAX_BF16_NAME : BACK_COPY3_BF16_NAME;
     p.elems = "bfloat16s";
     p.pack = 8;
     return p;

@@ -234,10 +234,20 @@ void back_round_bf16(float *v, size_t n);
 
 #define BACK_SOFTMAX_BF16_NAME "softmax_backward_bf16"
 
-/* What the shared parser must know of a bfloat16 softmax backward program:
- * back_program_of(1)'s, in bfloat16s, 8 to a 16-byte pack (--offset and
- * --y-offset count bfloat16s, 0..7). */
-struct program back_program_bf16(void);
+/* What the shared parser must know of a bfloat16 softmax backward program
+ * (softmax != 0), or of the bfloat16 bar (softmax = 0: copy3_bf16, below):
+ * back_program_of(softmax)'s, in bfloat16s, 8 to a 16-byte pack (--offset,
+ * --y-offset and --gamma-offset count bfloat16s, 0..7). */
+struct program back_program_bf16(int softmax);
+
+/* The bfloat16 bar, back/baseline_copy3_bf16 (BACK_COPY3 with BACK_BF16):
+ * y and dy read, dx written, in bfloat16: the three streams of the bfloat16
+ * softmax backward, 6 bytes an element (softmax_back_bf16_bytes). Its fill
+ * is the float bar's, rounded to bfloat16 (back_round_bf16); every dx must
+ * be the float sum y + dy rounded once to bfloat16, bit for bit. */
+#define BACK_COPY3_BF16_NAME "copy3_bf16"
+void back_copy3_check_bf16(size_t rows, size_t cols, const float *y, const float *dy,
+                           const float *dx, struct back_verdict *v);
 
 /* y, dy and dx hold bfloat16 values (as floats): the checks above. 0, or -1
  * when the host is out of memory. */

@@ -18,7 +18,9 @@ build/back_fake_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
 	$(CC) $(CFLAGS) -DBACK_FAKE_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
 build/back_fake_ln_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
 	$(CC) $(CFLAGS) -DBACK_FAKE_LN_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
-TEST_BUILD_MORE += build/back_fake_bf16 build/back_fake_ln_bf16
+build/back_fake_copy3_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -DBACK_FAKE_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
+TEST_BUILD_MORE += build/back_fake_bf16 build/back_fake_ln_bf16 build/back_fake_copy3_bf16
 
 # Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
 # threads as coroutines taking turns), with the driver and back_fake.c's device half,

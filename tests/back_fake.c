@@ -40,6 +40,9 @@
  *   mask    a masked y's dx (which must be exactly 0) written as 1e-30
  *   nan     the last dx left unwritten
  *   guard   one bfloat16 written past dx's end (a pad or a guard)
+ * With both -DBACK_FAKE_COPY3 and -DBACK_FAKE_BF16 (build/back_fake_copy3_bf16)
+ * it is the bfloat16 bar (back/baseline_copy3_bf16: dx = y + dy in bfloat16),
+ * named back/copy3_bf16, in the copy's modes (ok, ulp, nan, guard).
  * With -DBACK_FAKE_LN_BF16 (build/back_fake_ln_bf16) the LayerNorm program
  * below says step_dtype BACK_BF16, which the driver refuses.
  * Not linked into any program: build/back_fake and build/back_fake_copy3
@@ -100,7 +103,9 @@ const char *build_arch(void)
 void program_name(const char *argv0, char *out, size_t len)
 {
     (void)argv0;
-#if defined(BACK_FAKE_COPY3)
+#if defined(BACK_FAKE_COPY3) && defined(BACK_FAKE_BF16)
+    snprintf(out, len, "copy3_bf16");
+#elif defined(BACK_FAKE_COPY3)
     snprintf(out, len, "copy3");
 #elif defined(BACK_FAKE_BF16)
     snprintf(out, len, "fake_bf16");
@@ -248,7 +253,30 @@ void timer_free(struct timer *t)
 /* ---- The program, left out with -DBACK_FAKE_DEVICE_ONLY (for a program of
  * its own). */
 #ifndef BACK_FAKE_DEVICE_ONLY
-#ifdef BACK_FAKE_COPY3
+#if defined(BACK_FAKE_COPY3) && defined(BACK_FAKE_BF16)
+/* ---- The program: the bfloat16 bar, dx = y + dy added in float and
+ * rounded once, in the mode BACK_FAKE names (ok, ulp: the middle dx a
+ * bfloat16 too large, nan, guard), as the float copy's. */
+const enum back_op step_op = BACK_COPY3;
+const enum back_dtype step_dtype = BACK_BF16;
+
+void back_run(const struct back_problem *p)
+{
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    const uint16_t *y = p->y_bf16, *dy = p->dy_bf16;
+    uint16_t *dx = p->dx_bf16;
+    size_t n = p->rows * p->cols;
+    for (size_t k = 0; k < n; k++)
+        dx[k] = bf16_from_float(bf16_to_float(y[k]) + bf16_to_float(dy[k]));
+    if (strcmp(mode, "ulp") == 0)
+        dx[n / 2]++;   /* the next bfloat16 away from 0 */
+    if (strcmp(mode, "nan") == 0)
+        dx[n - 1] = 0xFFFFu;
+    if (strcmp(mode, "guard") == 0)
+        dx[n] = 0;
+}
+#elif defined(BACK_FAKE_COPY3)
 /* ---- The program: part 3's copy, dx = x + dy, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_COPY3;
 

@@ -149,11 +149,11 @@ for p in $back_programs; do
     # takes any number of rows; LayerNorm's (and the copy) the rest.
     softmax=""
     grep -q '^const enum back_op step_op = BACK_SOFTMAX;' "$(dirname "$p")/back.cu" && softmax=1
-    op_args=("--gamma-offset 4" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1")
-    [ -n "$softmax" ] && op_args=("--gamma-offset 1")
     # A bfloat16 program's offsets count bfloat16s, 8 a 16-byte pack.
     past_pack=4
     grep -q '^const enum back_dtype step_dtype = BACK_BF16;' "$(dirname "$p")/back.cu" && past_pack=8
+    op_args=("--gamma-offset $past_pack" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1")
+    [ -n "$softmax" ] && op_args=("--gamma-offset 1")
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
     for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2000000" "--rows" "--cols" \
@@ -273,6 +273,28 @@ if [ -x $fake ]; then
     expect 1 "is 9.98402083e-31, not " env BACK_FAKE=mask $fake --check --fill random --rows 33 --cols 7
     expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
     expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5 --y-offset 1
+else
+    bad "$fake is not built (make test builds it)"
+fi
+# The bfloat16 bar (build/back_fake_copy3_bf16: back/baseline_copy3_bf16's
+# dx = y + dy in bfloat16): dx bit for bit, op copy3_bf16, 6 bytes an
+# element; a dx one bfloat16 off, one nothing wrote, a write past dx's end
+# are caught.
+fake=build/back_fake_copy3_bf16
+if [ -x $fake ]; then
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS: dx the same bits in 3 runs" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "result   dx = x + dy bit for bit" env BACK_FAKE=ok $fake --check --fill tiny --rows 5 --cols 3 --offset 7 --y-offset 1
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/copy3_bf16,2112,3,* ]] && [[ $row == *",64,33,copy3_bf16,12672,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 copy3_bf16 of 12672 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 0 "op=copy3_bf16" env BACK_FAKE=ok $fake --gpu-info
+    expect 1 "(tolerance 0: exact); 1 of the outputs are wrong" env BACK_FAKE=ulp $fake --check --rows 8 --cols 5
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
     expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5 --y-offset 1
 else
     bad "$fake is not built (make test builds it)"
