@@ -70,7 +70,9 @@ BACK_STEP_DIRS := $(shell ls -d back/step[0-9]*_*/back.cu 2>/dev/null | sort -V 
 BACK_PROGRAMS  := $(addsuffix /run,$(BACK_STEP_DIRS)) \
                   $(patsubst %/back.cu,%/run,$(wildcard back/baseline_*/back.cu))
 BACK_ALIASES   := $(foreach d,$(BACK_STEP_DIRS),back/$(firstword $(subst _, ,$(notdir $(d)))))
-BACK_HARNESS   := build/back_driver.o build/back_ref.o $(COMMON_OBJ)
+# bfloat16's conversions and output bound are part 2's (common/rows_ref.c):
+# linked, not copied.
+BACK_HARNESS   := build/back_driver.o build/back_ref.o build/rows_ref.o $(COMMON_OBJ)
 
 # matplotlib (and the pinned font of the Chinese charts, tools/chart_zh.py)
 # from the system if they import, else from a local .venv (an absolute path, so scripts run from other directories find it too).

@@ -48,8 +48,12 @@ extern "C" {
  * leaves dgamma and dbeta alone. */
 enum back_op { BACK_LAYERNORM, BACK_SOFTMAX, BACK_COPY3 };
 
-/* How x, dy and dx are stored (step_dtype, below). Float only, so far: the
- * driver refuses BACK_BF16 until it can fill and check it. */
+/* How x (y), dy and dx are stored (step_dtype, below): float, or bfloat16
+ * for softmax backward (BACK_SOFTMAX) and its bar (BACK_COPY3: dx = y + dy)
+ * only, so far: y, dy and dx in bfloat16, every sum in float, dx rounded
+ * once (common/back_ref.h says how it is checked). The driver refuses
+ * BACK_BF16 for LayerNorm, in one line, with exit status 1 (a program that
+ * breaks its contract). */
 enum back_dtype { BACK_F32, BACK_BF16 };
 
 struct back_problem {
@@ -59,6 +63,11 @@ struct back_problem {
     const float *mean, *rstd;   /* rows, as the forward pass saved them */
     float *dx;                  /* rows x cols */
     float *dgamma, *dbeta;      /* cols */
+    /* BACK_BF16 programs: y, dy and dx as bfloat16, rows x cols, and x, y,
+     * dy and dx above are NULL (the bfloat16 bar reads y_bf16 and dy_bf16). void, because C has no bfloat16 type: a kernel
+     * reads them as __nv_bfloat16 (as part 2's x_bf16, common/rows.h). */
+    const void *y_bf16, *dy_bf16;
+    void *dx_bf16;
     size_t rows, cols;
     struct workspace work;      /* see back_workspace() */
 };

@@ -55,10 +55,32 @@ static int is_softmax(void)
     return step_op == BACK_SOFTMAX;
 }
 
+/* y, dy and dx in bfloat16 (step_dtype BACK_BF16: softmax and its bar,
+ * the copy, so far; main() refuses LayerNorm in bfloat16). */
+static int is_bf16(void)
+{
+    return step_dtype == BACK_BF16;
+}
+
 /* The op column of its CSV rows, and what its messages call it. */
 static const char *op_name(void)
 {
+    if (is_bf16() && is_softmax())
+        return BACK_SOFTMAX_BF16_NAME;
+    if (is_bf16() && is_copy3())
+        return BACK_COPY3_BF16_NAME;
     return is_copy3() ? BACK_COPY3_NAME : is_softmax() ? BACK_SOFTMAX_NAME : BACK_OP_NAME;
+}
+
+/* The element type of x (y), dy and dx, as the usage text names it, and its bytes. */
+static const char *elems_name(void)
+{
+    return is_bf16() ? "bfloat16s" : "floats";
+}
+
+static size_t elem_bytes(void)
+{
+    return is_bf16() ? 2 : sizeof(float);
 }
 
 /* The two inputs that move with --offset. */
@@ -77,6 +99,10 @@ static size_t param_count(size_t cols)
 static void back_usage(const char *prog)
 {
     printf("usage: %s [options]\n", prog);
+    if (is_copy3() && is_bf16())
+        printf("In bfloat16: y, dy and dx bfloat16, dx = y + dy added in float and rounded\n"
+               "once, the three streams of the bfloat16 softmax backward pass (6 bytes an\n"
+               "element); x below is y. Offsets count bfloat16s, 0..7.\n");
     if (is_copy3())
         printf("Part 3's bar, not a step: dx = x + dy on a rows x cols matrix of floats, the\n"
                "three streams of LayerNorm's backward pass (x and dy read, dx written) and\n"
@@ -85,13 +111,20 @@ static void back_usage(const char *prog)
                "options, and makes a step's checks before timing; a step's text follows.\n"
                "\n");
     if (is_softmax())
-        printf("Runs this step's softmax backward pass on a rows x cols matrix of floats: dx =\n"
+        printf("Runs this step's softmax backward pass on a rows x cols matrix of %s: dx =\n"
                "y * (dy - sum(dy * y)) over each row, from the forward pass's output y and dy.\n"
                "Checks every dx against a CPU reference in double (a masked y, 0, must give\n"
                "dx = 0 exactly), checks that dx comes out with the same bits every run, and\n"
                "times it. A timed run first checks the exact fill at the shape, one column\n"
-               "fewer, y and dy, then dx, one float further into a 16-byte pack, and the\n"
-               "shifted and tiny fills.\n"
+               "fewer, y and dy, then dx, one element further into a 16-byte pack, and the\n"
+               "shifted and tiny fills.\n", elems_name());
+    if (is_softmax() && is_bf16())
+        printf("bfloat16: y and dy are made as for float, then rounded to bfloat16 (the\n"
+               "reference sees those values); every sum stays float and dx is rounded once.\n"
+               "On the exact fill dx must be the bfloat16 rounding of the exact dx, bit for\n"
+               "bit; elsewhere the float bound plus that rounding.\n");
+    if (is_softmax())
+        printf(
                "\n"
                "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
                "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
@@ -104,8 +137,8 @@ static void back_usage(const char *prog)
                "                  exact: y in {0, 1, 2, 4} x 2^-10, dy integers: dx is exact,\n"
                "                  and must equal the reference (the default for --check)\n"
                "                  shifted: dy = 2000 + uniform   tiny: dy uniform x 1e-3\n"
-               "  --offset K      start y and dy K floats (0..3) past a 16-byte boundary\n"
-               "  --y-offset K    the same for dx\n");
+               "  --offset K      start y and dy K %s (0..%d) past a 16-byte boundary\n"
+               "  --y-offset K    the same for dx\n", elems_name(), is_bf16() ? 7 : 3);
     else
         printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
                "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
@@ -160,6 +193,9 @@ static void *host_alloc(size_t count, size_t size)
  * program's workspace (its two parts, each between guards too). */
 struct buffers {
     struct guarded x, dy, gamma, mean, rstd, dx, dgamma, dbeta, zeroed, scratch;
+    /* bfloat16 (is_bf16()): x (y) and dy, and dx, hold two elements to a
+     * guarded float; 1 where the offset is odd: the half-float pad first */
+    size_t x_skip, dx_skip;
 };
 
 static size_t floats_for(size_t bytes)
@@ -167,14 +203,54 @@ static size_t floats_for(size_t bytes)
     return (bytes + sizeof(float) - 1) / sizeof(float);
 }
 
+/* count elements of the program's type, lead elements past an aligned
+ * address (--offset, --y-offset): floats as they are; bfloat16s two to a
+ * guarded float, as part 2's driver lays them out (common/rows_driver.c),
+ * where an odd lead or end leaves a half-float pad inside the guards,
+ * poisoned with them (0xFFFF, a bfloat16 NaN) and checked by pads_intact(). */
+static void elems_alloc(struct guarded *g, size_t lead, size_t count)
+{
+    if (is_bf16())
+        guarded_alloc(g, lead / 2, (lead % 2 + count + 1) / 2);
+    else
+        guarded_alloc(g, lead, count);
+}
+
+static void *elems_at(const struct guarded *g, size_t skip)
+{
+    return is_bf16() ? (void *)((uint16_t *)g->data + skip) : (void *)g->data;
+}
+
+/* bfloat16: the pads before and after count elements still read 0xFFFF. */
+static int pads_intact(const struct guarded *g, size_t skip, size_t count)
+{
+    uint16_t pad;
+    if (!is_bf16())
+        return 1;
+    if (skip == 1) {
+        CHECK_CUDA(cudaMemcpy(&pad, g->data, sizeof pad, cudaMemcpyDeviceToHost));
+        if (pad != 0xFFFFu)
+            return 0;
+    }
+    if (skip + count < 2 * g->count) {
+        CHECK_CUDA(cudaMemcpy(&pad, (uint16_t *)g->data + skip + count, sizeof pad,
+                              cudaMemcpyDeviceToHost));
+        if (pad != 0xFFFFu)
+            return 0;
+    }
+    return 1;
+}
+
 /* The workspace is allocated once, outside any timed run: its zeroed part
  * set to 0 here and never again (the program leaves it at 0), its scratch
  * part filled with NaN before every run (buffers_poison_outputs). */
 static void buffers_alloc(struct buffers *b, const struct options *o)
 {
-    guarded_alloc(&b->x, (size_t)o->offset, o->n);
-    guarded_alloc(&b->dy, (size_t)o->offset, o->n);
-    guarded_alloc(&b->dx, (size_t)o->y_offset, o->n);
+    b->x_skip = is_bf16() ? (size_t)o->offset % 2 : 0;
+    b->dx_skip = is_bf16() ? (size_t)o->y_offset % 2 : 0;
+    elems_alloc(&b->x, (size_t)o->offset, o->n);
+    elems_alloc(&b->dy, (size_t)o->offset, o->n);
+    elems_alloc(&b->dx, (size_t)o->y_offset, o->n);
     size_t params = param_count(o->cols), stats = param_count(o->cols) ? o->rows : 0;
     guarded_alloc(&b->gamma, (size_t)o->gamma_offset, params);
     guarded_alloc(&b->dgamma, (size_t)o->gamma_offset, params);
@@ -208,14 +284,15 @@ static void buffers_free(struct buffers *b)
         guarded_free(all[k]);
 }
 
-static int buffers_guards_intact(const struct buffers *b)
+static int buffers_guards_intact(const struct buffers *b, size_t n)
 {
     const struct guarded *all[] = {&b->x, &b->dy, &b->gamma, &b->mean, &b->rstd, &b->dx,
                                    &b->dgamma, &b->dbeta, &b->zeroed, &b->scratch};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
         if (!guards_intact(all[k]))
             return 0;
-    return 1;
+    return pads_intact(&b->x, b->x_skip, n) && pads_intact(&b->dy, b->x_skip, n) &&
+           pads_intact(&b->dx, b->dx_skip, n);
 }
 
 /* After every run: the workspace's zeroed part must read 0 again (a ticket
@@ -252,11 +329,40 @@ struct inputs {
     float *x, *dy, *gamma, *mean, *rstd;
 };
 
+/* n elements of the program's type from the host's floats (bfloat16: each
+ * already a bfloat16's value, back_round_bf16, so exactly converted). */
+static void elems_upload(const struct guarded *g, size_t skip, const float *v, size_t n)
+{
+    if (!is_bf16()) {
+        CHECK_CUDA(cudaMemcpy(g->data, v, n * sizeof(float), cudaMemcpyHostToDevice));
+        return;
+    }
+    uint16_t *h = host_alloc(n, sizeof *h);
+    for (size_t k = 0; k < n; k++)
+        h[k] = bf16_from_float(v[k]);
+    CHECK_CUDA(cudaMemcpy(elems_at(g, skip), h, n * sizeof *h, cudaMemcpyHostToDevice));
+    free(h);
+}
+
+/* n elements back into floats (bfloat16 -> float is exact). */
+static void elems_fetch(float *v, const struct guarded *g, size_t skip, size_t n)
+{
+    if (!is_bf16()) {
+        CHECK_CUDA(cudaMemcpy(v, g->data, n * sizeof(float), cudaMemcpyDeviceToHost));
+        return;
+    }
+    uint16_t *h = host_alloc(n, sizeof *h);
+    CHECK_CUDA(cudaMemcpy(h, elems_at(g, skip), n * sizeof *h, cudaMemcpyDeviceToHost));
+    for (size_t k = 0; k < n; k++)
+        v[k] = bf16_to_float(h[k]);
+    free(h);
+}
+
 static void inputs_upload(const struct buffers *b, const struct inputs *in, size_t n,
                           size_t rows, size_t cols)
 {
-    CHECK_CUDA(cudaMemcpy(b->x.data, in->x, n * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(b->dy.data, in->dy, n * sizeof(float), cudaMemcpyHostToDevice));
+    elems_upload(&b->x, b->x_skip, in->x, n);
+    elems_upload(&b->dy, b->x_skip, in->dy, n);
     if (!param_count(cols))
         return;
     CHECK_CUDA(cudaMemcpy(b->gamma.data, in->gamma, cols * sizeof(float),
@@ -265,13 +371,19 @@ static void inputs_upload(const struct buffers *b, const struct inputs *in, size
     CHECK_CUDA(cudaMemcpy(b->rstd.data, in->rstd, rows * sizeof(float), cudaMemcpyHostToDevice));
 }
 
-/* The op's fill (back_fill, softmax_back_fill): 0, or -1 as they return. */
+/* The op's fill (back_fill, softmax_back_fill): 0, or -1 as they return.
+ * bfloat16: y and dy then rounded, so that the reference sees what the
+ * kernel reads. */
 static int inputs_fill(const struct inputs *in, size_t rows, size_t cols, enum fill_kind fill,
                        uint64_t seed)
 {
-    if (is_softmax())
-        return softmax_back_fill(rows, cols, fill, seed, in->x, in->dy);
-    return back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
+    int rc = is_softmax() ? softmax_back_fill(rows, cols, fill, seed, in->x, in->dy)
+             : back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
+    if (rc == 0 && is_bf16()) {
+        back_round_bf16(in->x, rows * cols);
+        back_round_bf16(in->dy, rows * cols);
+    }
+    return rc;
 }
 
 /* 1 if the op's exact fill takes rows x cols. */
@@ -301,7 +413,7 @@ static void outputs_free(struct outputs *h)
 
 static void outputs_fetch(struct outputs *h, const struct buffers *b, size_t n, size_t cols)
 {
-    CHECK_CUDA(cudaMemcpy(h->dx, b->dx.data, n * sizeof(float), cudaMemcpyDeviceToHost));
+    elems_fetch(h->dx, &b->dx, b->dx_skip, n);
     CHECK_CUDA(cudaMemcpy(h->dgamma, b->dgamma.data, param_count(cols) * sizeof(float),
                           cudaMemcpyDeviceToHost));
     CHECK_CUDA(cudaMemcpy(h->dbeta, b->dbeta.data, param_count(cols) * sizeof(float),
@@ -315,8 +427,12 @@ static void outputs_check(const struct inputs *in, const struct outputs *out, si
                           size_t cols, int exact, struct back_verdict *v)
 {
     int rc = 0;
-    if (is_copy3())
+    if (is_copy3() && is_bf16())
+        back_copy3_check_bf16(rows, cols, in->x, in->dy, out->dx, v);
+    else if (is_copy3())
         back_copy3_check(rows, cols, in->x, in->dy, out->dx, v);
+    else if (is_softmax() && is_bf16())
+        rc = softmax_back_check_bf16(rows, cols, exact, in->x, in->dy, out->dx, v);
     else if (is_softmax())
         rc = softmax_back_check(rows, cols, exact, in->x, in->dy, out->dx, v);
     else
@@ -364,7 +480,7 @@ static void run_untimed(const struct buffers *b, const struct back_problem *p, i
     buffers_poison_outputs(b);
     back_run(p);
     CHECK_CUDA(cudaDeviceSynchronize());
-    *guards_ok &= buffers_guards_intact(b);
+    *guards_ok &= buffers_guards_intact(b, p->rows * p->cols);
     *zeroed_ok &= buffers_zeroed_clean(b);
 }
 
@@ -447,6 +563,13 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         p.x = p.gamma = p.mean = p.rstd = NULL;
         p.dgamma = p.dbeta = NULL;
     }
+    if (is_bf16()) {   /* bfloat16 pointers only: a float kernel here fails at once */
+        p.y_bf16 = elems_at(&b.x, b.x_skip);
+        p.dy_bf16 = elems_at(&b.dy, b.x_skip);
+        p.dx_bf16 = elems_at(&b.dx, b.dx_skip);
+        p.x = p.y = p.dy = NULL;
+        p.dx = NULL;
+    }
 
     struct flusher flush;
     flusher_init(&flush, g, o.flush && !o.check_only);
@@ -463,7 +586,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         timer_start(&timer);
         back_run(&p);
         double us = timer_stop_us(&timer);
-        guards_ok = guards_ok && buffers_guards_intact(&b);
+        guards_ok = guards_ok && buffers_guards_intact(&b, n);
         zeroed_ok = zeroed_ok && buffers_zeroed_clean(&b);
         if (k < 0)
             continue;
@@ -529,7 +652,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = is_copy3() ? back_copy3_bytes(rows, cols)
+    double bytes = is_bf16() ? softmax_back_bf16_bytes(rows, cols)   /* softmax and its bar */
+                   : is_copy3() ? back_copy3_bytes(rows, cols)
                    : is_softmax() ? softmax_back_bytes(rows, cols) : back_bytes(rows, cols);
     double gbps = 0.0;
     if (!o.check_only) {
@@ -547,7 +671,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     }
     if (!quiet) {
         printf("rows = %zu, cols = %zu (%.1f MiB of %s), %s, fill %s, seed %llu, offset %d", rows,
-               cols, n * 4.0 / 1048576.0, is_softmax() ? "y" : "x", op_name(), fill, (unsigned long long)o.seed,
+               cols, n * (double)elem_bytes() / 1048576.0, is_softmax() ? "y" : "x", op_name(), fill, (unsigned long long)o.seed,
                o.offset);
         if (o.y_offset || o.gamma_offset)
             printf(" (dx %d, gamma %d)", o.y_offset, o.gamma_offset);
@@ -639,7 +763,15 @@ static int run(const struct options *o, void *ctx)
 
 int main(int argc, char **argv)
 {
-    const struct program back = back_program_of(is_softmax());
+    /* Before any option: a program this driver cannot run does not run. */
+    if (step_dtype != BACK_F32 && (step_dtype != BACK_BF16 || !(is_softmax() || is_copy3()))) {
+        fprintf(stderr, "error: bfloat16 is softmax backward's only (and its bar's), so far: this driver runs %s "
+                        "in float only (step_op %d, step_dtype %d)\n", op_name(), (int)step_op,
+                (int)step_dtype);
+        return EXIT_WRONG;
+    }
+    const struct program back = is_bf16() ? back_program_bf16(is_softmax())
+                                          : back_program_of(is_softmax());
     struct options o;
     struct context c;
     char err[256];
@@ -662,8 +794,9 @@ int main(int argc, char **argv)
     case PARSE_GPU_INFO:
         open_device(o.device, &c.gpu);
         print_gpu_info(&c.gpu);
-        printf("op=%s\ndtype=f32\npack=4\nmax_cols=%zu\nmax_n=%zu\ndeterministic=%d\n", op_name(),
-               ROWS_MAX_COLS, ROWS_MAX_N, step_deterministic ? 1 : 0);
+        printf("op=%s\ndtype=%s\npack=%d\nmax_cols=%zu\nmax_n=%zu\ndeterministic=%d\n", op_name(),
+               is_bf16() ? "bf16" : "f32", back.pack, ROWS_MAX_COLS, ROWS_MAX_N,
+               step_deterministic ? 1 : 0);
         return EXIT_VERIFIED;
     case PARSE_OK:
         break;
@@ -671,11 +804,6 @@ int main(int argc, char **argv)
     if (back_options_check(is_softmax(), &o, err, sizeof err) != 0) {
         fprintf(stderr, "error: %s\n", err);
         return EXIT_USAGE;
-    }
-    if (step_dtype != BACK_F32) {
-        fprintf(stderr, "error: this driver runs float backward passes only (step_op %d, "
-                        "step_dtype %d)\n", (int)step_op, (int)step_dtype);
-        return EXIT_WRONG;
     }
     if (o.csv_path != NULL && csv_check_writable(o.csv_path) != 0) {
         fprintf(stderr, "error: --csv %s: cannot write this file\n", o.csv_path);

@@ -348,8 +348,10 @@ out:
     return rc;
 }
 
-int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
-                       const float *dx, struct back_verdict *v)
+/* softmax_back_check and softmax_back_check_bf16: bf16 != 0 holds dx to
+ * the bfloat16 rounding of the reference (back_ref.h). */
+static int softmax_check(size_t rows, size_t cols, int exact, int bf16, const float *y,
+                         const float *dy, const float *dx, struct back_verdict *v)
 {
     double *ref = malloc(cols * sizeof *ref), *tol = malloc(cols * sizeof *tol);
     if (ref == NULL || tol == NULL) {
@@ -365,11 +367,40 @@ int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, cons
     for (size_t r = 0; r < rows; r++) {
         const float *yr = y + r * cols, *dyr = dy + r * cols, *dxr = dx + r * cols;
         softmax_backward_row_ref(yr, dyr, cols, ref, tol);
-        for (size_t j = 0; j < cols; j++)
-            verdict_add(v, "dx", r, j, dxr[j], ref[j], exact ? 0.0 : tol[j]);
+        for (size_t j = 0; j < cols; j++) {
+            double want = ref[j], t = exact ? 0.0 : tol[j];
+            if (bf16 && exact)
+                want = bf16_to_float(bf16_from_float((float)want));   /* exact in float */
+            else if (bf16 && t > 0.0)
+                t = bf16_output_tol(t, want);
+            verdict_add(v, "dx", r, j, dxr[j], want, t);
+        }
     }
     free(ref), free(tol);
     return 0;
+}
+
+int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
+                       const float *dx, struct back_verdict *v)
+{
+    return softmax_check(rows, cols, exact, 0, y, dy, dx, v);
+}
+
+int softmax_back_check_bf16(size_t rows, size_t cols, int exact, const float *y,
+                            const float *dy, const float *dx, struct back_verdict *v)
+{
+    return softmax_check(rows, cols, exact, 1, y, dy, dx, v);
+}
+
+void back_round_bf16(float *v, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        v[k] = bf16_to_float(bf16_from_float(v[k]));
+}
+
+double softmax_back_bf16_bytes(size_t rows, size_t cols)
+{
+    return 6.0 * (double)rows * (double)cols;
 }
 
 long long back_first_difference(const float *a, const float *b, size_t n)
@@ -398,24 +429,44 @@ double back_copy3_bytes(size_t rows, size_t cols)
     return 12.0 * (double)rows * (double)cols;
 }
 
-void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
-                      const float *dx, struct back_verdict *v)
+/* x + dy as the bar stores it: rounded to float, and then (bf16) once more
+ * to bfloat16, as the bfloat16 bar adds in float and rounds once. */
+static float copy3_want(float x, float dy, int bf16)
+{
+    float sum = x + dy;
+    return bf16 ? bf16_to_float(bf16_from_float(sum)) : sum;
+}
+
+static void copy3_check(size_t rows, size_t cols, int bf16, const float *x, const float *dy,
+                        const float *dx, struct back_verdict *v)
 {
     size_t n = rows * cols, at = 0;
     memset(v, 0, sizeof *v);
     v->what = "dx";
     for (size_t k = 0; k < n; k++) {
-        float want = x[k] + dy[k];   /* rounded to float, as the kernel stores it */
+        float want = copy3_want(x[k], dy[k], bf16);
         if (memcmp(&want, &dx[k], sizeof want) != 0 && v->bad++ == 0)
             at = k;
     }
-    float want = x[at] + dy[at];
+    float want = copy3_want(x[at], dy[at], bf16);
     v->row = at / cols;
     v->col = at % cols;
     v->got = dx[at];
     v->want = want;
     v->tol = 0.0;
     v->ratio = v->bad > 0 ? HUGE_VAL : 0.0;
+}
+
+void back_copy3_check(size_t rows, size_t cols, const float *x, const float *dy,
+                      const float *dx, struct back_verdict *v)
+{
+    copy3_check(rows, cols, 0, x, dy, dx, v);
+}
+
+void back_copy3_check_bf16(size_t rows, size_t cols, const float *y, const float *dy,
+                           const float *dx, struct back_verdict *v)
+{
+    copy3_check(rows, cols, 1, y, dy, dx, v);
 }
 
 struct program back_program_of(int softmax)
@@ -425,6 +476,15 @@ struct program back_program_of(int softmax)
         .elems = "floats", .pack = 4, .masks = 0, .gamma = !softmax, .beta = 0,
         .checks = ROW_CHECK_SHIFTED_TINY,
     };
+    return p;
+}
+
+struct program back_program_bf16(int softmax)
+{
+    struct program p = back_program_of(softmax);
+    p.op = softmax ? BACK_SOFTMAX_BF16_NAME : BACK_COPY3_BF16_NAME;
+    p.elems = "bfloat16s";
+    p.pack = 8;
     return p;
 }
 

@@ -199,6 +199,65 @@ int softmax_back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t se
 int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, const float *dy,
                        const float *dx, struct back_verdict *v);
 
+/* ---- bfloat16 softmax backward (back.h: a program whose step_dtype is
+ * BACK_BF16; softmax's alone, so far: the driver refuses LayerNorm's).
+ * y and dy are made as for float (softmax_back_fill) and then rounded to
+ * bfloat16 (back_round_bf16), so that the reference is computed from the
+ * very values the kernel reads; every sum stays float in the kernel, and
+ * each dx is rounded once to bfloat16 as it is stored. The conversions and
+ * bf16_output_tol are part 2's (common/rows_ref.c, linked into part 3's
+ * programs), declared here as rows_ref.h declares them: rows_ref.h itself
+ * cannot come in beside back.h (both declare step_op and step_dtype).
+ *
+ * softmax_back_check_bf16 holds dx (each value the float of a bfloat16):
+ *   exact fill: dx exactly the bfloat16 rounding (to nearest, ties to even)
+ *     of the exact dx. bfloat16 keeps y = m 2^-10 and the integer dy of
+ *     softmax_backward_exact_fill as they are, so the fill is unchanged; its
+ *     dx is exact in float (above), and one rounding of an exact float is
+ *     one value: tolerance 0. It catches dx cut rather than rounded to
+ *     nearest, and a lost share of s at any width, as for float. It does
+ *     not catch a rounding on the way: y dy is exact in bfloat16 there, y
+ *     is a power of two (so y (dy - s) rounds as dy - s does), and s is
+ *     small beside the integer dy. The random fill catches s rounded to
+ *     bfloat16 before dy - s (--check's determinism runs, and the timed
+ *     runs themselves), and so does the shifted fill (dy near 2000, which
+ *     bfloat16 keeps as 1992, 2000 or 2008), where dy - s cancels.
+ *   other fills: the float bound (softmax_backward_row_ref's tol) plus the
+ *     output's rounding: bf16_output_tol(tol, dx) = tol (1 + 2^-8) + 2^-8 |dx|.
+ *   a masked y (0): tolerance 0 on every fill, as for float: dx exactly 0. */
+uint16_t bf16_from_float(float f);
+float bf16_to_float(uint16_t h);
+double bf16_output_tol(double tol, double y);
+
+/* Each of v's n floats replaced by the float of its bfloat16 rounding. */
+void back_round_bf16(float *v, size_t n);
+
+#define BACK_SOFTMAX_BF16_NAME "softmax_backward_bf16"
+
+/* What the shared parser must know of a bfloat16 softmax backward program
+ * (softmax != 0), or of the bfloat16 bar (softmax = 0: copy3_bf16, below):
+ * back_program_of(softmax)'s, in bfloat16s, 8 to a 16-byte pack (--offset,
+ * --y-offset and --gamma-offset count bfloat16s, 0..7). */
+struct program back_program_bf16(int softmax);
+
+/* The bfloat16 bar, back/baseline_copy3_bf16 (BACK_COPY3 with BACK_BF16):
+ * y and dy read, dx written, in bfloat16: the three streams of the bfloat16
+ * softmax backward, 6 bytes an element (softmax_back_bf16_bytes). Its fill
+ * is the float bar's, rounded to bfloat16 (back_round_bf16); every dx must
+ * be the float sum y + dy rounded once to bfloat16, bit for bit. */
+#define BACK_COPY3_BF16_NAME "copy3_bf16"
+void back_copy3_check_bf16(size_t rows, size_t cols, const float *y, const float *dy,
+                           const float *dx, struct back_verdict *v);
+
+/* y, dy and dx hold bfloat16 values (as floats): the checks above. 0, or -1
+ * when the host is out of memory. */
+int softmax_back_check_bf16(size_t rows, size_t cols, int exact, const float *y,
+                            const float *dy, const float *dx, struct back_verdict *v);
+
+/* Bytes a bfloat16 softmax backward must move: y and dy read, dx written,
+ * 2 bytes an element each: 6 an element. */
+double softmax_back_bf16_bytes(size_t rows, size_t cols);
+
 /* The first index where a and b differ bit for bit, or -1. */
 long long back_first_difference(const float *a, const float *b, size_t n);
 

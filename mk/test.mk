@@ -4,13 +4,23 @@ build/unit_tests: tests/unit_tests.c tests/expect.h common/harness.c common/rows
 
 # Part 3's driver on the CPU (tests/back_fake.c: the device half and a
 # LayerNorm backward in C, in good and broken modes), for tests/cli_tests.sh.
-build/back_fake: tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
+BACK_FAKE_SRC := tests/back_fake.c common/back_driver.c common/back_ref.c common/rows_ref.c common/harness.c
+build/back_fake: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
 TEST_BUILD_MORE += build/back_fake
 # The same, as part 3's bar (back/baseline_copy3's dx = x + dy).
-build/back_fake_copy3: tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -o $@ tests/back_fake.c common/back_driver.c common/back_ref.c common/harness.c -lm $(LDLIBS)
+build/back_fake_copy3: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
 TEST_BUILD_MORE += build/back_fake_copy3
+# The same, as a bfloat16 softmax backward (y, dy, dx in bfloat16, sums in
+# float), and as a bfloat16 LayerNorm backward, which the driver refuses.
+build/back_fake_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
+build/back_fake_ln_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_LN_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
+build/back_fake_copy3_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
+	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -DBACK_FAKE_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
+TEST_BUILD_MORE += build/back_fake_bf16 build/back_fake_ln_bf16 build/back_fake_copy3_bf16
 
 # Part 3's steps on the CPU (tests/back_emu.h: blocks one at a time, their
 # threads as coroutines taking turns), with the driver and back_fake.c's device half,
@@ -18,12 +28,12 @@ TEST_BUILD_MORE += build/back_fake_copy3
 # `emu_launch(g, b, k, `.
 CXX ?= g++
 BACK_EMU := $(patsubst back/%/back.cu,build/back_emu/%/run,$(wildcard back/step[0-9]*_*/back.cu))
-build/back_emu/%/run: back/%/back.cu tests/back_emu.h build/back_emu/device.o build/back_driver.o build/back_ref.o build/harness.o $(HEADERS) | build
+build/back_emu/%/run: back/%/back.cu tests/back_emu.h build/back_emu/device.o build/back_driver.o build/back_ref.o build/rows_ref.o build/harness.o $(HEADERS) | build
 	@mkdir -p $(@D)
 	sed -E 's/([A-Za-z_0-9]+)<<<([^,]+), *([^>]+)>>>\(/emu_launch(\2, \3, \1, /' $< > $(@D)/back.cpp
 	$(CXX) -std=c++20 -O1 -Wall -Wextra -Wno-unknown-pragmas -include tests/back_emu.h -Icommon \
 	    -I$(CUDA_HOME)/include -c $(@D)/back.cpp -o $(@D)/back.o
-	$(CXX) -o $@ $(@D)/back.o build/back_emu/device.o build/back_driver.o build/back_ref.o build/harness.o \
+	$(CXX) -o $@ $(@D)/back.o build/back_emu/device.o build/back_driver.o build/back_ref.o build/rows_ref.o build/harness.o \
 	    -lm -lpthread $(LDLIBS)
 # back_fake.c's device half: the same object for every step, compiled once.
 build/back_emu/device.o: tests/back_fake.c $(HEADERS) | build

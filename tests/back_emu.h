@@ -32,6 +32,11 @@
 #define REDUCE_BACK_EMU_H
 
 #include <cuda_runtime_api.h>
+/* A bfloat16 step's __nv_bfloat16 and its conversions: cuda_bf16.h has host
+ * versions of them (round to nearest even, as on the GPU). Included before
+ * __device__ and the rest are redefined below, and it brings CUDA's own
+ * make_float4 (vector_functions.h) with it. */
+#include <cuda_bf16.h>
 
 #include <algorithm>
 #include <atomic>
@@ -248,14 +253,6 @@ inline T atomicAdd(T *p, U v)
     T old = *p;
     *p = old + (T)v;
     return old;
-}
-
-/* The 16-byte pack's constructor (cuda_runtime_api.h has the type only). */
-inline float4 make_float4(float x, float y, float z, float w)
-{
-    float4 v;
-    v.x = x, v.y = y, v.z = z, v.w = w;
-    return v;
 }
 
 /* CUDA's min and max, with its mixed overloads (both sides to unsigned). */

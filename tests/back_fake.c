@@ -29,11 +29,28 @@
  *   ulp     one dx (the middle one) a float too large
  *   nan     the last dx left unwritten
  *   guard   one float written past dx's end
+ * Built with -DBACK_FAKE_BF16 (build/back_fake_bf16), it is a bfloat16
+ * softmax backward (step_op BACK_SOFTMAX, step_dtype BACK_BF16: y, dy and dx
+ * bfloat16, s summed in float in row order, dx rounded once), named
+ * back/fake_bf16, in the modes:
+ *   ok      as said
+ *   s16     s rounded to bfloat16 before dy - s (the random and shifted
+ *           fills catch it)
+ *   trunc   dx cut to bfloat16 (toward 0) instead of rounded to nearest
+ *   mask    a masked y's dx (which must be exactly 0) written as 1e-30
+ *   nan     the last dx left unwritten
+ *   guard   one bfloat16 written past dx's end (a pad or a guard)
+ * With both -DBACK_FAKE_COPY3 and -DBACK_FAKE_BF16 (build/back_fake_copy3_bf16)
+ * it is the bfloat16 bar (back/baseline_copy3_bf16: dx = y + dy in bfloat16),
+ * named back/copy3_bf16, in the copy's modes (ok, ulp, nan, guard).
+ * With -DBACK_FAKE_LN_BF16 (build/back_fake_ln_bf16) the LayerNorm program
+ * below says step_dtype BACK_BF16, which the driver refuses.
  * Not linked into any program: build/back_fake and build/back_fake_copy3
  * are make test's alone, and so is the device half in
  * build/back_emu/<step>/run (each part 3 step on the CPU, tests/back_emu.h). */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "back.h"
+#include "back_ref.h"   /* bfloat16's conversions (BACK_FAKE_BF16) */
 #include "check.h"
 #include "device.h"
 
@@ -86,8 +103,12 @@ const char *build_arch(void)
 void program_name(const char *argv0, char *out, size_t len)
 {
     (void)argv0;
-#ifdef BACK_FAKE_COPY3
+#if defined(BACK_FAKE_COPY3) && defined(BACK_FAKE_BF16)
+    snprintf(out, len, "copy3_bf16");
+#elif defined(BACK_FAKE_COPY3)
     snprintf(out, len, "copy3");
+#elif defined(BACK_FAKE_BF16)
+    snprintf(out, len, "fake_bf16");
 #else
     snprintf(out, len, "fake");
 #endif
@@ -232,7 +253,30 @@ void timer_free(struct timer *t)
 /* ---- The program, left out with -DBACK_FAKE_DEVICE_ONLY (for a program of
  * its own). */
 #ifndef BACK_FAKE_DEVICE_ONLY
-#ifdef BACK_FAKE_COPY3
+#if defined(BACK_FAKE_COPY3) && defined(BACK_FAKE_BF16)
+/* ---- The program: the bfloat16 bar, dx = y + dy added in float and
+ * rounded once, in the mode BACK_FAKE names (ok, ulp: the middle dx a
+ * bfloat16 too large, nan, guard), as the float copy's. */
+const enum back_op step_op = BACK_COPY3;
+const enum back_dtype step_dtype = BACK_BF16;
+
+void back_run(const struct back_problem *p)
+{
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    const uint16_t *y = p->y_bf16, *dy = p->dy_bf16;
+    uint16_t *dx = p->dx_bf16;
+    size_t n = p->rows * p->cols;
+    for (size_t k = 0; k < n; k++)
+        dx[k] = bf16_from_float(bf16_to_float(y[k]) + bf16_to_float(dy[k]));
+    if (strcmp(mode, "ulp") == 0)
+        dx[n / 2]++;   /* the next bfloat16 away from 0 */
+    if (strcmp(mode, "nan") == 0)
+        dx[n - 1] = 0xFFFFu;
+    if (strcmp(mode, "guard") == 0)
+        dx[n] = 0;
+}
+#elif defined(BACK_FAKE_COPY3)
 /* ---- The program: part 3's copy, dx = x + dy, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_COPY3;
 
@@ -250,9 +294,51 @@ void back_run(const struct back_problem *p)
     if (strcmp(mode, "guard") == 0)
         p->dx[n] = 0.0f;
 }
+#elif defined(BACK_FAKE_BF16)
+/* ---- The program: a bfloat16 softmax backward in C, in the mode BACK_FAKE
+ * names. */
+const enum back_op step_op = BACK_SOFTMAX;
+const enum back_dtype step_dtype = BACK_BF16;
+
+void back_run(const struct back_problem *p)
+{
+    const char *env = getenv("BACK_FAKE");
+    const char *mode = env != NULL ? env : "ok";
+    const uint16_t *y = p->y_bf16, *dy = p->dy_bf16;
+    uint16_t *dx = p->dx_bf16;
+    size_t rows = p->rows, cols = p->cols, n = rows * cols;
+    for (size_t r = 0; r < rows; r++) {
+        const uint16_t *yr = y + r * cols, *dyr = dy + r * cols;
+        uint16_t *dxr = dx + r * cols;
+        float s = 0.0f;
+        for (size_t j = 0; j < cols; j++)
+            s += bf16_to_float(dyr[j]) * bf16_to_float(yr[j]);
+        if (strcmp(mode, "s16") == 0)
+            s = bf16_to_float(bf16_from_float(s));
+        for (size_t j = 0; j < cols; j++) {
+            float yj = bf16_to_float(yr[j]), v = yj * (bf16_to_float(dyr[j]) - s);
+            if (strcmp(mode, "mask") == 0 && yj == 0.0f)
+                v = 1e-30f;
+            if (strcmp(mode, "trunc") == 0) {
+                uint32_t u;
+                memcpy(&u, &v, sizeof u);
+                dxr[j] = (uint16_t)(u >> 16);
+            } else {
+                dxr[j] = bf16_from_float(v);
+            }
+        }
+    }
+    if (strcmp(mode, "nan") == 0)
+        dx[n - 1] = 0xFFFFu;   /* the poison: a bfloat16 NaN */
+    if (strcmp(mode, "guard") == 0)
+        dx[n] = 0;
+}
 #else
 /* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_LAYERNORM;
+#ifdef BACK_FAKE_LN_BF16
+const enum back_dtype step_dtype = BACK_BF16;   /* refused by the driver */
+#endif
 
 #define FAKE_SLICE 4   /* rows per partial row of the workspace modes */
 

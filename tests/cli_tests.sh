@@ -149,14 +149,17 @@ for p in $back_programs; do
     # takes any number of rows; LayerNorm's (and the copy) the rest.
     softmax=""
     grep -q '^const enum back_op step_op = BACK_SOFTMAX;' "$(dirname "$p")/back.cu" && softmax=1
-    op_args=("--gamma-offset 4" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1")
+    # A bfloat16 program's offsets count bfloat16s, 8 a 16-byte pack.
+    past_pack=4
+    grep -q '^const enum back_dtype step_dtype = BACK_BF16;' "$(dirname "$p")/back.cu" && past_pack=8
+    op_args=("--gamma-offset $past_pack" "--check --rows 700000 --cols 8" "--fill exact --rows 2000000 --cols 1")
     [ -n "$softmax" ] && op_args=("--gamma-offset 1")
     expect 0 "usage:" "$p" --help
     expect 0 "exit status" "$p" -h
     for args in "--rows 0" "--cols 0" "--rows -5" "--rows abc" "--cols 2000000" "--rows" "--cols" \
                 "--rows 3000000000 --cols 1000" "--reps 0" "--warmup x" "--seed -1" \
-                "--fill nope" "--fill ones" "--fill levels" "--fill centered" "--offset 4" \
-                "--y-offset 4" "--beta-offset 1" "--mask causal" "--check-every 2" "${op_args[@]}" \
+                "--fill nope" "--fill ones" "--fill levels" "--fill centered" "--offset $past_pack" \
+                "--y-offset $past_pack" "--beta-offset 1" "--mask causal" "--check-every 2" "${op_args[@]}" \
                 "--bogus" "--csv" "--checks" "--csv /nonexistent-dir/x.csv"; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
@@ -237,6 +240,69 @@ if [ -x $fake ]; then
     expect 1 "(tolerance 0: exact); 1 of the outputs are wrong" env BACK_FAKE=ulp $fake --check --rows 8 --cols 5
     expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
     expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
+else
+    bad "$fake is not built (make test builds it)"
+fi
+
+# The bfloat16 softmax backward (build/back_fake_bf16: y, dy and dx in
+# bfloat16, offsets in bfloat16s, 8 a pack): it passes, timed and --check,
+# with op softmax_backward_bf16 and 6 bytes an element; s rounded to
+# bfloat16 (the random and shifted fills), dx cut instead of rounded, a masked
+# y's dx not 0, a dx nothing wrote and a write past dx's end are caught. A
+# bfloat16 LayerNorm backward is refused in one line, exit 1.
+fake=build/back_fake_bf16
+if [ -x $fake ]; then
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS: dx the same bits in 3 runs" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "PASS" env BACK_FAKE=ok $fake --check --fill shifted --rows 5 --cols 9 --offset 7 --y-offset 6
+    expect 0 "PASS" env BACK_FAKE=ok $fake --check --fill tiny --rows 17 --cols 3 --offset 1 --y-offset 3
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/fake_bf16,2112,3,* ]] && [[ $row == *",64,33,softmax_backward_bf16,12672,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 softmax_backward_bf16 of 12672 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 0 "dtype=bf16" env BACK_FAKE=ok $fake --gpu-info
+    expect 0 "pack=8" env BACK_FAKE=ok $fake --gpu-info
+    expect 2 "from 0 to 7" env BACK_FAKE=ok $fake --check --offset 8
+    expect 1 "determinism FAIL: run 1 of the random fill is wrong" env BACK_FAKE=s16 $fake --check --rows 33 --cols 7
+    expect 1 "FAIL: dx[row" env BACK_FAKE=s16 $fake --check --fill shifted --rows 8 --cols 33
+    expect 1 "FAIL: a check before timing failed" env BACK_FAKE=s16 $fake --rows 64 --cols 33
+    expect 1 "(tolerance 0: exact)" env BACK_FAKE=trunc $fake --check --rows 33 --cols 7
+    expect 1 "is 9.98402083e-31, not 0 (tolerance 0: exact)" env BACK_FAKE=mask $fake --check --rows 33 --cols 7
+    expect 1 "is 9.98402083e-31, not " env BACK_FAKE=mask $fake --check --fill random --rows 33 --cols 7
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5 --y-offset 1
+else
+    bad "$fake is not built (make test builds it)"
+fi
+# The bfloat16 bar (build/back_fake_copy3_bf16: back/baseline_copy3_bf16's
+# dx = y + dy in bfloat16): dx bit for bit, op copy3_bf16, 6 bytes an
+# element; a dx one bfloat16 off, one nothing wrote, a write past dx's end
+# are caught.
+fake=build/back_fake_copy3_bf16
+if [ -x $fake ]; then
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS: dx the same bits in 3 runs" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "result   dx = x + dy bit for bit" env BACK_FAKE=ok $fake --check --fill tiny --rows 5 --cols 3 --offset 7 --y-offset 1
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/copy3_bf16,2112,3,* ]] && [[ $row == *",64,33,copy3_bf16,12672,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 copy3_bf16 of 12672 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 0 "op=copy3_bf16" env BACK_FAKE=ok $fake --gpu-info
+    expect 1 "(tolerance 0: exact); 1 of the outputs are wrong" env BACK_FAKE=ulp $fake --check --rows 8 --cols 5
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5 --y-offset 1
+else
+    bad "$fake is not built (make test builds it)"
+fi
+fake=build/back_fake_ln_bf16
+if [ -x $fake ]; then
+    expect_one_line 1 $fake --check --rows 3 --cols 4
+    expect 1 "bfloat16 is softmax backward's only" $fake --rows 3 --cols 4
 else
     bad "$fake is not built (make test builds it)"
 fi

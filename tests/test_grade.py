@@ -602,7 +602,7 @@ if args[:1] == ["--version"]:
     sys.exit(0)
 if args[:1] == ["--gpu-info"]:
     print("gpu=Fake H200\nsms=132\nsm_threads=2048\nfree_bytes=68719476736\n"
-          "op={op}\ndtype=f32\npack=4\nmax_cols=1048576\n"
+          "op={op}\ndtype={dtype}\npack={pack}\nmax_cols=1048576\n"
           f"max_n=4294967296\ndeterministic={{DET}}")
     sys.exit(0)
 if args[:1] == ["--checks"]:
@@ -631,8 +631,10 @@ class FakeBackTest(unittest.TestCase):
     def fake(self, mode, det=1, op="layernorm_backward"):
         path = os.path.join(self.tmp, f"{mode}_{det}_{op}", "run")
         os.makedirs(os.path.dirname(path))
+        bf16 = op.endswith("_bf16")
         with open(path, "w") as handle:
-            handle.write(FAKE_BACK.format(mode=mode, det=det, op=op))
+            handle.write(FAKE_BACK.format(mode=mode, det=det, op=op, dtype="bf16" if bf16 else "f32",
+                                          pack=8 if bf16 else 4))
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
         return path
 
@@ -876,6 +878,28 @@ class BackSoftmaxMatrix(FakeBackTest):
             want = build(self.device, grade.RowProgram(op=op, part="back"), sanitizer=False)
             ran = [o.case.label for o in report.outcomes if not o.skipped]
             self.assertEqual(sorted(ran), sorted(c.label for c in want), op)
+
+    def test_the_grader_gives_a_bfloat16_softmax_program_its_matrix(self):
+        """op=softmax_backward_bf16 (back/step15 on) gets softmax's matrix,
+        with every place in its pack of 8 bfloat16s: y and dy, and dx, at
+        every pair of offsets 0-7, and every fill at each; every check runs."""
+        op = "softmax_backward_bf16"
+        report = self.graded("good", op=op)
+        self.assertTrue(report.passed, grade.failure_table(report))
+        program = grade.RowProgram(op=op, dtype="bf16", pack=8, part="back")
+        want = grade.build_softmax_back_cases(self.device, program, sanitizer=False)
+        ran = [o.case.label for o in report.outcomes if not o.skipped]
+        self.assertEqual(sorted(ran), sorted(c.label for c in want))
+        pairs = set()
+        for case in want:
+            if case.kind == "offset" and self.shape_of(case) == grade.SOFTMAX_BACK_OFFSET_SHAPES[0]:
+                pairs.add((int(self.value(case, "--offset")),
+                           int(self.value(case, "--y-offset", "0"))))
+        self.assertEqual(pairs, {(a, b) for a in range(8) for b in range(8)})
+        fills = {(self.value(c, "--fill"), int(self.value(c, "--offset")))
+                 for c in want if c.kind == "fill"}
+        self.assertEqual(fills, {(f, o) for f in grade.BACK_FILLS for o in range(8)})
+        self.assertFalse(self.graded("past_a_block", op=op).passed)
 
     def test_a_softmax_program_wrong_past_a_block_fails(self):
         """A program right up to 16384 columns and wrong past them: failed

@@ -2098,6 +2098,101 @@ static void test_softmax_back_host(void)
            !back_exact_fits(checks[0].rows, checks[0].cols));
 }
 
+/* The bfloat16 softmax backward's checks (back_ref.h): on each fill,
+ * rounded to bfloat16, a kernel that sums in float in any order and rounds
+ * dx once passes; on the exact fill dx is held to the bit (one bfloat16
+ * off fails, the fill is unchanged by the rounding); s rounded to bfloat16
+ * fails the shifted fill; a masked y's dx must be exactly 0. Then the
+ * bfloat16 bar's check (dx = the bfloat16 of y + dy), its program and bytes. */
+static void test_softmax_back_bf16(void)
+{
+    const enum fill_kind fills[4] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_EXACT};
+    size_t rows = 33, cols = 300, n = rows * cols;
+    float *y = malloc(n * sizeof *y), *dy = malloc(n * sizeof *dy), *dx = malloc(n * sizeof *dx);
+    float *y0 = malloc(n * sizeof *y0), *dy0 = malloc(n * sizeof *dy0);
+    float *t = malloc(cols * sizeof *t);
+    struct back_verdict v;
+    for (int f = 0; f < 4; f++) {
+        int exact = fills[f] == FILL_EXACT;
+        EXPECT(softmax_back_fill(rows, cols, fills[f], 9, y0, dy0) == 0);
+        memcpy(y, y0, n * sizeof *y);
+        memcpy(dy, dy0, n * sizeof *dy);
+        back_round_bf16(y, n);
+        back_round_bf16(dy, n);
+        int same = 1, held = 1;
+        for (size_t i = 0; i < n; i++) {
+            same &= y[i] == y0[i] && dy[i] == dy0[i];
+            held &= bf16_to_float(bf16_from_float(y[i])) == y[i] && (y[i] == 0.0f) == (y0[i] == 0.0f);
+        }
+        EXPECT(held);
+        if (exact)
+            EXPECT(same);   /* the exact fill is bfloat16 already */
+        int good = 1;
+        for (int order = 0; order < 3; order++)
+            for (int fma_form = 0; fma_form < 2; fma_form++) {
+                back_softmax_dx_float(y, dy, rows, cols, order, fma_form, 0, t, dx);
+                back_round_bf16(dx, n);
+                good &= softmax_back_check_bf16(rows, cols, exact, y, dy, dx, &v) == 0 &&
+                        v.bad == 0 && v.ratio <= 1.0;
+            }
+        EXPECT(good);
+        /* A masked y's dx: 0 exactly. */
+        size_t masked = n;
+        for (size_t i = 0; i < n && masked == n; i++)
+            if (y[i] == 0.0f)
+                masked = i;
+        EXPECT(masked < n);
+        dx[masked] = 0x1p-133f;   /* bfloat16's smallest subnormal */
+        EXPECT(softmax_back_check_bf16(rows, cols, exact, y, dy, dx, &v) == 0 && v.bad == 1 &&
+               v.tol == 0.0 && v.want == 0.0);
+        dx[masked] = 0.0f;
+        if (exact) {   /* one bfloat16 off, where dx is not 0: held to the bit */
+            size_t at = n;
+            for (size_t i = 0; i < n && at == n; i++)
+                if (dx[i] != 0.0f)
+                    at = i;
+            uint16_t h = bf16_from_float(dx[at]);
+            dx[at] = bf16_to_float((uint16_t)(h + 1));
+            EXPECT(softmax_back_check_bf16(rows, cols, 1, y, dy, dx, &v) == 0 && v.bad == 1 &&
+                   v.tol == 0.0 && v.row == at / cols && v.col == at % cols);
+            /* Cut instead of rounded: caught. */
+            back_softmax_dx_float(y, dy, rows, cols, 0, 0, 0, t, dx);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+                memcpy(&u, &dx[i], sizeof u);
+                u &= 0xffff0000u;
+                memcpy(&dx[i], &u, sizeof u);
+            }
+            EXPECT(softmax_back_check_bf16(rows, cols, 1, y, dy, dx, &v) == 0 && v.bad > 0);
+        }
+        if (fills[f] == FILL_SHIFTED) {   /* s rounded to bfloat16: caught */
+            for (size_t r = 0; r < rows; r++) {
+                float s = 0.0f;
+                for (size_t j = 0; j < cols; j++)
+                    s += y[r * cols + j] * dy[r * cols + j];
+                s = bf16_to_float(bf16_from_float(s));
+                for (size_t j = 0; j < cols; j++)
+                    dx[r * cols + j] = y[r * cols + j] * (dy[r * cols + j] - s);
+            }
+            back_round_bf16(dx, n);
+            EXPECT(softmax_back_check_bf16(rows, cols, 0, y, dy, dx, &v) == 0 && v.bad > 0);
+        }
+        /* The bar: dx = the bfloat16 of y + dy, bit for bit. */
+        for (size_t i = 0; i < n; i++)
+            dx[i] = bf16_to_float(bf16_from_float(y[i] + dy[i]));
+        back_copy3_check_bf16(rows, cols, y, dy, dx, &v);
+        EXPECT(v.bad == 0 && v.tol == 0.0);
+        dx[n / 2] = bf16_to_float((uint16_t)(bf16_from_float(dx[n / 2]) + 1));
+        back_copy3_check_bf16(rows, cols, y, dy, dx, &v);
+        EXPECT(v.bad == 1 && v.row == n / 2 / cols && v.ratio == HUGE_VAL);
+    }
+    EXPECT(softmax_back_bf16_bytes(3, 5) == 90.0);
+    struct program p = back_program_bf16(1), c = back_program_bf16(0);
+    EXPECT(p.pack == 8 && strcmp(p.op, "softmax_backward_bf16") == 0 && p.gamma == 0);
+    EXPECT(c.pack == 8 && strcmp(c.op, "copy3_bf16") == 0);
+    free(y), free(dy), free(dx), free(y0), free(dy0), free(t);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -2123,6 +2218,7 @@ int main(void)
     test_softmax_backward_exact();
     test_back_host();
     test_softmax_back_host();
+    test_softmax_back_bf16();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

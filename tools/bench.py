@@ -95,6 +95,7 @@ WIDTHS_SUFFIX = "-rows-widths"
 CHECKED_MAX = 1 << 28
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
+COPY3_BF16_DIR = "back/baseline_copy3_bf16"   # part 3's bar in bfloat16
 # Part 3 (back/): LayerNorm's backward pass at issue 41's two shapes, the
 # ones its table and charts show (part 2's others, but the two of logits, are
 # BACK_MORE_SHAPES: --shapes takes them). Its bar is the copy of its three
@@ -212,7 +213,8 @@ def comparisons(root, name):
     the previous step, the float step a bfloat16 step converts, its bar (the
     copy, the bfloat16 copy, or step 9 on one array and CUB's segmented sum
     for a row sum) and PyTorch's op. Part 3: the previous step, its bar (the
-    copy of three streams) and PyTorch's op."""
+    copy of three streams; a bfloat16 step: the float step it converts and
+    the bfloat16 copy of three streams) and PyTorch's op."""
     part = schema.part_prefix(name)
     if not part:
         names = program_dirs(root)
@@ -224,7 +226,7 @@ def comparisons(root, name):
     found = [d for d in [previous_step(root, name)] if d]
     if op.endswith("_bf16"):
         found += [d for d in [steps.float_twin(root, name)] if d]
-        found.append(COPY16_DIR)
+        found.append(COPY3_BF16_DIR if part == schema.BACK else COPY16_DIR)
     elif op == "sum":
         found += [ONE_ARRAY, ROW_CUB_DIR]
     elif op:

@@ -32,9 +32,11 @@ HARNESS = {
     # names no op, so an op added here moves no other part's hash.
     "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows_ref.h",
              "common/rows.h"] + COMMON,
-    # Part 3's (back/, a draft): its own driver, references and contract.
+    # Part 3's (back/, a draft): its own driver, references and contract,
+    # and part 2's references for bfloat16's conversions (linked, not copied).
     "back": ["common/back_driver.c", "common/back_ref.c", "common/back_ref.h",
-             "common/back.h"] + COMMON,
+             "common/back.h", "common/rows_ref.c", "common/rows_ref.h",
+             "common/rows.h"] + COMMON,
     # multigpu/run: its driver and shard plan, step 9's kernel (linked, not
     # copied) and the part 1 contract it calls that kernel through.
     "multigpu": ["multigpu/plan.c", "multigpu/plan.h", "step9_singlepass/reduce.cu",

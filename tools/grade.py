@@ -599,8 +599,9 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
 
 
 def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
-    """Every check for one softmax backward program (back/step10 on), in a
-    fixed order: build_back_cases' kinds at softmax's widths, with no gamma
+    """Every check for one softmax backward program (back/step10 on; in
+    bfloat16, back/step15 on, its offsets 0-7 from its pack), in a fixed
+    order: build_back_cases' kinds at softmax's widths, with no gamma
     to move. The exact fill's dx is exact (common/back_ref.h), so a sum that
     drops a tail, a block or a cluster's share, or reads the wrong one, is
     off; a masked y must give dx = 0 on every fill."""
@@ -1247,7 +1248,10 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
                                             rows.dtype if rows else "f32"))
             speed_size(speed.at, rows is not None)
         if rows is not None and rows.part == "back":
-            build = build_softmax_back_cases if rows.op == "softmax_backward" else build_back_cases
+            # The bfloat16 softmax backward (back/step15 on) gets softmax's
+            # matrix: its offsets run over its pack (8 bfloat16s), from --gpu-info.
+            softmax = rows.op in ("softmax_backward", "softmax_backward_bf16")
+            build = build_softmax_back_cases if softmax else build_back_cases
             cases = build(device, rows, quick=program in quick, sanitizer=sanitizer is not None)
         elif rows is not None:
             cases = build_row_cases(device, rows, quick=program in quick,

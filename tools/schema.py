@@ -43,9 +43,10 @@ SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "row
                 "rows/step23_bf16_bulk") + ROW_BASELINES
 # Part 3's (back/, measured into a results file of its own, outside the
 # shipped lists that the docs generator reads): named
-# as part 2's, back/step0_thread, and its bar back/copy3 (back/baseline_copy3).
+# as part 2's, back/step0_thread, and its bar back/copy3 (back/baseline_copy3);
+# back/copy3_bf16 (back/baseline_copy3_bf16) is the bfloat16 steps' bar.
 BACK = "back/"
-BACK_BASELINES = ("back/copy3",)
+BACK_BASELINES = ("back/copy3", "back/copy3_bf16")
 # The folder prefixes of the parts after the first, and their baselines' labels.
 PARTS = (ROWS, BACK)
 BASELINE_LABELS = ROW_BASELINES + BACK_BASELINES

@@ -48,7 +48,7 @@ SOURCE = {"": "reduce.cu", ROWS: "rows.cu", BACK: "back.cu"}
 # The programs that are no step, by the name make check and the grader take.
 BASELINES = {"cub": schema.CUB_DIR, "rows/cub": "rows/baseline_cub",
              "rows/copy": "rows/baseline_copy", "rows/copy16": "rows/baseline_copy16",
-             "back/copy3": "back/baseline_copy3"}
+             "back/copy3": "back/baseline_copy3", "back/copy3_bf16": "back/baseline_copy3_bf16"}
 EXIT_USAGE = cli.EXIT_USAGE
 
 
