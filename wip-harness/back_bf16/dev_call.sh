@@ -5,28 +5,35 @@
 # checks at every bfloat16 offset, the sanitizers on one variant, then two
 # rounds of timings at part 3's softmax shapes.
 # timeout 580 bash wip-harness/back_bf16/dev_call.sh GIT_REV   (about 5 min)
+# SRC=file VARIANTS="name:share_kb:min_cols:vec ..." TORCH=0 change what runs
+# (vec: VEC, the register path's bfloat16s a load, where the source has it).
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s)
-src=back/step15_bf16_bulk/back.cu
-variant() {   # name, SHARE_BYTES in KB, MIN_BULK_COLS
+src=${SRC:-back/step15_bf16_bulk/back.cu}
+variant() {   # name, SHARE_BYTES in KB, MIN_BULK_COLS, VEC
     local d=back/step15_bf16_bulk_$1
     mkdir -p $d
     sed -e "s/^#define SHARE_BYTES .*/#define SHARE_BYTES ($2 * 1024)/" \
-        -e "s/^#define MIN_BULK_COLS .*/#define MIN_BULK_COLS $3/" $src > $d/back.cu
+        -e "s/^#define MIN_BULK_COLS .*/#define MIN_BULK_COLS $3/" \
+        -e "s/^#define VEC .*/#define VEC ${4:-1}/" $src > $d/back.cu
     echo $d
 }
-V="$(variant s64 64 32768) $(variant s80 80 32768) $(variant s48 48 32768) $(variant s64m16 64 16384) $(variant s64m8 64 8192)"
+V=""
+for v in ${VARIANTS:-s64:64:32768 s80:80:32768 s48:48:32768 s64m16:64:16384 s64m8:64:8192}; do
+    IFS=: read -r name kb min vec <<< "$v"
+    V="$V $(variant $name $kb $min $vec)"
+done
 P="back/step14_bulk $V back/baseline_copy3_bf16 back/baseline_copy3"
 make -s -j16 GIT_REV=$GIT_REV $(for p in $P; do echo $p/run; done) > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
-./back/step15_bf16_bulk_s64/run --gpu-info | tail -6 | tr '\n' ' '; echo
+./$(echo $V | cut -d' ' -f1)/run --gpu-info | tail -6 | tr '\n' ' '; echo
 
 # Checks: one process per variant (--checks); only if it fails, each check
 # alone, so that the log names the failing ones.
 checks=$(mktemp)
-for shape in "3 8192" "1 8193" "3 16384" "2 16385" "3 32768" "3 32769" "5 50257" "2 65536" "2 65537" "2 128256" "2 151936" "2 262144"; do
-    for o in "0 0" "1 1" "3 5" "7 7" "2 0" "0 6"; do
+for shape in "3 1024" "2 1025" "3 4096" "3 8192" "1 8193" "3 16384" "2 16385" "3 32768" "3 32769" "5 50257" "2 65536" "2 65537" "2 128256" "2 151936" "2 262144"; do
+    for o in "0 0" "1 1" "3 5" "7 7" "2 0" "0 6" "2 2" "4 4"; do
         for f in exact random; do
             set -- $shape
             echo "--rows $1 --cols $2 --offset ${o% *} --y-offset ${o#* } --fill $f"
@@ -47,7 +54,7 @@ for p in $V back/baseline_copy3_bf16; do
 done
 echo "checks at $(( $(date +%s) - start )) s"
 for tool in memcheck racecheck synccheck; do
-    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 ./back/step15_bf16_bulk_s64m8/run --check --rows 2 --cols 65537 --offset 3 > $OUT/san-$tool.log 2>&1
+    timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 ./$(echo $V | cut -d' ' -f1)/run --check --rows 3 --cols 8192 --offset 0 > $OUT/san-$tool.log 2>&1
     echo "sanitizer $tool rc=$? ($(tail -1 $OUT/san-$tool.log | cut -c1-100))"
 done
 echo "sanitizers at $(( $(date +%s) - start )) s"
@@ -66,7 +73,7 @@ done
 echo "timed at $(( $(date +%s) - start )) s"
 # PyTorch's bfloat16 softmax backward at the same shapes (development only:
 # triton's do_bench, which clears the L2 between runs), as GB/s of 6 bytes an element.
-timeout 150 /opt/torch/.venv/bin/python - $SHAPES > $OUT/torch.log 2>&1 <<'PY'
+[ "${TORCH:-1}" = 1 ] && timeout 150 /opt/torch/.venv/bin/python - $SHAPES > $OUT/torch.log 2>&1 <<'PY'
 import sys, torch
 from triton.testing import do_bench
 f = lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, torch.bfloat16)
