@@ -282,7 +282,10 @@ double softmax_back_bf16_bytes(size_t rows, size_t cols);
  *     kernel that divides by N, or multiplies by a rounded 1 / N, meets it;
  *     dx cut toward 0 instead of rounded, or a bfloat16 off, does not.
  *   other fills: the float bound plus the output's rounding,
- *     bf16_output_tol(tol, dx), as softmax_back_check_bf16.
+ *     bf16_output_tol(tol, dx), as softmax_back_check_bf16. The shifted
+ *     fill is thin in bfloat16: x = 2000 + uniform(-1, 1) rounds to 2000
+ *     (bfloat16 keeps steps of 8 there), so xhat = 0 and rstd = 1 /
+ *     sqrt(eps); a kernel given the unrounded x's statistics fails it.
  * Returns 0, or -1 when the host is out of memory. */
 int back_fill_bf16(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x,
                    float *dy, float *gamma, float *mean, float *rstd);
