@@ -48,12 +48,14 @@ extern "C" {
  * leaves dgamma and dbeta alone. */
 enum back_op { BACK_LAYERNORM, BACK_SOFTMAX, BACK_COPY3 };
 
-/* How x (y), dy and dx are stored (step_dtype, below): float, or bfloat16
- * for softmax backward (BACK_SOFTMAX) and its bar (BACK_COPY3: dx = y + dy)
- * only, so far: y, dy and dx in bfloat16, every sum in float, dx rounded
- * once (common/back_ref.h says how it is checked). The driver refuses
- * BACK_BF16 for LayerNorm, in one line, with exit status 1 (a program that
- * breaks its contract). */
+/* How x (y), dy and dx are stored (step_dtype, below): float, or bfloat16:
+ * x (y), dy and dx in bfloat16, every sum in float, dx rounded once
+ * (common/back_ref.h says how it is checked), for softmax backward, its bar
+ * (BACK_COPY3: dx = y + dy) and LayerNorm backward. LayerNorm's gamma,
+ * mean, rstd, dgamma and dbeta stay float, as training keeps a norm's
+ * parameters and statistics (PyTorch's CUDA layer norm takes bfloat16 x
+ * with float weights): the three big streams halve, the small arrays keep
+ * their precision. */
 enum back_dtype { BACK_F32, BACK_BF16 };
 
 struct back_problem {
@@ -63,10 +65,12 @@ struct back_problem {
     const float *mean, *rstd;   /* rows, as the forward pass saved them */
     float *dx;                  /* rows x cols */
     float *dgamma, *dbeta;      /* cols */
-    /* BACK_BF16 programs: y, dy and dx as bfloat16, rows x cols, and x, y,
-     * dy and dx above are NULL (the bfloat16 bar reads y_bf16 and dy_bf16). void, because C has no bfloat16 type: a kernel
-     * reads them as __nv_bfloat16 (as part 2's x_bf16, common/rows.h). */
-    const void *y_bf16, *dy_bf16;
+    /* BACK_BF16 programs: x (LayerNorm) or y (softmax, the bar), dy and dx
+     * as bfloat16, rows x cols, and x, y, dy and dx above are NULL (the
+     * bfloat16 bar reads y_bf16 and dy_bf16). void, because C has no
+     * bfloat16 type: a kernel reads them as __nv_bfloat16 (as part 2's
+     * x_bf16, common/rows.h). */
+    const void *x_bf16, *y_bf16, *dy_bf16;
     void *dx_bf16;
     size_t rows, cols;
     struct workspace work;      /* see back_workspace() */

@@ -55,8 +55,7 @@ static int is_softmax(void)
     return step_op == BACK_SOFTMAX;
 }
 
-/* y, dy and dx in bfloat16 (step_dtype BACK_BF16: softmax and its bar,
- * the copy, so far; main() refuses LayerNorm in bfloat16). */
+/* x (y), dy and dx in bfloat16 (step_dtype BACK_BF16). */
 static int is_bf16(void)
 {
     return step_dtype == BACK_BF16;
@@ -69,6 +68,8 @@ static const char *op_name(void)
         return BACK_SOFTMAX_BF16_NAME;
     if (is_bf16() && is_copy3())
         return BACK_COPY3_BF16_NAME;
+    if (is_bf16())
+        return BACK_LAYERNORM_BF16_NAME;
     return is_copy3() ? BACK_COPY3_NAME : is_softmax() ? BACK_SOFTMAX_NAME : BACK_OP_NAME;
 }
 
@@ -81,6 +82,13 @@ static const char *elems_name(void)
 static size_t elem_bytes(void)
 {
     return is_bf16() ? 2 : sizeof(float);
+}
+
+/* LayerNorm in bfloat16: x, dy and dx bfloat16, its fill rounded before the
+ * saved statistics (back_fill_bf16), its own check. */
+static int is_ln_bf16(void)
+{
+    return is_bf16() && step_op == BACK_LAYERNORM;
 }
 
 /* The two inputs that move with --offset. */
@@ -140,14 +148,23 @@ static void back_usage(const char *prog)
                "  --offset K      start y and dy K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for dx\n", elems_name(), is_bf16() ? 7 : 3);
     else
-        printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of floats: dx\n"
+        printf("Runs this step's LayerNorm backward pass on a rows x cols matrix of %s: dx\n"
                "(rows x cols), dgamma and dbeta (cols) from x, dy, gamma and the forward pass's\n"
                "mean and rstd. Checks every output against a CPU reference in double, checks\n"
                "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
                "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
-               "dy, then dx, one float further into a 16-byte pack, and the shifted and tiny\n"
-               "fills.\n"
-               "\n"
+               "dy, then dx, one %s further into a 16-byte pack, and the shifted and tiny\n"
+               "fills.\n", is_ln_bf16() ? "bfloat16s" : "floats", is_ln_bf16() ? "bfloat16" : "float");
+    if (is_ln_bf16())
+        printf("bfloat16: x, dy and dx; gamma, mean, rstd, dgamma and dbeta stay float. x, dy\n"
+               "and gamma are made as for float, x and dy rounded to bfloat16, and mean and\n"
+               "rstd then taken from the rounded x (the exact fill is bfloat16 already).\n"
+               "Every sum stays float and dx is rounded once: on the exact fill dx must be\n"
+               "the bfloat16 rounding of the exact dx, bit for bit (either neighbour only\n"
+               "where a float kernel's few roundings reach a midpoint); elsewhere the float\n"
+               "bound plus that rounding. dgamma and dbeta are checked as for float.\n");
+    if (!is_softmax())
+        printf("\n"
                "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
                "  --cols C        elements per row, 1 .. 2^20 (default 1024)\n"
                "  --reps R        timed repetitions, median reported (default 20)\n"
@@ -160,9 +177,11 @@ static void back_usage(const char *prog)
                "                  few roundings (the default for --check; 26 rows + 10 cols\n"
                "                  must stay under 2^24)\n"
                "                  shifted: x = 2000 + uniform   tiny: x and dy uniform x 1e-3\n"
-               "  --offset K      start x and dy K floats (0..3) past a 16-byte boundary\n"
+               "  --offset K      start x and dy K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for dx\n"
-               "  --gamma-offset K  the same for gamma, dgamma and dbeta\n");
+               "  --gamma-offset K  the same for gamma, dgamma and dbeta%s\n",
+               is_ln_bf16() ? "bfloat16s" : "floats", is_ln_bf16() ? 7 : 3,
+               is_ln_bf16() ? ", in floats (0..7)" : "");
     printf(           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run, then the determinism check (three runs of the\n"
            "                  random fill at this shape, compared bit for bit); no timing\n"
@@ -377,6 +396,9 @@ static void inputs_upload(const struct buffers *b, const struct inputs *in, size
 static int inputs_fill(const struct inputs *in, size_t rows, size_t cols, enum fill_kind fill,
                        uint64_t seed)
 {
+    if (is_ln_bf16())   /* rounds x and dy itself, before the saved statistics */
+        return back_fill_bf16(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean,
+                              in->rstd);
     int rc = is_softmax() ? softmax_back_fill(rows, cols, fill, seed, in->x, in->dy)
              : back_fill(rows, cols, fill, seed, in->x, in->dy, in->gamma, in->mean, in->rstd);
     if (rc == 0 && is_bf16()) {
@@ -435,6 +457,9 @@ static void outputs_check(const struct inputs *in, const struct outputs *out, si
         rc = softmax_back_check_bf16(rows, cols, exact, in->x, in->dy, out->dx, v);
     else if (is_softmax())
         rc = softmax_back_check(rows, cols, exact, in->x, in->dy, out->dx, v);
+    else if (is_bf16())
+        rc = back_check_bf16(rows, cols, exact, in->x, in->dy, in->gamma, in->mean, in->rstd,
+                             out->dx, out->dgamma, out->dbeta, v);
     else
         rc = back_check(rows, cols, exact, in->x, in->dy, in->gamma, in->mean, in->rstd, out->dx,
                         out->dgamma, out->dbeta, v);
@@ -564,7 +589,10 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         p.dgamma = p.dbeta = NULL;
     }
     if (is_bf16()) {   /* bfloat16 pointers only: a float kernel here fails at once */
-        p.y_bf16 = elems_at(&b.x, b.x_skip);
+        if (is_ln_bf16())
+            p.x_bf16 = elems_at(&b.x, b.x_skip);
+        else
+            p.y_bf16 = elems_at(&b.x, b.x_skip);
         p.dy_bf16 = elems_at(&b.dy, b.x_skip);
         p.dx_bf16 = elems_at(&b.dx, b.dx_skip);
         p.x = p.y = p.dy = NULL;
@@ -652,7 +680,8 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
         snprintf(why, why_len, "%s", verdict);
 
     struct stats s = {0.0, 0.0, 0.0};
-    double bytes = is_bf16() ? softmax_back_bf16_bytes(rows, cols)   /* softmax and its bar */
+    double bytes = is_ln_bf16() ? back_bf16_bytes(rows, cols)
+                   : is_bf16() ? softmax_back_bf16_bytes(rows, cols)   /* softmax and its bar */
                    : is_copy3() ? back_copy3_bytes(rows, cols)
                    : is_softmax() ? softmax_back_bytes(rows, cols) : back_bytes(rows, cols);
     double gbps = 0.0;
@@ -764,14 +793,14 @@ static int run(const struct options *o, void *ctx)
 int main(int argc, char **argv)
 {
     /* Before any option: a program this driver cannot run does not run. */
-    if (step_dtype != BACK_F32 && (step_dtype != BACK_BF16 || !(is_softmax() || is_copy3()))) {
-        fprintf(stderr, "error: bfloat16 is softmax backward's only (and its bar's), so far: this driver runs %s "
-                        "in float only (step_op %d, step_dtype %d)\n", op_name(), (int)step_op,
-                (int)step_dtype);
+    if (step_dtype != BACK_F32 && step_dtype != BACK_BF16) {
+        fprintf(stderr, "error: this driver runs float and bfloat16 backward passes only "
+                        "(step_op %d, step_dtype %d)\n", (int)step_op, (int)step_dtype);
         return EXIT_WRONG;
     }
-    const struct program back = is_bf16() ? back_program_bf16(is_softmax())
-                                          : back_program_of(is_softmax());
+    const struct program back = is_ln_bf16() ? back_program_ln_bf16()
+                                : is_bf16() ? back_program_bf16(is_softmax())
+                                : back_program_of(is_softmax());
     struct options o;
     struct context c;
     char err[256];

@@ -91,8 +91,20 @@ static long nearest(long n, long d)
     return n >= 0 ? (n + d / 2) / d : -((-n + d / 2) / d);
 }
 
-int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *x,
-                           float *dy, float *gamma, float *mean, float *rstd)
+/* A bfloat16 near n (|n| < 2^24), cut toward 0: never larger than n. */
+static long bf16_cut(long n)
+{
+    float f = (float)n;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (long)bf16_to_float((uint16_t)(u >> 16));
+}
+
+/* ln_backward_exact_fill, and with bf16 != 0 the same fill kept to
+ * bfloat16's values (back_fill_bf16, back_ref.h): means within 255, the
+ * two solved dy cut to bfloat16. */
+static int exact_fill(size_t rows, size_t cols, unsigned long long seed, int bf16, float *x,
+                      float *dy, float *gamma, float *mean, float *rstd)
 {
     /* Past this, a column's sum over the rows could pass 2^24 halves. */
     if (!back_exact_fits(rows, cols))
@@ -104,7 +116,8 @@ int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, fl
     for (size_t r = 0; r < rows; r++) {
         unsigned long long rs = seed + 0x9e37ull * (r + 1);
         float *xr = x + r * cols, *dyr = dy + r * cols;
-        long c0 = pick(rs, 0, -1000, 1000);   /* the mean: an integer, exact in float */
+        /* The mean: an integer, exact in float (bfloat16: x = mean + k too). */
+        long c0 = bf16 ? pick(rs, 0, -255, 255) : pick(rs, 0, -1000, 1000);
         mean[r] = (float)c0;
         rstd[r] = rstds[pick(rs, 1, 0, 2)];
         for (size_t j = 0; j < cols; j++) {
@@ -149,14 +162,22 @@ int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, fl
         long big_b = nearest(s2, n) + shift;
         big_b += big_b == 0 ? shift : 0;
         long g_b = n * big_b - s2;
+        g_b = bf16 ? bf16_cut(g_b) : g_b;   /* before g_a, which makes up for it in S1 */
         shift = pick(rs, 3 + 2 * cols, 0, 1) ? 1 : -1;
         long big_a = nearest(s1 + g_b, n) + shift;
         big_a += big_a == 0 ? shift : 0;
         long g_a = n * big_a - s1 - g_b;
+        g_a = bf16 ? bf16_cut(g_a) : g_a;
         dyr[a] = (float)(g_a * (long)gamma[a]);   /* gamma is +-1: dy = g gamma */
         dyr[b] = (float)(g_b * (long)gamma[b]);
     }
     return 0;
+}
+
+int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *x,
+                           float *dy, float *gamma, float *mean, float *rstd)
+{
+    return exact_fill(rows, cols, seed, 0, x, dy, gamma, mean, rstd);
 }
 
 void ln_backward_exact_ref(const float *x, const float *dy, const float *gamma, float mean,
@@ -230,17 +251,23 @@ int back_fill_takes(enum fill_kind fill)
     return fill == FILL_RANDOM || fill == FILL_EXACT || fill == FILL_SHIFTED || fill == FILL_TINY;
 }
 
-int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x, float *dy,
-              float *gamma, float *mean, float *rstd)
+/* back_fill, and with bf16 != 0 back_fill_bf16: x and dy rounded to
+ * bfloat16 before the saved statistics are taken from x. */
+static int ln_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, int bf16,
+                   float *x, float *dy, float *gamma, float *mean, float *rstd)
 {
     if (!back_fill_takes(fill))
         return -1;
     if (fill == FILL_EXACT)
-        return ln_backward_exact_fill(rows, cols, seed, x, dy, gamma, mean, rstd);
+        return exact_fill(rows, cols, seed, bf16, x, dy, gamma, mean, rstd);
     /* Three seeds, three different streams: x, dy and gamma are unrelated. */
     fill_rows(x, rows, cols, fill, seed, 0);
     fill_rows(dy, rows, cols, fill == FILL_TINY ? FILL_TINY : FILL_RANDOM, seed + 1, 0);
     fill_input(gamma, cols, FILL_RANDOM, seed + 2, 0);
+    if (bf16) {
+        back_round_bf16(x, rows * cols);
+        back_round_bf16(dy, rows * cols);
+    }
     /* The forward pass's saved statistics, as its reference computes them:
      * the mean, then the variance about it (two passes), in double. */
     #pragma omp parallel for schedule(static) if (rows * cols > ((size_t)1 << 20))
@@ -256,6 +283,18 @@ int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, floa
         rstd[r] = (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
     }
     return 0;
+}
+
+int back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x, float *dy,
+              float *gamma, float *mean, float *rstd)
+{
+    return ln_fill(rows, cols, fill, seed, 0, x, dy, gamma, mean, rstd);
+}
+
+int back_fill_bf16(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x,
+                   float *dy, float *gamma, float *mean, float *rstd)
+{
+    return ln_fill(rows, cols, fill, seed, 1, x, dy, gamma, mean, rstd);
 }
 
 int softmax_back_fill(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *y,
@@ -309,9 +348,28 @@ static void verdict_add(struct back_verdict *v, const char *what, size_t row, si
     v->ratio = ratio;
 }
 
-int back_check(size_t rows, size_t cols, int exact, const float *x, const float *dy,
-               const float *gamma, const float *mean, const float *rstd, const float *dx,
-               const float *dgamma, const float *dbeta, struct back_verdict *v)
+/* dx's want and tolerance in bfloat16 (back_ref.h): on the exact fill the
+ * bfloat16 roundings of the floats within tol of want, one value (tol 0)
+ * unless that interval holds a midpoint between two; elsewhere the float
+ * bound plus the output's rounding. Rounding is monotone, and a float
+ * within tol of want is within the float roundings of want -+ tol. */
+static void bf16_dx_bounds(int exact, double *want, double *tol)
+{
+    if (!exact) {
+        *tol = bf16_output_tol(*tol, *want);
+        return;
+    }
+    double lo = bf16_to_float(bf16_from_float((float)(*want - *tol)));
+    double hi = bf16_to_float(bf16_from_float((float)(*want + *tol)));
+    *want = lo == hi ? lo : 0.5 * (lo + hi);
+    *tol = 0.5 * (hi - lo);
+}
+
+/* back_check and back_check_bf16: bf16 != 0 holds dx to bf16_dx_bounds. */
+static int ln_check(size_t rows, size_t cols, int exact, int bf16, const float *x,
+                    const float *dy, const float *gamma, const float *mean, const float *rstd,
+                    const float *dx, const float *dgamma, const float *dbeta,
+                    struct back_verdict *v)
 {
     double *ref = malloc(cols * sizeof *ref), *tol = malloc(cols * sizeof *tol);
     double *dg = calloc(cols, sizeof *dg), *dg_mag = calloc(cols, sizeof *dg_mag);
@@ -333,8 +391,12 @@ int back_check(size_t rows, size_t cols, int exact, const float *x, const float 
             ln_backward_exact_ref(xr, dyr, gamma, mean[r], rstd[r], cols, ref, tol);
         else
             ln_backward_row_ref(xr, dyr, gamma, mean[r], rstd[r], cols, ref, tol);
-        for (size_t j = 0; j < cols; j++)
-            verdict_add(v, "dx", r, j, dxr[j], ref[j], tol[j]);
+        for (size_t j = 0; j < cols; j++) {
+            double want = ref[j], t = tol[j];
+            if (bf16)
+                bf16_dx_bounds(exact, &want, &t);
+            verdict_add(v, "dx", r, j, dxr[j], want, t);
+        }
         ln_param_grads_add(xr, dyr, mean[r], rstd[r], cols, dg, dg_mag, dg_amag, db, db_mag);
     }
     for (size_t j = 0; j < cols; j++) {
@@ -346,6 +408,20 @@ int back_check(size_t rows, size_t cols, int exact, const float *x, const float 
 out:
     free(ref), free(tol), free(dg), free(dg_mag), free(dg_amag), free(db), free(db_mag);
     return rc;
+}
+
+int back_check(size_t rows, size_t cols, int exact, const float *x, const float *dy,
+               const float *gamma, const float *mean, const float *rstd, const float *dx,
+               const float *dgamma, const float *dbeta, struct back_verdict *v)
+{
+    return ln_check(rows, cols, exact, 0, x, dy, gamma, mean, rstd, dx, dgamma, dbeta, v);
+}
+
+int back_check_bf16(size_t rows, size_t cols, int exact, const float *x, const float *dy,
+                    const float *gamma, const float *mean, const float *rstd, const float *dx,
+                    const float *dgamma, const float *dbeta, struct back_verdict *v)
+{
+    return ln_check(rows, cols, exact, 1, x, dy, gamma, mean, rstd, dx, dgamma, dbeta, v);
 }
 
 /* softmax_back_check and softmax_back_check_bf16: bf16 != 0 holds dx to
@@ -396,6 +472,12 @@ void back_round_bf16(float *v, size_t n)
 {
     for (size_t k = 0; k < n; k++)
         v[k] = bf16_to_float(bf16_from_float(v[k]));
+}
+
+double back_bf16_bytes(size_t rows, size_t cols)
+{
+    double elems = (double)rows * (double)cols;
+    return 2.0 * 3.0 * elems + 4.0 * (3.0 * (double)cols + 2.0 * (double)rows);
 }
 
 double softmax_back_bf16_bytes(size_t rows, size_t cols)
@@ -485,6 +567,13 @@ struct program back_program_bf16(int softmax)
     p.op = softmax ? BACK_SOFTMAX_BF16_NAME : BACK_COPY3_BF16_NAME;
     p.elems = "bfloat16s";
     p.pack = 8;
+    return p;
+}
+
+struct program back_program_ln_bf16(void)
+{
+    struct program p = back_program_bf16(0);
+    p.op = BACK_LAYERNORM_BF16_NAME;
     return p;
 }
 

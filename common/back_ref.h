@@ -200,7 +200,7 @@ int softmax_back_check(size_t rows, size_t cols, int exact, const float *y, cons
                        const float *dx, struct back_verdict *v);
 
 /* ---- bfloat16 softmax backward (back.h: a program whose step_dtype is
- * BACK_BF16; softmax's alone, so far: the driver refuses LayerNorm's).
+ * BACK_BF16; LayerNorm's is below).
  * y and dy are made as for float (softmax_back_fill) and then rounded to
  * bfloat16 (back_round_bf16), so that the reference is computed from the
  * very values the kernel reads; every sum stays float in the kernel, and
@@ -257,6 +257,52 @@ int softmax_back_check_bf16(size_t rows, size_t cols, int exact, const float *y,
 /* Bytes a bfloat16 softmax backward must move: y and dy read, dx written,
  * 2 bytes an element each: 6 an element. */
 double softmax_back_bf16_bytes(size_t rows, size_t cols);
+
+/* ---- bfloat16 LayerNorm backward (BACK_LAYERNORM with BACK_BF16): x, dy
+ * and dx bfloat16; gamma, mean, rstd, dgamma and dbeta float (back.h).
+ * back_fill_bf16 makes back_fill's x, dy and gamma, rounds x and dy to
+ * bfloat16, and only then takes each row's mean and rstd from the rounded
+ * x, as back_fill does: the statistics a forward pass over the kernel's x
+ * saves. Its exact fill is ln_backward_exact_fill kept to bfloat16's
+ * values, so that rounding changes nothing: means in -255..255 (x = mean +
+ * k, within 256, where bfloat16 holds every integer) and the two solved dy
+ * of a row cut toward 0 to a bfloat16 (|g| <= 2.5 N, as before; each cut
+ * by under 2^-7 of itself). Every sum stays an exact integer, or half of
+ * one, so dgamma and dbeta are still exact (tolerance 0); m1 and m2 are no
+ * longer exact quotients, but m1 and m2 / rstd are within 0.02 of the
+ * nonzero integers A and B, and ln_backward_exact_ref's tolerance (a rounding for each
+ * quotient) already takes.
+ *
+ * back_check_bf16 holds dgamma and dbeta as back_check does (they are
+ * float sums of the rounded inputs), and dx (each the float of a bfloat16):
+ *   exact fill: the bfloat16 rounding, to nearest even, of a float within
+ *     ln_backward_exact_ref's few roundings of the exact dx: bit for bit
+ *     the rounding of the exact dx (tolerance 0), except where those few
+ *     roundings reach a midpoint between two bfloat16s; there either. A
+ *     kernel that divides by N, or multiplies by a rounded 1 / N, meets it;
+ *     dx cut toward 0 instead of rounded, or a bfloat16 off, does not.
+ *   other fills: the float bound plus the output's rounding,
+ *     bf16_output_tol(tol, dx), as softmax_back_check_bf16. The shifted
+ *     fill is thin in bfloat16: x = 2000 + uniform(-1, 1) rounds to 2000
+ *     (bfloat16 keeps steps of 8 there), so xhat = 0 and rstd = 1 /
+ *     sqrt(eps); a kernel given the unrounded x's statistics fails it.
+ * Returns 0, or -1 when the host is out of memory. */
+int back_fill_bf16(size_t rows, size_t cols, enum fill_kind fill, uint64_t seed, float *x,
+                   float *dy, float *gamma, float *mean, float *rstd);
+int back_check_bf16(size_t rows, size_t cols, int exact, const float *x, const float *dy,
+                    const float *gamma, const float *mean, const float *rstd, const float *dx,
+                    const float *dgamma, const float *dbeta, struct back_verdict *v);
+
+#define BACK_LAYERNORM_BF16_NAME "layernorm_backward_bf16"
+
+/* What the shared parser must know of a bfloat16 LayerNorm backward
+ * program: back_program_bf16(0)'s (offsets 0..7; --gamma-offset counts
+ * floats, as gamma is float) with its op's name. */
+struct program back_program_ln_bf16(void);
+
+/* Bytes a bfloat16 LayerNorm backward must move: back_bytes with 2 bytes
+ * an element of x, dy and dx (gamma, dgamma, dbeta, mean and rstd float). */
+double back_bf16_bytes(size_t rows, size_t cols);
 
 /* The first index where a and b differ bit for bit, or -1. */
 long long back_first_difference(const float *a, const float *b, size_t n);

@@ -13,7 +13,7 @@ build/back_fake_copy3: $(BACK_FAKE_SRC) $(HEADERS) | build
 	$(CC) $(CFLAGS) -DBACK_FAKE_COPY3 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
 TEST_BUILD_MORE += build/back_fake_copy3
 # The same, as a bfloat16 softmax backward (y, dy, dx in bfloat16, sums in
-# float), and as a bfloat16 LayerNorm backward, which the driver refuses.
+# float), and as a bfloat16 LayerNorm backward (x, dy, dx bfloat16, the rest float).
 build/back_fake_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build
 	$(CC) $(CFLAGS) -DBACK_FAKE_BF16 -o $@ $(BACK_FAKE_SRC) -lm $(LDLIBS)
 build/back_fake_ln_bf16: $(BACK_FAKE_SRC) $(HEADERS) | build

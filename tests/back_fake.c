@@ -43,8 +43,14 @@
  * With both -DBACK_FAKE_COPY3 and -DBACK_FAKE_BF16 (build/back_fake_copy3_bf16)
  * it is the bfloat16 bar (back/baseline_copy3_bf16: dx = y + dy in bfloat16),
  * named back/copy3_bf16, in the copy's modes (ok, ulp, nan, guard).
- * With -DBACK_FAKE_LN_BF16 (build/back_fake_ln_bf16) the LayerNorm program
- * below says step_dtype BACK_BF16, which the driver refuses.
+ * With -DBACK_FAKE_LN_BF16 (build/back_fake_ln_bf16) it is a bfloat16
+ * LayerNorm backward (step_dtype BACK_BF16: x, dy and dx bfloat16, the rest
+ * float), named back/fake_ln_bf16: x and dy widened to float (exact), the
+ * LayerNorm program above run on them in any of its modes, dx rounded once
+ * to bfloat16; and in the modes:
+ *   trunc   dx cut to bfloat16 (toward 0) instead of rounded to nearest
+ *   dgamma  dgamma[0] a float too large (the exact fill holds it to the bit)
+ *   guard   one bfloat16 written past dx's end (a pad or a guard)
  * Not linked into any program: build/back_fake and build/back_fake_copy3
  * are make test's alone, and so is the device half in
  * build/back_emu/<step>/run (each part 3 step on the CPU, tests/back_emu.h). */
@@ -109,6 +115,8 @@ void program_name(const char *argv0, char *out, size_t len)
     snprintf(out, len, "copy3");
 #elif defined(BACK_FAKE_BF16)
     snprintf(out, len, "fake_bf16");
+#elif defined(BACK_FAKE_LN_BF16)
+    snprintf(out, len, "fake_ln_bf16");
 #else
     snprintf(out, len, "fake");
 #endif
@@ -337,7 +345,7 @@ void back_run(const struct back_problem *p)
 /* ---- The program: LayerNorm backward in C, in the mode BACK_FAKE names. */
 const enum back_op step_op = BACK_LAYERNORM;
 #ifdef BACK_FAKE_LN_BF16
-const enum back_dtype step_dtype = BACK_BF16;   /* refused by the driver */
+const enum back_dtype step_dtype = BACK_BF16;
 #endif
 
 #define FAKE_SLICE 4   /* rows per partial row of the workspace modes */
@@ -414,7 +422,8 @@ static void columns_through_workspace(const struct back_problem *p, const char *
         *ticket = 0;   /* the last slice puts the counter back for the next call */
 }
 
-void back_run(const struct back_problem *p)
+/* LayerNorm backward on float x, dy and dx, in the mode BACK_FAKE names. */
+static void ln_run(const struct back_problem *p)
 {
     static unsigned calls;
     const char *mode = fake_mode();
@@ -456,5 +465,43 @@ void back_run(const struct back_problem *p)
         }
     }
 }
+
+#ifdef BACK_FAKE_LN_BF16
+/* bfloat16: ln_run on x and dy widened to float, dx rounded once (trunc:
+ * cut) into dx_bf16; guard writes past dx_bf16, not past ln_run's copy. */
+void back_run(const struct back_problem *p)
+{
+    const char *mode = fake_mode();
+    size_t n = p->rows * p->cols;
+    const uint16_t *x16 = p->x_bf16, *dy16 = p->dy_bf16;
+    uint16_t *dx16 = p->dx_bf16;
+    float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy);
+    float *dx = malloc((n + 1) * sizeof *dx);   /* ln_run's guard mode writes one past */
+    if (x == NULL || dy == NULL || dx == NULL) {
+        fprintf(stderr, "fake: out of host memory\n");
+        exit(EXIT_DEVICE);
+    }
+    for (size_t k = 0; k < n; k++)
+        x[k] = bf16_to_float(x16[k]), dy[k] = bf16_to_float(dy16[k]);
+    struct back_problem f = *p;
+    f.x = x, f.dy = dy, f.dx = dx;
+    ln_run(&f);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t u;
+        memcpy(&u, &dx[k], sizeof u);
+        dx16[k] = strcmp(mode, "trunc") == 0 ? (uint16_t)(u >> 16) : bf16_from_float(dx[k]);
+    }
+    if (strcmp(mode, "guard") == 0)
+        dx16[n] = 0;
+    if (strcmp(mode, "dgamma") == 0)
+        p->dgamma[0] = nextafterf(p->dgamma[0], INFINITY);
+    free(x), free(dy), free(dx);
+}
+#else
+void back_run(const struct back_problem *p)
+{
+    ln_run(p);
+}
+#endif
 #endif /* BACK_FAKE_COPY3 */
 #endif /* BACK_FAKE_DEVICE_ONLY */

@@ -248,8 +248,7 @@ fi
 # bfloat16, offsets in bfloat16s, 8 a pack): it passes, timed and --check,
 # with op softmax_backward_bf16 and 6 bytes an element; s rounded to
 # bfloat16 (the random and shifted fills), dx cut instead of rounded, a masked
-# y's dx not 0, a dx nothing wrote and a write past dx's end are caught. A
-# bfloat16 LayerNorm backward is refused in one line, exit 1.
+# y's dx not 0, a dx nothing wrote and a write past dx's end are caught.
 fake=build/back_fake_bf16
 if [ -x $fake ]; then
     scratch_csv=$(mktemp)
@@ -299,10 +298,39 @@ if [ -x $fake ]; then
 else
     bad "$fake is not built (make test builds it)"
 fi
+# The bfloat16 LayerNorm backward (build/back_fake_ln_bf16: x, dy and dx in
+# bfloat16, gamma, mean, rstd, dgamma and dbeta float; offsets in
+# bfloat16s): it passes, timed and --check, at odd offsets and on every
+# fill, with op layernorm_backward_bf16 and back_bytes at 2 bytes an element
+# of the three streams; dx cut instead of rounded (the exact fill where its
+# solved dy make m1 fractional, and the random fill), a dgamma one float
+# off (the exact fill), means over N - 1, a dx nothing wrote and a write
+# past dx's end are caught.
 fake=build/back_fake_ln_bf16
 if [ -x $fake ]; then
-    expect_one_line 1 $fake --check --rows 3 --cols 4
-    expect 1 "bfloat16 is softmax backward's only" $fake --rows 3 --cols 4
+    scratch_csv=$(mktemp)
+    rm -f "$scratch_csv"
+    expect 0 "determinism PASS: dx, dgamma and dbeta the same bits in 3 runs" env BACK_FAKE=ok $fake --check --rows 33 --cols 7
+    expect 0 "check    PASS: 6 checks" env BACK_FAKE=ok $fake --rows 64 --cols 33 --reps 3 --csv "$scratch_csv"
+    expect 0 "PASS" env BACK_FAKE=ok $fake --check --fill shifted --rows 5 --cols 300 --offset 7 --y-offset 6 --gamma-offset 3
+    expect 0 "PASS" env BACK_FAKE=ok $fake --check --fill tiny --rows 17 --cols 3 --offset 1 --y-offset 3
+    expect 0 "PASS" env BACK_FAKE=ws $fake --check --rows 64 --cols 1000 --offset 5
+    row=$(tail -n 1 "$scratch_csv" 2>/dev/null)
+    [[ $row == back/fake_ln_bf16,2112,3,* ]] && [[ $row == *",64,33,layernorm_backward_bf16,13580,"* ]] && ok \
+        || bad "$fake's CSV row is not a timed 64 x 33 layernorm_backward_bf16 of 13580 bytes: $row"
+    rm -f "$scratch_csv"
+    expect 0 "op=layernorm_backward_bf16" env BACK_FAKE=ok $fake --gpu-info
+    expect 0 "dtype=bf16" env BACK_FAKE=ok $fake --gpu-info
+    expect 0 "pack=8" env BACK_FAKE=ok $fake --gpu-info
+    expect 0 "K bfloat16s (0..7)" $fake --help
+    expect 2 "from 0 to 7" env BACK_FAKE=ok $fake --check --offset 8
+    expect 1 "(tolerance 0: exact)" env BACK_FAKE=trunc $fake --check --fill exact --rows 64 --cols 1000
+    expect 1 "determinism FAIL: run 1 of the random fill is wrong" env BACK_FAKE=trunc $fake --check --rows 33 --cols 7
+    expect 1 "FAIL: dgamma[col 0] is" env BACK_FAKE=dgamma $fake --check --rows 33 --cols 7
+    expect 1 "FAIL: dx[row" env BACK_FAKE=nm1 $fake --check --rows 33 --cols 7
+    expect 1 "(NaN: an output nothing wrote" env BACK_FAKE=nan $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5
+    expect 1 "outside its buffers" env BACK_FAKE=guard $fake --check --rows 8 --cols 5 --y-offset 1
 else
     bad "$fake is not built (make test builds it)"
 fi
@@ -332,6 +360,14 @@ for p in $emu_steps; do
     else
         shapes+=("--rows 40 --cols 33 --y-offset 3 --gamma-offset 2")
     fi
+    # A bfloat16 LayerNorm step (16 on): its 16-byte packs of 8 from 2048
+    # columns, aligned (gamma 4 floats in is still on 16 bytes), 1 and 2
+    # packs a thread; x one bfloat16 in (one element a thread); past 4096
+    # columns read twice, dx at an odd offset. Seconds each on the CPU.
+    grep -q '^const enum back_dtype step_dtype = BACK_BF16;' "$src" \
+        && grep -q '^const enum back_op step_op = BACK_LAYERNORM;' "$src" \
+        && shapes+=("--rows 3 --cols 2048" "--rows 3 --cols 2048 --offset 1 --gamma-offset 4"
+                    "--rows 2 --cols 4096 --gamma-offset 4" "--rows 2 --cols 4104 --y-offset 5")
     # 257 columns: 33 blocks of a 1024-thread kernel (steps 6 on: the column sums)
     # are 33,792 CPU threads, seconds on two cores: the grader has it there.
     # Those steps choose their kernel by the pointers' alignment, which their

@@ -789,6 +789,39 @@ class BackMatrix(FakeBackTest):
         self.assertIn("part 3", str(caught.exception))
 
 
+class BackBf16LayerNormMatrix(FakeBackTest):
+    """A bfloat16 LayerNorm backward (op layernorm_backward_bf16, back/step16
+    on) and the grader: LayerNorm's matrix, over its pack of 8."""
+
+    @staticmethod
+    def value(case, flag, default="0"):
+        return case.args[case.args.index(flag) + 1] if flag in case.args else default
+
+    def test_the_grader_gives_a_bfloat16_layernorm_program_its_matrix(self):
+        """op=layernorm_backward_bf16 gets build_back_cases with every place
+        in its pack of 8 (from --gpu-info): x and dy, dx and gamma each at
+        1-7 (gamma counted in floats), every fill at each of x's offsets
+        0-7; every check runs; a program that drops a partial row fails."""
+        op = "layernorm_backward_bf16"
+        report = self.graded("good", op=op)
+        self.assertTrue(report.passed, grade.failure_table(report))
+        program = grade.RowProgram(op=op, dtype="bf16", pack=8, part="back")
+        want = grade.build_back_cases(self.device, program, sanitizer=False)
+        ran = [o.case.label for o in report.outcomes if not o.skipped]
+        self.assertEqual(sorted(ran), sorted(c.label for c in want))
+        for flag in ("--offset", "--y-offset", "--gamma-offset"):
+            found = {self.value(c, flag) for c in want if c.kind == "offset"}
+            self.assertEqual(found, {str(k) for k in range(8)}, flag)
+        fills = {(self.value(c, "--fill"), int(self.value(c, "--offset")))
+                 for c in want if c.kind == "fill"}
+        self.assertEqual(fills, {(f, o) for f in grade.BACK_FILLS for o in range(8)})
+        # The float matrix is as it was: offsets 0-3.
+        floats = grade.build_back_cases(self.device, sanitizer=False)
+        self.assertEqual({self.value(c, "--offset") for c in floats if c.kind == "offset"},
+                         {"0", "1", "2", "3"})
+        self.assertFalse(self.graded("drop_partial", op=op).passed)
+
+
 class BackSoftmaxMatrix(FakeBackTest):
     """Softmax's backward pass (back/step10 on, issue 42): its matrix
     (build_softmax_back_cases) and the grader's choice of it for a program

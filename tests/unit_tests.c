@@ -2193,6 +2193,121 @@ static void test_softmax_back_bf16(void)
     free(y), free(dy), free(dx), free(y0), free(dy0), free(t);
 }
 
+/* The bfloat16 LayerNorm backward's fill and checks (back_ref.h): the fill's
+ * x and dy are bfloat16 values and its mean and rstd the rounded x's (on
+ * the shifted fill far from the unrounded x's); the exact fill is unchanged
+ * by rounding and its sums exact. On every fill a float kernel rounded
+ * once passes; on the exact fill a dx one bfloat16 off fails with
+ * tolerance 0, and so does dx cut instead of rounded; a kernel using the
+ * unrounded x's statistics fails the shifted fill; a dgamma a float off
+ * fails the exact fill. Then its program and bytes. */
+static void test_back_bf16(void)
+{
+    const enum fill_kind fills[4] = {FILL_RANDOM, FILL_SHIFTED, FILL_TINY, FILL_EXACT};
+    size_t rows = 33, cols = 600, n = rows * cols;
+    float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy), *dx = malloc(n * sizeof *dx);
+    float *x0 = malloc(n * sizeof *x0), *dy0 = malloc(n * sizeof *dy0);
+    float *gamma = malloc(cols * sizeof *gamma), *g0 = malloc(cols * sizeof *g0);
+    float *dg = malloc(cols * sizeof *dg), *db = malloc(cols * sizeof *db);
+    float *mean = malloc(rows * sizeof *mean), *rstd = malloc(rows * sizeof *rstd);
+    float *m0 = malloc(rows * sizeof *m0), *r0 = malloc(rows * sizeof *r0);
+    struct back_verdict v;
+    for (int f = 0; f < 4; f++) {
+        int exact = fills[f] == FILL_EXACT;
+        EXPECT(back_fill_bf16(rows, cols, fills[f], 3, x, dy, gamma, mean, rstd) == 0);
+        EXPECT(back_fill(rows, cols, fills[f], 3, x0, dy0, g0, m0, r0) == 0);
+        int held = 1, stats = 1;
+        for (size_t i = 0; i < n; i++)
+            held &= bf16_to_float(bf16_from_float(x[i])) == x[i] &&
+                    bf16_to_float(bf16_from_float(dy[i])) == dy[i];
+        EXPECT(held && memcmp(gamma, g0, cols * sizeof *g0) == 0);
+        if (!exact) {   /* the float fill's, rounded; mean and rstd the rounded x's */
+            int same = 1;
+            for (size_t i = 0; i < n; i++)
+                same &= x[i] == bf16_to_float(bf16_from_float(x0[i])) &&
+                        dy[i] == bf16_to_float(bf16_from_float(dy0[i]));
+            EXPECT(same);
+            for (size_t r = 0; r < rows; r++) {
+                double sum = 0.0, q = 0.0;
+                for (size_t j = 0; j < cols; j++)
+                    sum += x[r * cols + j];
+                double m = sum / (double)cols;
+                for (size_t j = 0; j < cols; j++)
+                    q += (x[r * cols + j] - m) * (x[r * cols + j] - m);
+                stats &= mean[r] == (float)m &&
+                         rstd[r] == (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
+            }
+            EXPECT(stats);
+        } else {        /* bfloat16 already: rounding changes nothing; sums exact */
+            memcpy(x0, x, n * sizeof *x);
+            memcpy(dy0, dy, n * sizeof *dy);
+            back_round_bf16(x0, n);
+            back_round_bf16(dy0, n);
+            EXPECT(memcmp(x0, x, n * sizeof *x) == 0 && memcmp(dy0, dy, n * sizeof *dy) == 0);
+            int cut = 0;   /* at 600 columns some solved dy were past 256: cut */
+            for (size_t i = 0; i < n; i++)
+                cut |= fabsf(dy[i]) > 256.0f;
+            EXPECT(cut);
+        }
+        int good = 1;
+        for (int order = 0; order < 3; order++) {
+            back_float_outputs(x, dy, gamma, mean, rstd, rows, cols, order, order, 0, dx, dg, db);
+            back_round_bf16(dx, n);
+            good &= back_check_bf16(rows, cols, exact, x, dy, gamma, mean, rstd, dx, dg, db,
+                                    &v) == 0 && v.bad == 0 && v.ratio <= 1.0 &&
+                    v.params_exact == exact;
+        }
+        EXPECT(good);
+        if (exact) {
+            /* One bfloat16 off, where the bound holds one value: caught. */
+            size_t at = n;
+            for (size_t i = 0; i < n && at == n; i++) {
+                float d = dx[i];
+                dx[i] = bf16_to_float((uint16_t)(bf16_from_float(d) + 1));
+                EXPECT(back_check_bf16(rows, cols, 1, x, dy, gamma, mean, rstd, dx, dg, db,
+                                       &v) == 0);
+                if (v.bad == 1 && v.tol == 0.0 && v.row == i / cols && v.col == i % cols)
+                    at = i;
+                dx[i] = d;
+            }
+            EXPECT(at < n);
+            /* Cut instead of rounded: caught, to the bit. */
+            back_float_outputs(x, dy, gamma, mean, rstd, rows, cols, 0, 0, 0, dx, dg, db);
+            for (size_t i = 0; i < n; i++) {
+                uint32_t u;
+                memcpy(&u, &dx[i], sizeof u);
+                u &= 0xffff0000u;
+                memcpy(&dx[i], &u, sizeof u);
+            }
+            EXPECT(back_check_bf16(rows, cols, 1, x, dy, gamma, mean, rstd, dx, dg, db, &v) ==
+                   0 && v.bad > 0 && v.tol == 0.0 && strcmp(v.what, "dx") == 0);
+            /* dgamma a float off: exact, caught. */
+            back_float_outputs(x, dy, gamma, mean, rstd, rows, cols, 0, 0, 5, dx, dg, db);
+            back_round_bf16(dx, n);
+            EXPECT(back_check_bf16(rows, cols, 1, x, dy, gamma, mean, rstd, dx, dg, db, &v) ==
+                   0 && v.bad == 1 && strcmp(v.what, "dgamma") == 0 && v.tol == 0.0);
+        }
+        if (fills[f] == FILL_SHIFTED) {
+            /* Statistics of the unrounded x (x near 2000, where bfloat16
+             * keeps steps of 8): far from the rounded x's, and caught. */
+            int moved = 0;
+            for (size_t r = 0; r < rows; r++)
+                moved |= fabsf(rstd[r] - r0[r]) > 0.5f * r0[r];
+            EXPECT(moved);
+            back_float_outputs(x, dy, gamma, m0, r0, rows, cols, 0, 0, 0, dx, dg, db);
+            back_round_bf16(dx, n);
+            EXPECT(back_check_bf16(rows, cols, 0, x, dy, gamma, mean, rstd, dx, dg, db, &v) ==
+                   0 && v.bad > 0);
+        }
+    }
+    EXPECT(back_bf16_bytes(3, 5) == 2.0 * 3.0 * 15 + 4.0 * (3 * 5 + 2 * 3));
+    struct program p = back_program_ln_bf16();
+    EXPECT(p.pack == 8 && strcmp(p.op, "layernorm_backward_bf16") == 0 && p.gamma == 1 &&
+           strcmp(p.elems, "bfloat16s") == 0);
+    free(x), free(dy), free(dx), free(x0), free(dy0), free(gamma), free(g0), free(dg), free(db);
+    free(mean), free(rstd), free(m0), free(r0);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -2219,6 +2334,7 @@ int main(void)
     test_back_host();
     test_softmax_back_host();
     test_softmax_back_bf16();
+    test_back_bf16();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -525,7 +525,8 @@ def back_fill_and_det_cases(cases, k, pack, fill_shapes, det_shapes):
 
 
 def build_back_cases(device, program=None, quick=False, sanitizer=True):
-    """Every check for one part 3 program (back/*/run), in a fixed order.
+    """Every check for one part 3 program (back/*/run), in a fixed order;
+    a bfloat16 LayerNorm backward's (back/step16 on) offsets over its pack of 8.
 
     Each --check of the driver also runs its determinism check (three runs
     of the random fill compared bit for bit): a check that fails on that
@@ -1249,7 +1250,9 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
             speed_size(speed.at, rows is not None)
         if rows is not None and rows.part == "back":
             # The bfloat16 softmax backward (back/step15 on) gets softmax's
-            # matrix: its offsets run over its pack (8 bfloat16s), from --gpu-info.
+            # matrix, the bfloat16 LayerNorm backward (back/step16 on,
+            # layernorm_backward_bf16) LayerNorm's: their offsets run over
+            # their pack (8 bfloat16s; gamma's counted in floats), from --gpu-info.
             softmax = rows.op in ("softmax_backward", "softmax_backward_bf16")
             build = build_softmax_back_cases if softmax else build_back_cases
             cases = build(device, rows, quick=program in quick, sanitizer=sanitizer is not None)
