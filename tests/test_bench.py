@@ -1099,6 +1099,121 @@ class TorchRowsTest(ScriptTest):
                              row_bytes("softmax_backward", r, c))
             self.assertEqual(row_bytes("softmax_backward", r, c), row_bytes("copy3", r, c))
 
+    def test_the_bfloat16_backward_ops_and_their_bytes(self):
+        """softmax_backward_bf16: y and dy read and dx written at 2 bytes
+        (common/back_ref.c's softmax_back_bf16_bytes(), 6 an element, the
+        bfloat16 copy's); layernorm_backward_bf16: back_bytes() with x, dy
+        and dx at 2 bytes, its gamma, dgamma, dbeta, mean and rstd float.
+        Both are part 3's PyTorch ops in bench."""
+        torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")
+        for op in ("softmax_backward_bf16", "layernorm_backward_bf16"):
+            self.assertIn(op, torch_rows.OPS)
+            self.assertIn(op, bench.TORCH_BACK_OPS)
+        self.assertEqual(torch_rows.row_bytes("softmax_backward_bf16", 64, 33), 6 * 64 * 33)
+        self.assertEqual(torch_rows.row_bytes("layernorm_backward_bf16", 64, 33),
+                         6 * 64 * 33 + 12 * 33 + 8 * 64)
+        for r, c in bench.SOFTMAX_BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("softmax_backward_bf16", r, c), 6.0 * r * c)
+        for r, c in bench.BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("layernorm_backward_bf16", r, c),
+                             row_bytes("layernorm_backward", r, c) - 6.0 * r * c)
+        # The float ops' bytes are as they were.
+        self.assertEqual(torch_rows.row_bytes("layernorm_backward", 64, 33), 26252)
+        self.assertEqual(torch_rows.row_bytes("softmax_backward", 64, 33), 12 * 64 * 33)
+
+    def test_bfloat16_backward_ops_run_and_are_checked(self):
+        """On tests/fake_torch: eager and compiled rows of both bfloat16 ops
+        (17 rows: the 16th is fully masked), their bytes, verified; the
+        float ops beside them still pass. Each check is seen failing: a
+        softmax backward without its sum, a LayerNorm backward over N - 1,
+        and outputs in float32 (other bytes than counted) fail; a fake
+        that does not round its bfloat16 outputs is right to 1e-7, so the
+        reference reads the very inputs the op did (the rounded ones)."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        csv_path = os.path.join(self.top, "t.csv")
+        ops = ["softmax_backward_bf16", "compiled/softmax_backward_bf16",
+               "layernorm_backward_bf16", "compiled/layernorm_backward_bf16"]
+        shapes = (("17", "9"), ("3", "40"))
+
+        def run(broken="", more=()):
+            if os.path.exists(csv_path):
+                os.remove(csv_path)
+            proc = self.run_torch_rows(sys.executable, ",".join(ops + list(more)), "17x9,3x40",
+                                       PYTHONPATH=fake, FAKE_TORCH_BROKEN=broken)
+            return proc, {(r["step"], r["rows"], r["cols"]): r for r in bench.read_rows(csv_path)}
+
+        proc, rows = run(more=("softmax_backward", "layernorm_backward"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(rows), sorted(("torch/" + op, r, c) for r, c in shapes
+                                              for op in ops + ["softmax_backward",
+                                                               "layernorm_backward"]))
+        for (step, r, c), row in rows.items():
+            op = step.removeprefix("torch/").removeprefix("compiled/")
+            want = (6.0 if op.endswith("_bf16") else 12.0) * int(r) * int(c)
+            if op.startswith("layernorm"):
+                want += 12.0 * int(c) + 8.0 * int(r)
+            self.assertEqual((row["op"], float(row["bytes"]), row["pass"]), (op, want, "1"), step)
+            # bfloat16: dx's own rounding shows (and stays within its bound).
+            if op.endswith("_bf16"):
+                self.assertGreater(float(row["abs_err"]), 1e-4, step)
+        for broken, failing in (("nos", "softmax"), ("nm1", "layernorm"),
+                                ("float32", "softmax layernorm")):
+            proc, rows = run(broken)
+            self.assertEqual(proc.returncode, 1, broken)
+            for (step, _, _), row in rows.items():
+                self.assertEqual(row["pass"], "0" if step.split("/")[-1].split("_")[0] in failing
+                                 else "1", (broken, step))
+            if broken == "float32":
+                self.assertIn("outputs of other types than counted (float32, not bfloat16",
+                              proc.stderr)
+        proc, rows = run("unrounded")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for step, row in rows.items():
+            self.assertLess(float(row["abs_err"]), 1e-6, step)
+
+    def test_what_the_bfloat16_ops_are_given(self):
+        """The torch calls' arguments, on tests/fake_torch in this process:
+        softmax_backward_bf16 gives _softmax_backward_data bfloat16 dy and y,
+        dim -1 and input_dtype bfloat16. PyTorch's CUDA LayerNorm backward
+        refuses a float gamma beside bfloat16 x (seen with torch 2.11 on the
+        H200; the fake refuses it too): layernorm_backward_bf16 gives it
+        bfloat16 dy, x, gamma and beta, float mean and rstd, every output."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        sys.path.insert(0, fake)
+        try:
+            import torch
+            torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows_gamma")
+            runner = torch_rows.Runner(torch, 1, 0)
+
+            def called(name, op, rows, cols):
+                seen, real = [], getattr(torch.ops.aten, name)
+                setattr(torch.ops.aten, name, lambda *a: seen.append(a) or real(*a))
+                try:
+                    _, err, ok = runner.run(op, rows, cols, 1)
+                finally:
+                    setattr(torch.ops.aten, name, real)
+                self.assertTrue(ok, (op, err))
+                return seen[0], real
+            (dy, y, dim, dtype), _ = called("_softmax_backward_data", "softmax_backward_bf16",
+                                            17, 8)
+            self.assertEqual((dy.dtype, y.dtype, dim, dtype),
+                             ("bfloat16", "bfloat16", -1, "bfloat16"))
+            (dy, y, dim, dtype), _ = called("_softmax_backward_data",
+                                            "compiled/softmax_backward", 17, 8)
+            self.assertEqual((dy.dtype, y.dtype, dim, dtype), ("float32", "float32", -1, "float32"))
+            args, real = called("native_layer_norm_backward", "layernorm_backward_bf16", 3, 8)
+            (dy, x, _, mean, rstd, gamma, beta, mask) = args
+            self.assertEqual([t.dtype for t in (dy, x, mean, rstd, gamma, beta)],
+                             ["bfloat16", "bfloat16", "float32", "float32", "bfloat16",
+                              "bfloat16"])
+            self.assertEqual(mask, [True, True, True])
+            with self.assertRaisesRegex(RuntimeError, "expected scalar type"):
+                real(dy, x, [8], mean, rstd, gamma.float(), beta.float(), mask)
+        finally:
+            sys.path.remove(fake)
+            for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
+                del sys.modules[name]
+
     def run_torch_rows(self, python, ops, shapes="64x33", **env):
         import subprocess
         return subprocess.run([python, self.TORCH_ROWS, "--csv", os.path.join(self.top, "t.csv"),
@@ -1137,7 +1252,7 @@ class TorchRowsTest(ScriptTest):
         proc = self.run_torch_rows(python, "layernorm_backward,compiled/layernorm_backward")
         self.assertEqual((proc.returncode, proc.stderr.strip()),
                          (3, "torch_rows: no torch in this python (skipped)"))
-        proc = self.run_torch_rows(python, "layernorm_backward_bf16")
+        proc = self.run_torch_rows(python, "layernorm_backward_f16")
         self.assertEqual(proc.returncode, 2)
         self.assert_one_line(proc.stderr, "torch_rows: error: ops are ")
         self.assertIn("layernorm_backward", proc.stderr)
