@@ -12,7 +12,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (BACK_LABELS, BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM,  # noqa: E402
+from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,  # noqa: E402
+                   BACK_SOFTMAX_PROGRAM,
                    BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
                    ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
                    make_root, make_torch_python, python_without_torch, row_bytes, size_of)
@@ -1045,6 +1046,110 @@ class BenchBackTest(ScriptTest):
                                  "back/copy3": "compared",
                                  "torch/softmax_backward": "compared",
                                  "torch/compiled/softmax_backward": "compared"})
+
+    # Part 3 in bfloat16: its steps against the bfloat16 copy and PyTorch's
+    # bfloat16 ops, each at its op's shapes.
+    TORCH_SOFTMAX_BF16 = ["softmax_backward_bf16", "compiled/softmax_backward_bf16"]
+    TORCH_LAYERNORM_BF16 = ["layernorm_backward_bf16", "compiled/layernorm_backward_bf16"]
+    SOFTMAX_BF16, LAYERNORM_BF16, COPY3_BF16 = BACK_BF16_PROGRAMS
+
+    def add_bf16(self):
+        """back/step10_softmax, then a bfloat16 softmax backward step, a
+        bfloat16 LayerNorm backward step and the bfloat16 copy, fakes whose
+        back.cu says BACK_BF16."""
+        self.add_softmax()
+        make_root(self.top, tuple(BACK_BF16_PROGRAMS))
+        for name, op in BACK_BF16_PROGRAMS.items():
+            with open(os.path.join(self.root, name, "back.cu"), "w") as f:
+                f.write(f"// {name}\nconst enum back_op step_op = BACK_{op};\n"
+                        "const enum back_dtype step_dtype = BACK_BF16;\n")
+
+    def test_bfloat16_steps_are_read_against_the_bfloat16_copy_and_torch(self):
+        """A bfloat16 step's op picks PyTorch's bfloat16 op, its bar is the
+        bfloat16 copy; the float steps keep theirs."""
+        self.add_bf16()
+        self.assertEqual([bench.row_program_op(self.root, n) for n in BACK_BF16_PROGRAMS],
+                         ["softmax_backward_bf16", "layernorm_backward_bf16", "copy3_bf16"])
+        self.assertEqual(bench.comparisons(self.root, self.SOFTMAX_BF16),
+                         ([BACK_SOFTMAX_PROGRAM, self.COPY3_BF16], self.TORCH_SOFTMAX_BF16))
+        self.assertEqual(bench.comparisons(self.root, self.LAYERNORM_BF16),
+                         ([self.SOFTMAX_BF16, "back/step1_warp", self.COPY3_BF16],
+                          self.TORCH_LAYERNORM_BF16))
+        self.assertEqual(bench.comparisons(self.root, BACK_SOFTMAX_PROGRAM),
+                         (["back/step1_warp", "back/baseline_copy3"], self.TORCH_SOFTMAX))
+        self.assertEqual(bench.comparisons(self.root, self.COPY3_BF16), ([], []))
+
+    def test_only_back_runs_the_bfloat16_steps_their_bar_and_torch(self):
+        """--only back: each bfloat16 step at its op's shapes (softmax's at
+        SOFTMAX_BACK_SHAPES, LayerNorm's at BACK_SHAPES), both copies at
+        every shape, and PyTorch's float and bfloat16 ops, each at its op's
+        shapes, one call per list; the rows name each op and its bytes."""
+        self.add_bf16()
+        union = list(dict.fromkeys(bench.BACK_SHAPES + bench.SOFTMAX_BACK_SHAPES))
+        [(_, plan, _, ops)] = bench.plans(bench.parse_args(["--root", self.root, "--only", "back"]))
+        self.assertEqual(ops, self.TORCH_BACK + self.TORCH_SOFTMAX + self.TORCH_SOFTMAX_BF16 +
+                         self.TORCH_LAYERNORM_BF16)
+        planned = {name: [(run.rows, run.cols) for run in runs] for name, _, runs in plan}
+        self.assertEqual(planned[self.SOFTMAX_BF16], list(bench.SOFTMAX_BACK_SHAPES))
+        self.assertEqual(planned[self.LAYERNORM_BF16], list(bench.BACK_SHAPES))
+        self.assertEqual(planned[self.COPY3_BF16], union)
+        self.assertEqual(planned["back/baseline_copy3"], union)
+
+        proc = self.bench("--rounds", "1", "--only", "back", "--run-id", self.B,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual(sorted(ran), sorted(BACK_LABELS + (BACK_SOFTMAX_PROGRAM, self.SOFTMAX_BF16,
+                                                            self.LAYERNORM_BF16, "back/copy3_bf16")))
+        self.assertEqual(sorted(ran["back/copy3_bf16"]), sorted(union))
+        self.assertEqual(sorted(ran[self.SOFTMAX_BF16]), sorted(bench.SOFTMAX_BACK_SHAPES))
+        self.assertEqual(sorted(self.torch_calls()),
+                         sorted([(bench.BACK_SHAPES, self.TORCH_BACK + self.TORCH_LAYERNORM_BF16),
+                                 (bench.SOFTMAX_BACK_SHAPES,
+                                  self.TORCH_SOFTMAX + self.TORCH_SOFTMAX_BF16)]))
+        rows = self.results("h200-back.csv")
+        for step, op, shapes in (("torch/softmax_backward_bf16", "softmax_backward_bf16",
+                                  bench.SOFTMAX_BACK_SHAPES),
+                                 ("torch/compiled/layernorm_backward_bf16",
+                                  "layernorm_backward_bf16", bench.BACK_SHAPES),
+                                 ("back/copy3_bf16", "copy3_bf16", union),
+                                 (self.SOFTMAX_BF16, "softmax_backward_bf16",
+                                  bench.SOFTMAX_BACK_SHAPES)):
+            mine = [r for r in rows if r["step"] == step]
+            self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in mine), sorted(shapes))
+            for r in mine:
+                rr, cc = int(r["rows"]), int(r["cols"])
+                self.assertEqual((r["op"], float(r["bytes"])), (op, row_bytes(op, rr, cc)), step)
+        self.assertEqual(row_bytes("softmax_backward_bf16", 4, 8), 6 * 4 * 8)
+
+    def test_only_the_bfloat16_softmax_step(self):
+        """--only back/step15_...: the step, the float step it converts and
+        the bfloat16 copy at softmax's shapes, and PyTorch's bfloat16
+        softmax backward alone, eager and compiled; none of the float ones."""
+        self.add_bf16()
+        proc = self.bench("--rounds", "1", "--only", self.SOFTMAX_BF16, "--torch-python",
+                          self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        shapes = sorted(bench.SOFTMAX_BACK_SHAPES)
+        self.assertEqual({step: sorted(s) for step, s in self.shapes_run().items()},
+                         {self.SOFTMAX_BF16: shapes, BACK_SOFTMAX_PROGRAM: shapes,
+                          "back/copy3_bf16": shapes})
+        self.assertEqual(self.torch_calls(), [(bench.SOFTMAX_BACK_SHAPES, self.TORCH_SOFTMAX_BF16)])
+        roles = {r["step"]: r["role"] for r in self.results("h200-back.csv")}
+        self.assertEqual(roles, {self.SOFTMAX_BF16: "", BACK_SOFTMAX_PROGRAM: "compared",
+                                 "back/copy3_bf16": "compared",
+                                 "torch/softmax_backward_bf16": "compared",
+                                 "torch/compiled/softmax_backward_bf16": "compared"})
+        # The bfloat16 LayerNorm step: LayerNorm's shapes, its bar at them.
+        os.remove(self.log)
+        proc = self.bench("--rounds", "1", "--only", self.LAYERNORM_BF16, "--torch-python",
+                          self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual(sorted(ran["back/copy3_bf16"]), sorted(dict.fromkeys(
+            bench.BACK_SHAPES + bench.SOFTMAX_BACK_SHAPES)))   # the softmax step beside it
+        self.assertEqual(sorted(ran[self.LAYERNORM_BF16]), sorted(bench.BACK_SHAPES))
+        self.assertEqual(self.torch_calls(), [(bench.BACK_SHAPES, self.TORCH_LAYERNORM_BF16)])
 
     def test_part_3_refuses_bad_input_with_one_line(self):
         proc = self.bench("--quick", "--only", "back/step9_none")
