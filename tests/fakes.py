@@ -94,7 +94,10 @@ def row_bytes(op, rows, cols):
     return {"sum": matrix + 4.0 * rows, "layernorm": 2 * matrix + 8.0 * rows + 8.0 * cols,
             "softmax": 2 * matrix, "copy": 2 * matrix,
             "layernorm_backward": 3 * matrix + 12.0 * cols + 8.0 * rows,
-            "softmax_backward": 3 * matrix, "copy3": 3 * matrix}[op]
+            "softmax_backward": 3 * matrix, "copy3": 3 * matrix,
+            # part 3 in bfloat16: x (y), dy and dx 2 bytes an element
+            "layernorm_backward_bf16": 1.5 * matrix + 12.0 * cols + 8.0 * rows,
+            "softmax_backward_bf16": 1.5 * matrix, "copy3_bf16": 1.5 * matrix}[op]
 
 
 # ------------------------------------------------------------- fake programs
@@ -233,6 +236,10 @@ BACK_OPS = {"back/step0_thread": "layernorm_backward", "back/step1_warp": "layer
 # asks for it (its back.cu says BACK_SOFTMAX; the fake names its rows' op
 # from its folder, as part 2's fakes do).
 BACK_SOFTMAX_PROGRAM, BACK_SOFTMAX_STEP_OP = "back/step10_softmax", "SOFTMAX"
+# Part 3 in bfloat16: a softmax backward step, a LayerNorm one and their bar,
+# the bfloat16 copy (each back.cu says BACK_BF16 too), added where a test asks.
+BACK_BF16_PROGRAMS = {"back/step15_bf16_softmax": "SOFTMAX", "back/step16_bf16_layernorm":
+                      "LAYERNORM", "back/baseline_copy3_bf16": "COPY3"}
 # PyTorch's float ops as a whole part 2 bench asks for them: each but the copy
 # also compiled.
 TORCH_OPS = ("sum", "compiled/sum", "layernorm", "compiled/layernorm", "softmax",
@@ -265,8 +272,9 @@ PART = os.path.basename(os.path.dirname(HERE))
 BACK = PART == "back"
 ROWS = PART == "rows" or BACK
 NAME = (PART + "/" if ROWS else "") + DIR.removeprefix("baseline_")
-OP = ("copy3" if DIR == "baseline_copy3" else "softmax_backward" if "softmax" in DIR
-      else "layernorm_backward") if BACK else \
+# A part 3 folder with bf16 in its name is bfloat16 (back/baseline_copy3_bf16's op copy3_bf16).
+OP = ("copy3" if DIR.startswith("baseline_copy3") else "softmax_backward" if "softmax" in DIR
+      else "layernorm_backward") + ("_bf16" if "bf16" in DIR else "") if BACK else \
      ("copy" if DIR == "baseline_copy" else "add_rmsnorm" if "add_rmsnorm" in DIR
       else "rmsnorm" if "rmsnorm" in DIR else "layernorm" if "layernorm" in DIR
       else "softmax" if "softmax" in DIR else "sum") if ROWS else ""
@@ -357,7 +365,9 @@ def run(o):
         nbytes = {"sum": 4.0 * n + 4.0 * rows, "layernorm": 8.0 * n + 8.0 * rows + 8.0 * cols,
                   "softmax": 8.0 * n, "copy": 8.0 * n,
                   "layernorm_backward": 12.0 * n + 12.0 * cols + 8.0 * rows,
-                  "softmax_backward": 12.0 * n, "copy3": 12.0 * n}[OP]
+                  "softmax_backward": 12.0 * n, "copy3": 12.0 * n,
+                  "layernorm_backward_bf16": 6.0 * n + 12.0 * cols + 8.0 * rows,
+                  "softmax_backward_bf16": 6.0 * n, "copy3_bf16": 6.0 * n}[OP]
     else:
         rows = cols = ""
         n = int(o.get("-n", 1 << 25))

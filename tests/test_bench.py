@@ -12,7 +12,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (BACK_LABELS, BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM,  # noqa: E402
+from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,  # noqa: E402
+                   BACK_SOFTMAX_PROGRAM,
                    BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
                    ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
                    make_root, make_torch_python, python_without_torch, row_bytes, size_of)
@@ -1046,6 +1047,110 @@ class BenchBackTest(ScriptTest):
                                  "torch/softmax_backward": "compared",
                                  "torch/compiled/softmax_backward": "compared"})
 
+    # Part 3 in bfloat16: its steps against the bfloat16 copy and PyTorch's
+    # bfloat16 ops, each at its op's shapes.
+    TORCH_SOFTMAX_BF16 = ["softmax_backward_bf16", "compiled/softmax_backward_bf16"]
+    TORCH_LAYERNORM_BF16 = ["layernorm_backward_bf16", "compiled/layernorm_backward_bf16"]
+    SOFTMAX_BF16, LAYERNORM_BF16, COPY3_BF16 = BACK_BF16_PROGRAMS
+
+    def add_bf16(self):
+        """back/step10_softmax, then a bfloat16 softmax backward step, a
+        bfloat16 LayerNorm backward step and the bfloat16 copy, fakes whose
+        back.cu says BACK_BF16."""
+        self.add_softmax()
+        make_root(self.top, tuple(BACK_BF16_PROGRAMS))
+        for name, op in BACK_BF16_PROGRAMS.items():
+            with open(os.path.join(self.root, name, "back.cu"), "w") as f:
+                f.write(f"// {name}\nconst enum back_op step_op = BACK_{op};\n"
+                        "const enum back_dtype step_dtype = BACK_BF16;\n")
+
+    def test_bfloat16_steps_are_read_against_the_bfloat16_copy_and_torch(self):
+        """A bfloat16 step's op picks PyTorch's bfloat16 op, its bar is the
+        bfloat16 copy; the float steps keep theirs."""
+        self.add_bf16()
+        self.assertEqual([bench.row_program_op(self.root, n) for n in BACK_BF16_PROGRAMS],
+                         ["softmax_backward_bf16", "layernorm_backward_bf16", "copy3_bf16"])
+        self.assertEqual(bench.comparisons(self.root, self.SOFTMAX_BF16),
+                         ([BACK_SOFTMAX_PROGRAM, self.COPY3_BF16], self.TORCH_SOFTMAX_BF16))
+        self.assertEqual(bench.comparisons(self.root, self.LAYERNORM_BF16),
+                         ([self.SOFTMAX_BF16, "back/step1_warp", self.COPY3_BF16],
+                          self.TORCH_LAYERNORM_BF16))
+        self.assertEqual(bench.comparisons(self.root, BACK_SOFTMAX_PROGRAM),
+                         (["back/step1_warp", "back/baseline_copy3"], self.TORCH_SOFTMAX))
+        self.assertEqual(bench.comparisons(self.root, self.COPY3_BF16), ([], []))
+
+    def test_only_back_runs_the_bfloat16_steps_their_bar_and_torch(self):
+        """--only back: each bfloat16 step at its op's shapes (softmax's at
+        SOFTMAX_BACK_SHAPES, LayerNorm's at BACK_SHAPES), both copies at
+        every shape, and PyTorch's float and bfloat16 ops, each at its op's
+        shapes, one call per list; the rows name each op and its bytes."""
+        self.add_bf16()
+        union = list(dict.fromkeys(bench.BACK_SHAPES + bench.SOFTMAX_BACK_SHAPES))
+        [(_, plan, _, ops)] = bench.plans(bench.parse_args(["--root", self.root, "--only", "back"]))
+        self.assertEqual(ops, self.TORCH_BACK + self.TORCH_SOFTMAX + self.TORCH_SOFTMAX_BF16 +
+                         self.TORCH_LAYERNORM_BF16)
+        planned = {name: [(run.rows, run.cols) for run in runs] for name, _, runs in plan}
+        self.assertEqual(planned[self.SOFTMAX_BF16], list(bench.SOFTMAX_BACK_SHAPES))
+        self.assertEqual(planned[self.LAYERNORM_BF16], list(bench.BACK_SHAPES))
+        self.assertEqual(planned[self.COPY3_BF16], union)
+        self.assertEqual(planned["back/baseline_copy3"], union)
+
+        proc = self.bench("--rounds", "1", "--only", "back", "--run-id", self.B,
+                          "--torch-python", self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual(sorted(ran), sorted(BACK_LABELS + (BACK_SOFTMAX_PROGRAM, self.SOFTMAX_BF16,
+                                                            self.LAYERNORM_BF16, "back/copy3_bf16")))
+        self.assertEqual(sorted(ran["back/copy3_bf16"]), sorted(union))
+        self.assertEqual(sorted(ran[self.SOFTMAX_BF16]), sorted(bench.SOFTMAX_BACK_SHAPES))
+        self.assertEqual(sorted(self.torch_calls()),
+                         sorted([(bench.BACK_SHAPES, self.TORCH_BACK + self.TORCH_LAYERNORM_BF16),
+                                 (bench.SOFTMAX_BACK_SHAPES,
+                                  self.TORCH_SOFTMAX + self.TORCH_SOFTMAX_BF16)]))
+        rows = self.results("h200-back.csv")
+        for step, op, shapes in (("torch/softmax_backward_bf16", "softmax_backward_bf16",
+                                  bench.SOFTMAX_BACK_SHAPES),
+                                 ("torch/compiled/layernorm_backward_bf16",
+                                  "layernorm_backward_bf16", bench.BACK_SHAPES),
+                                 ("back/copy3_bf16", "copy3_bf16", union),
+                                 (self.SOFTMAX_BF16, "softmax_backward_bf16",
+                                  bench.SOFTMAX_BACK_SHAPES)):
+            mine = [r for r in rows if r["step"] == step]
+            self.assertEqual(sorted((int(r["rows"]), int(r["cols"])) for r in mine), sorted(shapes))
+            for r in mine:
+                rr, cc = int(r["rows"]), int(r["cols"])
+                self.assertEqual((r["op"], float(r["bytes"])), (op, row_bytes(op, rr, cc)), step)
+        self.assertEqual(row_bytes("softmax_backward_bf16", 4, 8), 6 * 4 * 8)
+
+    def test_only_the_bfloat16_softmax_step(self):
+        """--only back/step15_...: the step, the float step it converts and
+        the bfloat16 copy at softmax's shapes, and PyTorch's bfloat16
+        softmax backward alone, eager and compiled; none of the float ones."""
+        self.add_bf16()
+        proc = self.bench("--rounds", "1", "--only", self.SOFTMAX_BF16, "--torch-python",
+                          self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        shapes = sorted(bench.SOFTMAX_BACK_SHAPES)
+        self.assertEqual({step: sorted(s) for step, s in self.shapes_run().items()},
+                         {self.SOFTMAX_BF16: shapes, BACK_SOFTMAX_PROGRAM: shapes,
+                          "back/copy3_bf16": shapes})
+        self.assertEqual(self.torch_calls(), [(bench.SOFTMAX_BACK_SHAPES, self.TORCH_SOFTMAX_BF16)])
+        roles = {r["step"]: r["role"] for r in self.results("h200-back.csv")}
+        self.assertEqual(roles, {self.SOFTMAX_BF16: "", BACK_SOFTMAX_PROGRAM: "compared",
+                                 "back/copy3_bf16": "compared",
+                                 "torch/softmax_backward_bf16": "compared",
+                                 "torch/compiled/softmax_backward_bf16": "compared"})
+        # The bfloat16 LayerNorm step: LayerNorm's shapes, its bar at them.
+        os.remove(self.log)
+        proc = self.bench("--rounds", "1", "--only", self.LAYERNORM_BF16, "--torch-python",
+                          self.python)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        ran = self.shapes_run()
+        self.assertEqual(sorted(ran["back/copy3_bf16"]), sorted(dict.fromkeys(
+            bench.BACK_SHAPES + bench.SOFTMAX_BACK_SHAPES)))   # the softmax step beside it
+        self.assertEqual(sorted(ran[self.LAYERNORM_BF16]), sorted(bench.BACK_SHAPES))
+        self.assertEqual(self.torch_calls(), [(bench.BACK_SHAPES, self.TORCH_LAYERNORM_BF16)])
+
     def test_part_3_refuses_bad_input_with_one_line(self):
         proc = self.bench("--quick", "--only", "back/step9_none")
         self.assertEqual(proc.returncode, 2)
@@ -1099,6 +1204,121 @@ class TorchRowsTest(ScriptTest):
                              row_bytes("softmax_backward", r, c))
             self.assertEqual(row_bytes("softmax_backward", r, c), row_bytes("copy3", r, c))
 
+    def test_the_bfloat16_backward_ops_and_their_bytes(self):
+        """softmax_backward_bf16: y and dy read and dx written at 2 bytes
+        (common/back_ref.c's softmax_back_bf16_bytes(), 6 an element, the
+        bfloat16 copy's); layernorm_backward_bf16: back_bytes() with x, dy
+        and dx at 2 bytes, its gamma, dgamma, dbeta, mean and rstd float.
+        Both are part 3's PyTorch ops in bench."""
+        torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")
+        for op in ("softmax_backward_bf16", "layernorm_backward_bf16"):
+            self.assertIn(op, torch_rows.OPS)
+            self.assertIn(op, bench.TORCH_BACK_OPS)
+        self.assertEqual(torch_rows.row_bytes("softmax_backward_bf16", 64, 33), 6 * 64 * 33)
+        self.assertEqual(torch_rows.row_bytes("layernorm_backward_bf16", 64, 33),
+                         6 * 64 * 33 + 12 * 33 + 8 * 64)
+        for r, c in bench.SOFTMAX_BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("softmax_backward_bf16", r, c), 6.0 * r * c)
+        for r, c in bench.BACK_SHAPES:
+            self.assertEqual(torch_rows.row_bytes("layernorm_backward_bf16", r, c),
+                             row_bytes("layernorm_backward", r, c) - 6.0 * r * c)
+        # The float ops' bytes are as they were.
+        self.assertEqual(torch_rows.row_bytes("layernorm_backward", 64, 33), 26252)
+        self.assertEqual(torch_rows.row_bytes("softmax_backward", 64, 33), 12 * 64 * 33)
+
+    def test_bfloat16_backward_ops_run_and_are_checked(self):
+        """On tests/fake_torch: eager and compiled rows of both bfloat16 ops
+        (17 rows: the 16th is fully masked), their bytes, verified; the
+        float ops beside them still pass. Each check is seen failing: a
+        softmax backward without its sum, a LayerNorm backward over N - 1,
+        and outputs in float32 (other bytes than counted) fail; a fake
+        that does not round its bfloat16 outputs is right to 1e-7, so the
+        reference reads the very inputs the op did (the rounded ones)."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        csv_path = os.path.join(self.top, "t.csv")
+        ops = ["softmax_backward_bf16", "compiled/softmax_backward_bf16",
+               "layernorm_backward_bf16", "compiled/layernorm_backward_bf16"]
+        shapes = (("17", "9"), ("3", "40"))
+
+        def run(broken="", more=()):
+            if os.path.exists(csv_path):
+                os.remove(csv_path)
+            proc = self.run_torch_rows(sys.executable, ",".join(ops + list(more)), "17x9,3x40",
+                                       PYTHONPATH=fake, FAKE_TORCH_BROKEN=broken)
+            return proc, {(r["step"], r["rows"], r["cols"]): r for r in bench.read_rows(csv_path)}
+
+        proc, rows = run(more=("softmax_backward", "layernorm_backward"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(rows), sorted(("torch/" + op, r, c) for r, c in shapes
+                                              for op in ops + ["softmax_backward",
+                                                               "layernorm_backward"]))
+        for (step, r, c), row in rows.items():
+            op = step.removeprefix("torch/").removeprefix("compiled/")
+            want = (6.0 if op.endswith("_bf16") else 12.0) * int(r) * int(c)
+            if op.startswith("layernorm"):
+                want += 12.0 * int(c) + 8.0 * int(r)
+            self.assertEqual((row["op"], float(row["bytes"]), row["pass"]), (op, want, "1"), step)
+            # bfloat16: dx's own rounding shows (and stays within its bound).
+            if op.endswith("_bf16"):
+                self.assertGreater(float(row["abs_err"]), 1e-4, step)
+        for broken, failing in (("nos", "softmax"), ("nm1", "layernorm"),
+                                ("float32", "softmax layernorm")):
+            proc, rows = run(broken)
+            self.assertEqual(proc.returncode, 1, broken)
+            for (step, _, _), row in rows.items():
+                self.assertEqual(row["pass"], "0" if step.split("/")[-1].split("_")[0] in failing
+                                 else "1", (broken, step))
+            if broken == "float32":
+                self.assertIn("outputs of other types than counted (float32, not bfloat16",
+                              proc.stderr)
+        proc, rows = run("unrounded")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for step, row in rows.items():
+            self.assertLess(float(row["abs_err"]), 1e-6, step)
+
+    def test_what_the_bfloat16_ops_are_given(self):
+        """The torch calls' arguments, on tests/fake_torch in this process:
+        softmax_backward_bf16 gives _softmax_backward_data bfloat16 dy and y,
+        dim -1 and input_dtype bfloat16. PyTorch's CUDA LayerNorm backward
+        refuses a float gamma beside bfloat16 x (seen with torch 2.11 on the
+        H200; the fake refuses it too): layernorm_backward_bf16 gives it
+        bfloat16 dy, x, gamma and beta, float mean and rstd, every output."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        sys.path.insert(0, fake)
+        try:
+            import torch
+            torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows_gamma")
+            runner = torch_rows.Runner(torch, 1, 0)
+
+            def called(name, op, rows, cols):
+                seen, real = [], getattr(torch.ops.aten, name)
+                setattr(torch.ops.aten, name, lambda *a: seen.append(a) or real(*a))
+                try:
+                    _, err, ok = runner.run(op, rows, cols, 1)
+                finally:
+                    setattr(torch.ops.aten, name, real)
+                self.assertTrue(ok, (op, err))
+                return seen[0], real
+            (dy, y, dim, dtype), _ = called("_softmax_backward_data", "softmax_backward_bf16",
+                                            17, 8)
+            self.assertEqual((dy.dtype, y.dtype, dim, dtype),
+                             ("bfloat16", "bfloat16", -1, "bfloat16"))
+            (dy, y, dim, dtype), _ = called("_softmax_backward_data",
+                                            "compiled/softmax_backward", 17, 8)
+            self.assertEqual((dy.dtype, y.dtype, dim, dtype), ("float32", "float32", -1, "float32"))
+            args, real = called("native_layer_norm_backward", "layernorm_backward_bf16", 3, 8)
+            (dy, x, _, mean, rstd, gamma, beta, mask) = args
+            self.assertEqual([t.dtype for t in (dy, x, mean, rstd, gamma, beta)],
+                             ["bfloat16", "bfloat16", "float32", "float32", "bfloat16",
+                              "bfloat16"])
+            self.assertEqual(mask, [True, True, True])
+            with self.assertRaisesRegex(RuntimeError, "expected scalar type"):
+                real(dy, x, [8], mean, rstd, gamma.float(), beta.float(), mask)
+        finally:
+            sys.path.remove(fake)
+            for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")]:
+                del sys.modules[name]
+
     def run_torch_rows(self, python, ops, shapes="64x33", **env):
         import subprocess
         return subprocess.run([python, self.TORCH_ROWS, "--csv", os.path.join(self.top, "t.csv"),
@@ -1137,7 +1357,7 @@ class TorchRowsTest(ScriptTest):
         proc = self.run_torch_rows(python, "layernorm_backward,compiled/layernorm_backward")
         self.assertEqual((proc.returncode, proc.stderr.strip()),
                          (3, "torch_rows: no torch in this python (skipped)"))
-        proc = self.run_torch_rows(python, "layernorm_backward_bf16")
+        proc = self.run_torch_rows(python, "layernorm_backward_f16")
         self.assertEqual(proc.returncode, 2)
         self.assert_one_line(proc.stderr, "torch_rows: error: ops are ")
         self.assertIn("layernorm_backward", proc.stderr)

@@ -257,6 +257,62 @@ class ChartContentTests(Workspace):
         got = [round(h, 3) for h in bars["back/step13_cluster"]]
         self.assertEqual((len(got), got[0], got[3], got[5]), (7, 0.997, 0.794, 0.439))
 
+    def back_bf16_file(self):
+        """The reference part 3 file, plus a run of a bfloat16 softmax
+        backward step (back/step15_bf16_bulk), the bfloat16 copy and
+        PyTorch's bfloat16 op eager and compiled at two shapes (medians
+        invented: 6 bytes an element, GB/s = bytes / time)."""
+        header, records = schema.read_records(
+            os.path.join(REPO, "plots", "reference", "h200-back.csv"))
+        rows = [r for _, r in records]
+        template = rows[0]
+        for step, op, us in (("back/step15_bf16_bulk", "softmax_backward_bf16", 60.0),
+                             ("back/copy3_bf16", "copy3_bf16", 50.0),
+                             ("torch/softmax_backward_bf16", "softmax_backward_bf16", 100.0),
+                             ("torch/compiled/softmax_backward_bf16", "softmax_backward_bf16",
+                              80.0)):
+            for r, c in ((32768, 1024), (1024, 50257)):
+                for k in (1, 2):
+                    t, nbytes = us * (1 + 0.01 * k), 6 * r * c
+                    rows.append(dict(template, step=step, op=op, rows=str(r), cols=str(c),
+                                     n=str(r * c), bytes=str(nbytes), median_us=f"{t:.3f}",
+                                     min_us=f"{t:.3f}", max_us=f"{t:.3f}",
+                                     gbps=f"{nbytes / t / 1e3:.2f}", round=str(k),
+                                     run="20261205T000000Z", role="", code_hash=""))
+        return self.make_results(csv_text(rows), "h200-back.csv")
+
+    def test_part3_bfloat16_chart(self):
+        """A part 3 file with a bfloat16 step gets a fourth chart, its bars
+        shares of the bfloat16 copy's speed (in the same run), PyTorch's
+        bfloat16 op beside them, every text of it in Chinese too; the float
+        charts are as they were. (Without bfloat16 rows, as the reference
+        file, no such chart: test_part3_gets_its_progression_...)"""
+        figures = self.draw(self.back_bf16_file())
+        self.assertEqual(sorted(figures), ["back-bf16", "back-layernorm_backward",
+                                           "back-progression", "back-softmax_backward"])
+        fig = figures["back-bf16"]
+        title = self.texts(fig)[0]
+        self.assertEqual(title, "bfloat16 softmax and LayerNorm backward on NVIDIA H200: share "
+                                "of the bfloat16 three-stream copy's speed, per shape")
+        ax = fig.axes[0]
+        bars = {c.get_label(): [round(b.get_height(), 3) for b in c.patches]
+                for c in ax.containers if hasattr(c, "patches")}
+        # Shares of the copy's speed at the two shapes: 50.5/60.6, 50.5/101, 50.5/80.8
+        # (round 1 and 2 times, 1% and 2% over; the median of two is their mean).
+        self.assertEqual(bars, {"back/step15_bf16_bulk": [0.833, 0.833],
+                                "torch/softmax_backward_bf16": [0.5, 0.5],
+                                "torch/compiled/softmax_backward_bf16": [0.625, 0.625]})
+        self.assertIn("bfloat16 copy of the same three streams (= 1)",
+                      [line.get_label() for line in ax.get_lines()])
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        self.assertIn("32768 x 1024\n64 MiB", ticks)   # 2 bytes an element
+        for text in [title] + [line.get_label() for line in ax.get_lines()]:
+            self.assertIsNotNone(chart_zh.translate(text), text)
+        # The float softmax chart is still read against the float copy alone.
+        labels = [c.get_label() for c in figures["back-softmax_backward"].axes[0].containers
+                  if hasattr(c, "patches")]
+        self.assertFalse([l for l in labels if "bf16" in l], labels)
+
     def widths_file(self):
         """A bench --widths file: the copies, softmax's last steps and PyTorch's
         softmax at two widths, 256 MiB of x each, made from rows of the

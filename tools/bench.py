@@ -17,7 +17,9 @@ shows progress and files every row with its round as OUT_DIR/<gpu>.csv
 (part 1) and OUT_DIR/<gpu>-rows.csv (part 2), with everything it printed in
 OUT_DIR/<gpu>-bench.log. Part 3 (back/*/run, a draft not yet measured on a
 GPU) runs as part 2 does, over shapes of its own, beside its bar (the copy
-of its three streams, back/baseline_copy3) and PyTorch's backward pass,
+of its three streams, back/baseline_copy3; a bfloat16 step's, the bfloat16
+copy, back/baseline_copy3_bf16) and PyTorch's backward pass (a bfloat16
+step's in bfloat16),
 into OUT_DIR/<gpu>-back.csv; only when asked for (--only back, --only
 back/step0_thread, --part back): the default run (make bench) leaves it out
 until part 3 has been measured. The tables and charts report the median over rounds
@@ -110,8 +112,10 @@ COPY3_DIR = "back/baseline_copy3"
 # 32768, and LayerNorm's two first shapes. Its bar runs at both lists.
 SOFTMAX_BACK_SHAPES = ((32768, 1024), (8192, 4096), (1024, 32768), (1024, 50257),
                        (256, 128256), (256, 151936), (128, 262144))
-# PyTorch's forms of part 3's ops (tools/torch_rows.py); the copy has none.
-TORCH_BACK_OPS = ("layernorm_backward", "softmax_backward")
+# PyTorch's forms of part 3's ops (tools/torch_rows.py), float and bfloat16
+# (a bfloat16 step's op picks the bfloat16 one); the copies have none.
+TORCH_BACK_OPS = ("layernorm_backward", "softmax_backward", "layernorm_backward_bf16",
+                  "softmax_backward_bf16")
 TORCH_OPS = "sum,layernorm,softmax,copy"
 # PyTorch's bfloat16 kernels too, once a bfloat16 program is among those run
 # (tools/torch_rows.py: x.to(torch.bfloat16), 2 bytes an element).
@@ -172,12 +176,15 @@ def row_program_dirs(root, part=schema.ROWS):
 class RowPart:
     """A part of rows x cols programs: part 2 (rows/) or part 3 (back/): its
     folder prefix, its results file's suffix, its shapes, its bar and its
-    name in messages."""
+    name in messages; and the bars that run at every shape of the programs
+    run beside them (part 3's copy and, for its bfloat16 steps, its bfloat16
+    copy)."""
 
-    def __init__(self, prefix, suffix, shapes, bar, title, op_shapes=None):
+    def __init__(self, prefix, suffix, shapes, bar, title, op_shapes=None, bars=()):
         self.prefix, self.suffix, self.bar, self.title = prefix, suffix, bar, title
         self._shapes = shapes
         self._op_shapes = op_shapes or {}   # an op with shapes of its own: {op: shapes}
+        self.bars = (bar,) + tuple(bars)
 
     def shapes(self, quick=False, op=""):
         if quick:
@@ -188,7 +195,9 @@ class RowPart:
 ROW_PARTS = {"rows": RowPart(schema.ROWS, "-rows", ROW_SHAPES, COPY_DIR, "part 2",
                              {op: SOFTMAX_SHAPES for op in ("softmax", "softmax_bf16", "copy_bf16")}),
              "back": RowPart(schema.BACK, "-back", BACK_SHAPES, COPY3_DIR, "part 3",
-                             {"softmax_backward": SOFTMAX_BACK_SHAPES})}
+                             {op: SOFTMAX_BACK_SHAPES for op in ("softmax_backward",
+                                                                 "softmax_backward_bf16")},
+                             bars=(COPY3_BF16_DIR,))}
 
 
 # What a part 2 program computes, the step before a step and the step whose
@@ -881,10 +890,12 @@ def row_part_plan(args, named, key):
     def shapes_of(n):
         """The program's op's shapes (--shapes: the same for every one)."""
         return args.shapes or part.shapes(args.quick, row_program_op(args.root, n))
-    # The bar runs at every shape of the programs it is read beside.
-    every = list(dict.fromkeys(s for n in names if n != part.bar for s in shapes_of(n)))
+    # The bar runs at every shape of the programs it is read beside (part 3's
+    # bfloat16 copy too: a bfloat16 softmax backward's shapes are softmax's).
+    every = list(dict.fromkeys(s for n in names if n not in part.bars for s in shapes_of(n)))
     plan = [(n, run_path(args.root, n),
-             [Run(rows=r, cols=c) for r, c in (every if n == part.bar and every else shapes_of(n))])
+             [Run(rows=r, cols=c) for r, c in (every if n in part.bars and every
+                                               else shapes_of(n))])
             for n in names]
     if one_array:
         # Shapes of one size are one array to step 9 (four shapes hold 2^25

@@ -393,6 +393,7 @@ ROW_SEED_SHAPE = (32768, 1024)   # the seed article's LayerNorm: batch 64 x sequ
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing a shape's floats as one array
 COPY = "rows/copy"
 BACK_COPY = schema.BACK_BASELINES[0]   # part 3's bar: dx = x + dy, its three streams
+BACK_COPY16 = schema.BACK_BASELINES[1]   # the same in bfloat16: part 3's bfloat16 steps' bar
 COPY16 = "rows/copy16"   # the copy in bfloat16: the bar of the bfloat16 steps
 BF16 = "_bf16"           # an op's suffix when its data are bfloat16 (softmax_bf16)
 ROW_CUB = "rows/cub"

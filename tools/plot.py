@@ -12,8 +12,9 @@ results file name without ".csv":
   <slug>-profile.png      Nsight Compute counters per step (with --profile)
 A part 2 results file (<gpu>-rows.csv) gets its own three, a fourth once a
 softmax step is measured and a fifth once a bfloat16 step is (a part 3 file,
-<gpu>-back.csv, the first and its own share chart, <slug>-layernorm_backward.png,
-against back/copy3):
+<gpu>-back.csv, the first and its own share charts, <slug>-layernorm_backward.png
+and, once measured, <slug>-softmax_backward.png, against back/copy3, and
+<slug>-bf16.png once a bfloat16 step is, against back/copy3_bf16):
   <slug>-progression.png  GB/s of every row program at 32768 x 1024, against the copy
   <slug>-layernorm.png    each LayerNorm step's and PyTorch's share of the copy's bandwidth, per shape
   <slug>-sum.png          each row sum's, CUB's and PyTorch's share of step 9 on one array, per shape
@@ -445,7 +446,11 @@ ROW_OP_COLOURS = (("sum", COLOUR_MID, "row sum steps"), ("layernorm", COLOUR_BIG
                   ("softmax" + compare.BF16, COLOUR_BF16, "bfloat16 steps (2 bytes an element)"),
                   ("layernorm" + compare.BF16, COLOUR_BF16, None),
                   ("layernorm_backward", COLOUR_BIG, "LayerNorm backward steps"),
-                  ("softmax_backward", COLOUR_SOFTMAX, "softmax backward steps"))
+                  ("softmax_backward", COLOUR_SOFTMAX, "softmax backward steps"),
+                  ("softmax_backward" + compare.BF16, COLOUR_BF16, None),
+                  ("layernorm_backward" + compare.BF16, COLOUR_BF16, None))
+# Part 3's bfloat16 ops, their chart (<slug>-back-bf16.png) against its bfloat16 copy.
+BACK_BF16_OPS = ("softmax_backward" + compare.BF16, "layernorm_backward" + compare.BF16)
 STEP_PREFIXES = tuple(part + "step" for part in schema.PARTS)   # part 2's and part 3's steps
 
 
@@ -568,9 +573,10 @@ def draw_rows_shares(mpl, rm, path, ops, bar, title):
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.5,
                label={compare.COPY: "copy of the same bytes (= 1)",
                       compare.BACK_COPY: "copy of the same three streams (= 1)",
+                      compare.BACK_COPY16: "bfloat16 copy of the same three streams (= 1)",
                       compare.COPY16: "bfloat16 copy of the same bytes (= 1)"}.get(
                    bar, "step 9 on the same floats as one array (= 1)"))
-    elem = 2 if bar == compare.COPY16 else 4
+    elem = 2 if bar in (compare.COPY16, compare.BACK_COPY16) else 4
     mib = [compare.shape_mib(s, elem) for s in shapes]
     ax.set_xticks(range(len(shapes)), [f"{compare.shape_label(s)}\n{m:.0f} MiB" if m >= 1 else
                                        f"{compare.shape_label(s)}\n{m:g} MiB"
@@ -599,6 +605,11 @@ def draw_row_charts(mpl, rm, out_dir):
                              ("softmax_backward",), compare.BACK_COPY,
                              f"Softmax backward on {gpu}: share of the three-stream copy's speed, "
                              f"per shape")
+        if any(rm.last_step(op) for op in BACK_BF16_OPS):   # back/step15 on, once measured
+            draw_rows_shares(mpl, rm, row_chart_path(rm, "bf16", out_dir), BACK_BF16_OPS,
+                             compare.BACK_COPY16,
+                             f"bfloat16 softmax and LayerNorm backward on {gpu}: share of the "
+                             f"bfloat16 three-stream copy's speed, per shape")
         return
     draw_rows_shares(mpl, rm, row_chart_path(rm, "layernorm", out_dir), ("layernorm",),
                      compare.COPY, f"LayerNorm on {gpu}: share of the copy kernel's speed, per shape")

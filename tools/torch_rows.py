@@ -33,7 +33,20 @@ LayerNorm). The ops:
                inputs common/back_driver.c makes (y the softmax of 4 x uniform
                logits, one in 8 masked and every 16th row fully, dy uniform
                in [-1, 1)); its bytes are y and dy read and dx written
-and each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
+    softmax_backward_bf16  part 3's in bfloat16: the same fill, y and dy
+               then rounded to bfloat16 (as common/back_driver.c rounds them),
+               and torch.ops.aten._softmax_backward_data(dy, y, -1,
+               torch.bfloat16): dx in bfloat16; 6 bytes an element
+    layernorm_backward_bf16  part 3's in bfloat16: the same fill, mean and
+               rstd of the float x, then x and dy rounded to bfloat16 (as
+               common/back_driver.c does), and the same
+               native_layer_norm_backward call: dx in bfloat16; gamma and beta
+               rounded to bfloat16 too (PyTorch's CUDA kernel refuses a float
+               gamma beside bfloat16 x), so dgamma and dbeta come back
+               bfloat16, not float32 as the project's; its bytes are the
+               project's, back_bytes()'s with x, dy and dx at 2 bytes an
+               element (gamma, dgamma, dbeta, mean and rstd float)
+and part 2's ops each with the suffix _bf16 (layernorm_bf16, softmax_bf16, copy_bf16):
 the same on x.to(torch.bfloat16), with gamma and beta in bfloat16 as a bf16
 model holds them (torch.native_layer_norm wants them in the input's type)
 and the bytes at 2 per element (mean and rstd as torch returns them).
@@ -47,8 +60,9 @@ Each output is compared with a float64 computation of the same op: a sanity
 check (relative 1e-3 for LayerNorm and softmax, 1e-5 of sum|x| for sums; for
 LayerNorm's backward pass dx to relative 1e-3 and dgamma and dbeta, sums
 down the columns, to 1e-5 of the sum of their terms' magnitudes; for
-softmax's, dx to 1e-3 of |y| (|dy| + |s|), and exactly 0 where y is), not the
-harness's derived tolerance. Rows go to FILE in the results schema
+softmax's, dx to 1e-3 of |y| (|dy| + |s|), and exactly 0 where y is; in
+bfloat16 the same against the rounded inputs, dx's bounds 2^-8 wider for its
+own rounding), not the harness's derived tolerance. Rows go to FILE in the results schema
 (tools/schema.py), step "torch/<op>", with torch's, CUDA's and cuDNN's
 versions in the toolchain column.
 
@@ -78,7 +92,7 @@ for _var, _sub in (("TORCHINDUCTOR_CACHE_DIR", "inductor"), ("TRITON_CACHE_DIR",
 EPS = 1e-5
 OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layernorm_bf16",
        "softmax_bf16", "copy_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16", "layernorm_backward",
-       "softmax_backward")
+       "softmax_backward", "softmax_backward_bf16", "layernorm_backward_bf16")
 BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
@@ -97,13 +111,15 @@ def parse_shapes(text):
 def row_bytes(op, rows, cols):
     """common/rows_ref.c's row_bytes(): 2 bytes an element of x, y, gamma and
     beta for the _bf16 ops; mean and rstd are float either way. Part 3's
-    layernorm_backward: common/back_ref.c's back_bytes(); softmax_backward: its
-    softmax_back_bytes(), three streams."""
+    layernorm_backward: common/back_ref.c's back_bytes() (in bfloat16 x, dy
+    and dx at 2 bytes, gamma, dgamma, dbeta, mean and rstd float either way);
+    softmax_backward: its softmax_back_bytes(), three streams (in bfloat16
+    softmax_back_bf16_bytes(), 6 an element)."""
     base = op.removesuffix(BF16)
     elem = 2.0 if op.endswith(BF16) else 4.0
     matrix = elem * rows * cols
     return {"sum": matrix + elem * rows,
-            "layernorm_backward": 3 * matrix + 3 * elem * cols + 8.0 * rows,
+            "layernorm_backward": 3 * matrix + 12.0 * cols + 8.0 * rows,
             "softmax_backward": 3 * matrix,
             "layernorm": 2 * matrix + 8.0 * rows + 2 * elem * cols,
             "softmax": 2 * matrix, "copy": 2 * matrix,
@@ -180,6 +196,11 @@ class Runner:
         gen = torch.Generator(device="cuda").manual_seed(seed)
         x = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
         bf16 = op.endswith(BF16)
+        backward = {"layernorm_backward": self.layernorm_backward,
+                    "softmax_backward": self.softmax_backward}.get(op.removesuffix(BF16))
+        if backward:
+            # Part 3's: made from the float x, and rounded where the driver rounds.
+            return backward(x, rows, cols, gen, compiled, bf16)
         if bf16:
             # The reference below starts from the rounded input, as the harness's does.
             x = x.to(torch.bfloat16)
@@ -237,10 +258,6 @@ class Runner:
                 # bound): either order is right, so y is held to the nearer one.
                 err = min(err, rel_err(x.double() + res.double()))
             ok = err <= rel and (op == "rmsnorm" or ok_h)
-        elif op == "layernorm_backward":
-            times, err, ok = self.layernorm_backward(x, rows, cols, gen, compiled)
-        elif op == "softmax_backward":
-            times, err, ok = self.softmax_backward(x, rows, cols, gen, compiled)
         elif op == "softmax":
             times, out = self.time(self.prepare(lambda a: torch.softmax(a, dim=-1), compiled, x))
             want = torch.softmax(x.double(), dim=-1)
@@ -254,14 +271,24 @@ class Runner:
         return times, err, ok
 
 
-    def layernorm_backward(self, x, rows, cols, gen, compiled):
+    def layernorm_backward(self, x, rows, cols, gen, compiled, bf16=False):
         """(times, error, ok) of native_layer_norm_backward on common/back_driver.c's
         random fill (back_fill in common/back_ref.c): x, dy and gamma uniform in
         [-1, 1), and each row's mean and rstd = 1 / sqrt(var + eps) computed in
         double from the float x and rounded to float once, shaped (rows, 1) as
         native_layer_norm returns them. The reference is the same formulas in
         float64 from the same float inputs (common/back.h): dx to relative 1e-3,
-        dgamma and dbeta to 1e-5 of the sum of |terms| down their column."""
+        dgamma and dbeta to 1e-5 of the sum of |terms| down their column.
+        bf16: x and dy then rounded to bfloat16 (after the statistics, as the
+        driver rounds them). The project's gamma, dgamma and dbeta are float32,
+        but PyTorch's CUDA kernel refuses a float gamma beside bfloat16 x
+        ("expected scalar type BFloat16 but found Float", torch 2.11 on the
+        H200), so gamma and beta are rounded to bfloat16 as a bfloat16 model
+        holds them, and dgamma and dbeta come back bfloat16 (checked, as dx's
+        bfloat16: 6 bytes a column fewer than row_bytes() counts, under 0.01%
+        at every shape part 3 runs). The reference is on the rounded x, dy and
+        gamma; dx's and dgamma's and dbeta's bounds 2^-8 wider for their own
+        rounding."""
         torch = self.torch
         dy = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
         gamma = torch.rand(cols, generator=gen, device="cuda") * 2 - 1
@@ -270,6 +297,10 @@ class Runner:
         m = xd.mean(dim=-1, keepdim=True)
         var = ((xd - m) ** 2).mean(dim=-1, keepdim=True)
         mean, rstd = m.float(), (1 / torch.sqrt(var + EPS)).float()
+        if bf16:
+            x, dy = x.to(torch.bfloat16), dy.to(torch.bfloat16)
+            gamma, beta = gamma.to(torch.bfloat16), beta.to(torch.bfloat16)
+            xd = x.double()
 
         def backward(g, a, mu, rs, w, b):
             return torch.ops.aten.native_layer_norm_backward(g, a, [cols], mu, rs, w, b,
@@ -286,32 +317,59 @@ class Runner:
         for got, terms in ((dgamma, dyd * xhat), (dbeta, dyd)):
             scale = terms.abs().sum(dim=0) + 1e-30
             col_err = max(col_err, ((got.double() - terms.sum(dim=0)).abs() / scale).max().item())
-        return times, max(dx_err, col_err), dx_err <= 1e-3 and col_err <= 1e-5
+        types = self.types_ok("layernorm_backward", (dx, x.dtype), (dgamma, gamma.dtype),
+                              (dbeta, gamma.dtype))
+        bound = 2.0 ** -8 if bf16 else 0.0   # the outputs' own rounding
+        return (times, max(dx_err, col_err),
+                dx_err <= 1e-3 + bound and col_err <= 1e-5 + bound and types)
 
 
-    def softmax_backward(self, x, rows, cols, gen, compiled):
+    def softmax_backward(self, x, rows, cols, gen, compiled, bf16=False):
         """(times, error, ok) of _softmax_backward_data on common/back_driver.c's
         random fill (softmax_back_fill in common/back_ref.c): y the softmax, in
         float64 rounded to float, of 4 x uniform logits with one in 8 masked
         (-inf) and every 16th row fully, and dy uniform in [-1, 1). The
         reference: dx = y (dy - s), s = sum(dy y), in float64 from the same
-        floats, dx to 1e-3 of |y| (|dy| + |s|): exactly 0 where y is."""
+        floats, dx to 1e-3 of |y| (|dy| + |s|): exactly 0 where y is.
+        bf16: y and dy then rounded to bfloat16 (as the driver rounds them),
+        dx bfloat16 (input_dtype torch.bfloat16, checked), the reference on
+        the rounded y and dy. Its scale is |y| (|dy| + sum |y dy|), the sum's
+        terms' magnitudes in place of |s| (PyTorch's eager kernel was seen
+        off by up to 0.3 of |y| (|dy| + |s|) on the H200, where s cancels: an
+        error in s of the order of 2^-8 of its terms, as products rounded to
+        bfloat16 before the sum would give; against this scale 0.0053 eager
+        and 0.0029 compiled at 64 x 1000 to 128 x 262144), and its bound
+        2^-7 + 1e-3: the terms' rounding and dx's own."""
         torch = self.torch
         masked = torch.rand((rows, cols), generator=gen, device="cuda") < 0.125
         masked[15::16] = True
         logits = (4 * x).masked_fill(masked, float("-inf")).double()
         y = torch.softmax(logits, dim=-1).nan_to_num(0.0).float()   # a fully masked row: 0
         dy = torch.rand((rows, cols), generator=gen, device="cuda") * 2 - 1
+        dtype = torch.bfloat16 if bf16 else torch.float32
+        if bf16:
+            y, dy = y.to(dtype), dy.to(dtype)
 
         def backward(g, out):
-            return torch.ops.aten._softmax_backward_data(g, out, -1, torch.float32)
+            return torch.ops.aten._softmax_backward_data(g, out, -1, dtype)
         times, dx = self.time(self.prepare(backward, compiled, dy, y))
         yd, dyd = y.double(), dy.double()
         s = (yd * dyd).sum(dim=-1, keepdim=True)
-        scale = yd.abs() * (dyd.abs() + s.abs())
+        terms = (yd * dyd).abs().sum(dim=-1, keepdim=True) if bf16 else s.abs()
+        scale = yd.abs() * (dyd.abs() + terms)
         diff = (dx.double() - yd * (dyd - s)).abs()
         err = torch.where(scale > 0, diff / scale.clamp_min(1e-300), diff * 1e30).max().item()
-        return times, err, err <= 1e-3
+        rel = 2.0 ** -7 + 1e-3 if bf16 else 1e-3
+        return times, err, err <= rel and self.types_ok("softmax_backward", (dx, dtype))
+
+    def types_ok(self, op, *pairs):
+        """True if each (tensor, dtype) holds that type: the bytes counted
+        are those types' (row_bytes); else one line says which did not."""
+        wrong = [f"{got.dtype}, not {want}" for got, want in pairs if got.dtype != want]
+        if wrong:
+            print(f"torch_rows: {op}: outputs of other types than counted ({'; '.join(wrong)}): "
+                  "its bytes are not the ones counted", file=sys.stderr)
+        return not wrong
 
 
 def row_of(runner, name, rows, cols, seed, times, err, ok, reps, warmup, round_):

@@ -553,6 +553,7 @@ CHART_STRINGS = {
     "copy and CUB segmented sum": "复制和 CUB 分段求和",
     "the three-stream copy": "三路数据流的复制",
     "copy of the same three streams (= 1)": "复制同样的三路数据流（= 1）",
+    "bfloat16 copy of the same three streams (= 1)": "bfloat16 复制同样的三路数据流（= 1）",
     "LayerNorm backward steps": "LayerNorm 反向传播各步",
     "softmax backward steps": "softmax 反向传播各步",
     "copy of the same bytes (= 1)": "复制同样的字节（= 1）",
@@ -691,6 +692,9 @@ CHART_PATTERNS = [
      "{0}：各形状下 LayerNorm 反向传播相对三路数据流复制的速度"),
     (r"Softmax backward on (.+): share of the three-stream copy's speed, per shape",
      "{0}：各形状下 softmax 反向传播相对三路数据流复制的速度"),
+    (r"bfloat16 softmax and LayerNorm backward on (.+): share of the bfloat16 three-stream "
+     r"copy's speed, per shape",
+     "{0}：各形状下 bfloat16 softmax 和 LayerNorm 反向传播相对 bfloat16 三路数据流复制的速度"),
     (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
      "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
     (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "

@@ -1,10 +1,18 @@
 """A stand-in for torch on a machine without it or a GPU: just what
-tools/torch_rows.py's layernorm_backward path calls (tests/test_bench.py,
-TorchRowsTest), in plain Python on small tensors of one or two dimensions.
-float32 tensors hold floats rounded to float32; native_layer_norm_backward
-is LayerNorm's backward pass (common/back.h's formulas) in float64, then
-rounded, or with its means over N - 1 where FAKE_TORCH_BROKEN=nm1 (so that
-torch_rows.py's check can be seen failing). Not torch: nothing else works."""
+tools/torch_rows.py's part 3 paths call (layernorm_backward and
+softmax_backward, float and bfloat16; tests/test_bench.py, TorchRowsTest),
+in plain Python on small tensors of one or two dimensions. float32 tensors
+hold floats rounded to float32, bfloat16 ones floats rounded to bfloat16
+(to nearest, ties to even). native_layer_norm_backward is LayerNorm's
+backward pass (common/back.h's formulas) in float64, then rounded to its
+inputs' types; as torch 2.11's CUDA kernel it refuses a gamma of another
+type than x's. _softmax_backward_data is dx = y (dy - sum(dy y)) in float64,
+rounded to input_dtype. So that torch_rows.py's checks can be seen failing,
+FAKE_TORCH_BROKEN makes them wrong: nm1, LayerNorm's means over N - 1; nos,
+softmax's dx without its sum (y dy); float32, every output float32 whatever
+its inputs; unrounded, bfloat16 outputs left at float32's precision (right
+to 1e-7 only against the very inputs the op read). Not torch: nothing else
+works."""
 import itertools
 import math
 import os
@@ -19,17 +27,44 @@ class _Version:
 
 
 version = _Version()
-float32, float64, bfloat16 = "float32", "float64", "bfloat16"
+float32, float64, bfloat16, bool_ = "float32", "float64", "bfloat16", "bool"
+
+
+def _broken(mode):
+    return os.environ.get("FAKE_TORCH_BROKEN") == mode
 
 
 def _round32(v):
     return struct.unpack("f", struct.pack("f", v))[0] if math.isfinite(v) else v
 
 
+def _round16(v):
+    """v to the nearest bfloat16 (ties to even), as torch's .to(torch.bfloat16)."""
+    if not math.isfinite(v):
+        return v
+    bits = struct.unpack("<I", struct.pack("<f", v))[0]
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+_ROUND = {float32: _round32, bfloat16: lambda v: _round16(_round32(v))}
+
+
+def _output(shape, data, dtype):
+    """An op's output of dtype (FAKE_TORCH_BROKEN=float32: float32; unrounded:
+    a bfloat16 output that holds float32's values)."""
+    if _broken("float32"):
+        dtype = float32
+    if dtype == bfloat16 and _broken("unrounded"):
+        return Tensor(shape, data, float32)._as(bfloat16)
+    return Tensor(shape, data, dtype)
+
+
 class Tensor:
     def __init__(self, shape, data, dtype=float32):
         self.shape, self.dtype = tuple(shape), dtype
-        self.data = [_round32(v) for v in data] if dtype == float32 else list(data)
+        rounding = _ROUND.get(dtype)
+        self.data = [rounding(v) for v in data] if rounding else list(data)
 
     def _at(self, index):
         """The element at a full index of a broadcast shape (trailing dims aligned)."""
@@ -59,6 +94,32 @@ class Tensor:
     __rmul__ = __mul__
     __rtruediv__ = lambda s, o: s._op(o, lambda a, b: b / a)
 
+    __lt__ = lambda s, o: s._op(o, lambda a, b: a < b)._as(bool_)
+    __gt__ = lambda s, o: s._op(o, lambda a, b: a > b)._as(bool_)
+
+    def _as(self, dtype):
+        self.dtype = dtype
+        return self
+
+    def to(self, dtype):
+        return Tensor(self.shape, self.data, dtype)
+
+    def __setitem__(self, rows, value):
+        """t[rows] = value: whole rows of a matrix (a slice of them) set to one value."""
+        cols = self.shape[1]
+        for r in range(*rows.indices(self.shape[0])):
+            self.data[r * cols:(r + 1) * cols] = [value] * cols
+
+    def masked_fill(self, mask, value):
+        return Tensor(self.shape, [value if m else v for v, m in zip(self.data, mask.data)],
+                      self.dtype)
+
+    def nan_to_num(self, nan):
+        return Tensor(self.shape, [nan if math.isnan(v) else v for v in self.data], self.dtype)
+
+    def clamp_min(self, low):
+        return Tensor(self.shape, [max(v, low) for v in self.data], self.dtype)
+
     def double(self):
         return Tensor(self.shape, self.data, float64)
 
@@ -69,7 +130,7 @@ class Tensor:
         return Tensor(self.shape, [abs(v) for v in self.data], self.dtype)
 
     def element_size(self):
-        return 8 if self.dtype == float64 else 4
+        return {float64: 8, bfloat16: 2}.get(self.dtype, 4)
 
     def _reduce(self, fn, dim, keepdim):
         if dim is None:
@@ -124,9 +185,42 @@ def sqrt(t):
     return Tensor(t.shape, [math.sqrt(v) for v in t.data], t.dtype)
 
 
+def where(cond, a, b):
+    return Tensor(cond.shape, [x if c else y for c, x, y in zip(cond.data, a.data, b.data)],
+                  a.dtype)
+
+
+def softmax(t, dim=-1):
+    """Each row's softmax (dim -1 only); a row of -inf alone is NaN, as torch's."""
+    rows, cols = t.shape
+    out = []
+    for r in range(rows):
+        v = t.data[r * cols:(r + 1) * cols]
+        top = max(v)
+        if top == -math.inf:
+            out += [math.nan] * cols
+            continue
+        e = [math.exp(a - top) for a in v]
+        total = math.fsum(e)
+        out += [a / total for a in e]
+    return Tensor(t.shape, out, t.dtype)
+
+
+def _softmax_backward_data(grad, output, dim, input_dtype):
+    rows, cols = output.shape
+    dx = []
+    for r in range(rows):
+        g, y = grad.data[r * cols:(r + 1) * cols], output.data[r * cols:(r + 1) * cols]
+        s = 0.0 if _broken("nos") else math.fsum(a * b for a, b in zip(g, y))
+        dx += [b * (a - s) for a, b in zip(g, y)]
+    return _output(output.shape, dx, input_dtype)
+
+
 def _layer_norm_backward(dy, x, normalized_shape, mean, rstd, weight, bias, output_mask):
+    if weight.dtype != x.dtype:   # torch 2.11's CUDA kernel, seen on the H200
+        raise RuntimeError(f"expected scalar type {x.dtype} but found {weight.dtype}")
     rows, cols = x.shape
-    n = cols - 1 if os.environ.get("FAKE_TORCH_BROKEN") == "nm1" else cols
+    n = cols - 1 if _broken("nm1") else cols
     dx, dgamma, dbeta = [], [0.0] * cols, [0.0] * cols
     for r in range(rows):
         xs, ds = x.data[r * cols:(r + 1) * cols], dy.data[r * cols:(r + 1) * cols]
@@ -139,11 +233,13 @@ def _layer_norm_backward(dy, x, normalized_shape, mean, rstd, weight, bias, outp
         for c in range(cols):
             dgamma[c] += ds[c] * xhat[c]
             dbeta[c] += ds[c]
-    return Tensor(x.shape, dx), Tensor((cols,), dgamma), Tensor((cols,), dbeta)
+    return (_output(x.shape, dx, x.dtype), _output((cols,), dgamma, weight.dtype),
+            _output((cols,), dbeta, weight.dtype))
 
 
 class _Aten:
     native_layer_norm_backward = staticmethod(_layer_norm_backward)
+    _softmax_backward_data = staticmethod(_softmax_backward_data)
 
 
 class _Ops:
