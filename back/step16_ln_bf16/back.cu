@@ -2,14 +2,17 @@
 //
 // Change: x, dy and dx are bfloat16 (common/back.h's step_dtype) on step 9's
 //         kernels; gamma, mean, rstd, dgamma and dbeta stay float. A thread
-//         loads x and dy in 16-byte packs of 8 bfloat16s where the rows
-//         allow (one at a time elsewhere, as step 9 falls back to one
-//         float) and widens them to float in registers (exact): its share
-//         of floats is step 9's, so are its registers. dx is rounded once
-//         to bfloat16 as it is stored.
-// Why it helps: the pass is limited by memory, and its three big streams
-//         now move 6 bytes an element instead of 12. A float kernel handed
-//         bfloat16 buffers would read each pair of values as one float.
+//         loads x and dy in 16-byte packs of 8 bfloat16s from 2048
+//         columns, 8-byte packs of 4 from 1024, where the rows allow (one
+//         at a time elsewhere, as step 9 falls back to one float) and
+//         widens them to float in registers (exact): its share of floats
+//         is step 9's, so are its registers. dx is rounded once to
+//         bfloat16 as it is stored.
+// Why it helps: its three big streams now move 6 bytes an element instead
+//         of 12. Only where the pass waits on memory: where a block's row
+//         waits on its sums and barriers, half the bytes save little (see
+//         back/README). A float kernel handed bfloat16 buffers would read
+//         each pair of values as one float.
 // Why the order is still fixed: the same float sums in the same order;
 //         only the loads and the store's rounding change.
 // Effect: measured in back/README.md, whose table comes from
@@ -69,8 +72,8 @@ __device__ __forceinline__ void wait_for_previous_kernel()
 }
 
 // PACK floats (gamma, the partial rows): two 16-byte loads where the row
-// and its start allow (PACK 8, a bfloat16 pack's columns), else one float
-// (PACK 1: any width, any offset).
+// and its start allow (PACK 8, a bfloat16 pack's columns), one (PACK 4),
+// else one float (PACK 1: any width, any offset).
 template <int PACK>
 __device__ __forceinline__ void load_pack(const float *p, float (&v)[PACK])
 {
@@ -78,6 +81,9 @@ __device__ __forceinline__ void load_pack(const float *p, float (&v)[PACK])
         float4 t = *(const float4 *)p, u = *(const float4 *)(p + 4);
         v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
         v[4] = u.x, v[5] = u.y, v[6] = u.z, v[7] = u.w;
+    } else if constexpr (PACK == 4) {
+        float4 t = *(const float4 *)p;
+        v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
     } else {
         v[0] = *p;
     }
@@ -89,18 +95,28 @@ __device__ __forceinline__ void store_pack(float *p, const float (&v)[PACK])
     if constexpr (PACK == 8) {
         *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
         *(float4 *)(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
+    } else if constexpr (PACK == 4) {
+        *(float4 *)p = make_float4(v[0], v[1], v[2], v[3]);
     } else {
         *p = v[0];
     }
 }
 
 // PACK bfloat16s (x, dy), widened to float (exact): one 16-byte load of 8
-// (PACK 8), else one (PACK 1).
+// (PACK 8), one 8-byte load of 4 (PACK 4), else one (PACK 1).
 template <int PACK>
 __device__ __forceinline__ void load_pack(const __nv_bfloat16 *p, float (&v)[PACK])
 {
     if constexpr (PACK == 8) {
         uint4 t = *(const uint4 *)p;
+        const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&t);
+#pragma unroll
+        for (int e = 0; e < PACK / 2; e++) {
+            float2 f = __bfloat1622float2(h[e]);
+            v[2 * e] = f.x, v[2 * e + 1] = f.y;
+        }
+    } else if constexpr (PACK == 4) {
+        uint2 t = *(const uint2 *)p;
         const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&t);
 #pragma unroll
         for (int e = 0; e < PACK / 2; e++) {
@@ -113,7 +129,7 @@ __device__ __forceinline__ void load_pack(const __nv_bfloat16 *p, float (&v)[PAC
 }
 
 // dx: PACK floats, each rounded once to bfloat16 (to nearest even) as it
-// is stored, 8 in one 16-byte store (PACK 8).
+// is stored, 8 in one 16-byte store (PACK 8), 4 in one 8-byte store (PACK 4).
 template <int PACK>
 __device__ __forceinline__ void store_pack(__nv_bfloat16 *p, const float (&v)[PACK])
 {
@@ -124,6 +140,13 @@ __device__ __forceinline__ void store_pack(__nv_bfloat16 *p, const float (&v)[PA
         for (int e = 0; e < PACK; e++)
             h[e] = __float2bfloat16_rn(v[e]);
         *(uint4 *)p = t;
+    } else if constexpr (PACK == 4) {
+        uint2 t;
+        __nv_bfloat16 *h = reinterpret_cast<__nv_bfloat16 *>(&t);
+#pragma unroll
+        for (int e = 0; e < PACK; e++)
+            h[e] = __float2bfloat16_rn(v[e]);
+        *(uint2 *)p = t;
     } else {
         *p = __float2bfloat16_rn(v[0]);
     }
@@ -364,16 +387,19 @@ typedef void (*kernel_t)(const __nv_bfloat16 *, const __nv_bfloat16 *, const flo
                          const float *, const float *, __nv_bfloat16 *, float *, unsigned int,
                          unsigned int);
 
-// 16-byte packs need whole packs in every row and 16-byte aligned starts
-// (gamma's 8 floats and the partial rows too: the driver's scratch starts
-// on 16 bytes); they pay only where every thread has a pack: below 2048
-// columns a block of 256 would leave threads idle (step 9 measured it in
-// float), so narrower rows keep one element.
-static bool packed(const struct back_problem *p)
+// Packs need whole packs in every row and aligned starts (gamma's floats
+// and the partial rows in 16-byte loads: the driver's scratch starts on 16
+// bytes); they pay only where every thread has a pack (step 9 measured it
+// in float): 16-byte packs of 8 from 2048 columns, 8-byte packs of 4 (as
+// step 9's 16 bytes of floats hold) from 1024; narrower rows keep one element.
+static int pack_of(const struct back_problem *p)
 {
-    return p->cols % 8 == 0 && p->cols >= 8 * BLOCK_SIZE &&
-           ((size_t)p->x_bf16 | (size_t)p->dy_bf16 | (size_t)p->dx_bf16 | (size_t)p->gamma) %
-           16 == 0;
+    size_t starts = (size_t)p->x_bf16 | (size_t)p->dy_bf16 | (size_t)p->dx_bf16;
+    if ((size_t)p->gamma % 16 != 0)
+        return 1;
+    if (p->cols % 8 == 0 && p->cols >= 8 * BLOCK_SIZE && starts % 16 == 0)
+        return 8;
+    return p->cols % 4 == 0 && p->cols >= 4 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
 }
 
 // The kernel for a row: the fewest packs a thread that hold it.
@@ -381,11 +407,17 @@ static kernel_t kernel_for(const struct back_problem *p)
 {
     if (p->cols > MAX_COLS)
         return ln_backward_wide_kernel;
-    if (packed(p)) {
+    if (pack_of(p) == 8) {
         size_t packs = (p->cols / 8 + BLOCK_SIZE - 1) / BLOCK_SIZE;
         if (packs <= 1)
             return ln_backward_kernel<8, 1>;
         return ln_backward_kernel<8, 2>;   // 16 floats a thread: up to MAX_COLS
+    }
+    if (pack_of(p) == 4) {
+        size_t packs = (p->cols / 4 + BLOCK_SIZE - 1) / BLOCK_SIZE;
+        if (packs <= 1)
+            return ln_backward_kernel<4, 1>;
+        return packs <= 2 ? ln_backward_kernel<4, 2> : ln_backward_kernel<4, 4>;
     }
     size_t floats = (p->cols + BLOCK_SIZE - 1) / BLOCK_SIZE;
     if (floats <= 1)
