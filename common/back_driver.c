@@ -181,7 +181,7 @@ static void back_usage(const char *prog)
                "  --y-offset K    the same for dx\n"
                "  --gamma-offset K  the same for gamma, dgamma and dbeta%s\n",
                is_ln_bf16() ? "bfloat16s" : "floats", is_ln_bf16() ? 7 : 3,
-               is_ln_bf16() ? ", in floats (0..7)" : "");
+               is_ln_bf16() ? ", in floats (0..3)" : "");
     printf(           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run, then the determinism check (three runs of the\n"
            "                  random fill at this shape, compared bit for bit); no timing\n"

@@ -601,6 +601,13 @@ int back_options_check(int softmax, const struct options *o, char *err, size_t l
         snprintf(err, len, "--check-every is part 2's: part 3 checks every row");
         return -1;
     }
+    /* The parser allows a bfloat16 program's pack (0..7) for every array,
+     * but gamma, dgamma and dbeta stay floats: their guards hold 0..3. */
+    if (o->gamma_offset > REDUCE_MAX_OFFSET) {
+        snprintf(err, len, "--gamma-offset %d: gamma, dgamma and dbeta are floats: 0..%d past a "
+                           "16-byte boundary", o->gamma_offset, REDUCE_MAX_OFFSET);
+        return -1;
+    }
     if (softmax && o->fill == FILL_EXACT && !softmax_back_exact_fits(o->rows, o->cols)) {
         snprintf(err, len, "--fill exact keeps softmax's sums exact only up to 2^20 columns: "
                            "--cols %zu is past it; use another fill", o->cols);

@@ -799,9 +799,11 @@ class BackBf16LayerNormMatrix(FakeBackTest):
 
     def test_the_grader_gives_a_bfloat16_layernorm_program_its_matrix(self):
         """op=layernorm_backward_bf16 gets build_back_cases with every place
-        in its pack of 8 (from --gpu-info): x and dy, dx and gamma each at
-        1-7 (gamma counted in floats), every fill at each of x's offsets
-        0-7; every check runs; a program that drops a partial row fails."""
+        in its pack of 8 (from --gpu-info): x and dy, dx each at 1-7, gamma
+        (a float) at 1-3 only (the driver refuses 4 and more: its guards
+        hold 3; 7 smashed the host's stack on the H200), every fill at each
+        of x's offsets 0-7; every check runs; a program that drops a partial
+        row fails."""
         op = "layernorm_backward_bf16"
         report = self.graded("good", op=op)
         self.assertTrue(report.passed, grade.failure_table(report))
@@ -809,9 +811,11 @@ class BackBf16LayerNormMatrix(FakeBackTest):
         want = grade.build_back_cases(self.device, program, sanitizer=False)
         ran = [o.case.label for o in report.outcomes if not o.skipped]
         self.assertEqual(sorted(ran), sorted(c.label for c in want))
-        for flag in ("--offset", "--y-offset", "--gamma-offset"):
+        for flag, pack in (("--offset", 8), ("--y-offset", 8), ("--gamma-offset", 4)):
             found = {self.value(c, flag) for c in want if c.kind == "offset"}
-            self.assertEqual(found, {str(k) for k in range(8)}, flag)
+            self.assertEqual(found, {str(k) for k in range(pack)}, flag)
+        self.assertLessEqual({self.value(c, "--gamma-offset", "0") for c in want},
+                             {"0", "1", "2", "3"})
         fills = {(self.value(c, "--fill"), int(self.value(c, "--offset")))
                  for c in want if c.kind == "fill"}
         self.assertEqual(fills, {(f, o) for f in grade.BACK_FILLS for o in range(8)})
