@@ -84,7 +84,7 @@ def program_directory(label):
     for candidate in (schema.program_dir(label), os.path.join("extras", label)):
         folder = os.path.join(REPO, candidate)
         if any(os.path.isfile(os.path.join(folder, f))
-               for f in ("reduce.cu", "rows.cu", "multigpu.c")):
+               for f in ("reduce.cu", "rows.cu", "back.cu", "multigpu.c")):
             return candidate
     return None
 

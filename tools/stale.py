@@ -32,7 +32,7 @@ import code_hash  # noqa: E402
 import schema  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ("reduce.cu", "rows.cu", "multigpu.c")
+SOURCES = ("reduce.cu", "rows.cu", "back.cu", "multigpu.c")
 VARIANT = re.compile(r"^(step\d+_[a-z0-9_]+)-([A-Z][A-Z0-9_]*)-(\d+)$")
 MARK = "†"
 
@@ -165,12 +165,22 @@ def part_programs(root):
     A student's own step has no committed rows, so it is never stale and must
     not keep its part from being named whole."""
     shipped = {schema.program_dir(s) for s in schema.SHIPPED + schema.SHIPPED_ROWS}
+    # Part 3 has no shipped list: its members are the programs its committed
+    # results measured (ONLY=back measures the newer ones with them).
+    measured = set()
+    for path in glob.glob(os.path.join(root, "plots", "reference", "*-back.csv")):
+        try:
+            _, records = schema.read_records(path)
+        except schema.SchemaError:
+            continue
+        measured |= {schema.program_dir(r.get("step", "")) for _, r in records}
     return {"sum": [d for d in bench.program_dirs(root) if d in shipped],
-            "rows": [d for d in bench.row_program_dirs(root) if d in shipped]}
+            "rows": [d for d in bench.row_program_dirs(root) if d in shipped],
+            "back": [d for d in bench.row_program_dirs(root, schema.BACK) if d in measured]}
 
 
 def only_list(folders, root):
-    """ONLY='s value for these folders: a whole part as its name (sum, rows)."""
+    """ONLY='s value for these folders: a whole part as its name (sum, rows, back)."""
     left, named = list(dict.fromkeys(folders)), []
     for part, members in part_programs(root).items():
         if members and set(members) <= set(left):
