@@ -234,6 +234,17 @@ class ChartContentTests(Workspace):
     def test_no_gpu_name_in_the_source(self):
         self.assertNotIn("H200", read(PLOT))
 
+    def test_the_captions_fit_the_figure(self):
+        # Parts 2 and 3's captions name several runs' revisions and PyTorch's
+        # versions: on one line they ran past both edges and were cut off.
+        for name in ("h200-back.csv", "h200-rows.csv"):
+            for kind, fig in self.draw(os.path.join(REPO, "plots", "reference", name)).items():
+                with self.subTest(name, kind=kind):
+                    fig.canvas.draw()
+                    box = fig._supxlabel.get_window_extent(fig.canvas.get_renderer())
+                    self.assertGreaterEqual(box.x0, 0)
+                    self.assertLessEqual(box.x1, fig.bbox.width)
+
     def test_part3_gets_its_progression_and_its_share_of_the_three_stream_copy(self):
         figures = self.draw(os.path.join(REPO, "plots", "reference", "h200-back.csv"))
         self.assertEqual(sorted(figures), ["back-layernorm_backward", "back-progression",

@@ -460,8 +460,10 @@ def is_back(rm):
 
 
 def row_caption(rm):
+    # Two lines: on one, the revisions of several runs and PyTorch's versions
+    # ran past the figure's edges and were cut off on both sides.
     return (f"{rm.describe('gpu')}, {rm.describe('toolchain')}, revision {rm.describe('git_rev')}; "
-            f"median of {rm.round_count} rounds, whiskers the fastest and slowest; L2 flushed; "
+            f"median of {rm.round_count} rounds, whiskers the fastest and slowest; L2 flushed\n"
             f"PyTorch: {rm.torch_version() or 'not measured'}. Source: "
             f"{compare.repo_path(rm.path, REPO)}{stale_caption(rm)}")
 

@@ -698,11 +698,10 @@ CHART_PATTERNS = [
     (r"part 1's step 9 on the same floats as one array: (\S+) GB/s",
      "第 1 部分的第 9 步把同样的 float 当作一个数组求和：{0} GB/s"),
     (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
-     r"flushed; PyTorch: not measured\. Source: (\S+)",
-     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；没有测 PyTorch。数据来源：{3}"),
-    (r"(.+), revision (\S+(?: / \S+)*); median of (\d+) rounds, whiskers the fastest and slowest; L2 "
-     r"flushed; PyTorch: (.+)\. Source: (\S+)",
-     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2；PyTorch：{3}。数据来源：{4}"),
+     r"flushed",
+     "{0}，代码版本 {1}；{2} 轮的中位数，误差线是最快和最慢的一轮；清空 L2"),
+    (r"PyTorch: not measured\. Source: (\S+)", "没有测 PyTorch。数据来源：{0}"),
+    (r"PyTorch: (.+)\. Source: (\S+)", "PyTorch：{0}。数据来源：{1}"),
     (r"The sum over (\d+) x (.+) against one \(L2 flushed, median\)",
      "{0} 块 {1} 上的求和与一块相比（清空 L2，中位数）"),
     (r"speed-up of (\d+) GPUs over one", "{0} 块 GPU 相对一块的加速比"),
