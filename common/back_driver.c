@@ -108,10 +108,14 @@ static void back_usage(const char *prog)
 {
     printf("usage: %s [options]\n", prog);
     if (is_copy3() && is_bf16())
-        printf("In bfloat16: y, dy and dx bfloat16, dx = y + dy added in float and rounded\n"
-               "once, the three streams of the bfloat16 softmax backward pass (6 bytes an\n"
-               "element); x below is y. Offsets count bfloat16s, 0..7.\n");
-    if (is_copy3())
+        printf("Part 3's bfloat16 bar, not a step: dx = y + dy on a rows x cols matrix of\n"
+               "bfloat16s, added in float and rounded once, the three streams of the\n"
+               "bfloat16 backward passes (6 bytes an element) and nothing else; x below is y.\n"
+               "dx must equal that rounding bit for bit, on every fill; dgamma and dbeta are\n"
+               "not written. It takes a step's options, and makes a step's checks before\n"
+               "timing; a step's text follows.\n"
+               "\n");
+    else if (is_copy3())
         printf("Part 3's bar, not a step: dx = x + dy on a rows x cols matrix of floats, the\n"
                "three streams of LayerNorm's backward pass (x and dy read, dx written) and\n"
                "nothing else; its bytes are those three. dx must equal the float x + dy bit\n"
@@ -154,7 +158,7 @@ static void back_usage(const char *prog)
                "that dx, dgamma and dbeta come out with the same bits every run, and times it.\n"
                "A timed run first checks the exact fill at the shape, one column fewer, x and\n"
                "dy, then dx, one %s further into a 16-byte pack, and the shifted and tiny\n"
-               "fills.\n", is_ln_bf16() ? "bfloat16s" : "floats", is_ln_bf16() ? "bfloat16" : "float");
+               "fills.\n", elems_name(), is_bf16() ? "bfloat16" : "float");
     if (is_ln_bf16())
         printf("bfloat16: x, dy and dx; gamma, mean, rstd, dgamma and dbeta stay float. x, dy\n"
                "and gamma are made as for float, x and dy rounded to bfloat16, and mean and\n"
@@ -180,8 +184,7 @@ static void back_usage(const char *prog)
                "  --offset K      start x and dy K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for dx\n"
                "  --gamma-offset K  the same for gamma, dgamma and dbeta%s\n",
-               is_ln_bf16() ? "bfloat16s" : "floats", is_ln_bf16() ? 7 : 3,
-               is_ln_bf16() ? ", in floats (0..3)" : "");
+               elems_name(), is_bf16() ? 7 : 3, is_bf16() ? ", in floats (0..3)" : "");
     printf(           "  --csv FILE      append one result row to FILE (header if the file is new)\n"
            "  --check         verify one run, then the determinism check (three runs of the\n"
            "                  random fill at this shape, compared bit for bit); no timing\n"

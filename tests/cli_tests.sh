@@ -180,6 +180,9 @@ for p in $back_programs; do
     check_code_hash "$p"
 done
 expect 0 "Part 3's bar, not a step: dx = x + dy" back/baseline_copy3/run --help
+# The bfloat16 bar says so, and counts its offsets in bfloat16s (it said floats, 0..3).
+expect 0 "Part 3's bfloat16 bar, not a step" back/baseline_copy3_bf16/run --help
+expect 0 "start x and dy K bfloat16s (0..7)" back/baseline_copy3_bf16/run --help
 # The driver's whole flow, on the CPU (tests/back_fake.c): a good program
 # passes, timed and --check, with its CSV row; step 0's atomics are within
 # their bounds but fail the determinism check, in both modes; each broken

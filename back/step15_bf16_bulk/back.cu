@@ -34,7 +34,7 @@ namespace cg = cooperative_groups;
 #define BULK_BLOCK 256   // threads a block of the bulk kernel
 #define BULK_WARPS (BULK_BLOCK / WARP_SIZE)
 #define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2-3 blocks an SM
-#define MIN_BULK_COLS 16384   // narrower rows stay on step 13's path (at 32768 the bulk path won: 0.89 of a copy, not 0.63)
+#define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (at 32768 the bulk path won: 0.89 of a copy, not 0.63)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 #define PACK 8   // bfloat16s in one 16-byte pack
 #define VEC 2   // bfloat16s a register-path load where the row allows: 4 bytes, as a float
@@ -52,11 +52,14 @@ __device__ float warp_allreduce(float v)
 // The block's B threads, one sum each -> the block's sum, in every thread:
 // each warp's by shuffles, then every thread adds the warps' sums in warp
 // order, so all of them get the same bits. One call per block: the shared
-// array is written once.
+// array is written once. 16-byte aligned: the compiler reads it in 16-byte
+// loads, which must not reach into a neighbour (s_block below, which thread
+// 0 writes meanwhile: racecheck reports the overlap, though the extra word
+// read is never used).
 template <unsigned int B>
 __device__ float block_allreduce(float v)
 {
-    __shared__ float s_warp[B / WARP_SIZE];
+    __shared__ __align__(16) float s_warp[B / WARP_SIZE];
     v = warp_allreduce(v);
     if (threadIdx.x % WARP_SIZE == 0)
         s_warp[threadIdx.x / WARP_SIZE] = v;
@@ -120,9 +123,9 @@ __device__ void store_v(__nv_bfloat16 *p, const float *v)
     *reinterpret_cast<bf16s<V> *>(p) = u;
 }
 
-// B threads a block, a template so that thread t's columns t + k * B are one
-// address and constant offsets: no register for each of the 16. V: the
-// bfloat16s of one load (1, or more where the row's alignment allows).
+// B threads a block, a template so that thread t's loads t + k * B (V
+// bfloat16s each) are one address and constant offsets: no register for
+// each of the 16. V: 1, or more where the row's alignment allows.
 template <unsigned int B, unsigned int V>
 __global__ void __launch_bounds__(B)
 softmax_backward_kernel(const __nv_bfloat16 *g_y, const __nv_bfloat16 *g_dy,
