@@ -18,8 +18,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
+from fakes import csv_text, fixture_row, fixture_rows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOT = os.path.join(REPO, "tools", "plot.py")
@@ -657,6 +656,5 @@ class ChineseChartTests(Workspace):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("plots", verbosity=1))

@@ -15,10 +15,10 @@ import argparse
 import os
 import sys
 
-import accuracy_data as data  # noqa: E402
-import schema  # noqa: E402  (step names and size labels)
-import chart_zh  # noqa: E402
-from plot import load_matplotlib, save_figure, tex_power_label  # noqa: E402
+import accuracy_data as data
+import schema  # step names and size labels
+import chart_zh
+from plot import load_matplotlib, save_figure, tex_power_label
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -51,9 +51,9 @@ import sys
 import tempfile
 import time
 
-import cli  # noqa: E402  (how main() ends)
-import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
-import steps  # noqa: E402  (the step list of both parts, the step before a step)
+import cli  # how main() ends
+import schema  # the CSV columns, step names and GPU slug
+import steps  # the step list of both parts, the step before a step
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

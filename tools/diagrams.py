@@ -24,10 +24,10 @@ import glob
 import os
 import sys
 
-import cli  # noqa: E402  (how main() ends)
-import charts  # noqa: E402  (matplotlib loaded)
-import patterns as pt  # noqa: E402
-from generated import write_if_changed  # noqa: E402
+import cli  # how main() ends
+import charts  # matplotlib loaded
+import patterns as pt
+from generated import write_if_changed
 
 DPI = 100
 FIGURES_DIR = os.path.join("plots", "diagrams")

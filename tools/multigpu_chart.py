@@ -14,9 +14,9 @@ import argparse
 import os
 import sys
 
-import chart_zh  # noqa: E402  (the Chinese twin of each chart)
-import charts  # noqa: E402  (matplotlib loaded, charts saved)
-import schema  # noqa: E402
+import chart_zh  # the Chinese twin of each chart
+import charts  # matplotlib loaded, charts saved
+import schema
 
 BIG_NS = (1 << 30, (1 << 31) - 1)   # where two GPUs must reach SPEEDUP_TARGET
 SPEEDUP_TARGET = 1.9

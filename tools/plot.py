@@ -33,14 +33,14 @@ import math
 import os
 import sys
 
-import chart_zh  # noqa: E402  (the Chinese twin of each chart)
-import cli  # noqa: E402  (how main() ends)
-import charts  # noqa: E402  (matplotlib loaded, charts saved)
-import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
-import schema  # noqa: E402  (the CSV files and step names)
-import stale  # noqa: E402  (rows measured on an earlier version of the code)
-from compare import N_MID, TABLE_SIZES  # noqa: E402
-from schema import CUB  # noqa: E402
+import chart_zh  # the Chinese twin of each chart
+import cli  # how main() ends
+import charts  # matplotlib loaded, charts saved
+import compare  # rows per step and n, speed-ups, counters
+import schema  # the CSV files and step names
+import stale  # rows measured on an earlier version of the code
+from compare import N_MID, TABLE_SIZES
+from schema import CUB
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

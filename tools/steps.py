@@ -37,8 +37,8 @@ import os
 import re
 import sys
 
-import cli  # noqa: E402  (the exit codes)
-import schema  # noqa: E402  (step_number, step_sort_key, step_dirs)
+import cli  # the exit codes
+import schema  # step_number, step_sort_key, step_dirs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -14,8 +14,8 @@ import csv
 import os
 import sys
 
-import chart_zh  # noqa: E402
-from plot import load_matplotlib, save_figure  # noqa: E402
+import chart_zh
+from plot import load_matplotlib, save_figure
 
 COLUMNS = ("method", "shift", "rows", "cols", "max_rel_err", "median_rel_err", "nonpositive")
 METHODS = {"one-pass": dict(label="one pass: E[x²] − E[x]²", color="#c0392b", marker="v"),
