@@ -1631,10 +1631,7 @@ def run(args):
         raise DiagramError(f"{problems[0]} ({len(problems)} line(s) moved or changed)")
     mpl = load_matplotlib()
     if mpl is None:
-        print("diagrams.py: error: matplotlib is not installed; run `pip install "
-              "-r tools/requirements.txt` (or `make diagrams`, which creates a venv)",
-              file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("diagrams.py", "diagrams")
     os.makedirs(out_dir, exist_ok=True)
     for built in models:
         for kind in figure_kinds(built):

@@ -176,6 +176,8 @@ def main(argv=None):
     if args.summary:
         print("\n".join(summary(sum_rows, vec_rows)))
         return 0
+    if (timed(sum_rows) or timed(vec_rows)) and charts.load_matplotlib() is None:
+        return charts.no_matplotlib("multigpu_chart.py", "plot")
     if timed(sum_rows):
         base = os.path.basename(args.sum)
         name = base[:-len("-multigpu.csv")] if base.endswith("-multigpu.csv") else base[:-4]

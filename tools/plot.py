@@ -765,32 +765,24 @@ def run(args):
     # Rows that measured an earlier version of this tree's code are marked.
     hashes = stale.hashes_for(args.results)
     judge = hashes.is_stale if hashes else None
-    if os.path.isfile(args.results) and is_rows_file(args.results):
+    rows = os.path.isfile(args.results) and is_rows_file(args.results)
+    if rows:
         rm = compare.RowMeasurements.load(args.results, judge)
-        mpl = load_matplotlib()
-        if mpl is None:
-            print("plot.py: error: matplotlib is not installed; run "
-                  "`pip install -r tools/requirements.txt` (or `make plot`, "
-                  "which creates a venv)", file=sys.stderr)
-            return 3
-        out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
-        if is_widths_file(args.results):
-            os.makedirs(out_dir, exist_ok=True)
-            draw_widths(mpl, rm, row_chart_path(rm, "gbps", out_dir))
-        else:
-            draw_row_charts(mpl, rm, out_dir)
-        return 0
-    m = compare.Measurements.load(args.results, judge)
-    m.require_table_sizes()
-    counters = compare.Counters.load(args.profile) if args.profile else None
+    else:
+        m = compare.Measurements.load(args.results, judge)
+        m.require_table_sizes()
+        counters = compare.Counters.load(args.profile) if args.profile else None
     mpl = load_matplotlib()
     if mpl is None:
-        print("plot.py: error: matplotlib is not installed; run "
-              "`pip install -r tools/requirements.txt` (or `make plot`, "
-              "which creates a venv)", file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("plot.py", "plot")
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
-    draw_charts(mpl, m, counters, out_dir)
+    if rows and is_widths_file(args.results):
+        os.makedirs(out_dir, exist_ok=True)
+        draw_widths(mpl, rm, row_chart_path(rm, "gbps", out_dir))
+    elif rows:
+        draw_row_charts(mpl, rm, out_dir)
+    else:
+        draw_charts(mpl, m, counters, out_dir)
     return 0
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 
 import chart_zh
+import charts  # what a chart tool says without matplotlib
 from plot import load_matplotlib, save_figure
 
 COLUMNS = ("method", "shift", "rows", "cols", "max_rel_err", "median_rel_err", "nonpositive")
@@ -91,9 +92,7 @@ def main(argv):
         return 2
     mpl = load_matplotlib()
     if mpl is None:
-        print("variance_chart.py: matplotlib is missing (make plot installs it into .venv)",
-              file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("variance_chart.py", "variance")
     draw(mpl, rows, os.path.splitext(argv[0])[0] + ".png")
     return 0
 
