@@ -113,7 +113,7 @@ from dataclasses import dataclass, field
 import cli  # the exit codes
 import compare  # the win/tie rule of the project's results
 import schema  # step numbers
-import steps  # the step list of both parts
+import steps  # the step list of the three parts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
