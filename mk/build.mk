@@ -1,5 +1,5 @@
 # ---------------------------------------------------------------- build
-# The programs of both parts, their code hashes, the grader's builds and the
+# The programs of the three parts, their code hashes, the grader's builds and the
 # stepK links (the harness objects, flags and step lists are the Makefile's).
 build:
 	mkdir -p build
@@ -45,7 +45,7 @@ build/hash/%.o: build/hash/%.c
 # then linked with its code hash and the harness: a new revision (every
 # commit, any edit: build/version.o) relinks the programs, it does not
 # compile them again.
-# (The rules themselves are PART_RULES, below: one definition for both parts.)
+# (The rules themselves are PART_RULES, below: one definition for the three parts.)
 
 # The grader's builds: the same program with its watch on where the work is
 # done (common/gpu_work.c, the "gpu-work" check), wrapped around the

@@ -2,11 +2,11 @@
 # `make help`: every target of every job, in one screen.
 help:
 	@echo "Without a GPU (a laptop, a login node):"
-	@echo "  make                 build every step, the CUB baseline and part 2's row programs,"
-	@echo "                       and link each stepK and rows/stepK (then ./step5/run)"
+	@echo "  make                 build every step of the three parts and their baselines,"
+	@echo "                       and link each stepK, rows/stepK and back/stepK (then ./step5/run)"
 	@echo "                       (about $(TEST_BUILD_MINUTES) min on two cores with make -j2; make -j4: four compiles at once)"
 	@echo "  make stepK           build stepK_*/run and link stepK -> stepK_* (then ./stepK/run)"
-	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run)"
+	@echo "  make rows/stepK      the same for part 2 (then ./rows/stepK/run); make back/stepK: part 3"
 	@echo "  make test            build what the suites need, then every suite: about $(TEST_BUILD_MINUTES) min + $(TEST_SECONDS) s on"
 	@echo "                       two cores from a fresh clone, $(TEST_SECONDS) s once built; without a GPU no kernel runs,"
 	@echo "                       and the last line says so (V=1: every command and suite output; SUITES=cli: one suite)"

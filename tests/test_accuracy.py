@@ -29,8 +29,7 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, fake_gpu_tools,  # noqa: E402
+from fakes import (FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, fake_gpu_tools,
                    fake_repo)
 from fractions import Fraction
 
@@ -940,6 +939,5 @@ class Bf16SumTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("accuracy", verbosity=1))

@@ -11,14 +11,13 @@ import re
 import shutil
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,  # noqa: E402
+from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,
                    BACK_SOFTMAX_PROGRAM,
                    BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
                    ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
                    make_root, make_torch_python, python_without_torch, row_bytes, size_of)
 
-import schema  # noqa: E402
+import schema
 
 CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)   # what bench files: the harness's + round
 
@@ -1365,6 +1364,5 @@ class TorchRowsTest(ScriptTest):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("bench", verbosity=1))

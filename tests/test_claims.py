@@ -940,6 +940,5 @@ class ChartFreshnessTests(unittest.TestCase):
                            "plots/reference/h200-accuracy.csv")])
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("claims", verbosity=1))

@@ -141,6 +141,5 @@ class ExitCodeTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("tool_main", verbosity=1))

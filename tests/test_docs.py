@@ -20,14 +20,12 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
+from fakes import csv_text, fixture_row, fixture_rows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = os.path.join(REPO, "tools", "docs.py")
 FIXTURES = os.path.join(REPO, "tests", "plots")
 ACCURACY_FIXTURE = os.path.join(REPO, "tests", "accuracy", "fixture-accuracy.csv")
-sys.path.insert(0, os.path.join(REPO, "tools"))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import accuracy_data  # noqa: E402
 import accuracy_docs  # noqa: E402
@@ -956,6 +954,5 @@ class RowOpsTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("docs", verbosity=1))

@@ -1290,6 +1290,5 @@ class CheckerTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("editions", verbosity=1))

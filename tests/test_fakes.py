@@ -9,8 +9,7 @@ import re
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM, FAKE_ARCH,  # noqa: E402
+from fakes import (BACK_OPS, BACK_PROGRAMS, BACK_SOFTMAX_PROGRAM, FAKE_ARCH,
                    FAKE_TOOLCHAIN, HARNESS_COLUMNS, PROFILE, REPO, ScriptTest, bench, clean_env,
                    fake_hash, gpu_info_keys, harness_options, load, make_root, row_bytes,
                    version_fields)
@@ -130,6 +129,5 @@ class FakeProgramTest(ScriptTest):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("fakes", verbosity=1))

@@ -18,7 +18,6 @@ import tempfile
 import unittest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
 sys.path.insert(0, os.path.join(os.path.dirname(TESTS), "tools"))
 import fakes  # noqa: E402
 import grade  # noqa: E402

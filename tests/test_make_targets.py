@@ -13,12 +13,11 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (PART1_LABELS, REPO, ROW_LABELS, ROW_PROGRAMS, ScriptTest,  # noqa: E402
+from fakes import (PART1_LABELS, REPO, ROW_LABELS, ROW_PROGRAMS, ScriptTest,
                    clean_env, fake_gpu_tools, fake_hash, make_ncu, make_root, python_without_torch,
                    read_log, write_executable)
 
-import schema  # noqa: E402
+import schema
 
 
 def plot_python():
@@ -308,6 +307,5 @@ class MakeTargetTest(ScriptTest):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("make_targets", verbosity=1))

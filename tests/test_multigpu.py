@@ -19,7 +19,6 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
-sys.path.insert(0, os.path.join(REPO, "tests"))
 import counting  # noqa: E402
 import multigpu_chart  # noqa: E402
 import schema  # noqa: E402

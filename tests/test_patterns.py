@@ -1438,6 +1438,5 @@ class DrawingTests(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("patterns", verbosity=1))

@@ -18,8 +18,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import csv_text, fixture_row, fixture_rows  # noqa: E402
+from fakes import csv_text, fixture_row, fixture_rows
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLOT = os.path.join(REPO, "tools", "plot.py")
@@ -563,6 +562,39 @@ class ErrorTests(Workspace):
 # The Chinese twins (tools/chart_zh.py)
 # ----------------------------------------------------------------------------
 
+class WithoutMatplotlibTests(Workspace):
+    """Every chart tool where matplotlib does not import (a stand-in that
+    raises ImportError comes first on PYTHONPATH): tools/charts.py's one line,
+    naming the make target that installs it, exit 3, and no chart drawn."""
+
+    def test_each_chart_tool_says_so_in_one_line(self):
+        fake = self.path("fake", "matplotlib")
+        write(os.path.join(fake, "__init__.py"), "raise ImportError('no matplotlib here')\n")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(fake))
+        reference = os.path.join(REPO, "plots", "reference")
+        variance = self.path("variance.csv")
+        shutil.copy(os.path.join(reference, "variance.csv"), variance)
+        calls = (
+            ("plot.py", "plot.py", "plot", ["--results", RESULTS, "--out-dir", self.out]),
+            ("accuracy_chart.py", "accuracy_chart", "accuracy",
+             [os.path.join(reference, "h200-accuracy.csv"), "--out-dir", self.out]),
+            ("variance_chart.py", "variance_chart.py", "variance", [variance]),
+            ("multigpu_chart.py", "multigpu_chart.py", "plot",
+             ["--sum", os.path.join(reference, "h200x2-multigpu.csv"), "--out-dir", self.out]),
+            ("diagrams.py", "diagrams.py", "diagrams", ["--root", REPO, "--out-dir", self.out]),
+        )
+        for script, tool, target, args in calls:
+            with self.subTest(script):
+                proc = subprocess.run([sys.executable, os.path.join(REPO, "tools", script), *args],
+                                      capture_output=True, text=True, env=env, timeout=300)
+                self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+                self.assertEqual(proc.stderr.splitlines(), [
+                    f"{tool}: error: matplotlib is not installed; run `pip install -r "
+                    f"tools/requirements.txt` (or `make {target}`, which creates a venv)"])
+        drawn = [name for _, _, names in os.walk(self.tmp) for name in names if name.endswith(".png")]
+        self.assertEqual(drawn, [])
+
+
 class ChineseWordsTests(unittest.TestCase):
     """What a Chinese chart says: no matplotlib needed."""
 
@@ -668,6 +700,5 @@ class ChineseChartTests(Workspace):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("plots", verbosity=1))

@@ -11,12 +11,11 @@ import os
 import sys
 from unittest import mock
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fakes import (CUB_KERNEL, FAKE_TOOLCHAIN, NCU_SAMPLE, PROFILE, ROW_KERNELS,  # noqa: E402
+from fakes import (CUB_KERNEL, FAKE_TOOLCHAIN, NCU_SAMPLE, PROFILE, ROW_KERNELS,
                    ROW_LABELS, ROW_PROGRAMS, STEP_KERNEL, ScriptTest, fake_hash, load, make_ncu,
                    size_of, write_executable)
 
-import schema  # noqa: E402
+import schema
 
 profile = load(PROFILE, "reduce_profile")
 
@@ -336,6 +335,5 @@ class ProfileRunTest(ScriptTest):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("profile", verbosity=1))

@@ -229,6 +229,5 @@ class CommandLineTests(Files):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from counting import run_module
     sys.exit(run_module("schema", verbosity=1))

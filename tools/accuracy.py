@@ -46,10 +46,10 @@ import threading
 import time
 from dataclasses import dataclass
 
-import cli  # noqa: E402  (how main() ends)
-import bench  # noqa: E402  (program discovery and the programs' error messages)
-import schema  # noqa: E402  (step names, GPU slug)
-from accuracy_data import COST_BASE, COST_KAHAN, relative_error  # noqa: E402
+import cli  # how main() ends
+import bench  # program discovery and the programs' error messages
+import schema  # step names, GPU slug
+from accuracy_data import COST_BASE, COST_KAHAN, relative_error
 
 EXTRAS_DIR = "extras"
 # The extras this lesson measures: Kahan's step 8. extras/atomic_step9 is the

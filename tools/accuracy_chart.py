@@ -15,10 +15,11 @@ import argparse
 import os
 import sys
 
-import accuracy_data as data  # noqa: E402
-import schema  # noqa: E402  (step names and size labels)
-import chart_zh  # noqa: E402
-from plot import load_matplotlib, save_figure, tex_power_label  # noqa: E402
+import accuracy_data as data
+import schema  # step names and size labels
+import chart_zh
+import charts  # what a chart tool says without matplotlib
+from plot import load_matplotlib, save_figure, tex_power_label
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -141,10 +142,7 @@ def main(argv=None):
         inputs = [(path, data.read_rows(path)) for path in args.csv]  # all read before drawing
         mpl = load_matplotlib()
         if mpl is None:
-            print("accuracy_chart: matplotlib is not installed; run `pip install -r "
-                  "tools/requirements.txt` (or `make accuracy`, which creates a venv)",
-                  file=sys.stderr)
-            return 3
+            return charts.no_matplotlib("accuracy_chart", "accuracy")
         if args.out_dir:
             os.makedirs(args.out_dir, exist_ok=True)
         for path, rows in inputs:

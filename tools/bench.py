@@ -15,11 +15,11 @@ later ones skip them (--no-verify). The program itself flushes L2, times the lau
 its output and appends one CSV row per size; this driver orders the runs,
 shows progress and files every row with its round as OUT_DIR/<gpu>.csv
 (part 1) and OUT_DIR/<gpu>-rows.csv (part 2), with everything it printed in
-OUT_DIR/<gpu>-bench.log. Part 3 (back/*/run, a draft not yet measured on a
-GPU) runs as part 2 does, over shapes of its own, beside its bar (the copy
-of its three streams, back/baseline_copy3; a bfloat16 step's, the bfloat16
-copy, back/baseline_copy3_bf16) and PyTorch's backward pass (a bfloat16
-step's in bfloat16),
+OUT_DIR/<gpu>-bench.log. Part 3 (back/*/run) runs as part 2 does, over
+shapes of its own, beside its bar (the copy of its three streams,
+back/baseline_copy3; a bfloat16 step's, the bfloat16 copy,
+back/baseline_copy3_bf16) and PyTorch's backward pass (a bfloat16 step's in
+bfloat16),
 into OUT_DIR/<gpu>-back.csv; only when asked for (--only back, --only
 back/step0_thread, --part back): the default run (make bench) leaves it out
 until part 3 has been measured. The tables and charts report the median over rounds
@@ -51,9 +51,9 @@ import sys
 import tempfile
 import time
 
-import cli  # noqa: E402  (how main() ends)
-import schema  # noqa: E402  (the CSV columns, step names and GPU slug)
-import steps  # noqa: E402  (the step list of both parts, the step before a step)
+import cli  # how main() ends
+import schema  # the CSV columns, step names and GPU slug
+import steps  # the step list of the three parts, the step before a step
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

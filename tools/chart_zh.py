@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-import zh_strings  # noqa: E402
+import zh_strings
 
 FONT_PACKAGE = "pylopdf_fonts_zh_cn"
 FONT_FILE = "NotoSansSC-Regular.otf"

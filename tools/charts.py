@@ -2,7 +2,8 @@
 
 load_matplotlib(): matplotlib with its file-only backend (no display: it works
 over SSH and in CI) and the pieces the tools draw with, or None when it does
-not import (make venv installs it).
+not import (make venv installs it); no_matplotlib(): what a chart tool then
+says, one line, and the exit code it ends with.
 
 save_png(): a figure as a PNG and, with --chinese (tools/chart_zh.py), its
 Chinese twin <name>.zh-CN.png, each written only when its bytes change, so a
@@ -16,6 +17,7 @@ import sys
 from types import SimpleNamespace
 
 import chart_zh
+import cli
 from generated import write_if_changed
 
 
@@ -34,6 +36,15 @@ def load_matplotlib():
         return None
     return SimpleNamespace(plt=plt, Patch=Patch, Rectangle=Rectangle, Line2D=Line2D,
                            ListedColormap=ListedColormap, Image=Image, np=numpy)
+
+
+def no_matplotlib(tool, target):
+    """One line on stderr for a chart tool that cannot import matplotlib, and
+    its exit code (3: cli.py's no device, or no matplotlib for the charts).
+    target: the make target that installs it into .venv and draws again."""
+    print(f"{tool}: error: matplotlib is not installed; run `pip install -r "
+          f"tools/requirements.txt` (or `make {target}`, which creates a venv)", file=sys.stderr)
+    return cli.EXIT_DEVICE
 
 
 def save_png(plt, fig, path, dpi, relayout=False, metadata=None, quiet=False):

@@ -22,7 +22,8 @@ import sys
 HASH_CHARS = 12
 
 # The harness files a program is built from, by part (the Makefile links
-# the same ones: HARNESS and ROWS_HARNESS there).
+# the same ones: HARNESS, ROWS_HARNESS and BACK_HARNESS there;
+# tests/test_steps.py holds the two lists together).
 COMMON = ["common/device.c", "common/harness.c", "common/flush.cu", "common/toolchain.cu",
           "common/check.h", "common/device.h", "common/flush.h", "common/harness.h",
           "common/workspace.h"]
@@ -32,7 +33,7 @@ HARNESS = {
     # names no op, so an op added here moves no other part's hash.
     "rows": ["common/rows_driver.c", "common/rows_ref.c", "common/rows_ref.h",
              "common/rows.h"] + COMMON,
-    # Part 3's (back/, a draft): its own driver, references and contract,
+    # Part 3's (back/): its own driver, references and contract,
     # and part 2's references for bfloat16's conversions (linked, not copied).
     "back": ["common/back_driver.c", "common/back_ref.c", "common/back_ref.h",
              "common/back.h", "common/rows_ref.c", "common/rows_ref.h",

@@ -24,10 +24,10 @@ import glob
 import os
 import sys
 
-import cli  # noqa: E402  (how main() ends)
-import charts  # noqa: E402  (matplotlib loaded)
-import patterns as pt  # noqa: E402
-from generated import write_if_changed  # noqa: E402
+import cli  # how main() ends
+import charts  # matplotlib loaded
+import patterns as pt
+from generated import write_if_changed
 
 DPI = 100
 FIGURES_DIR = os.path.join("plots", "diagrams")
@@ -1631,10 +1631,7 @@ def run(args):
         raise DiagramError(f"{problems[0]} ({len(problems)} line(s) moved or changed)")
     mpl = load_matplotlib()
     if mpl is None:
-        print("diagrams.py: error: matplotlib is not installed; run `pip install "
-              "-r tools/requirements.txt` (or `make diagrams`, which creates a venv)",
-              file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("diagrams.py", "diagrams")
     os.makedirs(out_dir, exist_ok=True)
     for built in models:
         for kind in figure_kinds(built):

@@ -40,24 +40,25 @@ import re
 import sys
 import types
 
+import accuracy_data  # the accuracy CSV's rows
+import chart_zh  # a Chinese page shows a chart's Chinese twin
+import accuracy_docs  # ACCURACY.md's block
+import variance_chart  # ACCURACY.md's variance block reads its CSV
+import compare  # rows per step and n, speed-ups, counters
+import diagrams  # which pictures a step has, their alt text
+import patterns  # the access-pattern model behind the pictures
+import rows_docs  # part 2's blocks
+import cli  # how main() ends
+import schema  # the CSV files and step names
+import stale  # rows measured on an earlier version of the code
+import steps  # the step a step's diff block compares with, as make diff
+import zh_strings  # the Chinese forms, docs/glossary.zh-CN.md
+from compare import TABLE_SIZES
+import generated  # the diff blocks
+from generated import fill_blocks, has_block, markers, read_text, write_if_changed
+from schema import power_label
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-import accuracy_data  # noqa: E402  (the accuracy CSV's rows)
-import chart_zh  # noqa: E402  (a Chinese page shows a chart's Chinese twin)
-import accuracy_docs  # noqa: E402  (ACCURACY.md's block)
-import variance_chart  # noqa: E402  (ACCURACY.md's variance block reads its CSV)
-import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
-import diagrams  # noqa: E402  (which pictures a step has, their alt text)
-import patterns  # noqa: E402  (the access-pattern model behind the pictures)
-import rows_docs  # noqa: E402  (part 2's blocks)
-import cli  # noqa: E402  (how main() ends)
-import schema  # noqa: E402  (the CSV files and step names)
-import stale  # noqa: E402  (rows measured on an earlier version of the code)
-import steps  # noqa: E402  (the step a step's diff block compares with, as make diff)
-import zh_strings  # noqa: E402  (the Chinese forms, docs/glossary.zh-CN.md)
-from compare import TABLE_SIZES  # noqa: E402
-import generated  # noqa: E402  (the diff blocks)
-from generated import fill_blocks, has_block, markers, read_text, write_if_changed  # noqa: E402
-from schema import power_label  # noqa: E402
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
 NONE_MARK = "—"

@@ -110,10 +110,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-import cli  # noqa: E402  (the exit codes)
-import compare  # noqa: E402  (the win/tie rule of the project's results)
-import schema  # noqa: E402  (step numbers)
-import steps  # noqa: E402  (the step list of both parts)
+import cli  # the exit codes
+import compare  # the win/tie rule of the project's results
+import schema  # step numbers
+import steps  # the step list of the three parts
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -1465,13 +1465,13 @@ def main(argv=None):
     for report in reports:
         print_report(report)
     if args.junit or args.gradescope:
-        import grade_report  # noqa: E402  (tools/grade_report.py, beside this file)
+        import grade_report  # tools/grade_report.py, beside this file
         if args.junit:
             grade_report.write_junit(reports, args.junit, gpu or "")
         if args.gradescope:
             grade_report.write_gradescope(reports, args.gradescope, gpu or "")
     if args.summary:
-        import grade_report  # noqa: E402
+        import grade_report
         grade_report.write_json(summary(reports, gpu), args.summary)
     return 0 if all(r.passed for r in reports) else EXIT_FAILED
 

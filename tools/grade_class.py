@@ -42,10 +42,10 @@ import subprocess
 import sys
 import time
 
-import charts  # noqa: E402  (matplotlib loaded)
-import cli  # noqa: E402  (the exit codes)
-import grade  # noqa: E402
-from grade import ratio_text  # noqa: E402  (1.82x, 0.0043x: as the grader writes them)
+import charts  # matplotlib loaded
+import cli  # the exit codes
+import grade
+from grade import ratio_text  # 1.82x, 0.0043x: as the grader writes them
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # grade_source.sh's "does not build" is the tools' 4: what the run needs failed.

@@ -33,14 +33,14 @@ import math
 import os
 import sys
 
-import chart_zh  # noqa: E402  (the Chinese twin of each chart)
-import cli  # noqa: E402  (how main() ends)
-import charts  # noqa: E402  (matplotlib loaded, charts saved)
-import compare  # noqa: E402  (rows per step and n, speed-ups, counters)
-import schema  # noqa: E402  (the CSV files and step names)
-import stale  # noqa: E402  (rows measured on an earlier version of the code)
-from compare import N_MID, TABLE_SIZES  # noqa: E402
-from schema import CUB  # noqa: E402
+import chart_zh  # the Chinese twin of each chart
+import cli  # how main() ends
+import charts  # matplotlib loaded, charts saved
+import compare  # rows per step and n, speed-ups, counters
+import schema  # the CSV files and step names
+import stale  # rows measured on an earlier version of the code
+from compare import N_MID, TABLE_SIZES
+from schema import CUB
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -767,32 +767,24 @@ def run(args):
     # Rows that measured an earlier version of this tree's code are marked.
     hashes = stale.hashes_for(args.results)
     judge = hashes.is_stale if hashes else None
-    if os.path.isfile(args.results) and is_rows_file(args.results):
+    rows = os.path.isfile(args.results) and is_rows_file(args.results)
+    if rows:
         rm = compare.RowMeasurements.load(args.results, judge)
-        mpl = load_matplotlib()
-        if mpl is None:
-            print("plot.py: error: matplotlib is not installed; run "
-                  "`pip install -r tools/requirements.txt` (or `make plot`, "
-                  "which creates a venv)", file=sys.stderr)
-            return 3
-        out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
-        if is_widths_file(args.results):
-            os.makedirs(out_dir, exist_ok=True)
-            draw_widths(mpl, rm, row_chart_path(rm, "gbps", out_dir))
-        else:
-            draw_row_charts(mpl, rm, out_dir)
-        return 0
-    m = compare.Measurements.load(args.results, judge)
-    m.require_table_sizes()
-    counters = compare.Counters.load(args.profile) if args.profile else None
+    else:
+        m = compare.Measurements.load(args.results, judge)
+        m.require_table_sizes()
+        counters = compare.Counters.load(args.profile) if args.profile else None
     mpl = load_matplotlib()
     if mpl is None:
-        print("plot.py: error: matplotlib is not installed; run "
-              "`pip install -r tools/requirements.txt` (or `make plot`, "
-              "which creates a venv)", file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("plot.py", "plot")
     out_dir = args.out_dir or os.path.dirname(os.path.abspath(args.results))
-    draw_charts(mpl, m, counters, out_dir)
+    if rows and is_widths_file(args.results):
+        os.makedirs(out_dir, exist_ok=True)
+        draw_widths(mpl, rm, row_chart_path(rm, "gbps", out_dir))
+    elif rows:
+        draw_row_charts(mpl, rm, out_dir)
+    else:
+        draw_charts(mpl, m, counters, out_dir)
     return 0
 
 

@@ -23,10 +23,10 @@ import tempfile
 
 # bench.py lives next to this file and already knows how to find and run the
 # programs; schema.py holds the CSV columns, step names and GPU slug.
-import cli  # noqa: E402  (how main() ends)
-import bench  # noqa: E402
-import schema  # noqa: E402
-import steps  # noqa: E402  (the step list, the step before a step)
+import cli  # how main() ends
+import bench
+import schema
+import steps  # the step list, the step before a step
 
 EXIT_USAGE, EXIT_DEVICE = cli.EXIT_USAGE, cli.EXIT_DEVICE
 EXIT_NCU, EXIT_PERM = cli.EXIT_NEEDS, cli.EXIT_PERMISSION   # ncu failed or missing; counters' permission

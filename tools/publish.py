@@ -36,8 +36,8 @@ import shutil
 import sys
 import tempfile
 
-import cli  # noqa: E402  (the exit codes)
-import schema  # noqa: E402  (gpu_slug)
+import cli  # the exit codes
+import schema  # gpu_slug
 
 EXIT_USAGE = cli.EXIT_USAGE
 KINDS = (".csv", ".log")   # data and logs; charts are redrawn, not copied

@@ -27,9 +27,9 @@ import os
 import re
 import sys
 
-import bench  # noqa: E402  (current runs, and what a program is compared with)
-import code_hash  # noqa: E402
-import schema  # noqa: E402
+import bench  # current runs, and what a program is compared with
+import code_hash
+import schema
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCES = ("reduce.cu", "rows.cu", "back.cu", "multigpu.c")

@@ -37,8 +37,8 @@ import os
 import re
 import sys
 
-import cli  # noqa: E402  (the exit codes)
-import schema  # noqa: E402  (step_number, step_sort_key, step_dirs)
+import cli  # the exit codes
+import schema  # step_number, step_sort_key, step_dirs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -247,7 +247,7 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None):
     parser = _Parser(
-        prog="steps.py", description="The steps of both parts and the step before each.")
+        prog="steps.py", description="The steps of the three parts and the step before each.")
     parser.add_argument("--root", default=REPO, help="the tree to read (default: this repository)")
     parser.add_argument("--source", action="store_true",
                         help="list and next: count a folder only if it holds its source")

@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 
-import code_hash  # noqa: E402
+import code_hash
 
 SUM_COLUMNS = ("step,source,n,gpus,launch,combine,reps,warmup,median_us,min_us,max_us,"
                "one_gpu_us,speedup,gbps,result,reference,abs_err,tol,pass,fill,seed,flush,"

@@ -14,8 +14,9 @@ import csv
 import os
 import sys
 
-import chart_zh  # noqa: E402
-from plot import load_matplotlib, save_figure  # noqa: E402
+import chart_zh
+import charts  # what a chart tool says without matplotlib
+from plot import load_matplotlib, save_figure
 
 COLUMNS = ("method", "shift", "rows", "cols", "max_rel_err", "median_rel_err", "nonpositive")
 METHODS = {"one-pass": dict(label="one pass: E[x²] − E[x]²", color="#c0392b", marker="v"),
@@ -91,9 +92,7 @@ def main(argv):
         return 2
     mpl = load_matplotlib()
     if mpl is None:
-        print("variance_chart.py: matplotlib is missing (make plot installs it into .venv)",
-              file=sys.stderr)
-        return 3
+        return charts.no_matplotlib("variance_chart.py", "variance")
     draw(mpl, rows, os.path.splitext(argv[0])[0] + ".png")
     return 0
 

@@ -36,10 +36,10 @@ import subprocess
 import sys
 import time
 
-import bench  # noqa: E402  (the programs, --only and what a program is compared with)
-import compare  # noqa: E402
-import rows_docs  # noqa: E402  (share(): a program's share of its bar)
-import schema  # noqa: E402
+import bench  # the programs, --only and what a program is compared with
+import compare
+import rows_docs  # share(): a program's share of its bar
+import schema
 
 REPO = bench.REPO
 STEPS = ("grade", "profile", "bench")
