@@ -838,8 +838,9 @@ next=$((last + 1)) rnext=$((rlast + 1))
     [[ $out == *"broken_src/reduce.cu(1): error"* ]] && [[ $out != *"build/graded/broken_src/reduce.cu"[\(:\"]* ]] \
         && ok || bad "make check SOURCE=broken_src/reduce.cu: the errors are not at its line: $(echo "$out" | grep -m 2 error)"
     # make test: its build, then the suites that read the tree's list of
-    # steps (make step0's link and both new steps in place).
-    suites="editions steps"
+    # steps (make step0's link and both new steps in place; docs: the
+    # learning path, which must not ask for a student's step).
+    suites="editions steps docs"
     [ -n "$no_device" ] && suites="$suites gpu"
     out=$(make test SUITES="$suites" 2>&1); rc=$?
     [ $rc -eq 0 ] && [[ $(echo "$out" | tail -n 1) =~ ^[0-9]+\ passed,\ 0\ failed ]] && ok \
