@@ -8,14 +8,20 @@
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s)
-mkdir -p back/step16_ln_bf16_h back/step16_ln_bf16_p4
-cp back/step16_ln_bf16/back.cu back/step16_ln_bf16_h/back.cu
-cp wip-harness/back_bf16/ln16_pack4.cu back/step16_ln_bf16_p4/back.cu
-V="back/step16_ln_bf16_h back/step16_ln_bf16_p4"
+# LN_VARIANTS="name:source ..." (session 18's default: h and p4; next:
+# "shipped:back/step16_ln_bf16/back.cu ahead2:wip-harness/back_bf16/ln16_ahead2.cu",
+# two rows on their way as bfloat16 instead of one as floats).
+V=""
+for v in ${LN_VARIANTS:-h:back/step16_ln_bf16/back.cu p4:wip-harness/back_bf16/ln16_pack4.cu}; do
+    mkdir -p back/step16_ln_bf16_${v%%:*}
+    cp ${v#*:} back/step16_ln_bf16_${v%%:*}/back.cu
+    V="$V back/step16_ln_bf16_${v%%:*}"
+done
+first=$(echo $V | cut -d' ' -f2)
 P="back/step9_ahead $V back/baseline_copy3_bf16 back/baseline_copy3"
 make -s -j16 GIT_REV=$GIT_REV $(for p in $P; do echo $p/run; done) > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 echo "built in $(( $(date +%s) - start )) s"
-./back/step16_ln_bf16_p4/run --gpu-info | tail -6 | tr '\n' ' '; echo
+./$first/run --gpu-info | tail -6 | tr '\n' ' '; echo
 
 checks=$(mktemp)
 for shape in "3 1" "5 300" "3 1024" "2 1025" "3 1028" "3 2048" "3 2052" "3 4096" "2 4100" "2 4104" "2 8192" "2 12289" "700 1024" "300 4096"; do
@@ -41,7 +47,7 @@ done
 echo "checks at $(( $(date +%s) - start )) s"
 for tool in memcheck racecheck synccheck; do
     for c in 1024 4096; do
-        timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 ./back/step16_ln_bf16_p4/run --check --rows 300 --cols $c > $OUT/san-$tool.log 2>&1
+        timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 ./$first/run --check --rows 300 --cols $c > $OUT/san-$tool.log 2>&1
         echo "sanitizer $tool at $c rc=$? ($(tail -1 $OUT/san-$tool.log | cut -c1-90))"
     done
 done
@@ -58,7 +64,7 @@ for r in 1 2; do
     done
 done
 echo "timed at $(( $(date +%s) - start )) s"
-# PyTorch's LayerNorm backward, bfloat16 x and dy, float gamma (development
+# PyTorch's LayerNorm backward, bfloat16 x, dy and gamma (development
 # only: triton's do_bench), GB/s of step 16's bytes (6 an element).
 timeout 150 /opt/torch/.venv/bin/python - $SHAPES > $OUT/torch.log 2>&1 <<'PY'
 import sys, torch
@@ -70,7 +76,7 @@ for s in sys.argv[1:]:
     r, c = map(int, s.split("x"))
     x = torch.randn(r, c, device="cuda").bfloat16()
     dy = torch.randn(r, c, device="cuda").bfloat16()
-    w = torch.randn(c, device="cuda"); b = torch.randn(c, device="cuda")
+    w = torch.randn(c, device="cuda").bfloat16(); b = torch.randn(c, device="cuda").bfloat16()   # eager refuses float gamma beside bfloat16 x
     _, mean, rstd = torch.ops.aten.native_layer_norm(x, [c], w, b, 1e-5)
     cells = [f"mean {mean.dtype} dx {f(dy, x, mean, rstd, w, b)[0].dtype}"]
     for name, fn in (("eager", f), ("compiled", fc)):
