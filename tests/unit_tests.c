@@ -1698,6 +1698,24 @@ static void back_float_outputs(const float *x, const float *dy, const float *gam
     free(t1), free(t2), free(xh), free(a), free(b);
 }
 
+/* 1 if every row's saved mean and rstd are what a forward pass over x
+ * saves: in double over the row, rounded once to float. */
+static int saved_stats_match(const float *x, const float *mean, const float *rstd, size_t rows,
+                             size_t cols)
+{
+    int ok = 1;
+    for (size_t r = 0; r < rows; r++) {
+        double sum = 0.0, q = 0.0;
+        for (size_t j = 0; j < cols; j++)
+            sum += x[r * cols + j];
+        double m = sum / (double)cols;
+        for (size_t j = 0; j < cols; j++)
+            q += (x[r * cols + j] - m) * (x[r * cols + j] - m);
+        ok &= mean[r] == (float)m && rstd[r] == (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
+    }
+    return ok;
+}
+
 static void test_back_host(void)
 {
     struct options o;
@@ -1772,17 +1790,7 @@ static void test_back_host(void)
                        memcmp(x, x2, n * sizeof *x) == 0 && memcmp(dy, dy2, n * sizeof *dy) == 0 &&
                        memcmp(rstd, r2, rows * sizeof *r2) == 0);
             } else {       /* the saved mean and rstd are the rows' */
-                int stats = 1, ranges = 1;
-                for (size_t r = 0; r < rows; r++) {
-                    double sum = 0.0, q = 0.0;
-                    for (size_t j = 0; j < cols; j++)
-                        sum += x[r * cols + j];
-                    double m = sum / (double)cols;
-                    for (size_t j = 0; j < cols; j++)
-                        q += (x[r * cols + j] - m) * (x[r * cols + j] - m);
-                    stats &= mean[r] == (float)m &&
-                             rstd[r] == (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
-                }
+                int stats = saved_stats_match(x, mean, rstd, rows, cols), ranges = 1;
                 double lo = fills[f] == FILL_SHIFTED ? 1998.0 : -1.0;   /* 2000 +- sqrt(3) */
                 double hi = fills[f] == FILL_SHIFTED ? 2002.0 : 1.0;
                 double dmax = fills[f] == FILL_TINY ? 1e-3 : 1.0;
@@ -2227,16 +2235,7 @@ static void test_back_bf16(void)
                 same &= x[i] == bf16_to_float(bf16_from_float(x0[i])) &&
                         dy[i] == bf16_to_float(bf16_from_float(dy0[i]));
             EXPECT(same);
-            for (size_t r = 0; r < rows; r++) {
-                double sum = 0.0, q = 0.0;
-                for (size_t j = 0; j < cols; j++)
-                    sum += x[r * cols + j];
-                double m = sum / (double)cols;
-                for (size_t j = 0; j < cols; j++)
-                    q += (x[r * cols + j] - m) * (x[r * cols + j] - m);
-                stats &= mean[r] == (float)m &&
-                         rstd[r] == (float)(1.0 / sqrt(q / (double)cols + BACK_EPS));
-            }
+            stats &= saved_stats_match(x, mean, rstd, rows, cols);
             EXPECT(stats);
         } else {        /* bfloat16 already: rounding changes nothing; sums exact */
             memcpy(x0, x, n * sizeof *x);
