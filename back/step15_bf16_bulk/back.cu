@@ -34,7 +34,7 @@ namespace cg = cooperative_groups;
 #define BULK_BLOCK 256   // threads a block of the bulk kernel
 #define BULK_WARPS (BULK_BLOCK / WARP_SIZE)
 #define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2-3 blocks an SM
-#define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (at 32768 the bulk path won: 0.89 of a copy, not 0.63)
+#define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (back/README: what was tried)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 #define PACK 8   // bfloat16s in one 16-byte pack
 #define VEC 2   // bfloat16s a register-path load where the row allows: 4 bytes, as a float
@@ -525,9 +525,8 @@ static size_t share_bytes(size_t cols, unsigned int c)
 // are SHARE_BYTES or less, so that two or three blocks share an SM; past 16
 // such shares, 16 blocks with bigger shares, up to what a block may ask for
 // (fewer blocks an SM still beat step 13's path in float, measured up to
-// 128 KB). In bfloat16, 80 KB beat 64 at 151936 columns (8 blocks of 74 KB,
-// not 16 of 37) and tied elsewhere; 48 KB won at 128256 only.
-// 0 where the row stays on step 13's path: narrower than MIN_BULK_COLS,
+// 128 KB; in bfloat16, back/README says what was tried).
+// 0 where the row stays on step 13's path: at most MIN_BULK_COLS wide,
 // y, dy and dx not equally aligned, no clusters, or too wide.
 static unsigned int bulk_cluster(const struct back_problem *p)
 {

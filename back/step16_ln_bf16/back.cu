@@ -288,8 +288,8 @@ ln_backward_kernel(const __nv_bfloat16 *g_x, const __nv_bfloat16 *g_dy, const fl
 // Rows wider than MAX_COLS do not fit a thread's registers: this kernel
 // reads x and dy twice (the row's sums first) and keeps each thread's
 // column sums in its own slots of the block's partial row, in global memory
-// (only this thread touches them). Slow (0.13 of the bfloat16 copy at 4096
-// x 8192 on the H200), but right at every width: step 5's exercise 2 is making it fast.
+// (only this thread touches them). Slow (back/README), but right at every
+// width: step 5's exercise 2 is making it fast.
 __global__ void ln_backward_wide_kernel(const __nv_bfloat16 *g_x, const __nv_bfloat16 *g_dy,
                                         const float *g_gamma, const float *g_mean,
                                         const float *g_rstd, __nv_bfloat16 *g_dx,
