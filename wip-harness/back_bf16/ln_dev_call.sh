@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # Issue 42 item 2, one device call: back/step16_ln_bf16 (bfloat16 LayerNorm
-# backward) as written (h) and with 8-byte packs of 4 from 1024 columns
-# (p4, ln16_pack4.cu here) against step 9 (float), the bfloat16 bar and
+# backward) in variants (LN_VARIANTS, below) against step 9 (float), the bfloat16 bar and
 # PyTorch's bfloat16 LayerNorm backward: checks at bfloat16 offsets, the
 # sanitizers, two rounds of timings.
 # timeout 580 bash wip-harness/back_bf16/ln_dev_call.sh GIT_REV   (about 3 min)
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s)
-# LN_VARIANTS="name:source ..." (session 18's default: h and p4; next:
-# "shipped:back/step16_ln_bf16/back.cu ahead2:wip-harness/back_bf16/ln16_ahead2.cu",
-# two rows on their way as bfloat16 instead of one as floats).
+# LN_VARIANTS="name:patch ..." ("-": step 16 as it is; session 18 ran h and
+# p4, ln16_pack4.cu at 719b5be, since folded into step 16). The default:
+# step 16 against ln16_ahead2.patch, two rows on their way as bfloat16
+# instead of one as floats.
 V=""
-for v in ${LN_VARIANTS:-h:back/step16_ln_bf16/back.cu p4:wip-harness/back_bf16/ln16_pack4.cu}; do
-    mkdir -p back/step16_ln_bf16_${v%%:*}
-    cp ${v#*:} back/step16_ln_bf16_${v%%:*}/back.cu
-    V="$V back/step16_ln_bf16_${v%%:*}"
+for v in ${LN_VARIANTS:-shipped:- ahead2:wip-harness/back_bf16/ln16_ahead2.patch}; do
+    d=back/step16_ln_bf16_${v%%:*}
+    mkdir -p $d
+    cp back/step16_ln_bf16/back.cu $d/back.cu
+    [ "${v#*:}" = - ] || patch -s $d/back.cu < ${v#*:} || exit 1
+    V="$V $d"
 done
 first=$(echo $V | cut -d' ' -f2)
 P="back/step9_ahead $V back/baseline_copy3_bf16 back/baseline_copy3"
