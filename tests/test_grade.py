@@ -789,7 +789,7 @@ class BackMatrix(FakeBackTest):
 
 
 class BackBf16LayerNormMatrix(FakeBackTest):
-    """A bfloat16 LayerNorm backward (op layernorm_backward_bf16, back/step16
+    """A bfloat16 LayerNorm backward (op layernorm_backward_bf16, back/step17
     on) and the grader: LayerNorm's matrix, over its pack of 8."""
 
     @staticmethod

@@ -526,7 +526,7 @@ def back_fill_and_det_cases(cases, k, pack, fill_shapes, det_shapes):
 
 def build_back_cases(device, program=None, quick=False, sanitizer=True):
     """Every check for one part 3 program (back/*/run), in a fixed order;
-    a bfloat16 LayerNorm backward's (back/step16 on) offsets over its pack of 8.
+    a bfloat16 LayerNorm backward's (back/step17 on) offsets over its pack of 8.
 
     Each --check of the driver also runs its determinism check (three runs
     of the random fill compared bit for bit): a check that fails on that
@@ -655,7 +655,7 @@ def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
         for tool in ("racecheck", "synccheck"):   # step 14's bulk copies and mbarriers
             cases.append(Case(tool, row_args(2, 65540, "exact", seed=6, offset=0), tool))
         # The cluster's register path with every row 4-byte aligned (step
-        # 15's two bfloat16s a load; offset 3 above keeps it at one): y and
+        # 16's two bfloat16s a load; offset 3 above keeps it at one): y and
         # dy 2 elements in, dx at 0, not equally aligned, so no bulk path.
         for tool in ("racecheck", "synccheck"):
             cases.append(Case(tool, row_args(6, 20000, "exact", seed=7, offset=2), tool))
@@ -1259,7 +1259,7 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
             speed_size(speed.at, rows is not None)
         if rows is not None and rows.part == "back":
             # The bfloat16 softmax backward (back/step15 on) gets softmax's
-            # matrix, the bfloat16 LayerNorm backward (back/step16 on,
+            # matrix, the bfloat16 LayerNorm backward (back/step17 on,
             # layernorm_backward_bf16) LayerNorm's: their offsets run over
             # their pack (8 bfloat16s; gamma's counted in floats), from --gpu-info.
             softmax = rows.op in ("softmax_backward", "softmax_backward_bf16")

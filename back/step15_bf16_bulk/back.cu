@@ -5,9 +5,8 @@
 //         of 8 bfloat16s (the head and tail, up to 7 elements each, one by
 //         one), widened to float in registers (exact); dx is rounded once to
 //         bfloat16 as it goes over dy's share and out by bulk copies. The
-//         register path loads two bfloat16s at once (4 bytes, as step 14
-//         loads a float) where the row is 4-byte aligned, else one, and
-//         keeps the 16 widened to float. s = sum(dy * y) and dy - s
+//         register path loads one bfloat16 where step 14 loaded a float
+//         and keeps the 16 widened to float. s = sum(dy * y) and dy - s
 //         stay float, as PyTorch's bfloat16 softmax backward keeps them.
 // Why it helps: the pass is limited by memory, and it now moves 6 bytes an
 //         element instead of 12. A float kernel handed bfloat16 buffers
@@ -37,7 +36,6 @@ namespace cg = cooperative_groups;
 #define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (back/README: what was tried)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 #define PACK 8   // bfloat16s in one 16-byte pack
-#define VEC 2   // bfloat16s a register-path load where the row allows: 4 bytes, as a float
 
 // One warp, 32 sums -> 1, in every lane: each step adds the lane whose
 // index differs in one bit, so after 5 steps all 32 hold the same total.
@@ -98,81 +96,45 @@ __device__ float cluster_allreduce(float v, unsigned int blocks)
 #endif
 }
 
-// V bfloat16s as one load (2 V bytes, aligned to 2 V), widened to float.
-template <unsigned int V>
-struct __align__(2 * V) bf16s {
-    __nv_bfloat16 h[V];
-};
-
-template <unsigned int V>
-__device__ void load_v(const __nv_bfloat16 *p, float *v)
-{
-    bf16s<V> u = *reinterpret_cast<const bf16s<V> *>(p);
-#pragma unroll
-    for (unsigned int j = 0; j < V; j++)
-        v[j] = __bfloat162float(u.h[j]);
-}
-
-template <unsigned int V>
-__device__ void store_v(__nv_bfloat16 *p, const float *v)
-{
-    bf16s<V> u;
-#pragma unroll
-    for (unsigned int j = 0; j < V; j++)
-        u.h[j] = __float2bfloat16_rn(v[j]);
-    *reinterpret_cast<bf16s<V> *>(p) = u;
-}
-
-// B threads a block, a template so that thread t's loads t + k * B (V
-// bfloat16s each) are one address and constant offsets: no register for
-// each of the 16. V: 1, or more where the row's alignment allows.
-template <unsigned int B, unsigned int V>
+// B threads a block, a template so that thread t's columns t + k * B are one
+// address and constant offsets: no register for each of the 16.
+template <unsigned int B>
 __global__ void __launch_bounds__(B)
 softmax_backward_kernel(const __nv_bfloat16 *g_y, const __nv_bfloat16 *g_dy,
                         __nv_bfloat16 *g_dx, unsigned int cols, unsigned int blocks)
 {
     // blocks: a row's blocks, one cluster (1: a block a row, as in step 12).
-    // Block k of them holds the row's k-th share of PER_THREAD x B elements,
-    // in loads of V elements (units below).
-    constexpr unsigned int LOADS = PER_THREAD / V;
+    // Block k of them holds the row's k-th share of PER_THREAD x B elements.
     unsigned int row = blockIdx.x / blocks, rank = blockIdx.x % blocks;
     const __nv_bfloat16 *y_row = g_y + (size_t)row * cols;
     const __nv_bfloat16 *dy_row = g_dy + (size_t)row * cols;
     __nv_bfloat16 *dx_row = g_dx + (size_t)row * cols;
-    unsigned int units = cols / V;   // the host picks V > 1 only where V divides cols
-    unsigned int first = rank * LOADS * B + threadIdx.x;
-    const __nv_bfloat16 *y = y_row + (size_t)first * V, *dy = dy_row + (size_t)first * V;
-    __nv_bfloat16 *dx = dx_row + (size_t)first * V;
-    unsigned int mine = first < units ? (units - 1 - first) / B + 1 : 0;
-    unsigned int rest = (blocks * LOADS + rank) * B + threadIdx.x, stride = blocks * B;
+    // This thread's first column; its k-th is k * B elements on, a constant
+    // offset from one address (y_row[first + k * B] with an unsigned index,
+    // which could wrap, would take a register pair for each address).
+    unsigned int first = rank * PER_THREAD * B + threadIdx.x;
+    const __nv_bfloat16 *y = y_row + first, *dy = dy_row + first;
+    __nv_bfloat16 *dx = dx_row + first;
+    // How many of its columns are in the row: one compare each below.
+    unsigned int mine = first < cols ? (cols - 1 - first) / B + 1 : 0;
+    // Past what the cluster holds, the rest of a wide row: read twice.
+    unsigned int rest = (blocks * PER_THREAD + rank) * B + threadIdx.x, stride = blocks * B;
 
     // Loop 1: this thread's columns into registers, widened to float
     // (exact; 0 past the row's end, which adds nothing), and their share of
     // s; the rest only summed.
     float y_r[PER_THREAD], dy_r[PER_THREAD];
 #pragma unroll
-    for (unsigned int k = 0; k < LOADS; k++) {
-        if (k < mine) {
-            load_v<V>(y + k * B * V, &y_r[k * V]);
-            load_v<V>(dy + k * B * V, &dy_r[k * V]);
-        } else {
-#pragma unroll
-            for (unsigned int j = 0; j < V; j++)
-                y_r[k * V + j] = dy_r[k * V + j] = 0.0f;
-        }
+    for (unsigned int k = 0; k < PER_THREAD; k++) {
+        y_r[k] = k < mine ? __bfloat162float(y[k * B]) : 0.0f;
+        dy_r[k] = k < mine ? __bfloat162float(dy[k * B]) : 0.0f;
     }
     float sum = 0.0f;
 #pragma unroll
     for (unsigned int k = 0; k < PER_THREAD; k++)
         sum += dy_r[k] * y_r[k];
-    for (unsigned int c = rest; c < units; c += stride) {
-        float a[V], d[V];
-        load_v<V>(y_row + (size_t)c * V, a);
-        load_v<V>(dy_row + (size_t)c * V, d);
-#pragma unroll
-        for (unsigned int j = 0; j < V; j++)
-            sum += d[j] * a[j];
-    }
+    for (unsigned int c = rest; c < cols; c += stride)
+        sum += __bfloat162float(dy_row[c]) * __bfloat162float(y_row[c]);
     sum = block_allreduce<B>(sum);
     if (blocks > 1)
         sum = cluster_allreduce(sum, blocks);
@@ -180,22 +142,12 @@ softmax_backward_kernel(const __nv_bfloat16 *g_y, const __nv_bfloat16 *g_dy,
     // Loop 2: dx, from the registers, in float and rounded once to
     // bfloat16 as it is stored; the rest read again.
 #pragma unroll
-    for (unsigned int k = 0; k < LOADS; k++)
-        if (k < mine) {
-            float o[V];
-#pragma unroll
-            for (unsigned int j = 0; j < V; j++)
-                o[j] = y_r[k * V + j] * (dy_r[k * V + j] - sum);
-            store_v<V>(dx + k * B * V, o);
-        }
-    for (unsigned int c = rest; c < units; c += stride) {
-        float a[V], d[V];
-        load_v<V>(y_row + (size_t)c * V, a);
-        load_v<V>(dy_row + (size_t)c * V, d);
-#pragma unroll
-        for (unsigned int j = 0; j < V; j++)
-            d[j] = a[j] * (d[j] - sum);
-        store_v<V>(dx_row + (size_t)c * V, d);
+    for (unsigned int k = 0; k < PER_THREAD; k++)
+        if (k < mine)
+            dx[k * B] = __float2bfloat16_rn(y_r[k] * (dy_r[k] - sum));
+    for (unsigned int c = rest; c < cols; c += stride) {
+        float a = __bfloat162float(y_row[c]), d = __bfloat162float(dy_row[c]);
+        dx_row[c] = __float2bfloat16_rn(a * (d - sum));
     }
 #if __CUDA_ARCH__ >= 900
     if (blocks > 1)
@@ -416,7 +368,7 @@ static unsigned int max_cluster(void)
     static unsigned int most = 0;
     if (most > 0)
         return most;
-    auto kernel = softmax_backward_kernel<MAX_BLOCK, 1>;
+    auto kernel = softmax_backward_kernel<MAX_BLOCK>;
     int device, major;
     cudaFuncAttributes built;
     CHECK_CUDA(cudaGetDevice(&device));
@@ -447,10 +399,10 @@ static unsigned int max_cluster(void)
     return most;
 }
 
-template <unsigned int B, unsigned int V>
+template <unsigned int B>
 static void launch(const struct back_problem *p, unsigned int cluster)
 {
-    auto kernel = softmax_backward_kernel<B, V>;
+    auto kernel = softmax_backward_kernel<B>;
     if (cluster > 8)
         CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     cudaLaunchAttribute attribute = {};
@@ -579,26 +531,13 @@ void back_run(const struct back_problem *p)
         size_t need = (p->cols + per_block - 1) / per_block;
         cluster = need < max_cluster() ? (unsigned int)need : max_cluster();
     }
-    bool wide = p->cols % VEC == 0 && (size_t)p->y_bf16 % (2 * VEC) == 0 &&
-                (size_t)p->dy_bf16 % (2 * VEC) == 0 && (size_t)p->dx_bf16 % (2 * VEC) == 0;
-    if (wide) {
-        switch (threads) {
-        case 32: launch<32, VEC>(p, cluster); break;
-        case 64: launch<64, VEC>(p, cluster); break;
-        case 128: launch<128, VEC>(p, cluster); break;
-        case 256: launch<256, VEC>(p, cluster); break;
-        case 512: launch<512, VEC>(p, cluster); break;
-        default: launch<1024, VEC>(p, cluster); break;
-        }
-        return;
-    }
     switch (threads) {
-    case 32: launch<32, 1>(p, cluster); break;
-    case 64: launch<64, 1>(p, cluster); break;
-    case 128: launch<128, 1>(p, cluster); break;
-    case 256: launch<256, 1>(p, cluster); break;
-    case 512: launch<512, 1>(p, cluster); break;
-    default: launch<1024, 1>(p, cluster); break;
+    case 32: launch<32>(p, cluster); break;
+    case 64: launch<64>(p, cluster); break;
+    case 128: launch<128>(p, cluster); break;
+    case 256: launch<256>(p, cluster); break;
+    case 512: launch<512>(p, cluster); break;
+    default: launch<1024>(p, cluster); break;
     }
 }
 
