@@ -50,14 +50,11 @@ __device__ float warp_allreduce(float v)
 // The block's B threads, one sum each -> the block's sum, in every thread:
 // each warp's by shuffles, then every thread adds the warps' sums in warp
 // order, so all of them get the same bits. One call per block: the shared
-// array is written once. 16-byte aligned: the compiler reads it in 16-byte
-// loads, which must not reach into a neighbour (s_block below, which thread
-// 0 writes meanwhile: racecheck reports the overlap, though the extra word
-// read is never used).
+// array is written once.
 template <unsigned int B>
 __device__ float block_allreduce(float v)
 {
-    __shared__ __align__(16) float s_warp[B / WARP_SIZE];
+    __shared__ float s_warp[B / WARP_SIZE];
     v = warp_allreduce(v);
     if (threadIdx.x % WARP_SIZE == 0)
         s_warp[threadIdx.x / WARP_SIZE] = v;

@@ -49,7 +49,8 @@ __device__ float warp_allreduce(float v)
 // The block's B threads, one sum each -> the block's sum, in every thread:
 // each warp's by shuffles, then every thread adds the warps' sums in warp
 // order, so all of them get the same bits. One call per block: the shared
-// array is written once. 16-byte aligned: the compiler reads it in 16-byte
+// array is written once. 16-byte aligned: with two kernels of each B (one
+// and two a load) sharing this function, the compiler reads it in 16-byte
 // loads, which must not reach into a neighbour (s_block below, which thread
 // 0 writes meanwhile: racecheck reports the overlap, though the extra word
 // read is never used).
