@@ -37,8 +37,7 @@ for sh in shapes:
         cells.append(f"{statistics.median(v):8.1f}[{min(v):.0f}-{max(v):.0f}]".rjust(16) if v else f"{'-':>16}")
     print(f"{sh:>11} " + " ".join(cells))
 PY
-M=dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,launch__block_size,launch__grid_size,smsp__inst_executed_op_global_ld.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,local_load_store,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,launch__occupancy_limit_registers
-M=${M/,local_load_store/,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_local_st.sum}
+M=dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,launch__block_size,launch__grid_size,smsp__inst_executed_op_global_ld.sum,l1tex__t_bytes_pipe_lsu_mem_global_op_ld.sum,smsp__average_warp_latency_issue_stalled_barrier.ratio,smsp__average_warp_latency_issue_stalled_long_scoreboard.ratio,launch__occupancy_limit_registers
 { echo "# Session 19, issue 42: counters of part 3's bfloat16 steps beside their float twins (wip-harness/back_bf16/step18_call.sh at $GIT_REV)"
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) rev $GIT_REV: ncu --clock-control none, one run each (--reps 1 --warmup 0 --no-verify)"
 for s in back/step14_bulk back/step15_bf16_bulk back/step16_bf16_pairs; do for sh in "32768 1024" "8192 4096"; do set -- $sh
@@ -47,6 +46,6 @@ for s in back/step14_bulk back/step15_bf16_bulk back/step16_bf16_pairs; do for s
 for s in back/step9_ahead back/step17_ln_bf16 back/step18_ln_bf16_ahead; do for sh in "32768 1024" "8192 4096" "65536 768"; do set -- $sh
   echo "== $s/run --rows $1 --cols $2"
   timeout 50 ncu --clock-control none -k regex:'ln_backward' --metrics $M $s/run --rows $1 --cols $2 --reps 1 --warmup 0 --no-verify 2>&1 | grep -E "^  [a-z_]+.*\(|^    [a-z]"; done; done; } > $OUT/counters.log
-echo "ncu done at $(( $(date +%s) - start )) s"; grep -E "^==|duration|dram__throughput|warps_active|registers_per|local_ld" $OUT/counters.log | cut -c1-100 | head -80
+echo "ncu done at $(( $(date +%s) - start )) s"; grep -E "^==|duration|dram__throughput|warps_active|registers_per" $OUT/counters.log | cut -c1-100 | head -80
 GPU_PART=back GPU_ONLY=back/step18_ln_bf16_ahead,back_ahead_wrong_row GPU_JOBS=16 timeout ${SUITE_TIMEOUT:-300} python3 -u tests/gpu_suite.py > $OUT/suite.log 2>&1
 echo "suite rc=$? at $(( $(date +%s) - start )) s"; grep -E "^(ok|FAIL|grade:|gpu:)" $OUT/suite.log | tail -8 | cut -c1-300
