@@ -438,7 +438,9 @@ static int pack_of(const struct back_problem *p)
         return 1;
     if (p->cols % 8 == 0 && p->cols >= 8 * BLOCK_SIZE && starts % 16 == 0)
         return 8;
-    return p->cols % 4 == 0 && p->cols >= 4 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
+    // Two rows ahead, one element a load (64 registers) beats packs of 4
+    // (64, spilling): 8-byte packs only where 16-byte ones cannot go.
+    return p->cols % 4 == 0 && p->cols >= 8 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
 }
 
 // The kernel for a row: the fewest packs a thread that hold it.
