@@ -436,11 +436,12 @@ static int pack_of(const struct back_problem *p)
     size_t starts = (size_t)p->x_bf16 | (size_t)p->dy_bf16 | (size_t)p->dx_bf16;
     if ((size_t)p->gamma % 16 != 0)
         return 1;
-    if (p->cols % 8 == 0 && p->cols >= 8 * BLOCK_SIZE && starts % 16 == 0)
+    // Two rows ahead, one element a load beats packs (at 1024 columns 64
+    // registers against 64 and a spill): packs only past 2048 columns,
+    // where a thread keeps one row ahead.
+    if (p->cols % 8 == 0 && p->cols > 8 * BLOCK_SIZE && starts % 16 == 0)
         return 8;
-    // Two rows ahead, one element a load (64 registers) beats packs of 4
-    // (64, spilling): 8-byte packs only where 16-byte ones cannot go.
-    return p->cols % 4 == 0 && p->cols >= 8 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
+    return p->cols % 4 == 0 && p->cols > 8 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
 }
 
 // The kernel for a row: the fewest packs a thread that hold it.
