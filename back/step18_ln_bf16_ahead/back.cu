@@ -5,7 +5,8 @@
 //         AHEAD on as it starts each row; rows are taken AHEAD at a time so
 //         that each share keeps its own registers. AHEAD is 2 where a
 //         thread holds at most MAX_AHEAD2 elements of a row, else 1 (step
-//         17's one row ahead).
+//         17's one row ahead). Rows up to 2048 columns load one element at
+//         a time, which two rows ahead made the faster choice (back/README).
 // Why it helps: an SM covers DRAM's latency with the bytes it has in
 //         flight. Step 17 keeps step 9's threads and blocks, each with one
 //         row on its way, so with half the bytes an element an SM has half
@@ -429,16 +430,16 @@ typedef void (*kernel_t)(const __nv_bfloat16 *, const __nv_bfloat16 *, const flo
 // Packs need whole packs in every row and aligned starts (gamma's floats
 // and the partial rows in 16-byte loads: the driver's scratch starts on 16
 // bytes); they pay only where every thread has a pack (step 9 measured it
-// in float): 16-byte packs of 8 from 2048 columns, 8-byte packs of 4 (as
-// step 9's 16 bytes of floats hold) from 1024; narrower rows keep one element.
+// in float): 16-byte packs of 8, else 8-byte packs of 4, past 2048 columns
+// here (below); narrower rows keep one element.
 static int pack_of(const struct back_problem *p)
 {
     size_t starts = (size_t)p->x_bf16 | (size_t)p->dy_bf16 | (size_t)p->dx_bf16;
     if ((size_t)p->gamma % 16 != 0)
         return 1;
-    // Two rows ahead, one element a load beats packs (at 1024 columns 64
-    // registers against 64 and a spill): packs only past 2048 columns,
-    // where a thread keeps one row ahead.
+    // Two rows ahead, one element a load beats packs (at 1024 columns packs
+    // of 4 spill at ptxas's 64 registers, one element a load does not):
+    // packs only past 2048 columns, where a thread keeps one row ahead.
     if (p->cols % 8 == 0 && p->cols > 8 * BLOCK_SIZE && starts % 16 == 0)
         return 8;
     return p->cols % 4 == 0 && p->cols > 8 * BLOCK_SIZE && starts % 8 == 0 ? 4 : 1;
