@@ -8,6 +8,9 @@
 //         register path loads one bfloat16 where step 14 loaded a float
 //         and keeps the 16 widened to float. s = sum(dy * y) and dy - s
 //         stay float, as PyTorch's bfloat16 softmax backward keeps them.
+//         At half the bytes a row, the bulk path starts at 16384 columns
+//         (not 32768) with shares of up to 80 KB (not 64): back/README
+//         says what was measured.
 // Why it helps: the pass is limited by memory, and it now moves 6 bytes an
 //         element instead of 12. A float kernel handed bfloat16 buffers
 //         would read each pair of values as one float; one that summed in

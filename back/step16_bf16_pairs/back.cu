@@ -4,7 +4,7 @@
 //         register path loads and stores two bfloat16s at once (4 bytes,
 //         as step 14 loads a float), 8 such loads of y and of dy instead
 //         of 16 of one; elsewhere one, as in step 15. It keeps the same 16
-//         elements widened to float, so its registers are step 15's.
+//         elements widened to float.
 // Why it helps: bytes in flight hide DRAM's latency, and an SM keeps only
 //         so many loads outstanding. A warp's load of one bfloat16 a lane
 //         fetches 64 bytes where step 14's float load fetched 128, so step
@@ -138,10 +138,15 @@ softmax_backward_kernel(const __nv_bfloat16 *g_y, const __nv_bfloat16 *g_dy,
     const __nv_bfloat16 *dy_row = g_dy + (size_t)row * cols;
     __nv_bfloat16 *dx_row = g_dx + (size_t)row * cols;
     unsigned int units = cols / V;   // the host picks V > 1 only where V divides cols
+    // This thread's first load; its k-th is k * B loads on, a constant
+    // offset from one address (y_row[first + k * B] with an unsigned index,
+    // which could wrap, would take a register pair for each address).
     unsigned int first = rank * LOADS * B + threadIdx.x;
     const __nv_bfloat16 *y = y_row + (size_t)first * V, *dy = dy_row + (size_t)first * V;
     __nv_bfloat16 *dx = dx_row + (size_t)first * V;
+    // How many of its loads are in the row: one compare each below.
     unsigned int mine = first < units ? (units - 1 - first) / B + 1 : 0;
+    // Past what the cluster holds, the rest of a wide row: read twice.
     unsigned int rest = (blocks * LOADS + rank) * B + threadIdx.x, stride = blocks * B;
 
     // Loop 1: this thread's columns into registers, widened to float

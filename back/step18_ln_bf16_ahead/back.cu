@@ -10,7 +10,8 @@
 // Why it helps: an SM covers DRAM's latency with the bytes it has in
 //         flight. Step 17 keeps step 9's threads and blocks, each with one
 //         row on its way, so with half the bytes an element an SM has half
-//         step 9's bytes in flight, and the pass takes about step 9's time.
+//         step 9's bytes in flight, and at 1024 columns the pass takes about
+//         step 9's time.
 //         Raw bfloat16s cost half the registers of widened floats: two rows
 //         ahead fit where one widened row did.
 // Why the order is still fixed: each block takes its rows in the same
@@ -32,7 +33,7 @@
 #define SUM_THREADS 1024    // the second kernel: 32 warps a block of 8 columns
 #define SUM_WARPS (SUM_THREADS / WARP_SIZE)
 #define SUM_COLS 8          // columns a block of the second kernel sums
-// Blocks an SM a kernel is held to: two rows' shares need registers, so
+// Blocks an SM a kernel is held to: the shares on their way need registers, so
 // ptxas is told how many blocks must fit. Narrow rows (1 or 2 floats a
 // thread) fit 6 (40 registers; sm_75 holds 1024 threads an SM, 4 there),
 // 4 floats fit 4, wider rows 2.
@@ -42,7 +43,7 @@
 #define NARROW_BLOCKS 6
 #endif
 #define MIN_BLOCKS(floats) ((floats) <= 2 ? NARROW_BLOCKS : (floats) <= 4 ? 4 : 2)
-#define MAX_AHEAD2 8   // elements of a row a thread may keep two rows ahead of
+#define MAX_AHEAD2 8   // the most elements of a row a thread holds and still keeps two rows ahead
 #define AHEAD_OF(floats) ((floats) <= MAX_AHEAD2 ? 2 : 1)
 
 // One warp, 32 sums -> 1, in every lane: each step adds the lane whose
@@ -449,6 +450,8 @@ static int pack_of(const struct back_problem *p)
 }
 
 // The kernel for a row: the fewest packs a thread that hold it.
+// (Packs start past 2048 columns here, so <8, 1>, <4, 1> and <4, 2> are
+// never chosen; they stay so that this reads as step 17's dispatch.)
 static kernel_t kernel_for(const struct back_problem *p)
 {
     if (p->cols > MAX_COLS)
