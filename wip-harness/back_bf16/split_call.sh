@@ -6,6 +6,9 @@
 # of 14, 15, 16 and the bfloat16 bar at softmax backward's bench shapes; step
 # 17 (bfloat16 LayerNorm backward) against its ahead2 draft beside step 9.
 # timeout 580 bash wip-harness/back_bf16/split_call.sh GIT_REV
+# The variants it read (deleted since; in git): step15_prealign.cu is
+# git show e8c2b0c^:back/step15_bf16_bulk/back.cu, step15_noalign.cu step 15 at
+# 224b0ad without __align__(16) on s_warp. Write them into $W before a rerun.
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s)

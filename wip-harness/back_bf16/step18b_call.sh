@@ -3,6 +3,9 @@
 # element a load, two rows ahead, at 1024) against step 18 at 7771724
 # (packs4) and with no packs (nopacks), beside step 17 and the bar; then
 # the GPU suite on step 18 and its fixture.
+# Its variants (deleted since; in git at a0ba1c9): step18_packs4.cu is
+# git show 10684ee:back/step18_ln_bf16_ahead/back.cu, step18_nopacks.cu
+# is step 18 at a0ba1c9 with pack_of() returning 1. Write them into $W first.
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s); W=wip-harness/back_bf16

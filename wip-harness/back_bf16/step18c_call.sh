@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Issue 42, session 19: step 18 with no packs up to 2048 columns against
 # its a0ba1c9 version (packs of 8 from 2048), then the suite on step 18.
+# Its variant (deleted since): step18_a0ba1c9.cu is
+# git show a0ba1c9:back/step18_ln_bf16_ahead/back.cu. Write it into $W first.
 set -u
 export GIT_REV=${1:?rev}
 start=$(date +%s); W=wip-harness/back_bf16
