@@ -16,6 +16,8 @@ OUT_DIR=plots/reference`) and check
     rows/README.md and the step READMEs of both parts, both languages)
     byte for byte as committed, every block in them (results, accuracy, measured, counters, diff, figures),
     so no number in them was typed by hand.
+  - that part 3's bench tables, written by hand (back/README, both
+    languages), are cell by cell what their runs in h200-back.csv say.
 Only the shipped programs (tools/schema.py SHIPPED) are covered, so a
 student's own step never breaks `make test`. Step 9 arrived with the
 code_hash columns: a reference without them predates it, and the step-9
@@ -938,6 +940,147 @@ class ChartFreshnessTests(unittest.TestCase):
                                       lambda a, b: history[(a, b)]),
                          [("plots/reference/h200-accuracy.png",
                            "plots/reference/h200-accuracy.csv")])
+
+# ------------------------------------------------- part 3's hand-written tables
+
+BACK_RESULTS = os.path.join(REFERENCE, "h200-back.csv")
+BACK_PAGES = ("back/README.md", "back/README.zh-CN.md")
+RUN_ID = re.compile(r"\b\d{8}T\d{6}Z(?:-[0-9A-Za-z]+)?\b")
+SHAPE = re.compile(r"^(\d+) [x×] (\d+)$")
+
+
+def back_rounds():
+    """{(run, step, rows, cols): [each round's median_us]} of part 3's reference."""
+    rounds = {}
+    with open(BACK_RESULTS, newline="") as f:
+        for r in csv.DictReader(f):
+            key = (r["run"], r["step"], int(r["rows"]), int(r["cols"]))
+            rounds.setdefault(key, []).append((float(r["median_us"]), r["op"]))
+    return rounds
+
+
+def back_cell(times, bar, chinese):
+    """A table cell as the page writes it: the median round's median, the
+    fastest and slowest rounds, then the bar's time over the program's."""
+    us, comma = (" 微秒", "，") if chinese else (" us", ", ")
+
+    def fmt(t, unit=True):
+        text, u = (f"{t / 1000:.2f}", " ms") if t >= 1000 else (f"{t:.1f}", us)
+        return text + (u if unit else "")
+    med = sorted(times)[len(times) // 2]
+    cell = f"{fmt(med)} [{fmt(min(times), False)}-{fmt(max(times))}]"
+    if bar is not None:
+        bar_med = sorted(bar)[len(bar) // 2]
+        cell += f"{comma}{bar_med / med:.2f}"
+    return cell
+
+
+def back_table_errors(text, rounds, chinese):
+    """(every bench cell of a part 3 page that is not what its run's rows say,
+    the number of cells checked). A bench table has shapes in its header and
+    programs (`stepN_name`) in its rows; its run is the id in the paragraph
+    after it, else before it."""
+    lines = text.split("\n")
+    errors, i, checked = [], 0, 0
+    while i < len(lines):
+        if not lines[i].startswith("|"):
+            i += 1
+            continue
+        start = i
+        while i < len(lines) and lines[i].startswith("|"):
+            i += 1
+        table = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[start:i]]
+        shapes = {k: tuple(map(int, m.groups())) for k, h in enumerate(table[0])
+                  if (m := SHAPE.match(h))}
+        body = table[2:]
+        if not shapes or not any(re.fullmatch(r"`step\d+_\w+`", r[0]) for r in body):
+            continue
+
+        def paragraph(j, step):
+            while 0 <= j < len(lines) and not lines[j].strip():
+                j += step
+            out = []
+            while 0 <= j < len(lines) and lines[j].strip():
+                out.append(lines[j])
+                j += step
+            return " ".join(out)
+        runs = RUN_ID.findall(paragraph(i, 1)) or RUN_ID.findall(paragraph(start - 1, -1))
+        where = f"the table at line {start + 1}"
+        if not runs:
+            errors.append(f"{where}: no run id beside it")
+            continue
+        run = runs[0]
+        bar_row = next((r for r in body if r[0].startswith("`baseline_")), None)
+        bar_step = "back/" + bar_row[0].strip("`")[len("baseline_"):] if bar_row else None
+        op, eager_op = None, None
+        for r in body:
+            label = r[0]
+            if m := re.fullmatch(r"`((?:step\d+|baseline)_\w+)`", label):
+                name = m.group(1)
+                step = "back/" + (name[len("baseline_"):] if name.startswith("baseline_") else name)
+            elif label.startswith("PyTorch") and op:
+                compiled = "compiled" in label or "编译后" in label
+                step = "torch/compiled/" + op if compiled else "torch/" + op
+            else:
+                errors.append(f"{where}: a row the check does not know: {label}")
+                continue
+            for k, (nrows, ncols) in shapes.items():
+                cell = r[k].replace("**", "") if k < len(r) else ""
+                if not cell:
+                    continue
+                got = rounds.get((run, step, nrows, ncols))
+                if not got:
+                    errors.append(f"{where}: {step} at {nrows} x {ncols}: no rows of run {run}")
+                    continue
+                if step.startswith("back/step"):
+                    op = got[0][1]
+                bar = None
+                if step != bar_step and bar_step:
+                    bar = [t for t, _ in rounds.get((run, bar_step, nrows, ncols), [])] or None
+                want = back_cell([t for t, _ in got], bar, chinese)
+                checked += 1
+                if cell != want:
+                    errors.append(f"{where}: {step} at {nrows} x {ncols} says {cell!r}, "
+                                  f"run {run} says {want!r}")
+    return errors, checked
+
+
+class BackTableTests(unittest.TestCase):
+    """Part 3's bench tables are written by hand (back/README, both
+    languages): every cell must be what its run's rows in
+    plots/reference/h200-back.csv say."""
+
+    def test_every_cell_is_its_runs(self):
+        rounds = back_rounds()
+        for page in BACK_PAGES:
+            with self.subTest(page):
+                with open(os.path.join(REPO, page), encoding="utf-8") as f:
+                    text = f.read()
+                errors, checked = back_table_errors(text, rounds, page.endswith(".zh-CN.md"))
+                self.assertEqual(errors, [])
+                # LayerNorm's 2 shapes x 13 rows, softmax's 7 x 8, bfloat16's 71 cells.
+                self.assertEqual(checked, 26 + 56 + 43)
+
+    def test_a_changed_cell_and_a_missing_run_are_seen(self):
+        rounds = back_rounds()
+        with open(os.path.join(REPO, BACK_PAGES[0]), encoding="utf-8") as f:
+            text = f.read()
+        old = "105.2 us [105.0-105.4 us], **0.88**"
+        self.assertIn(old, text)
+        errors, _ = back_table_errors(text.replace(old, "104.2 us [105.0-105.4 us], **0.88**"),
+                                      rounds, False)
+        self.assertEqual(len(errors), 1, errors)
+        self.assertIn("back/step9_ahead at 32768 x 1024", errors[0])
+        errors, _ = back_table_errors(text.replace("20261204T152900Z-sm", "20261204T152900Z-xx"),
+                                      rounds, False)
+        self.assertTrue(errors, errors)
+        self.assertIn("back/step10_softmax at 32768 x 1024: no rows of run 20261204T152900Z-xx",
+                      errors[0])
+        # The bar's ratio too: the copy's time over the program's.
+        errors, _ = back_table_errors(text.replace("79.0 us [78.8-79.5 us], 0.58",
+                                                   "79.0 us [78.8-79.5 us], 0.68"), rounds, False)
+        self.assertEqual(len(errors), 1, errors)
+
 
 if __name__ == "__main__":
     from counting import run_module
