@@ -192,7 +192,9 @@ class FixtureTests(unittest.TestCase):
         text = "\n".join(lines)
         self.assertIn("speed-up at n = 2^30 >= 1.9x: MET (1.92x)", text)
         self.assertIn("crossover <= 2^25: MET (from n = 2^24)", text)
-        self.assertIn("latency <= 1/3 of torch's: MET (4 B: 18.0 us against 85.0 us)", text)
+        # The fixture has no NCCL row of one process per GPU: the two setups, said so.
+        self.assertIn("latency <= 1/3 of torch's: MET (4 B: 18.0 us against 85.0 us; two setups: "
+                      "NCCL one process for all GPUs)", text)
         self.assertIn("busbw >= torch's: MET", text)
 
     def test_summary_without_data_says_so(self):
@@ -223,6 +225,110 @@ class FixtureTests(unittest.TestCase):
         self.assertTrue(all(r["pass_"] == 1 for r in multigpu_chart.timed(rows)))
 
 
+def rounds_file(tmp, src, name, scale=(1.0, 1.1, 0.9), extra=None):
+    """src's rows in three rounds (each round's times scaled, the speed-up
+    the other way), plus extra rows (a dict of column changes: a copy of each
+    nccl row so changed), as tools/nccl_check.sh writes them: round last."""
+    import csv as csv_module
+    with open(src, newline="") as f:
+        rows = list(csv_module.DictReader(f))
+    out = []
+    for k, factor in enumerate(scale, 1):
+        for r in rows + [dict(r, **extra) for r in rows if extra and r["source"] == "nccl"]:
+            r = dict(r, round=str(k))
+            for col in ("median_us", "min_us", "max_us"):
+                if r[col]:
+                    r[col] = f"{float(r[col]) * factor:.3f}"
+            if r.get("speedup"):
+                r["speedup"] = f"{float(r['speedup']) / factor:.4f}"
+            out.append(r)
+    path = os.path.join(tmp, name)
+    with open(path, "w", newline="") as f:
+        w = csv_module.DictWriter(f, fieldnames=list(out[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(out)
+    return path
+
+
+class RoundTests(unittest.TestCase):
+    """A file in rounds: each point its median round, the spread beside it,
+    and the setups compared like for like."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="multigpu-rounds-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def test_the_median_round_and_its_spread(self):
+        sums = schema.read_multigpu_sum(rounds_file(self.tmp, SUM_FIXTURE, "s.csv"))
+        self.assertEqual({r["round"] for r in sums}, {1, 2, 3})
+        one = multigpu_chart.scaling(schema.read_multigpu_sum(SUM_FIXTURE), "nccl")
+        three = multigpu_chart.scaling(sums, "nccl")
+        self.assertEqual(sorted(three), sorted(one))
+        self.assertAlmostEqual(three[1 << 30], one[1 << 30], places=3)   # the 1.0 round
+        text = "\n".join(multigpu_chart.summary(sums, schema.read_allreduce(VEC_FIXTURE)))
+        # 1.92 / 1.1 and 1.92 / 0.9: the slowest and fastest rounds' speed-ups.
+        self.assertIn("speed-up at n = 2^30 >= 1.9x: MET (1.92x [1.75-2.14])", text)
+
+    def test_like_for_like_when_the_file_has_it(self):
+        vec = schema.read_allreduce(rounds_file(self.tmp, VEC_FIXTURE, "v.csv",
+                                                extra={"launch": "per-process"}))
+        mine = multigpu_chart.by_bytes(vec, "nccl", "per-process")
+        self.assertEqual(mine[4]["times"], [18.0, 19.8, 16.2])
+        self.assertEqual((mine[4]["median_us"], mine[4]["spread"]), (18.0, (16.2, 19.8)))
+        text = "\n".join(multigpu_chart.summary([], vec))
+        self.assertIn("MET (4 B: 18.0 us [16.2-19.8] against 85.0 us [76.5-93.5]; "
+                      "one process per GPU each)", text)
+
+    def test_one_rank_a_process_against_the_single_process_one_gpu(self):
+        # A run with --rank has no one-GPU baseline: its speed-up is the
+        # single-process run's one_gpu_us of the same n and round over its time.
+        sums = schema.read_multigpu_sum(rounds_file(
+            self.tmp, SUM_FIXTURE, "s.csv", extra={"launch": "per-process", "speedup": "",
+                                                   "one_gpu_us": ""}))
+        single = {(r["n"], r["round"]): r for r in sums if r["source"] == "nccl" and
+                  r["launch"] == "single" and r["combine"] == "allreduce" and r["pass_"] == 1}
+        per = multigpu_chart.scaling_rounds(sums, "nccl", "per-process")
+        n = 1 << 30
+        self.assertEqual(len(per[n]), 3)
+        r = single[(n, 2)]
+        self.assertIn(r["one_gpu_us"] / r["median_us"], per[n])
+
+    def test_a_bad_round_is_one_error(self):
+        path = rounds_file(self.tmp, VEC_FIXTURE, "v.csv")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace(",2\n", ",two\n", 1))
+        with self.assertRaises(schema.SchemaError) as caught:
+            schema.read_allreduce(path)
+        self.assertIn("round is 'two'", str(caught.exception))
+
+    def test_verdict(self):
+        v = multigpu_chart.verdict
+        self.assertEqual(v([1.0, 1.1], [1.2, 1.3]), "win")
+        self.assertEqual(v([1.2, 1.3], [1.0, 1.1]), "loss")
+        self.assertEqual(v([1.0, 1.2], [1.1, 1.3]), "tie")
+
+    def test_the_script_adds_the_round_column(self):
+        # nccl_check.sh's add_round, run alone: the header once, then each
+        # round's rows with the round last; the round's file is removed.
+        with open(os.path.join(REPO, "tools", "nccl_check.sh")) as f:
+            script = f.read()
+        start = script.index("add_round() {")
+        body = script[start:script.index("\n}\n", start) + 3]
+        dest = os.path.join(self.tmp, "all.csv")
+        for k in (1, 2):
+            src = os.path.join(self.tmp, f"r{k}.csv")
+            with open(src, "w") as f:
+                f.write(f"step,median_us\nmultigpu,{k}0.5\n")
+            proc = subprocess.run(["bash", "-c", body + f'\nadd_round "{src}" "{dest}" {k}'],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertFalse(os.path.exists(src))
+        with open(dest) as f:
+            self.assertEqual(f.read(), "step,median_us,round\nmultigpu,10.5,1\nmultigpu,20.5,2\n")
+
+
 class ChartTests(unittest.TestCase):
     def setUp(self):
         try:
@@ -242,6 +348,16 @@ class ChartTests(unittest.TestCase):
             self.assertEqual(multigpu_chart.main(["--sum", SUM_FIXTURE, "--allreduce", VEC_FIXTURE,
                                                   "--out-dir", self.tmp]), 0)
         self.assertIn(f"wrote {os.path.join(self.tmp, 'h200x2-scaling.png')}", out.getvalue())
+        self.assert_png(os.path.join(self.tmp, "h200x2-scaling.png"))
+        self.assert_png(os.path.join(self.tmp, "h200x2-allreduce.png"))
+
+    def test_both_charts_from_a_file_in_rounds(self):
+        tmp = tempfile.mkdtemp(prefix="multigpu-rounds-", dir=self.tmp)
+        sums = rounds_file(tmp, SUM_FIXTURE, "h200x2-multigpu.csv", extra={"launch": "per-process"})
+        vec = rounds_file(tmp, VEC_FIXTURE, "h200x2-allreduce.csv", extra={"launch": "per-process"})
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(multigpu_chart.main(["--sum", sums, "--allreduce", vec,
+                                                  "--out-dir", self.tmp]), 0)
         self.assert_png(os.path.join(self.tmp, "h200x2-scaling.png"))
         self.assert_png(os.path.join(self.tmp, "h200x2-allreduce.png"))
 
@@ -265,7 +381,7 @@ class DeviceScriptTests(unittest.TestCase):
         for line in text.splitlines():
             stripped = line.strip()
             if stripped.startswith(('step ', 'in_budget ')) and ' step ' in f" {stripped} ":
-                self.assertRegex(stripped, r'step [\w-]+ \d+ (\d+|"\$\(left \d+\)") ', stripped)
+                self.assertRegex(stripped, r'step "?[\w$-]+"? \d+ (\d+|"\$\(left \d+\)") ', stripped)
         self.assertIn('timeout "$limit"', text)
         self.assertIn("timeout 120 \"$RUN\" --rank 1", text)
 

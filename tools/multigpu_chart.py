@@ -9,9 +9,15 @@ The multigpu part's two charts, beside their CSVs (or in --out-dir):
 where S.csv is <prefix>-multigpu.csv. A file that does not exist is left
 out; failed and untimed rows are never drawn. --summary prints the issue's
 targets instead, MET or MISSED with the numbers (no matplotlib needed).
+Each line is a setup: one process driving every GPU (launch single, NCCL
+only: torch.distributed has no such mode) or one process per GPU (NCCL
+through --rank, and torch.distributed). A file in rounds (tools/nccl_check.sh's
+round column) gives each point its median round, whiskers the fastest and
+slowest; a file without one is one round.
 """
 import argparse
 import os
+import statistics
 import sys
 
 import chart_zh  # the Chinese twin of each chart
@@ -25,17 +31,58 @@ LATENCY_RATIO_TARGET = 1 / 3
 GIB = 1 << 30
 
 
+# The setups drawn, each (source, launch, label): like for like, NCCL one
+# process per GPU beside torch.distributed's one process per GPU.
+SUM_SETUPS = (("nccl", "single", "multigpu/run, one process for all GPUs (step 9 + ncclAllReduce)"),
+              ("nccl", "per-process", "multigpu/run, one process per GPU"),
+              ("torch", "per-process", "torch.sum + torch.distributed all_reduce, one process per GPU"))
+VECTOR_SETUPS = (("nccl", "single", "NCCL, one process for all GPUs (multigpu/run --vector)"),
+                 ("nccl", "per-process", "NCCL, one process per GPU (multigpu/run --rank)"),
+                 ("torch", "per-process", "torch.distributed all_reduce, one process per GPU"))
+
+
 def timed(rows):
     return [r for r in rows if r["pass_"] == 1 and r["median_us"] is not None]
 
 
+def default_launch(source):
+    return "per-process" if source == "torch" else "single"
+
+
+def rounds_of(rows, key, value):
+    """{key(row): [value(row) of each round]} over the timed rows."""
+    out = {}
+    for r in timed(rows):
+        k, v = key(r), value(r)
+        if k is not None and v is not None:
+            out.setdefault(k, []).append(v)
+    return out
+
+
+def scaling_rounds(rows, source, launch=None):
+    """{n: [speed-up of each round]} of the all-reduce combine, one setup.
+    A process of one rank runs no one-GPU baseline (multigpu/run with
+    --rank): its speed-up is taken against the one GPU of the single-process
+    run of the same n and round, where the file has it."""
+    launch = launch or default_launch(source)
+    base = {(r["n"], r["round"]): r["one_gpu_us"] for r in timed(rows)
+            if (r["source"], r["launch"], r["combine"]) == ("nccl", "single", "allreduce")
+            and r["one_gpu_us"]}
+
+    def speedup(r):
+        if r["speedup"] is not None:
+            return r["speedup"]
+        one = base.get((r["n"], r["round"])) if r["source"] == "nccl" else None
+        return one / r["median_us"] if one else None
+    return rounds_of(rows, lambda r: r["n"] if (r["source"], r["launch"], r["combine"]) ==
+                     (source, launch, "allreduce") else None, speedup)
+
+
 def scaling(rows, source, launch=None):
-    """{n: speed-up} of the all-reduce combine, from one source's rows: one
-    process driving every GPU for nccl, one per GPU for torch (its only way)."""
-    launch = launch or ("per-process" if source == "torch" else "single")
-    return {r["n"]: r["speedup"] for r in timed(rows)
-            if r["source"] == source and r["launch"] == launch and r["combine"] == "allreduce"
-            and r["speedup"] is not None}
+    """{n: the median round's speed-up} of the all-reduce combine, from one
+    setup's rows: by default one process driving every GPU for nccl, one per
+    GPU for torch (its only way)."""
+    return {n: statistics.median(v) for n, v in scaling_rounds(rows, source, launch).items()}
 
 
 def crossover(speedups):
@@ -49,8 +96,32 @@ def crossover(speedups):
     return found
 
 
-def by_bytes(rows, source):
-    return {r["bytes"]: r for r in timed(rows) if r["source"] == source}
+def by_bytes(rows, source, launch=None):
+    """{bytes: {median_us, busbw_gbps: the median round's; spread: (fastest,
+    slowest) round's median_us; times: every round's}} of one setup's
+    all-reduce rows."""
+    launch = launch or default_launch(source)
+    key = lambda r: r["bytes"] if (r["source"], r["launch"]) == (source, launch) else None  # noqa: E731
+    times = rounds_of(rows, key, lambda r: r["median_us"])
+    busbw = rounds_of(rows, key, lambda r: r["busbw_gbps"])
+    return {b: {"median_us": statistics.median(t), "spread": (min(t), max(t)), "times": t,
+                "busbw_gbps": statistics.median(busbw[b]) if b in busbw else None}
+            for b, t in times.items()}
+
+
+def spread_text(values, fmt):
+    """' [fastest-slowest]' of several rounds, '' of one."""
+    return f" [{fmt(min(values))}-{fmt(max(values))}]" if len(values) > 1 else ""
+
+
+def verdict(mine, theirs):
+    """win, loss or tie of two setups' rounds of times (less is better): a
+    win or a loss only where the rounds do not overlap."""
+    if max(mine) < min(theirs):
+        return "win"
+    if min(mine) > max(theirs):
+        return "loss"
+    return "tie"
 
 
 def label(n):
@@ -61,11 +132,13 @@ def summary(sum_rows, vec_rows):
     """The issue's targets, one line each: MET, MISSED or no data."""
     lines = []
     nccl = scaling(sum_rows, "nccl")
+    nccl_rounds = scaling_rounds(sum_rows, "nccl")
     for n in BIG_NS:
         s = nccl.get(n)
         lines.append(f"target speed-up at n = {label(n)} >= {SPEEDUP_TARGET}x: " +
                      ("no data" if s is None else
-                      f"{'MET' if s >= SPEEDUP_TARGET else 'MISSED'} ({s:.2f}x)"))
+                      f"{'MET' if s >= SPEEDUP_TARGET else 'MISSED'} ({s:.2f}x"
+                      f"{spread_text(nccl_rounds[n], lambda v: f'{v:.2f}')})"))
     c = crossover(nccl)
     lines.append(f"target crossover <= 2^25: " +
                  ("no data" if not nccl else "MISSED (two GPUs never win)" if c is None else
@@ -73,13 +146,22 @@ def summary(sum_rows, vec_rows):
     torch_c = crossover(scaling(sum_rows, "torch"))
     if torch_c is not None:
         lines.append(f"  torch.distributed's crossover: n = {label(torch_c)}")
-    mine, theirs = by_bytes(vec_rows, "nccl"), by_bytes(vec_rows, "torch")
+    # Like for like where the file has it: NCCL one process per GPU against
+    # torch.distributed's one process per GPU; else the two setups, said so.
+    theirs = by_bytes(vec_rows, "torch")
+    mine = by_bytes(vec_rows, "nccl", "per-process")
+    setup = "one process per GPU each"
+    if not set(mine) & set(theirs):
+        mine, setup = by_bytes(vec_rows, "nccl"), "two setups: NCCL one process for all GPUs"
     small = min(set(mine) & set(theirs), default=None)
     lines.append("target small all-reduce latency <= 1/3 of torch's: " +
                  ("no data" if small is None else
                   f"{'MET' if mine[small]['median_us'] <= theirs[small]['median_us'] * LATENCY_RATIO_TARGET else 'MISSED'}"
-                  f" ({small} B: {mine[small]['median_us']:.1f} us against "
-                  f"{theirs[small]['median_us']:.1f} us)"))
+                  f" ({small} B: {mine[small]['median_us']:.1f} us"
+                  f"{spread_text(mine[small]['times'], lambda v: f'{v:.1f}')} against "
+                  f"{theirs[small]['median_us']:.1f} us"
+                  f"{spread_text(theirs[small]['times'], lambda v: f'{v:.1f}')}; {setup})"))
+    mine = by_bytes(vec_rows, "nccl")
     lines.append("target 1 GiB busbw >= torch's: " +
                  ("no data" if GIB not in mine or GIB not in theirs else
                   f"{'MET' if mine[GIB]['busbw_gbps'] >= theirs[GIB]['busbw_gbps'] else 'MISSED'}"
@@ -107,15 +189,18 @@ def draw_scaling(rows, path):
     fig, ax = plt.subplots(figsize=(8, 4.5))
     gpus = max((r["gpus"] for r in rows), default=0)
     gpu = rows[0]["gpu"] if rows else ""
-    for source, style, name in (("nccl", "o-", "multigpu/run (step 9 + ncclAllReduce)"),
-                                ("torch", "s--", "torch.sum + torch.distributed all_reduce")):
-        points = scaling(rows, source)
+    for (source, launch, name), style in zip(SUM_SETUPS, ("o-", "^-.", "s--")):
+        per_round = scaling_rounds(rows, source, launch)
+        points = {n: statistics.median(v) for n, v in per_round.items()}
         if not points:
             continue
         ns = sorted(points)
-        line, = ax.plot(ns, [points[n] for n in ns], style, label=name)
+        whiskers = [[points[n] - min(per_round[n]) for n in ns],
+                    [max(per_round[n]) - points[n] for n in ns]]
+        line = ax.errorbar(ns, [points[n] for n in ns], yerr=whiskers, fmt=style, capsize=2,
+                           label=name).lines[0]
         c = crossover(points)
-        if c is not None:
+        if c is not None and c > ns[0]:   # a crossover needs a measured loss below it
             ax.axvline(c, color=line.get_color(), linestyle=":", linewidth=1)
             ax.annotate(f"above 1 from {label(c)}", (c, points[c]), textcoords="offset points",
                         xytext=(6, -14), color=line.get_color(), fontsize=8)
@@ -125,6 +210,9 @@ def draw_scaling(rows, path):
     ax.set_xlabel("n (floats, all GPUs together)")
     ax.set_ylabel(f"speed-up of {gpus} GPUs over one")
     ax.set_title(f"The sum over {gpus} x {gpu} against one (L2 flushed, median)")
+    if max((r["round"] for r in rows), default=1) > 1:
+        ax.text(0.99, 0.02, "whiskers: the fastest and slowest rounds", fontsize=8, ha="right",
+                transform=ax.transAxes)
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
@@ -135,13 +223,15 @@ def draw_allreduce(rows, path):
     plt = charts.load_matplotlib().plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     gpus = max((r["gpus"] for r in rows), default=0)
-    for source, style, name in (("nccl", "o-", "NCCL (multigpu/run --vector)"),
-                                ("torch", "s--", "torch.distributed all_reduce")):
-        points = by_bytes([r for r in rows if r["launch"] in ("single", "per-process")], source)
+    for (source, launch, name), style in zip(VECTOR_SETUPS, ("o-", "^-.", "s--")):
+        points = by_bytes(rows, source, launch)
         if not points:
             continue
         xs = sorted(points)
-        left.plot(xs, [points[b]["median_us"] for b in xs], style, label=name)
+        ys = [points[b]["median_us"] for b in xs]
+        left.errorbar(xs, ys, yerr=[[y - points[b]["spread"][0] for b, y in zip(xs, ys)],
+                                    [points[b]["spread"][1] - y for b, y in zip(xs, ys)]],
+                      fmt=style, capsize=2, label=name)
         right.plot(xs, [points[b]["busbw_gbps"] for b in xs], style, label=name)
     for ax in (left, right):
         ax.set_xscale("log", base=2)

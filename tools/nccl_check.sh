@@ -3,6 +3,8 @@
 # machine's GPUs, in one run of about five minutes (two H200s), into DEST:
 #   <gpu>x<count>-multigpu.csv   the sum over the GPUs against one GPU (nccl and torch rows)
 #   <gpu>x<count>-allreduce.csv  all-reduce of 4 B .. 1 GiB (nccl and torch rows)
+# each measurement in ROUNDS rounds (3; a round column last), one process
+# driving every GPU and one process per GPU for NCCL, one per GPU for torch.
 #   nccl-check-logs.tgz          every step's log; nccl-check-summary.txt: the verdicts
 # Where the tree has no .git (a copy on a GPU machine), give the revision:
 #   GIT_REV=<hash> bash tools/nccl_check.sh DEST
@@ -121,28 +123,66 @@ for f in "$LOGS"/bad-*.log "$LOGS"/rank1-alone-times-out.log; do
     [ "$lines" -eq 1 ] || { FAILED=$((FAILED + 1)); say "FAIL $(basename "$f" .log): $lines lines, wanted one"; }
 done
 
-# ------------------------------------------------------------ benchmark
+# ------------------------------------------------------------ benchmark, in rounds
+# Each measurement runs ROUNDS times (default 3), each time a process of its
+# own (a pair of ranks, a torchrun job), in an order that turns by one each
+# round; every row gets its round in a last column, so the charts and the
+# summary take the median round and show the spread. Like for like: one
+# process driving every GPU (single), and one process per GPU (per-process)
+# for NCCL as torch.distributed runs it; torch.distributed has no
+# single-process mode of several GPUs.
+ROUNDS=${ROUNDS:-3}
 POWERS=$(python3 -c 'print(",".join(str(1 << k) for k in range(20, 31)) + ",2147483647")')
-in_budget bench-sum && step bench-sum 0 "$(left 240)" "$RUN" --combine all --n "$POWERS" --csv "$SUM_CSV"
-in_budget bench-allreduce && step bench-allreduce 0 "$(left 180)" "$RUN" --vector --csv "$VEC_CSV"
-
-# ------------------------------------------------------------ torch.distributed
+TORCH_OK=0
 if timeout 60 "$TORCH_PYTHON" -c 'import torch, torch.distributed' > /dev/null 2>&1; then
+    TORCH_OK=1
     TORCHRUN=$(dirname "$TORCH_PYTHON")/torchrun
     [ -x "$TORCHRUN" ] || TORCHRUN="$TORCH_PYTHON -m torch.distributed.run"
-    in_budget torch 60 && step torch 0 "$(left 240)" env GIT_REV="${GIT_REV:-unknown}" $TORCHRUN --standalone \
-        --nproc_per_node="$GPUS" tools/torch_dist.py --allreduce-csv "$LOGS/torch-allreduce.csv" \
-        --sum-csv "$LOGS/torch-sum.csv" --sizes "$POWERS"
-    # Same columns: the torch rows join the nccl rows.
-    [ -s "$LOGS/torch-allreduce.csv" ] && tail -n +2 "$LOGS/torch-allreduce.csv" >> "$VEC_CSV"
-    [ -s "$LOGS/torch-sum.csv" ] && tail -n +2 "$LOGS/torch-sum.csv" >> "$SUM_CSV"
 else
     say "SKIP torch: $TORCH_PYTHON cannot import torch"
 fi
 
-# ------------------------------------------------------------ one process per GPU, timed
-in_budget bench-sum-per-process 60 && two_ranks bench-sum-per-process 0 0 --combine allreduce \
-    --n 33554432,1073741824 --csv "$SUM_CSV"
+# add_round SRC DEST K: SRC's rows appended to DEST with round K (DEST's
+# header, with the round column, written first when DEST is new).
+add_round() {
+    [ -s "$1" ] || return 0
+    python3 - "$@" <<'PY'
+import csv, os, sys
+src, dest, k = sys.argv[1:]
+with open(src, newline="") as f:
+    rows = list(csv.reader(f))
+new = not os.path.exists(dest) or os.path.getsize(dest) == 0
+with open(dest, "a", newline="") as f:
+    out = csv.writer(f, lineterminator="\n")
+    if new:
+        out.writerow(rows[0] + ["round"])
+    for row in rows[1:]:
+        out.writerow(row + [k])
+PY
+    rm -f "$1"
+}
+
+# One measurement of round K each; each writes its rows to the round's files.
+bench_sum() { in_budget "bench-sum-r$1" && step "bench-sum-r$1" 0 "$(left 120)" "$RUN" --combine all --n "$POWERS" --csv "$LOGS/sum-r$1.csv"; }
+bench_allreduce() { in_budget "bench-allreduce-r$1" && step "bench-allreduce-r$1" 0 "$(left 90)" "$RUN" --vector --csv "$LOGS/vec-r$1.csv"; }
+bench_sum_pp() { in_budget "bench-sum-per-process-r$1" 60 && two_ranks "bench-sum-per-process-r$1" 0 0 --combine allreduce \
+    --n "$POWERS" --csv "$LOGS/sum-r$1.pp.csv"; }
+bench_allreduce_pp() { in_budget "bench-allreduce-per-process-r$1" 60 && two_ranks "bench-allreduce-per-process-r$1" 0 0 --vector \
+    --csv "$LOGS/vec-r$1.pp.csv"; }
+bench_torch() {
+    [ "$TORCH_OK" -eq 1 ] || return 0
+    in_budget "torch-r$1" 60 && step "torch-r$1" 0 "$(left 120)" env GIT_REV="${GIT_REV:-unknown}" $TORCHRUN --standalone \
+        --nproc_per_node="$GPUS" tools/torch_dist.py --allreduce-csv "$LOGS/vec-r$1.torch.csv" \
+        --sum-csv "$LOGS/sum-r$1.torch.csv" --sizes "$POWERS"
+}
+MEASUREMENTS=(bench_sum bench_allreduce bench_sum_pp bench_allreduce_pp bench_torch)
+for ((r = 1; r <= ROUNDS; r++)); do
+    for ((k = 0; k < ${#MEASUREMENTS[@]}; k++)); do
+        "${MEASUREMENTS[$(( (k + r - 1) % ${#MEASUREMENTS[@]} ))]}" "$r"
+    done
+    for f in "$LOGS/sum-r$r".*csv "$LOGS/sum-r$r.csv"; do add_round "$f" "$SUM_CSV" "$r"; done
+    for f in "$LOGS/vec-r$r".*csv "$LOGS/vec-r$r.csv"; do add_round "$f" "$VEC_CSV" "$r"; done
+done
 
 # ------------------------------------------------------------ compute-sanitizer (last: optional)
 if command -v compute-sanitizer > /dev/null && in_budget sanitize 70; then

@@ -452,13 +452,19 @@ def load_profile(path):
 
 def _read_plain(path, schema_):
     """Every row of a multigpu file as a dict (attribute names: pass_ for
-    pass) with its line number under 'line', typed by schema_."""
+    pass) with its line number under 'line', typed by schema_, and its
+    round under 'round': tools/nccl_check.sh's last column, 1 where a file
+    has none (one run of the program)."""
     columns = [name for name, _, _ in schema_]
     _, records = read_records(path, columns)
     rows = []
     for line, record in records:
         row = _typed(path, line, record, schema_)
         row["line"] = line
+        value = record.get("round") or "1"
+        if not value.isdigit() or int(value) < 1:
+            raise SchemaError(f"{path} line {line}: round is {value!r}, not a round number")
+        row["round"] = int(value)
         rows.append(row)
     return rows
 

@@ -583,7 +583,16 @@ CHART_STRINGS = {
     "two passes: mean, then Σ(x − mean)²": "两趟：先求均值，再求 Σ(x − mean)²",
     "Welford, lanes merged (Chan)": "Welford，各 lane 的结果用 Chan 的公式合并",
     # tools/multigpu_chart.py
-    "multigpu/run (step 9 + ncclAllReduce)": "multigpu/run（第 9 步 + ncclAllReduce）",
+    "multigpu/run, one process for all GPUs (step 9 + ncclAllReduce)":
+        "multigpu/run，一个进程驱动所有 GPU（第 9 步 + ncclAllReduce）",
+    "multigpu/run, one process per GPU": "multigpu/run，每块 GPU 一个进程",
+    "torch.sum + torch.distributed all_reduce, one process per GPU":
+        "torch.sum + torch.distributed all_reduce，每块 GPU 一个进程",
+    "NCCL, one process for all GPUs (multigpu/run --vector)":
+        "NCCL，一个进程驱动所有 GPU（multigpu/run --vector）",
+    "NCCL, one process per GPU (multigpu/run --rank)": "NCCL，每块 GPU 一个进程（multigpu/run --rank）",
+    "torch.distributed all_reduce, one process per GPU": "torch.distributed all_reduce，每块 GPU 一个进程",
+    "whiskers: the fastest and slowest rounds": "误差线：最快和最慢的一轮",
     "one GPU": "一块 GPU",
     "n (floats, all GPUs together)": "n（所有 GPU 合计的 float 个数）",
     "bytes per GPU": "每块 GPU 的字节数",
