@@ -303,12 +303,6 @@ class RoundTests(unittest.TestCase):
             schema.read_allreduce(path)
         self.assertIn("round is 'two'", str(caught.exception))
 
-    def test_verdict(self):
-        v = multigpu_chart.verdict
-        self.assertEqual(v([1.0, 1.1], [1.2, 1.3]), "win")
-        self.assertEqual(v([1.2, 1.3], [1.0, 1.1]), "loss")
-        self.assertEqual(v([1.0, 1.2], [1.1, 1.3]), "tie")
-
     def test_the_script_adds_the_round_column(self):
         # nccl_check.sh's add_round, run alone: the header once, then each
         # round's rows with the round last; the round's file is removed.

@@ -114,16 +114,6 @@ def spread_text(values, fmt):
     return f" [{fmt(min(values))}-{fmt(max(values))}]" if len(values) > 1 else ""
 
 
-def verdict(mine, theirs):
-    """win, loss or tie of two setups' rounds of times (less is better): a
-    win or a loss only where the rounds do not overlap."""
-    if max(mine) < min(theirs):
-        return "win"
-    if min(mine) > max(theirs):
-        return "loss"
-    return "tie"
-
-
 def label(n):
     return schema.power_label(n) if n & (n - 1) == 0 else ("2^31-1" if n == (1 << 31) - 1 else str(n))
 
