@@ -46,13 +46,15 @@ CUB = "baseline_cub/run"
 # "odd" marks a bug seen only at widths that are not a power of two: the
 # default 1024 is one, and the centered fill's sums of squares are exact
 # there, so a one-pass variance gets them right (ln_bf16_one_pass_var).
+# "narrow": a bug in a group smaller than a warp, which only rows of 512 or
+# fewer elements get (rows/step24_bf16_narrow); the default is 1024 wide.
 # "gpu-work": a fixture whose every answer is right, computed on the host; only
 # the grader's watch on the work sees it (common/gpu_work.c).
 # "maybe": a part 3 fixture whose bug the hardware may hide (a missing
 # fence): reported as caught or not, never counted as failed.
 # "det": a program whose values are right and whose bits move between runs:
 # a plain timed run compares only its first and last outputs, which may agree.
-PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd", "gpu-work", "maybe", "det")
+PLAIN_RUN_CANNOT_SEE = ("racecheck", "large", "wide", "odd", "narrow", "gpu-work", "maybe", "det")
 PARTS = {"sum": ("", "reduce.cu"), "rows": ("rows/", "rows.cu"), "back": ("back/", "back.cu")}
 
 
