@@ -437,6 +437,8 @@ SUMMARIES = {
         "Welford LayerNorm：读一遍同时得到均值和方差，用 Chan 的公式合并。",
     "Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.":
         "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各线程块的 (max, sum) 对在 mbarrier 上汇合。",
+    "Narrow rows: a bfloat16 row of 512 or fewer elements gets a group of 8 or 16 threads.":
+        "窄行：bfloat16 行不超过 512 个元素时，只分给 8 个或 16 个线程。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
