@@ -570,10 +570,41 @@ class BenchWidthsTest(ScriptTest):
         self.assertEqual(len(rows), 2 * (3 * len(bench.QUICK_SWEEP_COLS) + 1))   # + step 9
 
     def test_it_takes_no_other_selection(self):
-        for extra in (["--only", "rows"], ["--shapes", "4x8"], ["--part", "rows"]):
+        for extra in (["--shapes", "4x8"], ["--part", "rows"], ["--merge-into", self.out]):
             proc = self.bench("--widths", *extra)
             self.assertEqual(proc.returncode, 2, extra)
             self.assertIn("--widths runs its own programs", proc.stderr)
+
+    def test_only_measures_one_op_again_beside_its_bar_and_pytorch(self):
+        python = make_torch_python(self.top)
+        proc = self.bench("--widths", "--quick", "--rounds", "2", "--torch-python", python,
+                          "--run-id", "20260101T000001Z")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        proc = self.bench("--widths", "--quick", "--rounds", "2", "--torch-python", python,
+                          "--only", "rows/step5_layernorm", "--run-id", "20260101T000002Z")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        rows = self.results("h200-rows-widths.csv")
+        new = [r for r in rows if r["run"] == "20260101T000002Z"]
+        self.assertEqual({(r["step"], r["role"]) for r in new},
+                         {("rows/step5_layernorm", ""), ("rows/copy", "compared"),
+                          ("torch/layernorm", "compared"), ("torch/compiled/layernorm", "compared")})
+        self.assertEqual({r["cols"] for r in new}, {str(c) for c in bench.QUICK_SWEEP_COLS})
+        # The first run still holds the row sum's figures, so it is kept whole.
+        old = {r["step"] for r in rows if r["run"] == "20260101T000001Z"}
+        self.assertIn("rows/step0_thread", old)
+        self.assertIn("torch/sum", old)
+
+    def test_only_a_program_of_the_map(self):
+        args = bench.parse_args(["--root", self.root, "--widths", "--only", "rows/step0_thread"])
+        _, plan, roles, ops = bench.width_plan(args)
+        # A row sum's bar is part 1's step 9 on one array, not the copy.
+        self.assertEqual([name for name, _, _ in plan], ["rows/step0_thread", "step9_singlepass"])
+        self.assertEqual(roles, {"rows/step0_thread": "", "step9_singlepass": "compared",
+                                 "torch": "compared"})
+        self.assertEqual(ops, ["sum", "compiled/sum"])
+        proc = self.bench("--widths", "--only", "rows/baseline_cub")
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("rows/baseline_cub is not on the map", proc.stderr)
 
 
 class BenchOnlyTest(ScriptTest):

@@ -706,7 +706,9 @@ def parse_args(argv):
     parser.add_argument("--widths", action="store_true",
                         help="part 2's map instead: each op's last step, the copies and "
                              "PyTorch at 256 MiB of input from 256 to 262144 columns, into "
-                             "OUT_DIR/<gpu>-rows-widths.csv (make bench-widths)")
+                             "OUT_DIR/<gpu>-rows-widths.csv (make bench-widths); with --only, "
+                             "the programs of the map named, their bars and PyTorch's ops, "
+                             "merged into that file as a run of their own")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
@@ -715,10 +717,9 @@ def parse_args(argv):
         parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
     if args.only is not None and not args.only:
         parser.error("--only names no program")
-    if args.widths and (args.only is not None or args.shapes or args.part != "all" or
-                        args.merge_into):
+    if args.widths and (args.shapes or args.part != "all" or args.merge_into):
         parser.error("--widths runs its own programs and shapes into its own file: it takes "
-                     "no --only, --shapes, --part or --merge-into")
+                     "no --shapes, --part or --merge-into (--only names programs of the map)")
     # Runs are ordered by their ids: an id is a UTC time, so a later run sorts after.
     if args.run_id is not None and not re.fullmatch(r"\d{8}T\d{6}Z([._-][0-9A-Za-z._-]+)?",
                                                     args.run_id):
@@ -926,28 +927,52 @@ def last_steps(root):
     return sorted(last.values(), key=schema.step_sort_key)
 
 
+def width_bar(op):
+    """The map's bar of op: the copy of its element type, or, for a row sum,
+    part 1's step 9 on the same floats as one array."""
+    return ONE_ARRAY if op == "sum" else COPY16_DIR if op.endswith("_bf16") else COPY_DIR
+
+
 def width_plan(args):
     """(suffix, plan, roles, torch ops) of --widths: each op's last step and
     the two copies, each at its op's width_shapes(), part 1's step 9 on the
     same 256 MiB of floats (the row sum's bar), and PyTorch's forms of those
-    ops but the copies."""
+    ops but the copies. With --only, the programs of the map named (a new
+    last step, say), their bars and their ops in PyTorch, in a run of their
+    own merged into the file: the other ops keep their run."""
     names = last_steps(args.root) + [d for d in (COPY_DIR, COPY16_DIR)
                                      if os.path.isdir(os.path.join(args.root, d))]
     if not names:
         raise BenchError(EXIT_USAGE, f"no part 2 programs under {args.root}/rows; run `make` first")
+    roles = {n: "" for n in names}
+    if args.only is not None:
+        named = resolve_only(args.root, args.only)
+        off_map = [n for n in named if n not in names]
+        if off_map:
+            raise BenchError(EXIT_USAGE, f"--widths --only: {', '.join(off_map)} is not on the "
+                                         f"map (each op's last step and the copies: "
+                                         f"{', '.join(names)})")
+        roles = {n: "" for n in named}
+        for n in named:
+            roles.setdefault(width_bar(row_program_op(args.root, n)), schema.COMPARED)
+        names = [n for n in names if n in roles]
+        roles[TORCH] = schema.COMPARED
     check_built(args.root, names)
     plan = [(n, run_path(args.root, n), [Run(rows=r, cols=c) for r, c in
                                          width_shapes(row_program_op(args.root, n), args.quick)])
             for n in names]
-    ops = list(dict.fromkeys(o for n in names for o in torch_ops_of(row_program_op(args.root, n))
+    ops = list(dict.fromkeys(o for n in names if roles[n] == ""
+                             for o in torch_ops_of(row_program_op(args.root, n))
                              if not o.startswith("copy")))
-    roles = {n: "" for n in names}
-    if any(row_program_op(args.root, n) == "sum" for n in names) and \
-            is_executable(run_path(args.root, ONE_ARRAY)):
-        # A row sum only reads: its bar is part 1's step 9 on the same floats
-        # as one array (the copy also writes), 256 MiB of them.
-        plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=SWEEP_BYTES // 4)]))
-        roles[ONE_ARRAY] = ""
+    if ONE_ARRAY in roles or (args.only is None and any(row_program_op(args.root, n) == "sum"
+                                                        for n in names)):
+        if is_executable(run_path(args.root, ONE_ARRAY)):
+            # A row sum only reads: its bar is part 1's step 9 on the same
+            # floats as one array (the copy also writes), 256 MiB of them.
+            plan.append((ONE_ARRAY, run_path(args.root, ONE_ARRAY), [Run(n=SWEEP_BYTES // 4)]))
+            roles.setdefault(ONE_ARRAY, "")
+        else:
+            roles.pop(ONE_ARRAY, None)
     return WIDTHS_SUFFIX, plan, roles, ops
 
 
