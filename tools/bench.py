@@ -235,13 +235,23 @@ def comparisons(root, name):
     found = [d for d in [previous_step(root, name)] if d]
     if op.endswith("_bf16"):
         found += [d for d in [steps.float_twin(root, name)] if d]
-        found.append(COPY3_BF16_DIR if part == schema.BACK else COPY16_DIR)
-    elif op == "sum":
-        found += [ONE_ARRAY, ROW_CUB_DIR]
-    elif op:
-        found.append(next(p.bar for p in ROW_PARTS.values() if p.prefix == part))
+    if op:
+        found.append(row_bar(op, part))
+    if op == "sum":
+        found.append(ROW_CUB_DIR)
     theirs = torch_ops_of(op) if part == schema.ROWS or op in TORCH_BACK_OPS else []
     return [d for d in dict.fromkeys(found) if d != name], theirs
+
+
+def row_bar(op, part=schema.ROWS):
+    """The bar a part 2 or 3 program of op is read against: the copy of its
+    part in its element type, or, for a row sum (which only reads), part 1's
+    step 9 on the same floats as one array."""
+    if op == "sum":
+        return ONE_ARRAY
+    if op.endswith("_bf16"):
+        return COPY3_BF16_DIR if part == schema.BACK else COPY16_DIR
+    return next(p.bar for p in ROW_PARTS.values() if p.prefix == part)
 
 
 def run_path(root, name):
@@ -927,12 +937,6 @@ def last_steps(root):
     return sorted(last.values(), key=schema.step_sort_key)
 
 
-def width_bar(op):
-    """The map's bar of op: the copy of its element type, or, for a row sum,
-    part 1's step 9 on the same floats as one array."""
-    return ONE_ARRAY if op == "sum" else COPY16_DIR if op.endswith("_bf16") else COPY_DIR
-
-
 def width_plan(args):
     """(suffix, plan, roles, torch ops) of --widths: each op's last step and
     the two copies, each at its op's width_shapes(), part 1's step 9 on the
@@ -954,7 +958,7 @@ def width_plan(args):
                                          f"{', '.join(names)})")
         roles = {n: "" for n in named}
         for n in named:
-            roles.setdefault(width_bar(row_program_op(args.root, n)), schema.COMPARED)
+            roles.setdefault(row_bar(row_program_op(args.root, n)), schema.COMPARED)
         names = [n for n in names if n in roles]
         roles[TORCH] = schema.COMPARED
     check_built(args.root, names)
