@@ -439,6 +439,8 @@ SUMMARIES = {
         "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各线程块的 (max, sum) 对在 mbarrier 上汇合。",
     "Narrow rows: a bfloat16 row of 512 or fewer elements gets a group of 8 or 16 threads.":
         "窄行：bfloat16 行不超过 512 个元素时，只分给 8 个或 16 个线程。",
+    "Packed registers: a bfloat16 row stays in its 16-bit form in registers, two to a register.":
+        "打包寄存器：bfloat16 行在寄存器里保持 16 位原样，一个寄存器放两个。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/
