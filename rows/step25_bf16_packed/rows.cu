@@ -1,13 +1,14 @@
 // Packed registers: a bfloat16 row stays in its 16-bit form in registers, two to a register.
 //
-// Change: step 18 widened every bfloat16 it loaded to a float, so its 32
-//         register slots held 32 elements of a row. Now they keep the loaded
-//         bits, two to a 32-bit register, and each pass widens them again as
-//         it reads them (a shift or a mask: exact), so MAX_PER_THREAD is 64.
-// Why it helps: a row needs half the threads to stay in registers: 32768
-//         columns take a block of 512 threads, two an SM, not one of 1024;
-//         50257 fit one block with nothing in shared memory, 128256 a
-//         cluster of 8 likewise.
+// Change: step 18 widened every bfloat16 it loaded to a float, so a
+//         thread's 32 register slots held 32 elements of its row. Now they
+//         keep the loaded bits, two to a 32-bit register, and each pass
+//         widens them again as it reads them (a shift or a mask: exact), so
+//         the same registers hold 64. A thread keeps 32 where that holds the
+//         row, and in a 1024-thread block or a cluster (64 registers each).
+// Why it helps: a row needs half the threads to stay in registers (32768
+//         columns: a block of 512 threads, two an SM, not one of 1024), and
+//         a thread needs fewer registers for its 32 (the kernels spill less).
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step18_bf16_layernorm_cluster by make new: make diff STEP=rows/25 shows the change against it.
@@ -27,7 +28,8 @@ namespace cg = cooperative_groups;
 #define MAX_CLUSTER 8    // blocks per cluster: the portable size. Clusters of 16 blocks of
                          // bfloat16 shares measured slower at 128256 and 151936 wide
 #define MIN_BLOCKS 4     // blocks of a cluster kernel that fit an SM (registers: 64 a thread)
-#define MAX_PER_THREAD 64 // elements of its row a thread keeps in registers, packed
+#define MAX_PER_THREAD 64 // elements of its row a thread keeps in registers, packed: half
+                          // in a block of MAX_GROUP threads or a cluster (per_thread)
 #define REST_UNROLL 2    // packs in flight per thread while filling shared memory
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
@@ -361,7 +363,7 @@ __device__ unsigned int rest_slot(unsigned int i, unsigned int k, unsigned int b
 // compiler lets it budget registers so that such a block always fits an SM,
 // and MIN_BLOCKS of a cluster's blocks share one (0: no minimum asked, as
 // before clusters; an explicit 1 changes the compiler's register budget).
-template <unsigned int G, unsigned int CLUSTER, unsigned int PACK, bool SPLIT>
+template <unsigned int G, unsigned int CLUSTER, unsigned int PACK, bool SPLIT, unsigned int PER_THREAD>
 __global__ void __launch_bounds__(G < BLOCK_SIZE ? BLOCK_SIZE : G / CLUSTER, CLUSTER > 1 ? MIN_BLOCKS : 0)
 layernorm_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *g_mean,
                                            float *g_rstd, const __nv_bfloat16 *g_gamma,
@@ -371,7 +373,7 @@ layernorm_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *
     __shared__ float s_warp[MAX_GROUP / WARP_SIZE];   // one sum per warp of the block
     __shared__ float s_cluster[2];   // this block's sums, for the other blocks: x, then squares
     constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
-    constexpr unsigned int SLOTS = MAX_PER_THREAD / PACK;   // packs per thread
+    constexpr unsigned int SLOTS = PER_THREAD / PACK;   // packs per thread
     constexpr unsigned int SHARE = G / CLUSTER;   // threads of the group in each block
     // A cluster is CLUSTER consecutive blocks; this one's rank says which
     // SHARE threads of the row's group it holds.
@@ -550,6 +552,15 @@ static unsigned int group_size(size_t rows, size_t cols)
     return g;
 }
 
+// Elements a thread of a group of g keeps in registers for a row of cols:
+// half of MAX_PER_THREAD where that holds the row (the empty slots still
+// cost instructions in a short row), and in a block of MAX_GROUP threads or
+// a cluster's block, held to 64 registers a thread: 64 elements spill there.
+static unsigned int per_thread(size_t g, size_t cols)
+{
+    return (g >= MAX_GROUP || g * (MAX_PER_THREAD / 2) >= cols) ? MAX_PER_THREAD / 2 : MAX_PER_THREAD;
+}
+
 // The shared memory a block may ask for, beyond the 48 KB every block gets,
 // less what the kernel's own arrays take (s_warp, s_cluster).
 static size_t shared_limit(void)
@@ -557,7 +568,7 @@ static size_t shared_limit(void)
     static size_t bytes = 0;
     if (bytes == 0) {
         cudaFuncAttributes own;
-        CHECK_CUDA(cudaFuncGetAttributes(&own, layernorm_registers_kernel<BLOCK_SIZE * MAX_CLUSTER, MAX_CLUSTER, 8, true>));
+        CHECK_CUDA(cudaFuncGetAttributes(&own, layernorm_registers_kernel<BLOCK_SIZE * MAX_CLUSTER, MAX_CLUSTER, 8, true, MAX_PER_THREAD / 2>));
         bytes = (size_t)device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin) - own.sharedSizeBytes;
     }
     return bytes;
@@ -569,7 +580,7 @@ static size_t shared_limit(void)
 template <unsigned int CLUSTER>
 static bool cluster_runs(void)
 {
-    auto kernel = layernorm_registers_kernel<BLOCK_SIZE * CLUSTER, CLUSTER, 8, true>;
+    auto kernel = layernorm_registers_kernel<BLOCK_SIZE * CLUSTER, CLUSTER, 8, true, MAX_PER_THREAD / 2>;
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute cluster;
     cluster.id = cudaLaunchAttributeClusterDimension;
@@ -601,23 +612,23 @@ static unsigned int cluster_size(void)
     if (size == 0) {
         size = 1;
         cudaFuncAttributes built;
-        CHECK_CUDA(cudaFuncGetAttributes(&built, layernorm_registers_kernel<BLOCK_SIZE * MAX_CLUSTER, MAX_CLUSTER, 8, true>));
+        CHECK_CUDA(cudaFuncGetAttributes(&built, layernorm_registers_kernel<BLOCK_SIZE * MAX_CLUSTER, MAX_CLUSTER, 8, true, MAX_PER_THREAD / 2>));
         if (device_attribute(cudaDevAttrComputeCapabilityMajor) >= 9 && built.ptxVersion >= 90)
             size = cluster_runs<MAX_CLUSTER>() ? MAX_CLUSTER : cluster_runs<8>() ? 8 : 1;
         if (size == 1)
-            fprintf(stderr, "rows/step18: no thread-block clusters here: step 14's one-block "
+            fprintf(stderr, "rows/step25: no thread-block clusters here: step 14's one-block "
                             "groups\n");
     }
     return size;
 }
 
 // The widest row a group of g threads in clusters of `cluster` blocks holds
-// on chip: g x MAX_PER_THREAD elements in registers, then whole packs of
-// 8 a thread in each block's shared memory (as floats).
+// on chip: g x MAX_PER_THREAD / 2 elements in registers (per_thread), then
+// whole packs of 8 a thread in each block's shared memory (as floats).
 static size_t on_chip(size_t g, size_t cluster)
 {
     size_t packs = shared_limit() / (g / cluster * 8 * sizeof(float));   // per thread
-    return g * MAX_PER_THREAD + packs * 8 * g;
+    return g * (MAX_PER_THREAD / 2) + packs * 8 * g;
 }
 
 // The shared memory each block of a group of g threads in clusters of
@@ -625,7 +636,7 @@ static size_t on_chip(size_t g, size_t cluster)
 // 8 per thread, each block holding its own threads' packs.
 static size_t rest_bytes(size_t cols, unsigned int g, unsigned int cluster)
 {
-    size_t in_registers = (size_t)g * MAX_PER_THREAD;
+    size_t in_registers = (size_t)g * per_thread(g, cols);
     if (cols <= in_registers)
         return 0;
     size_t per_thread = (cols - in_registers + (size_t)g * 8 - 1) / ((size_t)g * 8);   // packs
@@ -633,20 +644,21 @@ static size_t rest_bytes(size_t cols, unsigned int g, unsigned int cluster)
 }
 
 // The widths where the kernel changes, for the grader to check both sides
-// of each: past G x MAX_PER_THREAD elements the group doubles, past MAX_GROUP x
-// MAX_PER_THREAD the rest of the row waits in shared memory, past what one
+// of each: past G x MAX_PER_THREAD / 2 elements the group's threads fill all
+// their slots or the group doubles, past MAX_GROUP x MAX_PER_THREAD / 2 the
+// rest of the row waits in shared memory, past what one
 // block holds a cluster takes the row (its registers, then its blocks'
 // shared memory), and past what that holds the row is read again.
 int row_path_widths(size_t *widths, int max)
 {
     int count = 0;
     for (size_t g = WARP_SIZE; g <= MAX_GROUP && count < max; g *= 2)
-        widths[count++] = g * MAX_PER_THREAD + 1;
+        widths[count++] = g * (MAX_PER_THREAD / 2) + 1;
     if (count < max)
         widths[count++] = on_chip(MAX_GROUP, 1) + 1;
     size_t c = cluster_size();
-    if (c > 1 && BLOCK_SIZE * c * MAX_PER_THREAD > on_chip(MAX_GROUP, 1) && count < max)
-        widths[count++] = BLOCK_SIZE * c * MAX_PER_THREAD + 1;
+    if (c > 1 && BLOCK_SIZE * c * (MAX_PER_THREAD / 2) > on_chip(MAX_GROUP, 1) && count < max)
+        widths[count++] = BLOCK_SIZE * c * (MAX_PER_THREAD / 2) + 1;
     if (c > 1 && count < max)
         widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
     return count;
@@ -679,6 +691,17 @@ static void launch_kernel(Kernel kernel, unsigned int cluster, unsigned int bloc
                                   (unsigned int)p->rows, (unsigned int)p->cols));
 }
 
+// The registers kernel for these rows' alignment, N elements a thread.
+template <unsigned int G, unsigned int CLUSTER, unsigned int N>
+static void launch_registers(const struct row_problem *p, unsigned int blocks, unsigned int threads,
+                             size_t shared)
+{
+    auto kernel = !rows_aligned(p) ? layernorm_registers_kernel<G, CLUSTER, 1, false, N>
+                : rows_split(p) ? layernorm_registers_kernel<G, CLUSTER, 8, true, N>
+                                : layernorm_registers_kernel<G, CLUSTER, 8, false, N>;
+    launch_kernel(kernel, CLUSTER, blocks, threads, shared, p);
+}
+
 template <unsigned int G, unsigned int CLUSTER>
 static void launch(const struct row_problem *p)
 {
@@ -687,11 +710,12 @@ static void launch(const struct row_problem *p)
     unsigned int blocks = (unsigned int)((p->rows + rows_per_block - 1) / rows_per_block) * CLUSTER;
     size_t shared = rest_bytes(p->cols, G, CLUSTER);
     bool fits = shared <= shared_limit();   // else three passes, as in step 5
-    if (fits) {
-        auto kernel = !rows_aligned(p) ? layernorm_registers_kernel<G, CLUSTER, 1, false>
-                    : rows_split(p) ? layernorm_registers_kernel<G, CLUSTER, 8, true>
-                                    : layernorm_registers_kernel<G, CLUSTER, 8, false>;
-        launch_kernel(kernel, CLUSTER, blocks, threads, shared, p);
+    if (fits && per_thread(G, p->cols) == MAX_PER_THREAD) {
+        // Here G < MAX_GROUP: no wider group's kernel is built with all the slots.
+        constexpr unsigned int N = G < MAX_GROUP ? MAX_PER_THREAD : MAX_PER_THREAD / 2;
+        launch_registers<G, CLUSTER, N>(p, blocks, threads, shared);
+    } else if (fits) {
+        launch_registers<G, CLUSTER, MAX_PER_THREAD / 2>(p, blocks, threads, shared);
     } else {   // each row one block of MAX_GROUP threads
         auto kernel = !rows_aligned(p) ? layernorm_kernel<MAX_GROUP, 1, false>
                     : rows_split(p) ? layernorm_kernel<MAX_GROUP, 8, true>
