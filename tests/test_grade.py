@@ -120,6 +120,36 @@ class GpuWorkVerdict(unittest.TestCase):
         self.assertGreater(len(sizes), 1)
 
 
+class NarrowGroups(unittest.TestCase):
+    """rows/step24_bf16_narrow gives a row of 256 or 512 elements 8 or 16
+    threads once rows x G threads fill 32 warps an SM: the grader's shapes must
+    reach both sides of that, at and around each group's widest row."""
+
+    @staticmethod
+    def group(sms, rows, cols):
+        # step 24's group_size: MIN_GROUP 8, WARPS_PER_SM 32, MAX_PER_THREAD 32
+        g = 8
+        while g < 1024 and rows * g < sms * 32 * 32 and 2 * g * 8 <= cols:
+            g *= 2
+        while g < 1024 and g * 32 < cols:
+            g *= 2
+        return g
+
+    def test_groups_of_8_and_16_are_checked(self):
+        device = grade.Device("G", 132, 2048, 1 << 36)
+        shapes = set()
+        for c in grade.build_row_cases(device, quick=True):
+            if c.kind == "shape":
+                a = c.args
+                shapes.add((int(a[a.index("--rows") + 1]), int(a[a.index("--cols") + 1])))
+        for g, widths in ((8, (255, 256)), (16, (257, 511, 512))):
+            for cols in widths:
+                self.assertTrue(any(self.group(132, r, c) == g for r, c in shapes if c == cols),
+                                f"no shape gives {cols} columns a group of {g}")
+        # and the row count just short of it, where the group doubles
+        self.assertTrue(any(self.group(132, r, 256) == 16 and r > 4099 for r, c in shapes if c == 256))
+
+
 class SpeedTargets(unittest.TestCase):
 
     def test_forms(self):

@@ -422,6 +422,16 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
             k += 1
             cases.append(Case("shape", row_args(rows, cols, exact_fill, seed=k,
                                                 offset=x_offset(k, k % 2 == 0))))
+    # Around the row counts where a group under a warp fills the GPU
+    # (rows/step24_bf16_narrow: 8 threads a row of 256, 16 a row of 512, once
+    # rows x G reach 32 warps an SM), on both sides of each group's widest row:
+    # the counts above give every narrow row 32 threads or more.
+    for rows, cols in [(r, c) for g, w in ((8, 256), (16, 512))
+                       for r in (device.sms * 1024 // g - 1, device.sms * 1024 // g + 1)
+                       for c in (w - 1, w, w + 1)]:
+        k += 1
+        cases.append(Case("shape", row_args(rows, cols, exact_fill, seed=k,
+                                            offset=x_offset(k, k % 2 == 0))))
     # Every fill at every place in a 16-byte pack.
     for rows, cols in ROW_FILL_SHAPES:
         for offset in range(pack):
