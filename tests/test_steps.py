@@ -133,6 +133,22 @@ class Tree(unittest.TestCase):
         self.assertIsNone(base("rows/baseline_cub"))
         self.assertEqual(steps.float_twin(self.root, "rows/step4_norm_aligned"), None)
 
+    def test_a_bfloat16_step_on_a_bfloat16_step_converts_nothing(self):
+        # rows/step25_bf16_packed builds on step 18 (bfloat16), not on the
+        # float step before it; a side lesson (step 22 off 13) is no one's twin.
+        self.write("rows/step6_norm_packed_bf16/rows.cu",
+                   "const enum row_op step_op = ROW_LAYERNORM;\nconst enum row_dtype step_dtype = ROW_BF16;\n")
+        self.assertIsNone(steps.float_twin(self.root, "rows/step6_norm_packed_bf16"))
+        self.assertEqual(steps.float_twin(self.root, "rows/step5_norm_aligned_bf16"),
+                         "rows/step4_norm_aligned")
+        self.write("rows/step7_norm_side/rows.cu",
+                   "// Started from step1_norm by make new: make diff STEP=rows/7 shows it.\n"
+                   "const enum row_op step_op = ROW_LAYERNORM;\n")
+        self.write("rows/step8_norm_more_bf16/rows.cu",
+                   "const enum row_op step_op = ROW_LAYERNORM;\nconst enum row_dtype step_dtype = ROW_BF16;\n")
+        self.assertTrue(steps.branches_off(self.root, "rows/step7_norm_side"))
+        self.assertIsNone(steps.float_twin(self.root, "rows/step8_norm_more_bf16"))
+
     def test_a_step_made_from_another_is_diffed_against_it(self):
         self.write("step10_d/reduce.cu", "// step10_d\n// Started from step1_b by make new: "
                    "make diff STEP=10 shows your change against it.\n")

@@ -212,14 +212,21 @@ def diff_base(root, name, source=False):
 
 
 def float_twin(root, name, source=False):
-    """For a part 2 bfloat16 step, the nearest lower-numbered step computing
-    the same op in float (layernorm_bf16 -> layernorm): the step it converts;
-    else None."""
+    """For a part 2 bfloat16 step, the step it converts: the nearest
+    lower-numbered step computing the same op in float (layernorm_bf16 ->
+    layernorm), less side lessons (step 22 off step 13), if no bfloat16 step
+    of the op lies between them; else None (step 25 builds on step 18, a
+    bfloat16 step, and converts nothing)."""
     op = row_op(root, name) if part_of(name) else ""
     if schema.step_number(name) is None or not op.endswith("_bf16"):
         return None
-    twins = [d for d in _earlier(root, name, source) if row_op(root, d) == op[:-len("_bf16")]]
-    return twins[-1] if twins else None
+    float_op = op[:-len("_bf16")]
+    for d in reversed(_earlier(root, name, source)):
+        if row_op(root, d) == op:
+            return None   # a bfloat16 step of the op comes first: this one builds on it
+        if row_op(root, d) == float_op and not branches_off(root, d):
+            return d
+    return None
 
 
 def next_free(root, part="", source=False):
