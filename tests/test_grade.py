@@ -150,6 +150,40 @@ class NarrowGroups(unittest.TestCase):
         self.assertTrue(any(self.group(132, r, 256) == 16 and r > 4099 for r, c in shapes if c == 256))
 
 
+class PackedSlots(unittest.TestCase):
+    """rows/step25_bf16_packed gives a group of G < 1024 threads 64 packed
+    elements each where 32 do not hold the row, once the rows fill the GPU's
+    warps at that G: the grader's shapes must reach every such G, on the
+    packed path and the plain one (x and y at different places in a pack)."""
+
+    @staticmethod
+    def kernel(sms, rows, cols):
+        # step 25's group_size and per_thread: WARPS_PER_SM 32, MAX_PER_THREAD 64
+        g = 32
+        while g < 1024 and rows * (g // 32) < sms * 32 and 2 * g * 8 <= cols:
+            g *= 2
+        while g < 1024 and g * 64 < cols:
+            g *= 2
+        return g, (32 if g >= 1024 or g * 32 >= cols else 64)
+
+    def test_every_group_with_64_a_thread_is_checked(self):
+        device = grade.Device("G", 132, 2048, 1 << 36)
+        seen = set()
+        for c in grade.build_row_cases(device, quick=True):
+            if c.kind != "shape":
+                continue
+            a = c.args
+            rows, cols = int(a[a.index("--rows") + 1]), int(a[a.index("--cols") + 1])
+            g, n = self.kernel(132, rows, cols)
+            x = int(a[a.index("--offset") + 1]) if "--offset" in a else 0
+            y = int(a[a.index("--y-offset") + 1]) if "--y-offset" in a else x
+            if n == 64:
+                seen.add((g, x % 8 != y % 8))
+        for g in (32, 64, 128, 256, 512):
+            self.assertIn((g, False), seen, f"no packed shape gives G = {g} 64 a thread")
+            self.assertIn((g, True), seen, f"no plain shape gives G = {g} 64 a thread")
+
+
 class SpeedTargets(unittest.TestCase):
 
     def test_forms(self):

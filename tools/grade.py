@@ -432,6 +432,18 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
         k += 1
         cases.append(Case("shape", row_args(rows, cols, exact_fill, seed=k,
                                             offset=x_offset(k, k % 2 == 0))))
+    # Enough rows for the GPU's warps that the group stays small (a group of
+    # G from sms x 1024 / G rows), at the widths where G threads take 64
+    # packed elements each in rows/step25_bf16_packed (past G x 32, up to
+    # G x 64), the packed path and the plain one: the counts above give those
+    # widths a group twice as wide, at 32 a thread.
+    for g in (32, 64, 128, 256, 512):
+        for cols in (g * 32 + 1, g * 64):
+            for aligned in (True, False):
+                k += 1
+                cases.append(Case("shape", row_args(-(-device.sms * 1024 // g), cols, exact_fill,
+                                                    seed=k, offset=x_offset(k, aligned),
+                                                    extra=offsets(k, aligned))))
     # Every fill at every place in a 16-byte pack.
     for rows, cols in ROW_FILL_SHAPES:
         for offset in range(pack):
