@@ -57,8 +57,8 @@ __device__ float group_allreduce(float sum, float *s_warp)
 // A part of a row: its count, its mean and M2 = the sum of (x - mean)^2.
 // Double: a merge's shares nb / n round in float unless the counts are
 // powers of two, and integer rows must come out exact once rounded to
-// float. A thread makes cols / (16 G) + 5 + G / 32 merges (about 45 at
-// 128256 columns), not one per float.
+// float. A thread makes cols / (16 G) + 5 + log2(G / 32) merges (about 18
+// at 128256 columns, G = 1024), not one per float.
 struct Moments {
     double n, mean, m2;
 };

@@ -29,7 +29,8 @@ namespace cg = cooperative_groups;
                          // bfloat16 shares measured slower at 128256 and 151936 wide
 #define MIN_BLOCKS 4     // blocks of a cluster kernel that fit an SM (registers: 64 a thread)
 #define MAX_PER_THREAD 64 // elements of its row a thread keeps in registers, packed: half
-                          // in a block of MAX_GROUP threads or a cluster (per_thread)
+                          // where that holds the row, and in a block of MAX_GROUP threads
+                          // or a cluster (per_thread)
 #define REST_UNROLL 2    // packs in flight per thread while filling shared memory
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
@@ -399,10 +400,11 @@ layernorm_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *
     float e_tail = (t < split.tail) ? __bfloat162float(x_row[cols - split.tail + t]) : 0.0f;
     Packed<PACK> v[SLOTS];   // constant indices only, after unrolling: registers
     // Packs past the registers' SLOTS x G: this thread's are i = t, t + G, ...
-    // Only the widest group has any (a narrower one would have grown): a
-    // block of MAX_GROUP threads, or a cluster, which takes only rows wider
-    // than such a block holds. Each block keeps its own threads' packs:
-    // pack i = t + j G at rest_slot(), j SHARE + b of its shared memory.
+    // Only the widest group has any (a narrower one would have grown, or
+    // taken 64 a thread): a block of MAX_GROUP threads, or a cluster, which
+    // takes only rows wider than such a block holds. Each block keeps its
+    // own threads' packs: pack i = t + j G at rest_slot(), j SHARE + b of its
+    // shared memory.
     constexpr bool WIDEST = CLUSTER > 1 || G == MAX_GROUP;
     extern __shared__ float s_rest[];
     unsigned int rest = (WIDEST && packs > SLOTS * G) ? packs - SLOTS * G : 0;
@@ -537,7 +539,7 @@ static int device_attribute(enum cudaDeviceAttr attr)
 
 // The smallest G that gives every SM WARPS_PER_SM warps, but no more
 // threads than a row has packs of 8; and at least cols / MAX_PER_THREAD, so
-// that the row fits the group's registers.
+// that the row fits the group's registers (64 packed elements a thread).
 static unsigned int group_size(size_t rows, size_t cols)
 {
     static int sms = 0;
@@ -623,8 +625,9 @@ static unsigned int cluster_size(void)
 }
 
 // The widest row a group of g threads in clusters of `cluster` blocks holds
-// on chip: g x MAX_PER_THREAD / 2 elements in registers (per_thread), then
-// whole packs of 8 a thread in each block's shared memory (as floats).
+// on chip: g x MAX_PER_THREAD / 2 elements in registers (per_thread: asked
+// only for g >= MAX_GROUP, which keeps half), then whole packs of 8 a thread
+// in each block's shared memory (as floats).
 static size_t on_chip(size_t g, size_t cluster)
 {
     size_t packs = shared_limit() / (g / cluster * 8 * sizeof(float));   // per thread
