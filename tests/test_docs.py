@@ -943,9 +943,9 @@ class RowOpsTests(unittest.TestCase):
             self.assertEqual(len(table), len(measured))
             # MiB of 2-byte elements: 32768 x 1024 is 64 MiB.
             self.assertIn("| 32768 x 1024 | 64 |", text.split(title)[1])
-            # The last bfloat16 step converts the last float step of its op
-            # (step 16 converts step 15's clusters, step 14 step 13), or builds
-            # on a bfloat16 step that does (step 25 on step 18, a twin of 17).
+            # The last bfloat16 step converts the last float step of its op,
+            # or builds on bfloat16 steps that lead back to one that does
+            # (step 24 on 23 on 16, a twin of 15; step 25 on 18, a twin of 17).
             first = step
             while m.float_twin(first) is None:
                 first = m.previous(first)

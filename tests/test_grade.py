@@ -137,17 +137,24 @@ class NarrowGroups(unittest.TestCase):
 
     def test_groups_of_8_and_16_are_checked(self):
         device = grade.Device("G", 132, 2048, 1 << 36)
+        program = grade.RowProgram("softmax", "bf16", 8, ())
         shapes = set()
-        for c in grade.build_row_cases(device, quick=True):
+        for c in grade.build_row_cases(device, program, quick=True):
             if c.kind == "shape":
                 a = c.args
-                shapes.add((int(a[a.index("--rows") + 1]), int(a[a.index("--cols") + 1])))
+                x = int(a[a.index("--offset") + 1]) if "--offset" in a else 0
+                shapes.add((int(a[a.index("--rows") + 1]), int(a[a.index("--cols") + 1]), x == 0))
         for g, widths in ((8, (255, 256)), (16, (257, 511, 512))):
             for cols in widths:
-                self.assertTrue(any(self.group(132, r, c) == g for r, c in shapes if c == cols),
-                                f"no shape gives {cols} columns a group of {g}")
-        # and the row count just short of it, where the group doubles
-        self.assertTrue(any(self.group(132, r, 256) == 16 and r > 4099 for r, c in shapes if c == 256))
+                for aligned in (True, False):
+                    self.assertTrue(any(self.group(132, r, c) == g
+                                        for r, c, a in shapes if c == cols and a == aligned),
+                                    f"no shape gives {cols} columns a group of {g} "
+                                    f"({'aligned' if aligned else 'misaligned'})")
+        # and the row counts just short of them, where the group doubles
+        for cols, g in ((256, 8), (512, 16)):
+            self.assertTrue(any(self.group(132, r, cols) == 2 * g and r > 4099
+                                for r, c, a in shapes if c == cols))
 
 
 class PackedSlots(unittest.TestCase):
@@ -168,15 +175,16 @@ class PackedSlots(unittest.TestCase):
 
     def test_every_group_with_64_a_thread_is_checked(self):
         device = grade.Device("G", 132, 2048, 1 << 36)
+        program = grade.RowProgram("layernorm", "bf16", 8, ())
         seen = set()
-        for c in grade.build_row_cases(device, quick=True):
+        for c in grade.build_row_cases(device, program, quick=True):
             if c.kind != "shape":
                 continue
             a = c.args
             rows, cols = int(a[a.index("--rows") + 1]), int(a[a.index("--cols") + 1])
             g, n = self.kernel(132, rows, cols)
             x = int(a[a.index("--offset") + 1]) if "--offset" in a else 0
-            y = int(a[a.index("--y-offset") + 1]) if "--y-offset" in a else x
+            y = int(a[a.index("--y-offset") + 1]) if "--y-offset" in a else 0   # the harness's default
             if n == 64:
                 seen.add((g, x % 8 != y % 8))
         for g in (32, 64, 128, 256, 512):

@@ -497,7 +497,7 @@ class RowMeasurements(RunIndex):
 
     def float_twin(self, step):
         """For a bfloat16 step, the measured step it converts (steps.float_twin's
-        rule, less side lessons: softmax_bf16 -> softmax); else None (a
+        rule over the measured steps: softmax_bf16 -> softmax); else None (a
         bfloat16 step that builds on another, as step 25 on step 18)."""
         op = self.op(step)
         if not op.endswith(BF16):

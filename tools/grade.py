@@ -424,19 +424,22 @@ def build_row_cases(device, program=None, quick=False, sanitizer=True):
                                                 offset=x_offset(k, k % 2 == 0))))
     # Around the row counts where a group under a warp fills the GPU
     # (rows/step24_bf16_narrow: 8 threads a row of 256, 16 a row of 512, once
-    # rows x G reach 32 warps an SM), on both sides of each group's widest row:
-    # the counts above give every narrow row 32 threads or more.
+    # rows x G reach 32 warps an SM), on both sides of each group's widest row,
+    # aligned and not: the counts above give rows of 256 to 512 columns 32
+    # threads or more.
     for rows, cols in [(r, c) for g, w in ((8, 256), (16, 512))
                        for r in (device.sms * 1024 // g - 1, device.sms * 1024 // g + 1)
                        for c in (w - 1, w, w + 1)]:
-        k += 1
-        cases.append(Case("shape", row_args(rows, cols, exact_fill, seed=k,
-                                            offset=x_offset(k, k % 2 == 0))))
+        for aligned in (True, False):
+            k += 1
+            cases.append(Case("shape", row_args(rows, cols, exact_fill, seed=k,
+                                                offset=x_offset(k, aligned),
+                                                extra=offsets(k, aligned))))
     # Enough rows for the GPU's warps that the group stays small (a group of
     # G from sms x 1024 / G rows), at the widths where G threads take 64
     # packed elements each in rows/step25_bf16_packed (past G x 32, up to
-    # G x 64), the packed path and the plain one: the counts above give those
-    # widths a group twice as wide, at 32 a thread.
+    # G x 64), aligned and not: the counts above give those widths a wider
+    # group, at 32 a thread.
     for g in (32, 64, 128, 256, 512):
         for cols in (g * 32 + 1, g * 64):
             for aligned in (True, False):
