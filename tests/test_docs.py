@@ -917,6 +917,7 @@ class RowOpsTests(unittest.TestCase):
     def test_bf16_tables_against_the_bf16_copy(self):
         """bfloat16 steps get their own tables and chart, with the bfloat16 copy
         as their bar, and none of it while no bfloat16 step is measured."""
+        import steps
         rsrc, rows_docs = self.rsrc()
         self.assertIsNone(rows_docs.bf16_chart(rsrc))
         self.assertNotIn("bfloat16", self.block(rsrc, rows_docs, "en"))
@@ -947,14 +948,14 @@ class RowOpsTests(unittest.TestCase):
             # or builds on bfloat16 steps that lead back to one that does
             # (step 24 on 23 on 16, a twin of 15; step 25 on 18, a twin of 17).
             first = step
-            while m.float_twin(first) is None:
+            while steps.float_twin(steps.REPO, first) is None:
                 first = m.previous(first)
-            self.assertEqual(m.float_twin(first), m.last_step(op[:-len("_bf16")]))
+            self.assertEqual(steps.float_twin(steps.REPO, first), m.last_step(op[:-len("_bf16")]))
         # The first bfloat16 LayerNorm converts step 7; a later one (step 14)
         # converts step 13, and is compared with step 12 as its step before.
-        self.assertEqual(m.float_twin("rows/step12_bf16_layernorm"), "rows/step7_wide")
+        self.assertEqual(steps.float_twin(steps.REPO, "rows/step12_bf16_layernorm"), "rows/step7_wide")
         if "rows/step14_bf16_layernorm_aligned" in m.steps:
-            self.assertEqual(m.float_twin("rows/step14_bf16_layernorm_aligned"),
+            self.assertEqual(steps.float_twin(steps.REPO, "rows/step14_bf16_layernorm_aligned"),
                              "rows/step13_layernorm_aligned")
             self.assertEqual(m.previous("rows/step14_bf16_layernorm_aligned"),
                              "rows/step12_bf16_layernorm")

@@ -495,21 +495,6 @@ class RowMeasurements(RunIndex):
         op = self.op(step)
         return ONE_ARRAY if op == "sum" else COPY16 if op.endswith(BF16) else COPY
 
-    def float_twin(self, step):
-        """For a bfloat16 step, the measured step it converts (steps.float_twin's
-        rule over the measured steps: softmax_bf16 -> softmax); else None (a
-        bfloat16 step that builds on another, as step 25 on step 18)."""
-        op = self.op(step)
-        if not op.endswith(BF16):
-            return None
-        earlier = [s for s in self.steps if schema.step_sort_key(s) < schema.step_sort_key(step)]
-        for s in reversed(earlier):
-            if self.op(s) == op:
-                return None
-            if self.op(s) == op[:-len(BF16)] and not steps.branches_off(steps.REPO, s):
-                return s
-        return None
-
     def describe(self, field):
         return distinct(str(getattr(row, field)) for (step, _), row in self.rows.items()
                         if not step.startswith(TORCH) and getattr(row, field) not in (None, ""))

@@ -2,7 +2,7 @@
 # Issue 43 item 2 (session 22), second call: rows/step25_bf16_packed as
 # shipped (32 elements a thread where they hold the row and in 1024-thread
 # blocks and clusters, 64 packed elsewhere) beside step 18 and pk64 (the first
-# draft, 64 everywhere: pk64_rows.cu, verified at 56741f9 and 0.94-0.98x step
+# draft, 64 everywhere: pk64 of variants.py, the same code, verified at 56741f9 and 0.94-0.98x step
 # 18 at 768 and 1024 columns) at ten shapes, the first run of each checking;
 # then make verify ONLY=rows/step25_bf16_packed, the fixture, and step 25's
 # map line if the time allows.
@@ -13,7 +13,7 @@ T0=$SECONDS
 L=$OUT/step25b.log
 {
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
-mkdir -p build/wip/pk64 && cp wip-harness/issue43_packed/pk64_rows.cu build/wip/pk64/rows.cu
+python3 wip-harness/issue43_packed/variants.py > /dev/null || exit 1   # writes build/wip/pk64/rows.cu
 make -s -j16 rows/step18_bf16_layernorm_cluster/run rows/step25_bf16_packed/run rows/baseline_copy16/run \
     build/monitored/rows/step25_bf16_packed/run build/mutants/rows/pk_halves_swapped/run \
     build/monitored/build/mutants/rows/pk_halves_swapped/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
