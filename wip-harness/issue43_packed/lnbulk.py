@@ -301,14 +301,65 @@ def bulk(src, share_kb):
     return s
 
 
+NORMALIZE = """    // y over x in shared memory, rounded once, then out by bulk copies.
+    for (unsigned int i = t; i < packs; i += BLOCK_SIZE) {
+        float gamma[PACK], beta[PACK];
+        load_pack<PACK>(s_share, i, v);
+        load_params<PACK, true>(gamma_q, first + i, gamma);
+        load_params<PACK, true>(beta_q, first + i, beta);
+        for (unsigned int j = 0; j < PACK; j++)
+            v[j] = (v[j] - mean) * rstd * gamma[j] + beta[j];
+        store_pack<PACK>(s_share, i, v);
+    }
+"""
+
+UNROLLED = """    // y over x in shared memory, rounded once, then out by bulk copies.
+    // gamma and beta come from L2 (a row's are more than L1 keeps beside
+    // the shares): NORM_UNROLL packs' loads go out before any is used.
+    for (unsigned int i = t; i < packs; i += NORM_UNROLL * BLOCK_SIZE) {
+        float gamma[NORM_UNROLL][PACK], beta[NORM_UNROLL][PACK];
+#pragma unroll
+        for (unsigned int k = 0; k < NORM_UNROLL; k++)
+            if (i + k * BLOCK_SIZE < packs) {
+                load_params<PACK, true>(gamma_q, first + i + k * BLOCK_SIZE, gamma[k]);
+                load_params<PACK, true>(beta_q, first + i + k * BLOCK_SIZE, beta[k]);
+            }
+#pragma unroll
+        for (unsigned int k = 0; k < NORM_UNROLL; k++)
+            if (i + k * BLOCK_SIZE < packs) {
+                load_pack<PACK>(s_share, i + k * BLOCK_SIZE, v);
+                for (unsigned int j = 0; j < PACK; j++)
+                    v[j] = (v[j] - mean) * rstd * gamma[k][j] + beta[k][j];
+                store_pack<PACK>(s_share, i + k * BLOCK_SIZE, v);
+            }
+    }
+"""
+
+
+def unrolled(src, n):
+    s = sub(src, NORMALIZE, UNROLLED)
+    return sub(s, "#define CHUNK (16 * 1024)", f"#define NORM_UNROLL {n}  // packs of gamma and beta in flight per thread\n#define CHUNK (16 * 1024)")
+
+
+VARIANTS = {
+    "lb": lambda src: bulk(src, 64),
+    "lb48": lambda src: bulk(src, 48),
+    "lbu2": lambda src: unrolled(bulk(src, 48), 2),
+    "lbu4": lambda src: unrolled(bulk(src, 48), 4),
+    # lbu4 held to 64 registers, four blocks an SM as lb48's shares allow
+    "lbu4m": lambda src: sub(unrolled(bulk(src, 48), 4), "__launch_bounds__(BLOCK_SIZE, 1)\nlayernorm_bulk_kernel",
+                             "__launch_bounds__(BLOCK_SIZE, 4)\nlayernorm_bulk_kernel"),
+}
+
+
 def main():
     src = open(os.path.join(ROOT, BASE, "rows.cu")).read()
-    for name, kb in (("lb", 64), ("lb48", 48)):
+    for name in (sys.argv[1:] or ["lb", "lb48"]):
         out = os.path.join(ROOT, "build", "wip", name)
         os.makedirs(out, exist_ok=True)
         path = os.path.join(out, "rows.cu")
         with open(path, "w") as f:
-            f.write(bulk(src, kb))
+            f.write(VARIANTS[name](src))
         print(name, BASE, os.path.relpath(path, ROOT))
 
 
