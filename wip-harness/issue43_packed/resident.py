@@ -15,7 +15,12 @@ as bfloat16, and only x and y move per row.
         50257 and 65536, 16 at 128256 and 151936), four blocks an SM (three
         at 151936: 60 KB a block);
   lr8:  at most 8 blocks a cluster, 40 KB shares (4 at 50257 and 65536,
-        8 at 128256 and 151936), about two blocks an SM.
+        8 at 128256 and 151936), about two blocks an SM;
+  lr2:  lr with two shares of x a block: the next row's bulk copies start
+        as soon as this row's have landed, so a block keeps bytes in flight
+        through its own exchanges and normalize pass (four blocks an SM at
+        50257, three at 65536 to 151936). All are built for four blocks an
+        SM (55 registers, no spills).
 
 What changes against lb48's kernel, and why:
 - The parameters' columns are fixed per block, but an odd width starts each
@@ -31,7 +36,10 @@ What changes against lb48's kernel, and why:
   (it needs every block's sums of a row to leave it), so row k + 2 never
   lands on slots still read for row k.
 - The next row's bulk copies wait until this row's bulk stores have read
-  the share (bulk_store_wait, then a block barrier).
+  the share (bulk_store_wait, then a block barrier); with two shares (lr2)
+  row k + 1's copies start at the top of row k, into the share row k - 1
+  left (stored and read by then), each share's mbarrier a phase every
+  other row.
 
 Writes build/wip/<name>/rows.cu and prints "name base source" lines.
 """
@@ -131,7 +139,7 @@ __device__ void normalize_share(__nv_bfloat16 *s_share, const uint4 *s_gamma, co
 // cluster, cluster + clusters, ...; block `rank` always takes packs [rank
 // share, (rank + 1) share) of a row's body, and keeps the parameters of
 // those columns in shared memory for all its rows.
-__global__ void __launch_bounds__(BLOCK_SIZE, 1)
+__global__ void __launch_bounds__(BLOCK_SIZE, 4)   // four blocks an SM: 64 registers at most
 layernorm_resident_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *g_mean, float *g_rstd,
                           const __nv_bfloat16 *g_gamma, const __nv_bfloat16 *g_beta, float eps,
                           unsigned int rows, unsigned int cols, unsigned int share)
@@ -139,10 +147,11 @@ layernorm_resident_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *g
 #if __CUDA_ARCH__ >= 900
     constexpr unsigned int PACK = 8;   // bfloat16s in 16 bytes
     extern __shared__ __align__(128) unsigned char s_raw[];
-    __nv_bfloat16 *s_share = reinterpret_cast<__nv_bfloat16 *>(s_raw);   // share packs of x
-    uint4 *s_gamma = reinterpret_cast<uint4 *>(s_raw + (size_t)share * 16);   // share + 1 packs
+    // RES_BUFFERS shares of x (two: the next row's lands while this one is
+    // reduced), then share + 1 packs of gamma, then of beta.
+    uint4 *s_gamma = reinterpret_cast<uint4 *>(s_raw + (size_t)RES_BUFFERS * share * 16);
     uint4 *s_beta = s_gamma + share + 1;
-    __shared__ unsigned long long s_loaded, s_pushed[2][2];   // [row % 2][exchange]
+    __shared__ unsigned long long s_loaded[RES_BUFFERS], s_pushed[2][2];   // [row % 2][exchange]
     __shared__ float s_sums[2][2][RES_CLUSTER * WARPS_PER_BLOCK];   // [row % 2][exchange][slot]
     cg::cluster_group cluster = cg::this_cluster();
     unsigned int blocks = cluster.num_blocks(), rank = cluster.block_rank();
@@ -159,7 +168,8 @@ layernorm_resident_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *g
         b16[c] = col < cols ? g_beta[col] : __float2bfloat16(0.0f);
     }
     if (t == 0) {
-        mbarrier_init_one(&s_loaded);
+        for (unsigned int b = 0; b < RES_BUFFERS; b++)
+            mbarrier_init_one(&s_loaded[b]);
         for (unsigned int b = 0; b < 2; b++)
             for (unsigned int e = 0; e < 2; e++)
                 mbarrier_init_one(&s_pushed[b][e]);
@@ -168,29 +178,48 @@ layernorm_resident_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, float *g
     __syncthreads();
     cluster.sync();   // every block's mbarriers are ready for the others' sums
 
+    // This block's share of a row into x buffer `buf` (thread 0 arms its
+    // mbarrier, warp 0's lanes start the copies, CHUNK bytes each).
+    auto fetch = [&](unsigned int r, unsigned int buf) {
+        RowSplit sp = split_row<PACK>(g_x + (size_t)r * cols, cols);
+        unsigned int f = min(first, sp.packs);
+        unsigned int n = (min(first + share, sp.packs) - f) * 16;
+        const char *src = (const char *)(g_x + (size_t)r * cols + sp.head + (size_t)f * PACK);
+        char *dst = (char *)s_raw + (size_t)buf * share * 16;
+        if (t == 0)
+            mbarrier_arm(&s_loaded[buf], n);
+        if (warp == 0)
+            for (unsigned int o = lane * CHUNK; o < n; o += WARP_SIZE * CHUNK)
+                bulk_load(dst + o, src + o, min(CHUNK, n - o), &s_loaded[buf]);
+    };
+    if (RES_BUFFERS == 2 && blockIdx.x / blocks < rows)
+        fetch(blockIdx.x / blocks, 0);
+
     unsigned int k = 0;   // this block's rows so far
     for (unsigned int row = blockIdx.x / blocks; row < rows; row += clusters, k++) {
         unsigned int b = k % 2, parity = (k / 2) % 2;   // the row's buffers, and their phase
+        unsigned int xb = k % RES_BUFFERS;   // its x buffer; the mbarrier's phase:
+        unsigned int x_parity = (k / RES_BUFFERS) % 2;
+        __nv_bfloat16 *s_share = reinterpret_cast<__nv_bfloat16 *>(s_raw + (size_t)xb * share * 16);
         const __nv_bfloat16 *x_row = g_x + (size_t)row * cols;
         __nv_bfloat16 *y_row = g_y + (size_t)row * cols;
         RowSplit split = split_row<PACK>(x_row, cols);
         unsigned int from = min(first, split.packs);
         unsigned int bytes = (min(first + share, split.packs) - from) * 16;   // this block's
-        const __nv_bfloat16 *x = x_row + split.head + (size_t)from * PACK;
         __nv_bfloat16 *y = y_row + split.head + (size_t)from * PACK;
         unsigned int packs = bytes / 16;
         if (t == 0) {
-            mbarrier_arm(&s_loaded, bytes);
             mbarrier_arm(&s_pushed[b][0], slots * sizeof(float));
             mbarrier_arm(&s_pushed[b][1], slots * sizeof(float));
         }
-        if (warp == 0)   // the copies, CHUNK bytes each, spread over the warp's lanes
-            for (unsigned int o = lane * CHUNK; o < bytes; o += WARP_SIZE * CHUNK)
-                bulk_load((char *)s_share + o, (const char *)x + o, min(CHUNK, bytes - o), &s_loaded);
+        if (RES_BUFFERS == 1)
+            fetch(row, 0);
+        else if (row + clusters < rows)   // the other buffer's last row has been stored
+            fetch(row + clusters, (k + 1) % 2);
         bool head = rank == 0 && t < split.head, tail = rank == blocks - 1 && t < split.tail;
         float e_head = head ? __bfloat162float(x_row[t]) : 0.0f;
         float e_tail = tail ? __bfloat162float(x_row[cols - split.tail + t]) : 0.0f;
-        mbarrier_wait_parity(&s_loaded, k % 2);
+        mbarrier_wait_parity(&s_loaded[xb], x_parity);
 
         float v[PACK], sum = e_head + e_tail;
         for (unsigned int i = t; i < packs; i += BLOCK_SIZE) {
@@ -274,7 +303,7 @@ static unsigned int resident_cluster(const struct row_problem *p)
 static bool launch_resident(const struct row_problem *p, unsigned int cluster)
 {
     unsigned int share = (unsigned int)((p->cols / 8 + cluster - 1) / cluster);
-    size_t shared = (size_t)share * 16 + 2 * ((size_t)share + 1) * 16;
+    size_t shared = (size_t)RES_BUFFERS * share * 16 + 2 * ((size_t)share + 1) * 16;
     auto kernel = layernorm_resident_kernel;
     // The occupancy query and the attributes, once per (cluster, shared): the
     // harness times row_forward, host calls and all.
@@ -321,12 +350,13 @@ void row_forward(const struct row_problem *p)
 '''
 
 
-def resident(src, share_kb, most):
+def resident(src, share_kb, most, buffers=1):
     s = lnbulk.bulk(src, 48)   # lb48's helpers; its bulk kernel stays for the rows below
     s = lnbulk.sub(s, "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n",
                    "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n"
                    f"#define RES_SHARE_BYTES ({share_kb} * 1024) // x a resident block takes at most\n"
                    f"#define RES_CLUSTER {most}  // blocks a resident cluster at most\n"
+                   f"#define RES_BUFFERS {buffers}  // shares of x a block holds: 2, the next row's in flight\n"
                    "#define RES_MIN_COLS 32768 // narrower rows keep step 25's paths (0.87 of the copy at 32768)\n")
     s = lnbulk.sub(s, """        widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
     return count;
@@ -346,7 +376,7 @@ def resident(src, share_kb, most):
     return s
 
 
-VARIANTS = {"lr": (20, 16), "lr8": (40, 8)}
+VARIANTS = {"lr": (20, 16), "lr8": (40, 8), "lr2": (20, 16, 2)}
 
 
 def main():
