@@ -17,10 +17,13 @@ as bfloat16, and only x and y move per row.
   lr8:  at most 8 blocks a cluster, 40 KB shares (4 at 50257 and 65536,
         8 at 128256 and 151936), about two blocks an SM;
   lr2:  lr with two shares of x a block: the next row's bulk copies start
-        as soon as this row's have landed, so a block keeps bytes in flight
-        through its own exchanges and normalize pass (four blocks an SM at
-        50257, three at 65536 to 151936). All are built for four blocks an
-        SM (55 registers, no spills).
+        at the top of this row, before its own have landed, so a block keeps
+        bytes in flight through its exchanges and normalize pass (four
+        blocks an SM at 50257, three at 32769, 65536 and 128256, two at
+        151936: 79 KB a block). The next row's share is the one whose y was
+        stored at the end of the row before, so that store's read stays on
+        the path (three shares, or a later prefetch, would hide it). All are
+        built for four blocks an SM (55 registers, no spills).
 
 What changes against lb48's kernel, and why:
 - The parameters' columns are fixed per block, but an odd width starts each
