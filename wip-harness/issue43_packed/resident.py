@@ -381,9 +381,68 @@ def resident(src, share_kb, most, buffers=1):
 
 VARIANTS = {"lr": (20, 16), "lr8": (40, 8), "lr2": (20, 16, 2)}
 
+HEADER = """// Resident parameters: wide bfloat16 rows come in by bulk copies, to clusters that keep gamma and beta.
+//
+// Change: a bfloat16 row wider than RES_MIN_COLS is split over a cluster
+//         of 2 to RES_CLUSTER blocks of 256 threads, and the clusters stay:
+//         as many as the GPU holds at once, each taking every clusters-th
+//         row. A block loads its columns' gamma and beta into shared memory
+//         once, as bfloat16, and each row's share of x comes in by bulk
+//         copies (cp.async.bulk: the TMA unit moves it, no register holds a
+//         byte in flight). Each warp's sums go to every block by
+//         asynchronous stores counted on mbarriers (step 23's exchange), so
+//         no block waits at a cluster barrier. Narrower rows, x and y
+//         unequally aligned, and GPUs before sm_90 keep step 25's paths.
+// Why it helps: past 32768 columns step 25 fetched every row's 200 KB of
+//         gamma and beta from L2 again (they do not stay in L1 beside the
+//         row's shared memory): 23.7 M sectors against 8.4 M for x alone.
+// Effect: measured in README.md beside this file, whose tables make docs
+//         writes from plots/reference (a number here would go stale).
+"""
+
+
+def step(src, share_kb, most, buffers=1):
+    """The step's source: step 25 with the resident path only (none of lb48's
+    bulk kernel), its header rewritten; make new's last header line kept."""
+    body = src[src.index("// Started from "):]
+    body = body.replace("// Started from step18_bf16_layernorm_cluster by make new: make diff STEP=rows/25",
+                        "// Started from step25_bf16_packed by make new: make diff STEP=rows/26")
+    s = HEADER + body
+    helpers = lnbulk.DEVICE.lstrip("\n")
+    helpers = (helpers[:helpers.index("// An mbarrier for one phase")] +
+               helpers[helpers.index("// bytes (a multiple of 16"):helpers.index("// Every warp's sum of the row")])
+    s = lnbulk.sub(s, "#define REST_UNROLL 2    // packs in flight per thread while filling shared memory\n",
+                   "#define REST_UNROLL 2    // packs in flight per thread while filling shared memory\n"
+                   "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n"
+                   "#define WARPS_PER_BLOCK (BLOCK_SIZE / WARP_SIZE)\n"
+                   f"#define RES_SHARE_BYTES ({share_kb} * 1024) // x a resident block takes at most\n"
+                   f"#define RES_CLUSTER {most}  // blocks a resident cluster at most\n"
+                   f"#define RES_BUFFERS {buffers}  // shares of x a block holds: 2, the next row's in flight\n"
+                   "#define RES_MIN_COLS 32768 // narrower rows keep step 25's paths (0.87 of the copy at 32768)\n")
+    s = lnbulk.sub(s, """        widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
+    return count;
+}""", """        widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
+    // The resident kernel's rows: past RES_MIN_COLS, where its cluster
+    // doubles, and past its widest cluster (back to the paths above).
+    if (c > 1 && count < max)
+        widths[count++] = RES_MIN_COLS + 1;
+    for (size_t r = 2; c > 1 && r <= RES_CLUSTER && count < max; r *= 2)
+        if (r * RES_SHARE_BYTES / 2 > RES_MIN_COLS)
+            widths[count++] = r * RES_SHARE_BYTES / 2 + 1;
+    return count;
+}""")
+    s = lnbulk.sub(s, "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n",
+                   helpers + DEVICE.lstrip("\n") +
+                   "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n")
+    s = lnbulk.sub(s, "void row_forward(const struct row_problem *p)\n{\n", HOST)
+    return s
+
 
 def main():
     src = open(os.path.join(ROOT, lnbulk.BASE, "rows.cu")).read()
+    if sys.argv[1:2] == ["--step"]:   # resident.py --step NAME: the step's rows.cu on stdout
+        sys.stdout.write(step(src, *VARIANTS[sys.argv[2]]))
+        return
     for name in (sys.argv[1:] or list(VARIANTS)):
         out = os.path.join(ROOT, "build", "wip", name)
         os.makedirs(out, exist_ok=True)
