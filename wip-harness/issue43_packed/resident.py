@@ -353,8 +353,10 @@ void row_forward(const struct row_problem *p)
 '''
 
 
-def resident(src, share_kb, most, buffers=1):
-    s = lnbulk.bulk(src, 48)   # lb48's helpers; its bulk kernel stays for the rows below
+def add_resident(s, share_kb, most, buffers, helpers=""):
+    """The resident path into a source that has CHUNK and WARPS_PER_BLOCK
+    defined: its knobs, its widths for the grader, its kernel (after
+    `helpers`) and its launch. resident() and step() both use it."""
     s = lnbulk.sub(s, "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n",
                    "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n"
                    f"#define RES_SHARE_BYTES ({share_kb} * 1024) // x a resident block takes at most\n"
@@ -374,9 +376,14 @@ def resident(src, share_kb, most, buffers=1):
     return count;
 }""")
     s = lnbulk.sub(s, "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n",
-                   DEVICE.lstrip("\n") + "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n")
-    s = lnbulk.sub(s, "void row_forward(const struct row_problem *p)\n{\n", HOST)
-    return s
+                   helpers + DEVICE.lstrip("\n") +
+                   "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n")
+    return lnbulk.sub(s, "void row_forward(const struct row_problem *p)\n{\n", HOST)
+
+
+def resident(src, share_kb, most, buffers=1):
+    # lb48's helpers and its bulk kernel (for the rows past the resident path)
+    return add_resident(lnbulk.bulk(src, 48), share_kb, most, buffers)
 
 
 VARIANTS = {"lr": (20, 16), "lr8": (40, 8), "lr2": (20, 16, 2)}
@@ -414,28 +421,8 @@ def step(src, share_kb, most, buffers=1):
     s = lnbulk.sub(s, "#define REST_UNROLL 2    // packs in flight per thread while filling shared memory\n",
                    "#define REST_UNROLL 2    // packs in flight per thread while filling shared memory\n"
                    "#define CHUNK (16 * 1024)  // bytes per bulk copy instruction\n"
-                   "#define WARPS_PER_BLOCK (BLOCK_SIZE / WARP_SIZE)\n"
-                   f"#define RES_SHARE_BYTES ({share_kb} * 1024) // x a resident block takes at most\n"
-                   f"#define RES_CLUSTER {most}  // blocks a resident cluster at most\n"
-                   f"#define RES_BUFFERS {buffers}  // shares of x a block holds: 2, the next row's in flight\n"
-                   "#define RES_MIN_COLS 32768 // narrower rows keep step 25's paths (0.87 of the copy at 32768)\n")
-    s = lnbulk.sub(s, """        widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
-    return count;
-}""", """        widths[count++] = on_chip(BLOCK_SIZE * c, c) + 1;
-    // The resident kernel's rows: past RES_MIN_COLS, where its cluster
-    // doubles, and past its widest cluster (back to the paths above).
-    if (c > 1 && count < max)
-        widths[count++] = RES_MIN_COLS + 1;
-    for (size_t r = 2; c > 1 && r <= RES_CLUSTER && count < max; r *= 2)
-        if (r * RES_SHARE_BYTES / 2 > RES_MIN_COLS)
-            widths[count++] = r * RES_SHARE_BYTES / 2 + 1;
-    return count;
-}""")
-    s = lnbulk.sub(s, "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n",
-                   helpers + DEVICE.lstrip("\n") +
-                   "// 16-byte loads and stores need each row's body on a 16-byte boundary in x\n")
-    s = lnbulk.sub(s, "void row_forward(const struct row_problem *p)\n{\n", HOST)
-    return s
+                   "#define WARPS_PER_BLOCK (BLOCK_SIZE / WARP_SIZE)\n")
+    return add_resident(s, share_kb, most, buffers, helpers)
 
 
 def main():
