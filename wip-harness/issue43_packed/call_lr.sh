@@ -12,7 +12,7 @@ export GIT_REV=${1:?rev}
 T0=$SECONDS
 {
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
-make -s -j16 rows/step25_bf16_packed/run rows/baseline_copy16/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
+mkdir -p build && make -s -j16 rows/step25_bf16_packed/run rows/baseline_copy16/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
 python3 wip-harness/issue43_packed/resident.py lr lr8 lr2 > build/lr.txt || exit 1
 declare -A P
 while read -r name base src; do
