@@ -6,10 +6,16 @@
 # change from row to row), sanitized (lr, lr2), graded (lr, lr2), timed A B A B
 # beside step 25 and the bfloat16 copy (the first run of each checking first).
 # About 420 s warm.
-#   bash wip-harness/issue43_packed/call_lr.sh GIT_REV   (log: $OUT/lr.log)
+#   bash wip-harness/issue43_packed/call_lr.sh GIT_REV [check|all]   (log: $OUT/lr.log)
+# Session 24's first run (all stages, 600 s limit) lost the device machine
+# with no log back, and cost 570 s. Now the variants' waits trap after ~4 s
+# (resident.py), every command is killed at its timeout (-k), and `check`
+# stops after the checks and memcheck (~120 s), so a second call times them.
 set -u
 export GIT_REV=${1:?rev}
+STAGE=${2:-all}
 T0=$SECONDS
+before() { [ $((SECONDS - T0)) -lt "$1" ] || { echo "  (skipped at $((SECONDS - T0)) s: past $1 s)"; false; }; }   # stay inside the call
 {
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
 mkdir -p build && make -s -j16 rows/step25_bf16_packed/run rows/baseline_copy16/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
@@ -30,14 +36,16 @@ for v in lr lr8 lr2; do
              "--rows 300 --cols 163841 --offset 7 --y-offset 7" "--rows 2 --cols 262143 --offset 7 --y-offset 7" \
              "--rows 600 --cols 40000 --fill centered" "--rows 4 --cols 32775 --offset 6 --y-offset 6 --fill exact" \
              "--rows 3000 --cols 40001 --offset 4 --y-offset 4 --fill exact"; do
-        r=$(timeout 20 "${P[$v]}" --check $c 2>&1 | tail -n 1); echo "  $v check [$c]: ${r:-timed out}"
+        r=$(timeout -k 3 15 "${P[$v]}" --check $c 2>&1 | tail -n 1); echo "  $v check [$c]: ${r:-timed out}"
         case "$r" in PASS*) ;; *) BAD[$v]=1; break;; esac   # one failure is enough
     done
 done
 for v in lr lr2; do
     [ -z "${BAD[$v]:-}" ] || continue
-    for t in memcheck racecheck synccheck initcheck; do
-        r=$(timeout 120 compute-sanitizer --tool $t --error-exitcode 9 "${P[$v]}" --check --rows 200 --cols 50257 --offset 3 --y-offset 3 2>&1 | tail -n 1)
+    tools="memcheck"; [ "$STAGE" = check ] || tools="memcheck racecheck synccheck initcheck"
+    for t in $tools; do
+        before 200 || break
+        r=$(timeout -k 5 90 compute-sanitizer --tool $t --error-exitcode 9 "${P[$v]}" --check --rows 200 --cols 50257 --offset 3 --y-offset 3 2>&1 | tail -n 1)
         echo "  $v $t 200 x 50257 offset 3/3: ${r:-timed out}"
         case "$r" in *" 0 errors"*|*" 0 hazards"*) ;; *) BAD[$v]=1; break;; esac
     done
@@ -46,17 +54,20 @@ GOOD=""
 for v in lr lr8 lr2; do [ -n "${BAD[$v]:-}" ] || GOOD="$GOOD $v"; done
 echo "== checked at $((SECONDS - T0)) s (passing:${GOOD:- none})"
 [ -n "$GOOD" ] || exit 1
+[ "$STAGE" != check ] || { echo "== stage check done"; exit 0; }
 for v in $GOOD; do
-    case $v in lr|lr2) timeout 150 bash tools/grade_source.sh build/wip/$v/rows.cu 2>&1 | tail -n 2;; esac
+    before 320 || break
+    case $v in lr|lr2) timeout -k 5 150 bash tools/grade_source.sh build/wip/$v/rows.cu 2>&1 | tail -n 2;; esac
 done
 echo "== graded at $((SECONDS - T0)) s"
 for shape in "--rows 1024 --cols 40000" "--rows 2670 --cols 50257" "--rows 4096 --cols 50257" "--rows 256 --cols 65536" \
              "--rows 2048 --cols 65536" "--rows 1024 --cols 100000" "--rows 512 --cols 128256" "--rows 883 --cols 151936"; do
+    before 520 || break
     for k in 1 2; do
         flags=$([ $k = 1 ] && echo "" || echo "--no-verify")
         line="[$shape] run $k:"
         for p in rows/baseline_copy16/run rows/step25_bf16_packed/run $(for v in $GOOD; do echo "${P[$v]}"; done); do
-            s=$(timeout 60 "$p" $shape --reps 20 $flags 2>&1 | awk '/^speed/ {print $2} /^FAIL/ {print "FAIL"}' | tr '\n' ' ')
+            s=$(timeout -k 3 60 "$p" $shape --reps 20 $flags 2>&1 | awk '/^speed/ {print $2} /^FAIL/ {print "FAIL"}' | tr '\n' ' ')
             line="$line $(basename $(dirname $p))=${s:-?}"
         done
         echo "  $line"
@@ -65,8 +76,9 @@ done
 echo "== timed at $((SECONDS - T0)) s"
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__cluster_dim_x
 for v in $GOOD; do
+    before 560 || break
     echo "  ncu $v 2670 x 50257:"
-    timeout 60 ncu --clock-control none -k regex:layernorm --metrics $M "${P[$v]}" --rows 2670 --cols 50257 --reps 1 --warmup 0 --no-verify 2>&1 \
+    timeout -k 5 60 ncu --clock-control none -k regex:layernorm --metrics $M "${P[$v]}" --rows 2670 --cols 50257 --reps 1 --warmup 0 --no-verify 2>&1 \
         | grep -E "^\s+(gpu__|dram__|lts__|sm__|launch__)" | sed 's/^/    /'
 done
 echo "== done at $((SECONDS - T0)) s"
