@@ -115,7 +115,7 @@ def source_problems(root, models):
 def resolve_line(lines, src):
     """The line (1-based) that holds src.text: src.line when it still does,
     else the nearest one that does (comments above the code, such as the
-    Effect line make docs writes, may move it), or None."""
+    header comment, may move it), or None."""
     if 0 < src.line <= len(lines) and src.text in lines[src.line - 1]:
         return src.line
     found = [k + 1 for k, line in enumerate(lines) if src.text in line]
