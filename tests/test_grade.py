@@ -472,6 +472,20 @@ class ClassTable(unittest.TestCase):
             self.assertEqual(handle.read(8), b"\x89PNG\r\n\x1a\n")
 
 
+def running(pid):
+    """True while pid runs: a zombie (dead, not yet reaped by an init that
+    does not reap) counts as gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+
+
 FAKE_GRADE_SOURCE = r'''#!/usr/bin/env bash
 # Stands in for tools/grade_source.sh: what the file says decides the outcome.
 summary=$2 src=${!#}
@@ -479,6 +493,10 @@ case "$(cat "$src")" in
     nobuild) echo "error: this is not C++"; exit 4 ;;
     nodevice) echo "grade: no CUDA device"; exit 3 ;;
     hang) sleep 30 ;;
+    hangcheck)   # as grade.py: a check in a session of its own, killed on SIGTERM
+        setsid sleep 60 & echo $! > "$(dirname "$0")/check.pid"
+        trap 'kill -9 $(cat "$(dirname "$0")/check.pid"); exit 143' TERM
+        wait ;;
     *) cp "$(dirname "$0")/$(cat "$src").json" "$summary"; echo "grade: done"; exit 0 ;;
 esac
 '''
@@ -562,6 +580,16 @@ class ClassRun(unittest.TestCase):
         self.assertEqual(code, 0)
         with open(os.path.join(out, "class.csv"), newline="") as handle:
             self.assertIn("ran out of its 0.02 minutes", next(csv.DictReader(handle))["note"])
+
+    def test_the_time_limit_lets_the_grader_kill_its_checks(self):
+        # SIGTERM first (the grader's checks are out of its group's reach), then SIGKILL
+        code, out = self.run_class(self.submit(ann="hangcheck"), "--timeout", "0.02")
+        self.assertEqual(code, 0)
+        with open(os.path.join(self.repo, "tools", "check.pid")) as handle:
+            pid = int(handle.read())
+        import time
+        time.sleep(0.2)
+        self.assertFalse(running(pid), "the check outlived its grading")
 
     def test_usage(self):
         self.assertEqual(grade_class.main([os.path.join(self.tmp, "none")]), grade_class.EXIT_USAGE)
@@ -676,6 +704,10 @@ if args[:1] == ["--gpu-info"]:
           "op={op}\ndtype={dtype}\npack={pack}\nmax_cols=1048576\n"
           f"max_n=4294967296\ndeterministic={{DET}}")
     sys.exit(0)
+if args[:1] == ["--checks"] and MODE == "hang":   # a kernel that never ends
+    import os, time
+    open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"hung.{{os.getpid()}}"), "w").close()
+    time.sleep(120)
 if args[:1] == ["--checks"]:
     worst = 0
     for line in open(args[1]):
@@ -713,6 +745,37 @@ class FakeBackTest(unittest.TestCase):
         [report], gpu = grade.grade([self.fake(mode, det, op)], jobs=4)
         self.assertEqual(gpu, "Fake H200")
         return report
+
+
+class StoppedGrading(FakeBackTest):
+    """A grading stopped while checks hang (SIGTERM, as make class's time
+    limit or a CI timeout sends it) ends at once, and kills the checks: each
+    runs in a session of its own that the signal does not reach."""
+
+    def test_sigterm_kills_the_hung_checks(self):
+        import signal
+        import subprocess
+        import time
+        program = self.fake("hang")
+        folder = os.path.dirname(program)
+        proc = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(TESTS), "tools", "grade.py"),
+                                 "--no-sanitizer", "--quick", "--jobs", "2", program],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        hung = []
+        deadline = time.monotonic() + 60
+        while len(hung) < 2 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+            hung = [int(f.split(".")[1]) for f in os.listdir(folder) if f.startswith("hung.")]
+        self.assertEqual(len(hung), 2, "two checks should be hanging by now")
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        self.assertEqual(proc.returncode, 130, out)
+        self.assertIn("grade: interrupted", out)
+        time.sleep(0.2)
+        for pid in hung:
+            self.assertFalse(running(pid), f"check {pid} outlived the grading")
+        self.assertEqual(sorted(f for f in os.listdir(folder) if f.startswith("hung.")),
+                         sorted(f"hung.{pid}" for pid in hung), "a queued check started after the stop")
 
 
 class BackMatrix(FakeBackTest):

@@ -865,12 +865,40 @@ def gpu_work_verdict(text, entry):
     return True, False, ""
 
 
+# The process groups of the checks running now. Each check runs in a session
+# of its own, which no signal to the grader reaches: a grading stopped by
+# Ctrl-C, SIGTERM or make class's time limit kills them here, or a hung
+# kernel would keep the GPU through every later grading.
+RUNNING = {"groups": set(), "stopping": False}
+RUNNING_LOCK = threading.Lock()
+
+
+class Stopped(Exception):
+    """The grading is being stopped: a check that has not started does not."""
+
+
+def stop_checks():
+    """Kill every check's processes, and start no more."""
+    with RUNNING_LOCK:
+        RUNNING["stopping"] = True
+        groups = list(RUNNING["groups"])
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def run_isolated(cmd, timeout, env):
     """subprocess.run in a session of its own, stdout and stderr together: on
     a timeout, and again when it ends, every process it started is killed, so
     that none outlives its check (and shares the GPU with the next one)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            errors="replace", env=env, start_new_session=True)
+    with RUNNING_LOCK:   # started and recorded at once: stop_checks() misses none
+        if RUNNING["stopping"]:
+            raise Stopped()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                errors="replace", env=env, start_new_session=True)
+        RUNNING["groups"].add(proc.pid)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -882,6 +910,8 @@ def run_isolated(cmd, timeout, env):
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        with RUNNING_LOCK:
+            RUNNING["groups"].discard(proc.pid)
     return subprocess.CompletedProcess(cmd, proc.returncode, out)
 
 
@@ -1335,9 +1365,15 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
         submitted = {k: (large_pool if is_large(k) else pool).submit(timed, *jobs_for[k])
                      for k in range(len(jobs_for))}
         futures = [(jobs_for[k][0], submitted[k]) for k in range(len(jobs_for))]
-        for report, future in futures:
-            result = future.result()
-            report.outcomes.extend(result if isinstance(result, list) else [result])
+        try:
+            for report, future in futures:
+                result = future.result()
+                report.outcomes.extend(result if isinstance(result, list) else [result])
+        except BaseException:   # stopped: nothing queued starts, nothing started outlives it
+            for _, future in futures:
+                future.cancel()
+            stop_checks()
+            raise
     for report in reports:
         rows = row_info.get(id(report))
         if rows is not None and rows.part == "back":
@@ -1460,8 +1496,16 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def stop(signum, frame):
+    """SIGTERM (make class's time limit, a CI job's timeout) stops a grading
+    as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
     if args.jobs < 1:
         print("grade: error: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
@@ -1484,6 +1528,7 @@ def main(argv=None):
         print(f"grade: {err}", file=sys.stderr)
         return err.code
     except KeyboardInterrupt:
+        stop_checks()
         print("grade: interrupted", file=sys.stderr)
         return 130
     print(f"grade: {sum(len(r.outcomes) for r in reports)} checks on {gpu}")

@@ -84,6 +84,29 @@ def submissions(folder):
     return found
 
 
+def end_group(proc, grace_s=15):
+    """Stop a grading and everything it started: SIGTERM first, so that the
+    grader kills its checks (each in a session of its own, out of this
+    group's reach), then SIGKILL whatever is left of the group."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return proc.wait()
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        proc.poll()   # the leader reaped once it ends (a zombie still counts)
+        try:
+            os.killpg(proc.pid, 0)   # anyone left in the group?
+        except (ProcessLookupError, PermissionError):
+            break
+        time.sleep(0.05)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return proc.wait()
+
+
 def grade_one(name, source, out, options, timeout_min):
     """The row of one submission (a dict of COLUMNS), from its grading."""
     row = {"submission": name, "verdict": "not graded", "note": ""}
@@ -104,11 +127,7 @@ def grade_one(name, source, out, options, timeout_min):
         except subprocess.TimeoutExpired:
             code = None
         finally:   # whatever it started goes with it
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            end_group(proc)
             CHILD.pop("proc", None)
     row["seconds"] = round(time.monotonic() - start)
     if code is None:
@@ -317,10 +336,7 @@ def stop_grading(signum, frame):
     """SIGTERM: the grading running now goes too, then the class stops."""
     proc = CHILD.get("proc")
     if proc is not None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        end_group(proc)
     raise KeyboardInterrupt
 
 
