@@ -37,7 +37,7 @@ help:
 	@echo "                       bash tools/grade_source.sh path/reduce.cu: the same, exit 4 if it does not build"
 	@echo "  make check PROGRAM=path/run        grade a program built elsewhere"
 	@echo "  make check ... SPEED=\"1.5x step2\"   also time it against step 2 (or copy, cub), in rounds"
-	@echo "  make class SUBMISSIONS=dir         grade every dir/<student>/reduce.cu: reports/class.md + chart"
+	@echo "  make class SUBMISSIONS=dir         grade every dir/<student>/ (reduce.cu, rows.cu or back.cu): reports/class.md + chart"
 	@echo "  make bench           every program, rounds in shuffled order: plots/results/<gpu>*.csv + charts"
 	@echo "  make bench-widths    part 2's map: each op's last step, the copies and PyTorch by width, and its chart"
 	@echo "  make verify ONLY=rows/step7_wide   one GPU run of a change: grade, profile and time the programs"

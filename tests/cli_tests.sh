@@ -833,6 +833,13 @@ next=$((last + 1)) rnext=$((rlast + 1))
         && [[ $out == *"error"* ]] && [ "$(echo "$out" | grep -c 'does not build')" -eq 1 ] && ok \
         || bad "make check SOURCE=broken_src/reduce.cu -> exit $rc: $(echo "$out" | tail -n 2)"
     expect 4 "does not build with this harness" bash tools/grade_source.sh broken_src/reduce.cu
+    # Names that lose characters keep apart (张三 and 李四 would both be ______).
+    rm -rf build/graded/______*; mkdir -p 张三 李四
+    cp broken_src/reduce.cu 张三/ && cp broken_src/reduce.cu 李四/
+    bash tools/grade_source.sh --build-only 张三/reduce.cu > /dev/null 2>&1
+    bash tools/grade_source.sh --build-only 李四/reduce.cu > /dev/null 2>&1
+    [ "$(ls -d build/graded/______-* 2> /dev/null | wc -l)" -eq 2 ] && ok \
+        || bad "two non-ASCII names share a build folder: $(ls -d build/graded/______* 2> /dev/null)"
     # The compiler's errors name the student's file and line, not the copy
     # built under build/graded/.
     [[ $out == *"broken_src/reduce.cu(1): error"* ]] && [[ $out != *"build/graded/broken_src/reduce.cu"[\(:\"]* ]] \

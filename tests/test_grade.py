@@ -581,6 +581,20 @@ class ClassRun(unittest.TestCase):
         with open(os.path.join(out, "class.csv"), newline="") as handle:
             self.assertIn("ran out of its 0.02 minutes", next(csv.DictReader(handle))["note"])
 
+    def test_each_part_is_a_submission(self):
+        folder = os.path.join(self.tmp, "parts")
+        for name, files in (("ann", ["reduce.cu"]), ("ben", ["rows.cu"]), ("cal", ["back.cu"]),
+                            ("dan", []), ("eve", ["rows.cu", "back.cu"])):
+            os.makedirs(os.path.join(folder, name))
+            for f in files:
+                open(os.path.join(folder, name, f), "w").close()
+        found = {name: (source and os.path.basename(source), why)
+                 for name, source, why in grade_class.submissions(folder)}
+        self.assertEqual(found, {"ann": ("reduce.cu", ""), "ben": ("rows.cu", ""),
+                                 "cal": ("back.cu", ""),
+                                 "dan": (None, "no reduce.cu, rows.cu or back.cu"),
+                                 "eve": (None, "rows.cu and back.cu: give one")})
+
     def test_the_time_limit_lets_the_grader_kill_its_checks(self):
         # SIGTERM first (the grader's checks are out of its group's reach), then SIGKILL
         code, out = self.run_class(self.submit(ann="hangcheck"), "--timeout", "0.02")

@@ -2,8 +2,8 @@
 """grade_class.py [--out DIR] [--timeout MIN] [grader options] SUBMISSIONS:
 grade a whole class into one table and one chart, as a leaderboard shows it.
 
-SUBMISSIONS holds a folder per student with its reduce.cu (part 1) or rows.cu
-(part 2). Each is graded by tools/grade_source.sh, one submission at a time,
+SUBMISSIONS holds a folder per student with its reduce.cu (part 1), rows.cu
+(part 2) or back.cu (part 3, which has no speed check yet). Each is graded by tools/grade_source.sh, one submission at a time,
 so that no two share the GPU and a speed round never overlaps another's
 checks: built with this repository's harness (the student's file only) and
 the watch on GPU work, then the grader with the options given (--speed,
@@ -50,7 +50,7 @@ from grade import ratio_text  # 1.82x, 0.0043x: as the grader writes them
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # grade_source.sh's "does not build" is the tools' 4: what the run needs failed.
 EXIT_USAGE, EXIT_DEVICE, EXIT_NO_BUILD = cli.EXIT_USAGE, cli.EXIT_DEVICE, cli.EXIT_NEEDS
-SOURCES = ("reduce.cu", "rows.cu")
+SOURCES = ("reduce.cu", "rows.cu", "back.cu")   # part 1, 2 or 3
 COLUMNS = ("rank", "submission", "verdict", "checks_passed", "checks", "gpu_work", "ratio",
            "ratio_lo", "ratio_hi", "target", "target_verdict", "points", "max_points", "seconds",
            "note")
@@ -67,7 +67,7 @@ def submissions(folder):
     """[(name, source path or None, why not)] for every folder in SUBMISSIONS."""
     if not os.path.isdir(folder):
         raise ClassError(EXIT_USAGE, f"{folder}: no such folder (one folder per student, "
-                                     "each with its reduce.cu or rows.cu)")
+                                     "each with its reduce.cu, rows.cu or back.cu)")
     found = []
     for name in sorted(os.listdir(folder)):
         path = os.path.join(folder, name)
@@ -77,8 +77,8 @@ def submissions(folder):
         if len(sources) == 1:
             found.append((name, os.path.join(path, sources[0]), ""))
         else:
-            found.append((name, None, "no reduce.cu or rows.cu" if not sources
-                          else "both a reduce.cu and a rows.cu: give one"))
+            found.append((name, None, "no reduce.cu, rows.cu or back.cu" if not sources
+                          else f"{' and '.join(sources)}: give one"))
     if not found:
         raise ClassError(EXIT_USAGE, f"{folder} has no submission folders")
     return found

@@ -36,7 +36,12 @@ case "$src" in
     *.cu) part="" file=reduce.cu ;;
     *) die "$src: give a reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)" ;;
 esac
-name=$(basename "$(dirname "$(realpath "$src")")" | tr -c 'a-zA-Z0-9_\n-' _)
+# The folder's name, kept to letters, digits, _ and -; a name that loses
+# characters (张三 and 李四 both give ______) gets its checksum, so that two
+# students never share a build folder.
+orig=$(basename "$(dirname "$(realpath "$src")")")
+name=$(printf '%s' "$orig" | tr -c 'a-zA-Z0-9_-' _)
+[ "$name" = "$orig" ] || name="$name-$(printf '%s' "$orig" | cksum | cut -d' ' -f1)"
 dir=build/graded/$part$name
 mkdir -p "$dir"
 # Copied only when it differs, so that grading the same file again does not
