@@ -96,7 +96,7 @@ test:
 	     "$(words $(TEST_PROGRAMS)) programs first, $(if $(filter -j%,$(MAKEFLAGS)),make's -j,$(TEST_JOBS)) at a time" \
 	     "(all $(words $(TEST_PROGRAMS)): about $(TEST_BUILD_MINUTES) min on two cores), then the suites"; \
 	 [ -z "$(NEED_VENV)" ] || [ $(VENV_PYTHON) -nt tools/requirements.txt ] || echo "make test: Python cannot import" \
-	     "matplotlib and the chart font: installing tools/requirements.txt into .venv (once)"
+	     "matplotlib and the chart font: installing tools/requirements.txt into .venv (once, about 200 MB)"
 	+@gpu=1; bash tools/need_gpu.sh test >/dev/null 2>&1 || gpu=; \
 	 build="$(MAKE) --no-print-directory $(if $(filter -j%,$(MAKEFLAGS)),,-j$(TEST_JOBS)) test-build TEST_GPU=$$gpu"; \
 	 if [ -n "$(V)" ]; then $$build; else \
