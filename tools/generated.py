@@ -78,16 +78,41 @@ def write_if_changed(path, data):
     return True
 
 
-def fenced_diff(old_path, new_path, old_label, new_label):
-    """The unified diff of two source files as a fenced markdown block (a
-    longer fence if a source itself holds ```), or None when they are
-    identical: the diff block of every step's README, in both parts."""
+def unified_diff(old_path, new_path, old_label, new_label):
+    """The unified diff of two source files ("" when identical), labelled,
+    3 lines of context: what `make diff` prints and every README's diff
+    block shows, from this one function, so that the two never place a
+    hunk differently (GNU diff and difflib can)."""
     with open(old_path, encoding="utf-8") as a, open(new_path, encoding="utf-8") as b:
         old, new = a.read().splitlines(), b.read().splitlines()
-    diff = "\n".join(difflib.unified_diff(old, new, old_label, new_label, n=3, lineterm=""))
+    return "\n".join(difflib.unified_diff(old, new, old_label, new_label, n=3, lineterm=""))
+
+
+def fenced_diff(old_path, new_path, old_label, new_label):
+    """unified_diff() as a fenced markdown block (a longer fence if a source
+    itself holds ```), or None when they are identical: the diff block of
+    every step's README, in all three parts."""
+    diff = unified_diff(old_path, new_path, old_label, new_label)
     if not diff:
         return None
     fence = "```"
     while fence in diff:
         fence += "`"
     return f"{fence}diff\n{diff}\n{fence}"
+
+
+if __name__ == "__main__":
+    # python3 tools/generated.py diff OLD NEW OLD_LABEL NEW_LABEL: make diff's
+    # output (tools/step.sh), exit 1 when the files differ, as diff(1) does.
+    import sys
+    if len(sys.argv) != 6 or sys.argv[1] != "diff":
+        print("usage: python3 tools/generated.py diff OLD NEW OLD_LABEL NEW_LABEL", file=sys.stderr)
+        sys.exit(2)
+    try:
+        text = unified_diff(*sys.argv[2:6])
+    except OSError as err:
+        print(f"generated.py: {err.filename}: {err.strerror}", file=sys.stderr)
+        sys.exit(2)
+    if text:
+        print(text)
+    sys.exit(1 if text else 0)

@@ -73,9 +73,10 @@ cmd_diff() {
         echo "$this is the first step$(part_name "$part"): the starting point, with no previous step"
         exit 0
     fi
-    # Labels, not file times: the same diff on every machine.
-    diff -u --label "$prev/$file" --label "$this/$file" "$prev/$file" "$this/$file"
-    [ $? -le 1 ] || exit 2   # diff: 1 means "they differ", which is the point
+    # Labels, not file times: the same diff on every machine, and the same
+    # function as the README's diff block (tools/generated.py).
+    python3 tools/generated.py diff "$prev/$file" "$this/$file" "$prev/$file" "$this/$file"
+    [ $? -le 1 ] || exit 2   # 1 means "they differ", which is the point
     exit 0
 }
 
