@@ -518,9 +518,11 @@ expect 0 "usage:" ./step3/run --help
 
 # Tools that need Nsight Compute or compute-sanitizer fail with one clear line
 # without them (make stops earlier without a GPU: these are the scripts).
+# Without a GPU either, the missing GPU is the answer (ncu would not help).
 if ! command -v ncu >/dev/null && [ ! -x /usr/local/cuda/bin/ncu ] && ! ls /opt/nvidia/nsight-compute/*/ncu >/dev/null 2>&1; then
-    expect_only_line 4 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --step 3
-    expect_only_line 4 "ncu (Nsight Compute) not found" python3 tools/profile.py --root . --all
+    if [ -n "$no_device" ]; then want=3 said="no CUDA device"; else want=4 said="ncu (Nsight Compute) not found"; fi
+    expect_only_line $want "$said" python3 tools/profile.py --root . --step 3
+    expect_only_line $want "$said" python3 tools/profile.py --root . --all
 else
     skip "ncu is here: the no-ncu checks are left to machines without it"
 fi

@@ -1194,8 +1194,8 @@ class BenchBackTest(ScriptTest):
         os.remove(os.path.join(self.root, "back", "baseline_copy3", "run"))
         proc = self.bench("--quick", "--only", "back/step0_thread")
         self.assertEqual(proc.returncode, 2)
-        self.assert_one_line(proc.stderr, "bench: not built: back/baseline_copy3/run; run `make` "
-                                          "first")
+        self.assert_one_line(proc.stderr, "bench: not built: back/baseline_copy3/run; run `make "
+                                          "back/baseline_copy3/run` first")
         shutil.rmtree(os.path.join(self.root, "back"))
         proc = self.bench("--quick", "--part", "back")
         self.assertEqual(proc.returncode, 2)

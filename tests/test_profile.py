@@ -252,6 +252,14 @@ class ProfileRunTest(ScriptTest):
         self.assertEqual(line, "profile: ncu (Nsight Compute) not found; "
                                "install it or add it to PATH")
 
+    def test_no_device_and_no_ncu_says_no_device(self):
+        # a laptop with neither: ncu would not help, the missing GPU is the answer
+        empty = os.path.join(self.top, "empty")
+        os.makedirs(empty)
+        proc = self.profile("--step", "0", PATH=empty, REDUCE_NCU_PATHS="", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        self.assert_one_line(proc.stderr, "profile: no CUDA device: ")
+
     def test_rows_profile_of_every_part_2_program(self):
         self.add_rows_programs()
         out = os.path.join(self.top, "results")

@@ -268,7 +268,8 @@ def check_built(root, names):
         raise BenchError(EXIT_USAGE, f"no step programs under {root}; run `make` first")
     missing = [name + "/run" for name in names if not is_executable(run_path(root, name))]
     if missing:
-        raise BenchError(EXIT_USAGE, f"not built: {', '.join(missing)}; run `make` first")
+        raise BenchError(EXIT_USAGE, f"not built: {', '.join(missing)}; run `make {' '.join(missing)}` "
+                                     "first")
 
 
 def find_programs(root):

@@ -104,7 +104,9 @@ def fenced_diff(old_path, new_path, old_label, new_label):
 if __name__ == "__main__":
     # python3 tools/generated.py diff OLD NEW OLD_LABEL NEW_LABEL: make diff's
     # output (tools/step.sh), exit 1 when the files differ, as diff(1) does.
+    import signal
     import sys
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)   # make diff | head: end quietly, as diff(1) does
     if len(sys.argv) != 6 or sys.argv[1] != "diff":
         print("usage: python3 tools/generated.py diff OLD NEW OLD_LABEL NEW_LABEL", file=sys.stderr)
         sys.exit(2)

@@ -596,16 +596,17 @@ def profile(args):
         print(f"profile: --only names no part {2 if args.rows else 1} program: nothing to "
               "profile in this part")
         return 0
-    ncu = find_ncu()
     programs = [(name, bench.run_path(args.root, name)) for name in names]
     versions = {}
     if args.csv or args.merge_path:
         # Every program's code hash first (no GPU needed), so an old build that
-        # cannot say it fails before ncu runs; then the GPU, which also fails
-        # fast when there is no device.
+        # cannot say it fails before ncu runs.
         versions = {profile_label(name): program_version(program)
                     for name, program in programs}
-        gpu = probe_gpu(programs[0][1])
+    # The GPU before ncu: on a machine with neither, "no CUDA device" is the
+    # answer (installing ncu would not help), as make profile's own check says.
+    gpu = probe_gpu(programs[0][1])
+    ncu = find_ncu()
     results = []
     many = args.all or args.only is not None
     for name, program in programs:
