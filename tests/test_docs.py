@@ -899,6 +899,18 @@ class RowOpsTests(unittest.TestCase):
         # Step 8 follows a LayerNorm: its step before is step 7, of another op.
         self.assertEqual(rsrc.m.previous("rows/step8_softmax"), "rows/step7_wide")
 
+    def test_a_step_page_says_where_its_figures_come_from(self):
+        # GPU, driver, CUDA, build, revision, code hash and run beside the table
+        rsrc, rows_docs = self.rsrc()
+        for lang, start in (("en", "Measured on NVIDIA H200 (driver "), ("zh-CN", "测量于 NVIDIA H200（驱动 ")):
+            tr = (lambda text, _lang=lang, **values: docs.tr(text, _lang, **values))
+            text = rows_docs.measured_block(rsrc, "rows/step7_wide", tr)
+            line = text.split("\n\n")[1]
+            self.assertTrue(line.startswith(start), line)
+            row = rsrc.m.get("rows/step7_wide", (32768, 1024))
+            for value in (row.git_rev, row.code_hash, row.run, row.cuda, row.driver):
+                self.assertIn(value, line)
+
     def test_the_map_is_shown_once_drawn(self):
         rsrc, rows_docs = self.rsrc()
         self.assertIsNone(rows_docs.widths_chart(rsrc))

@@ -23,6 +23,14 @@ import steps
 from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
 
 NONE_MARK = "—"
+# The line under every step page's measured table (tools/zh_strings.py has its Chinese).
+STEP_PROVENANCE = (
+    "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}) at "
+    "revision {rev}, code hash {hash}, run {run}. A cell is the median round (each round the "
+    "median of its repetitions, in a process of its own), the fastest and slowest rounds in "
+    "brackets; a ratio is a win or a loss only where the two programs' rounds do not overlap, "
+    "otherwise a tie; torch.compile's rounds spread the most ([the baselines]"
+    "(../README.md#the-baselines)). Source: {source}.")
 
 # The counters a part 2 step's page shows, with a plain-words label.
 ROW_COUNTERS = (
@@ -83,6 +91,7 @@ STRINGS = {
     "| PyTorch us | vs PyTorch | vs torch.compile |": "",
     "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch "
     "| vs torch.compile |": "",
+    STEP_PROVENANCE: "",
     "Not measured yet: {source} has no rows for {step}.": "",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "",
     "{step} is the first step of part 2; there is no previous step.": "",
@@ -330,6 +339,16 @@ def measured_block(rsrc, step, tr):
                 "vs PyTorch | vs torch.compile |"), "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for s in shapes:
         lines.append(f"| {shape_label(s)} | {step_row_cells(m, step, s, tr, marks)} |")
+    # Where the figures come from, beside them: the step's own rows (a step
+    # measured again alone has a run and a revision of its own).
+    got = [m.get(step, s) for s in shapes]
+
+    def of(field):
+        return compare.distinct(str(getattr(r, field)) for r in got if getattr(r, field, ""))
+    lines += ["", tr(STEP_PROVENANCE, gpu=of("gpu"), driver=of("driver"), cuda=of("cuda"),
+                     toolchain=of("toolchain") or NONE_MARK, arch=of("arch") or NONE_MARK,
+                     rev=of("git_rev"), hash=of("code_hash") or NONE_MARK,
+                     run=of("run") or NONE_MARK, source=rsrc.path(m.path))]
     return "\n".join(lines + marks.note(tr))
 
 
