@@ -84,8 +84,8 @@ docs:
 # ncu runs with --clock-control none: the GPU may be shared, and locking its
 # clocks for a profile would change them for everyone else.
 # Only the program profiled is built (tools/steps.py dir maps STEP to its
-# folder; a STEP it does not know builds nothing, and profile.py says why).
-PROFILE_PROGRAM = $(addsuffix /run,$(shell $(PYTHON) tools/steps.py dir '$(STEP)' 2> /dev/null))
+# folder); a STEP written another way (03, step3_idle) builds them all.
+PROFILE_PROGRAM = $(or $(addsuffix /run,$(shell $(PYTHON) tools/steps.py dir '$(STEP)' 2> /dev/null)),$(PROGRAMS) $(ROW_PROGRAMS))
 profile: $(if $(STEP),gpu-check $(PROFILE_PROGRAM))
 	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K, cub or rows/cub)"; exit 2; }
 	$(PYTHON) tools/profile.py --root . --step $(STEP)

@@ -78,12 +78,14 @@ def write_if_changed(path, data):
     return True
 
 
-def unified_diff(old_path, new_path, old_label, new_label):
+def unified_diff(old_path, new_path, old_label, new_label, errors="strict"):
     """The unified diff of two source files ("" when identical), labelled,
     3 lines of context: what `make diff` prints and every README's diff
     block shows, from this one function, so that the two never place a
-    hunk differently (GNU diff and difflib can)."""
-    with open(old_path, encoding="utf-8") as a, open(new_path, encoding="utf-8") as b:
+    hunk differently (GNU diff and difflib can). errors: how bytes that are
+    not UTF-8 are read (make diff keeps them as they are)."""
+    with open(old_path, encoding="utf-8", errors=errors) as a, \
+            open(new_path, encoding="utf-8", errors=errors) as b:
         old, new = a.read().splitlines(), b.read().splitlines()
     return "\n".join(difflib.unified_diff(old, new, old_label, new_label, n=3, lineterm=""))
 
@@ -110,11 +112,11 @@ if __name__ == "__main__":
     if len(sys.argv) != 6 or sys.argv[1] != "diff":
         print("usage: python3 tools/generated.py diff OLD NEW OLD_LABEL NEW_LABEL", file=sys.stderr)
         sys.exit(2)
-    try:
-        text = unified_diff(*sys.argv[2:6])
+    try:   # a student's file in Latin-1 comes out byte for byte, as diff(1) shows it
+        text = unified_diff(*sys.argv[2:6], errors="surrogateescape")
     except OSError as err:
         print(f"generated.py: {err.filename}: {err.strerror}", file=sys.stderr)
         sys.exit(2)
     if text:
-        print(text)
+        sys.stdout.buffer.write(text.encode("utf-8", "surrogateescape") + b"\n")
     sys.exit(1 if text else 0)

@@ -893,12 +893,18 @@ def run_isolated(cmd, timeout, env):
     """subprocess.run in a session of its own, stdout and stderr together: on
     a timeout, and again when it ends, every process it started is killed, so
     that none outlives its check (and shares the GPU with the next one)."""
-    with RUNNING_LOCK:   # started and recorded at once: stop_checks() misses none
-        if RUNNING["stopping"]:
-            raise Stopped()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                errors="replace", env=env, start_new_session=True)
-        RUNNING["groups"].add(proc.pid)
+    # Started and recorded at once, with Ctrl-C and SIGTERM held off between
+    # the two (they arrive after the record): stop_checks() misses none.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        with RUNNING_LOCK:
+            if RUNNING["stopping"]:
+                raise Stopped()
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True, errors="replace", env=env, start_new_session=True)
+            RUNNING["groups"].add(proc.pid)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -1497,14 +1503,17 @@ def parse_args(argv):
 
 
 def stop(signum, frame):
-    """SIGTERM (make class's time limit, a CI job's timeout) stops a grading
-    as Ctrl-C does."""
+    """Ctrl-C, or SIGTERM (make class's time limit, a CI job's timeout): the
+    grading stops, once; a second signal does not cut its cleanup short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
 def main(argv=None):
     args = parse_args(argv)
     if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
     if args.jobs < 1:
         print("grade: error: --jobs must be at least 1", file=sys.stderr)

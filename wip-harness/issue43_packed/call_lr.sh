@@ -9,20 +9,23 @@
 #   bash wip-harness/issue43_packed/call_lr.sh GIT_REV [check|all]   (log: $OUT/lr.log)
 # Session 24's first run (all stages, 600 s limit) lost the device machine
 # with no log back, and cost 570 s. Now the variants' waits trap after ~4 s
-# (resident.py), every command is killed at its timeout (-k), and `check`
-# stops after the checks and memcheck (~120 s), so a second call times them.
+# (resident.py), every command is killed at its timeout (-k), no timeout
+# reaches past LIMIT s (t below), and `check` stops after the checks and
+# memcheck (~150 s), so a second call times them.
 set -u
 export GIT_REV=${1:?rev}
 STAGE=${2:-all}
+LIMIT=555   # of the call's 600 s: the log must come back
 T0=$SECONDS
 before() { [ $((SECONDS - T0)) -lt "$1" ] || { echo "  (skipped at $((SECONDS - T0)) s: past $1 s)"; false; }; }   # stay inside the call
-{
-echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
-mkdir -p build && make -s -j16 rows/step25_bf16_packed/run rows/baseline_copy16/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
+t() { local left=$((LIMIT - (SECONDS - T0))); [ $left -gt 3 ] || left=3; echo $(($1 < left ? $1 : left)); }   # a timeout that ends by LIMIT
+(
+echo "# $(date -u +%FT%TZ) $(timeout -k 5 30 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV"
+mkdir -p build && timeout -k 10 $(t 300) make -s -j16 rows/step25_bf16_packed/run rows/baseline_copy16/run > build/make.log 2>&1 || { tail -n 30 build/make.log; exit 1; }
 python3 wip-harness/issue43_packed/resident.py lr lr8 lr2 > build/lr.txt || exit 1
 declare -A P
 while read -r name base src; do
-    P[$name]=$(bash tools/grade_source.sh --build-only "$src") || { echo "no build: $name"; exit 1; }
+    P[$name]=$(timeout -k 10 $(t 300) bash tools/grade_source.sh --build-only "$src") || { echo "no build: $name"; exit 1; }
 done < build/lr.txt
 echo "== built in $((SECONDS - T0)) s"
 # A kernel that waits on an mbarrier phase that never completes hangs: every
@@ -36,7 +39,8 @@ for v in lr lr8 lr2; do
              "--rows 300 --cols 163841 --offset 7 --y-offset 7" "--rows 2 --cols 262143 --offset 7 --y-offset 7" \
              "--rows 600 --cols 40000 --fill centered" "--rows 4 --cols 32775 --offset 6 --y-offset 6 --fill exact" \
              "--rows 3000 --cols 40001 --offset 4 --y-offset 4 --fill exact"; do
-        r=$(timeout -k 3 15 "${P[$v]}" --check $c 2>&1 | tail -n 1); echo "  $v check [$c]: ${r:-timed out}"
+        before $((LIMIT - 20)) || { BAD[$v]=1; break; }
+        r=$(timeout -k 3 $(t 15) "${P[$v]}" --check $c 2>&1 | tail -n 1); echo "  $v check [$c]: ${r:-timed out}"
         case "$r" in PASS*) ;; *) BAD[$v]=1; break;; esac   # one failure is enough
     done
 done
@@ -45,7 +49,7 @@ for v in lr lr2; do
     tools="memcheck"; [ "$STAGE" = check ] || tools="memcheck racecheck synccheck initcheck"
     for t in $tools; do
         before 200 || break
-        r=$(timeout -k 5 90 compute-sanitizer --tool $t --error-exitcode 9 "${P[$v]}" --check --rows 200 --cols 50257 --offset 3 --y-offset 3 2>&1 | tail -n 1)
+        r=$(timeout -k 5 $(t 90) compute-sanitizer --tool $t --error-exitcode 9 "${P[$v]}" --check --rows 200 --cols 50257 --offset 3 --y-offset 3 2>&1 | tail -n 1)
         echo "  $v $t 200 x 50257 offset 3/3: ${r:-timed out}"
         case "$r" in *" 0 errors"*|*" 0 hazards"*) ;; *) BAD[$v]=1; break;; esac
     done
@@ -57,7 +61,7 @@ echo "== checked at $((SECONDS - T0)) s (passing:${GOOD:- none})"
 [ "$STAGE" != check ] || { echo "== stage check done"; exit 0; }
 for v in $GOOD; do
     before 320 || break
-    case $v in lr|lr2) timeout -k 5 150 bash tools/grade_source.sh build/wip/$v/rows.cu 2>&1 | tail -n 2;; esac
+    case $v in lr|lr2) timeout -k 5 $(t 150) bash tools/grade_source.sh build/wip/$v/rows.cu 2>&1 | tail -n 2;; esac
 done
 echo "== graded at $((SECONDS - T0)) s"
 for shape in "--rows 1024 --cols 40000" "--rows 2670 --cols 50257" "--rows 4096 --cols 50257" "--rows 256 --cols 65536" \
@@ -67,7 +71,7 @@ for shape in "--rows 1024 --cols 40000" "--rows 2670 --cols 50257" "--rows 4096 
         flags=$([ $k = 1 ] && echo "" || echo "--no-verify")
         line="[$shape] run $k:"
         for p in rows/baseline_copy16/run rows/step25_bf16_packed/run $(for v in $GOOD; do echo "${P[$v]}"; done); do
-            s=$(timeout -k 3 60 "$p" $shape --reps 20 $flags 2>&1 | awk '/^speed/ {print $2} /^FAIL/ {print "FAIL"}' | tr '\n' ' ')
+            s=$(timeout -k 3 $(t 60) "$p" $shape --reps 20 $flags 2>&1 | awk '/^speed/ {print $2} /^FAIL/ {print "FAIL"}' | tr '\n' ' ')
             line="$line $(basename $(dirname $p))=${s:-?}"
         done
         echo "  $line"
@@ -76,11 +80,11 @@ done
 echo "== timed at $((SECONDS - T0)) s"
 M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors_srcunit_tex_op_read.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__cluster_dim_x
 for v in $GOOD; do
-    before 560 || break
+    before 480 || break
     echo "  ncu $v 2670 x 50257:"
-    timeout -k 5 60 ncu --clock-control none -k regex:layernorm --metrics $M "${P[$v]}" --rows 2670 --cols 50257 --reps 1 --warmup 0 --no-verify 2>&1 \
+    timeout -k 5 $(t 60) ncu --clock-control none -k regex:layernorm --metrics $M "${P[$v]}" --rows 2670 --cols 50257 --reps 1 --warmup 0 --no-verify 2>&1 \
         | grep -E "^\s+(gpu__|dram__|lts__|sm__|launch__)" | sed 's/^/    /'
 done
 echo "== done at $((SECONDS - T0)) s"
-} > $OUT/lr.log 2>&1
+) > $OUT/lr.log 2>&1
 tail -n 50 $OUT/lr.log | cut -c1-220

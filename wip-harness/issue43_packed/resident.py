@@ -405,6 +405,12 @@ def resident(src, share_kb, most, buffers=1):
             "        asm", "        asm", 1)
         bounded = bounded.rstrip("\n") + "\n    }\n"
         s = lnbulk.sub(s, plain, bounded)
+    # lb48's single-phase wait (its bulk kernel takes the rows past the resident path)
+    plain = ("    unsigned int done = 0;\n    while (!done)\n"
+             "        asm volatile(\"{\\n .reg .pred p;\\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\\n\"\n"
+             "                     \" selp.u32 %0, 1, 0, p;\\n}\" : \"=r\"(done) : \"r\"(shared_address(bar)) : \"memory\");\n")
+    bounded = BOUNDED_WAIT + plain.split("\n", 2)[2].replace("\n                     ", "\n                         ")
+    s = lnbulk.sub(s, plain, bounded.rstrip("\n") + "\n    }\n")
     return s
 
 
