@@ -318,7 +318,7 @@ STRINGS = {
     "otherwise a tie; torch.compile's rounds spread the most ([the baselines]"
     "(../README.md#the-baselines)). Source: {source}.":
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译），代码版本 {rev}，"
-        "代码哈希 {hash}，运行 {run}。每格给的是中位数那一轮（每轮在单独的进程里运行，取各次重复的中位数），"
+        "代码哈希 {hash}，运行 {run}。每格给出中位的那一轮（每轮取本轮各次重复的中位数，在单独的进程里运行），"
         "方括号里是最快和最慢的一轮；只有两个程序的各轮结果互不重叠时，比值才算领先或落后，否则算持平；"
         "torch.compile 各轮之间的波动最大（见[基线](../README.zh-CN.md#基线)）。数据来源：{source}。",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.":
