@@ -49,10 +49,15 @@ build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
 # Step 9's kernel is step9_singlepass/run's own object (the same source and
 # flags: compiled once for both): reused, not copied.
 MG_STEP9_OBJ := build/obj/step9_singlepass/reduce.o
+ifneq ($(NCCL_INC),)
 $(MG_PROGRAM): build/mg/multigpu.o build/mg/plan.o $(MG_STEP9_OBJ) build/hash/multigpu.o \
                $(COMMON_OBJ) build/arch.stamp
 	$(NVCC) $(NVFLAGS) -o $@ build/mg/multigpu.o build/mg/plan.o $(MG_STEP9_OBJ) \
 	    build/hash/multigpu.o $(COMMON_OBJ) $(NCCL_LDFLAGS) $(LDLIBS)
+else
+$(MG_PROGRAM):   # without nccl.h: the one line make multigpu says, not the compiler's errors
+	$(error $(NO_NCCL_LINE))
+endif
 
 # Shards and options, tested without a GPU or NCCL.
 build/multigpu_tests: tests/multigpu_tests.c tests/expect.h multigpu/plan.c multigpu/plan.h common/harness.c \
@@ -61,9 +66,12 @@ build/multigpu_tests: tests/multigpu_tests.c tests/expect.h multigpu/plan.c mult
 	    -lm $(LDLIBS)
 
 # Every check and measurement of the multigpu part on this machine's GPUs,
-# into OUT_DIR/nccl (tools/nccl_check.sh; about 5 minutes on two H200s).
+# into OUT_DIR/nccl (tools/nccl_check.sh; about 5 minutes on two H200s);
+# then its two CSVs beside the other results of OUT_DIR, where the pages,
+# the charts and the stale marks read them.
 nccl-check: gpu-check
 	GIT_REV=$(GIT_REV) bash tools/nccl_check.sh $(OUT_DIR)/nccl
+	cp $(OUT_DIR)/nccl/*-multigpu.csv $(OUT_DIR)/nccl/*-allreduce.csv $(OUT_DIR)/
 
 # `make plot` draws the multigpu charts once their CSVs exist.
 PLOT_PARTS += multigpu-chart
