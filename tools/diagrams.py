@@ -1074,8 +1074,21 @@ def draw_row_bulk(mpl, path):
     return fig
 
 
-ROW_NO_PICTURE = ("No access-pattern picture for {step}: the row sum steps (0 to 4) have one; "
-                  "this step reads its rows as step 4 does.")
+ROW_NO_PICTURE = ("No access-pattern picture for {step}: it reads its rows as {base} does, "
+                  "whose page has the picture.")
+
+
+def row_picture_base(step):
+    """The step whose picture shows how step reads its rows: the nearest one
+    with a picture on its chain of diff bases (tools/steps.py: step 22 reads
+    as step 13 does, step 16 as step 15, step 12 as step 4)."""
+    import steps   # the step list (tools/steps.py)
+    has = set(ROW_PICTURES) | set(ROW_SPLIT) | set(ROW_CLUSTER) | set(ROW_PARAMS) | {ROW_BULK_STEP}
+    seen = set()
+    while step and step not in has and step not in seen:
+        seen.add(step)
+        step = steps.diff_base(steps.REPO, step, source=True)
+    return step if step in has else None
 
 
 def row_figures_block(step, readme_dir, out_dir, translate=english):
@@ -1105,7 +1118,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
         alt = translate(ROW_PARAMS_ALT, step=step, rows=rows, cols=cols)
         return f"![{alt}]({link})"
     if step not in ROW_PICTURES:
-        return translate(ROW_NO_PICTURE, step=step)
+        base = row_picture_base(step)
+        return translate(ROW_NO_PICTURE, step=step, base=base.split("/")[-1] if base else "—")
     rows, cols, _ = ROW_PICTURES[step]
     cells = row_first_loads(step, rows, cols)
     name = f"{step.replace('/', '-')}-{ROW_FIGURE}.png"

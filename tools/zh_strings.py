@@ -327,9 +327,9 @@ STRINGS = {
     "to 3 reads; warp 0 touches {sectors} sectors of 32 bytes":
         "{step}：在 {rows} x {cols} 的矩阵中，warp 0 到 3 的第一条加载指令读的是哪些元素；"
         "warp 0 涉及 {sectors} 个 32 字节扇区",
-    "No access-pattern picture for {step}: the row sum steps (0 to 4) have one; this step reads "
-    "its rows as step 4 does.":
-        "{step} 没有访问模式图：只有按行求和的第 0 到 4 步有；本步读取各行的方式与第 4 步相同。",
+    "No access-pattern picture for {step}: it reads its rows as {base} does, whose page has the "
+    "picture.":
+        "{step} 没有访问模式图：它读取各行的方式与 {base} 相同，那一步的页面上有图。",
     "{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row ({cols} of them, "
     "shrunk: a head and a tail read by threads, the body's 16-byte packs copied into shared memory by "
     "cp.async.bulk, a share per block), and where each warp's (max, sum) lands in every block":
