@@ -38,7 +38,7 @@ check-run:
 	    REPORT_FLAGS="$(if $(JUNIT),--junit '$(JUNIT)') $(if $(GRADESCOPE),--gradescope '$(GRADESCOPE)') $(if $(SUMMARY),--summary '$(SUMMARY)')" \
 	    bash tools/check.sh
 
-# A whole class: every SUBMISSIONS/<student>/reduce.cu (or rows.cu) graded as
+# A whole class: every SUBMISSIONS/<student>/reduce.cu (or rows.cu, back.cu) graded as
 # make check SOURCE= grades it, one at a time, with SPEED=... if given, into
 # REPORTS (default reports/): a report per student, class.md, class.csv and
 # the chart class.png (tools/grade_class.py; CLASS_TIMEOUT minutes each).

@@ -548,7 +548,7 @@ expect_only_line 2 "SOURCE=no/such.cu: no such file" make -s check SOURCE=no/suc
 expect_only_line 2 "SOURCE=step3_idle is a folder" make -s check SOURCE=step3_idle
 # A STEP that is no step number says what STEP takes, as make diff does,
 # and a step's folder name gets its number.
-expect_only_line 2 "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3, got '3 4'" \
+expect_only_line 2 "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy, rows/copy16, back/copy3 or back/copy3_bf16, got '3 4'" \
     make -s check STEP="3 4"
 expect_only_line 2 "got 'step3_idle' (that step is STEP=3)" make -s check STEP=step3_idle
 expect_only_line 2 "got 'rows/step3_vector' (that step is STEP=rows/3)" make -s check STEP=rows/step3_vector

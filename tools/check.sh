@@ -24,10 +24,10 @@ elif [ -n "$prog" ]; then
     test -x "$prog" || stop "make check: PROGRAM=$prog is not an executable (SOURCE=file.cu grades a source file)"
 else
     step=${STEP:-}
-    test -n "$step" || stop "usage: make check STEP=K (a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3), SOURCE=path/reduce.cu or PROGRAM=path/run"
-    k=${step#rows/}; k=${k#back/}; case "$step" in cub|rows/cub|rows/copy|back/copy3) k=0 ;; esac
+    test -n "$step" || stop "usage: make check STEP=K (a step number, rows/K, back/K, cub, rows/cub, rows/copy, rows/copy16, back/copy3 or back/copy3_bf16), SOURCE=path/reduce.cu or PROGRAM=path/run"
+    k=${step#rows/}; k=${k#back/}; case "$step" in cub|rows/cub|rows/copy|rows/copy16|back/copy3|back/copy3_bf16) k=0 ;; esac
     hint=$(echo "$step" | sed -n 's#^\(\(rows\|back\)/\)\{0,1\}step\([0-9][0-9]*\)\(_.*\)\{0,1\}$#\1\3#p')
-    case "$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy or back/copy3, got '$step'${hint:+ (that step is STEP=$hint)}" ;; esac
+    case "$k" in ''|*[!0-9]*) stop "make check: STEP must be a step number, rows/K, back/K, cub, rows/cub, rows/copy, rows/copy16, back/copy3 or back/copy3_bf16, got '$step'${hint:+ (that step is STEP=$hint)}" ;; esac
     dir=$("$PYTHON" tools/steps.py dir "$step" 2>/dev/null) ||
         stop "make check: no step $step (no $(case "$step" in rows/*|back/*) echo "${step%%/*}/step${step#*/}";; *) echo "step$step";; esac)_*/ folder)"
 fi

@@ -42,7 +42,8 @@ every offset; the determinism check ("det", below); repeated timed runs, and
 the sanitizers. The harness's workspace check runs after every call: a ticket
 left non-zero fails the check that made it ("counters" in its reason).
 Not yet for part 3: the gpu-work check (its build links no watch), sizes past
-2^31 elements, and --speed (a usage error). None of it has run on a GPU.
+2^31 elements, and --speed (a usage error). Part 3's checks ran on the H200
+at 725ea61 (plots/reference/h200-back-suite.log).
 Determinism (part 3): every --check of a backward pass also runs the random
 fill three times and compares dx, dgamma and dbeta bit for bit; a timed run
 compares its first and last. A check whose values are all right but whose

@@ -3,7 +3,8 @@
 # command behind `make check SOURCE=...` that keeps its own exit codes.
 #
 # SOURCE is a reduce.cu (part 1), a rows.cu (part 2) or a back.cu (part 3). It is copied to
-# build/graded/<folder>/ (part 2: build/graded/rows/<folder>/), <folder> being
+# build/graded/<folder>/ (part 2: build/graded/rows/<folder>/, part 3:
+# build/graded/back/<folder>/), <folder> being
 # the name of the folder it came from, built there with this repository's
 # harness and Makefile on any machine, then graded by tools/grade.py with the
 # options given (--quick, --junit FILE, ...).
@@ -27,7 +28,7 @@ while [ $# -gt 1 ]; do
     shift
 done
 src=${1:-}
-[ -n "$src" ] || die "usage: bash tools/grade_source.sh [--build-only] [grader options] path/reduce.cu (or rows.cu)"
+[ -n "$src" ] || die "usage: bash tools/grade_source.sh [--build-only] [grader options] path/reduce.cu (or rows.cu, back.cu)"
 [ ! -d "$src" ] || die "$src is a folder: give its reduce.cu (part 1), rows.cu (part 2) or back.cu (part 3)"
 [ -f "$src" ] || die "$src: no such file"
 case "$src" in
