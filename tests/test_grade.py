@@ -223,6 +223,23 @@ class SpeedTargets(unittest.TestCase):
             with self.assertRaises(grade.GradeError):
                 ref(bad, rows)
 
+    def test_a_part_2_target_computes_the_same_op(self):
+        same = grade.speed_same_op
+        layernorm = grade.RowProgram(op="layernorm")
+        same("rows/step6_registers", layernorm)          # LayerNorm against LayerNorm
+        same("rows/baseline_copy", layernorm)            # the copy: any op's bar
+        same("rows/baseline_cub", layernorm)             # CUB's row sum, as named
+        same("rows/step12_bf16_layernorm", grade.RowProgram(op="layernorm", dtype="bf16"))
+        for reference, program in (("rows/step2_warp", layernorm),
+                                   ("rows/step6_registers", grade.RowProgram(op="layernorm",
+                                                                             dtype="bf16")),
+                                   ("rows/step8_softmax", grade.RowProgram(op="sum"))):
+            with self.assertRaises(grade.GradeError) as caught:
+                same(reference, program)
+            self.assertEqual(caught.exception.code, grade.EXIT_USAGE)
+            self.assertIn(f"--speed: {reference} computes", str(caught.exception))
+        same("step2_bankconflict", None)                 # part 1: one op
+
     def test_sizes(self):
         self.assertEqual(grade.speed_size("", False), (["-n", "33554432"], "n = 33554432"))
         self.assertEqual(grade.speed_size("", True)[0], ["--rows", "32768", "--cols", "1024"])

@@ -1050,6 +1050,20 @@ def speed_reference(name, rows, dtype="f32", root=REPO):
                                  f"(a step number such as step2, cub or copy)")
 
 
+def speed_same_op(reference, rows, root=REPO):
+    """A part 2 step named as the target computes what the graded program
+    computes: a LayerNorm timed against a row sum, or a bfloat16 row against
+    a float one, would compare two different jobs. The copy (the same bytes)
+    and CUB (its row sum) are bars of their own, taken as named."""
+    if rows is None or rows.part != "rows" or not os.path.basename(reference).startswith("step"):
+        return
+    theirs = steps.row_op(root, reference)
+    ours = rows.op + ("_bf16" if rows.dtype == "bf16" and not rows.op.endswith("_bf16") else "")
+    if theirs and theirs != ours:
+        raise GradeError(EXIT_USAGE, f"--speed: {reference} computes {theirs} and this program "
+                                     f"{ours}: name a step of the same op, or copy")
+
+
 def speed_size(at, rows):
     """(the graded program's size arguments, a label) at --speed-at."""
     text = (at or SPEED_AT["rows" if rows else "sum"]).replace(" ", "")
@@ -1316,8 +1330,10 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
             raise GradeError(EXIT_USAGE, "--speed: part 3 (back/) has no speed check yet: "
                                          "grade it without --speed")
         if speed:   # a wrong target or size, or a reference that does not build: now, not at the end
-            build_reference(speed_reference(speed.target.reference, rows is not None,
-                                            rows.dtype if rows else "f32"))
+            reference = speed_reference(speed.target.reference, rows is not None,
+                                        rows.dtype if rows else "f32")
+            speed_same_op(reference, rows)
+            build_reference(reference)
             speed_size(speed.at, rows is not None)
         if rows is not None and rows.part == "back":
             # The bfloat16 softmax backward (back/step15 on) gets softmax's
