@@ -536,6 +536,8 @@ expect 2 "usage: make profile STEP=K (K = a step number, rows/K" make -s profile
 # The GPU suite's ONLY= reads names as make bench does; a name that matches
 # no program or fixture fails, on any machine, rather than grade nothing.
 expect 1 "GPU_ONLY=nothing_here names no program or fixture" env GPU_ONLY=nothing_here python3 tests/gpu_suite.py
+# A part 3 fixture by its name alone, without GPU_PART=back (here: found, then no GPU).
+expect 0 "gpu: skipped" env GPU_ONLY=back_no_fence python3 tests/gpu_suite.py
 expect_only_line 2 "usage: make check STEP=K (a step number, rows/K" make -s check
 expect_only_line 2 "no step 99 (no step99_*/ folder)" make -s check STEP=99
 expect_only_line 2 "no step rows/99 (no rows/step99_*/ folder)" make -s check STEP=rows/99

@@ -16,7 +16,7 @@ as passed. Ends with "gpu: N passed, N failed[, N skipped]". GPU_JOBS sets
 how many checks run at once. GPU_PART=sum, GPU_PART=rows or GPU_PART=back runs
 one part's programs and fixtures alone (each part's suite fits a 10-minute
 call on a lent GPU; `make test` runs parts 1 and 2: part 3 only with
-GPU_PART=back); GPU_ONLY=name,name... only the
+GPU_PART=back, or by name in GPU_ONLY); GPU_ONLY=name,name... only the
 programs and fixtures of those names (programs as make bench ONLY= names them:
 a folder such as rows/step8_softmax, a label such as cub or rows/copy, sum,
 rows or back for a whole part; fixtures by their folder's name, sm_bf16_sum), as
@@ -71,10 +71,13 @@ DEFAULT_PARTS = ("sum", "rows")
 
 def parts():
     """The parts this run covers: [("", "reduce.cu"), ("rows/", "rows.cu")],
-    or the one GPU_PART names (back: [("back/", "back.cu")])."""
+    or the one GPU_PART names (back: [("back/", "back.cu")]), or, where
+    GPU_ONLY names what to grade and GPU_PART does not, all three (a part 3
+    fixture is found by its name alone)."""
     chosen = os.environ.get("GPU_PART", "")
+    named = bool(os.environ.get("GPU_ONLY", ""))
     return [p for name, p in PARTS.items()
-            if chosen == name or (not chosen and name in DEFAULT_PARTS)]
+            if chosen == name or (not chosen and (named or name in DEFAULT_PARTS))]
 
 
 def part_of(step):
