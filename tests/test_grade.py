@@ -592,6 +592,15 @@ class ClassRun(unittest.TestCase):
         self.assertEqual(code, grade_class.EXIT_USAGE)
         self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
 
+    def test_a_speed_target_for_part_3_stops_before_grading(self):
+        folder = self.submit(ann="good")
+        os.makedirs(os.path.join(folder, "bob"))
+        with open(os.path.join(folder, "bob", "back.cu"), "w") as handle:
+            handle.write("good")
+        code, out = self.run_class(folder, "--speed", "1.5x step2")
+        self.assertEqual(code, grade_class.EXIT_USAGE)
+        self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
+
     def test_a_hang_runs_out_of_its_time(self):
         code, out = self.run_class(self.submit(ann="hang"), "--timeout", "0.02")
         self.assertEqual(code, 0)

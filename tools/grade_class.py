@@ -382,6 +382,11 @@ def main(argv=None):
             except grade.GradeError as err:
                 raise ClassError(err.code, str(err)) from None
         found = submissions(args.submissions)
+        backward = [name for name, source, _ in found if source and source.endswith("back.cu")]
+        if args.speed is not None and backward:
+            raise ClassError(EXIT_USAGE, f"--speed: part 3 (back.cu: {', '.join(backward[:3])}"
+                                         f"{' ...' if len(backward) > 3 else ''}) has no speed "
+                                         "check yet: grade them without SPEED")
         nogpu = subprocess.run(["bash", os.path.join(REPO, "tools", "need_gpu.sh"), "class"],
                                capture_output=True, text=True)
         if nogpu.returncode != 0:
