@@ -592,6 +592,11 @@ class ClassRun(unittest.TestCase):
         self.assertEqual(code, grade_class.EXIT_USAGE)
         self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
 
+    def test_an_unknown_op_stops_before_grading(self):
+        code, out = self.run_class(self.submit(ann="good"), "--op", "layer_norm")
+        self.assertEqual(code, grade_class.EXIT_USAGE)
+        self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
+
     def test_a_speed_target_for_part_3_stops_before_grading(self):
         folder = self.submit(ann="good")
         os.makedirs(os.path.join(folder, "bob"))
@@ -785,6 +790,41 @@ class FakeBackTest(unittest.TestCase):
         [report], gpu = grade.grade([self.fake(mode, det, op)], jobs=4)
         self.assertEqual(gpu, "Fake H200")
         return report
+
+
+class ExpectedOp(FakeBackTest):
+    """--op: a lab's op. A file that declares another (the copy, or the
+    backward pass of the other op) would pass every check of its own op;
+    it fails its one "op" check instead, and gets no other."""
+
+    def test_another_op_fails_without_its_checks(self):
+        [report], _ = grade.grade([self.fake("good", op="softmax_backward")], jobs=4,
+                                  op="layernorm_backward")
+        self.assertEqual([(o.case.kind, o.ok) for o in report.outcomes], [("op", False)])
+        self.assertIn("this program computes softmax_backward (its step_op and step_dtype), "
+                      "and --op asks for layernorm_backward", report.outcomes[0].reason)
+        [bf16], _ = grade.grade([self.fake("good", op="layernorm_backward_bf16")], jobs=4,
+                                op="layernorm_backward")
+        self.assertEqual(bf16.outcomes[0].case.kind, "op")
+
+    def test_the_same_op_is_graded_as_always(self):
+        [report], _ = grade.grade([self.fake("good")], jobs=4, op="layernorm_backward")
+        self.assertTrue(report.passed, grade.failure_table(report))
+        self.assertNotIn("op", {o.case.kind for o in report.outcomes})
+        self.assertGreater(len(report.outcomes), 100)
+
+    def test_the_names(self):
+        self.assertEqual(grade.program_op(None), "sum")
+        self.assertEqual(grade.program_op(grade.RowProgram(op="layernorm", dtype="bf16")),
+                         "layernorm_bf16")
+        self.assertEqual(grade.program_op(grade.RowProgram(op="softmax_backward_bf16",
+                                                           dtype="bf16")), "softmax_backward_bf16")
+        self.assertEqual(grade.parse_op("rmsnorm_bf16"), "rmsnorm_bf16")
+        for bad in ("LayerNorm", "layernorm_fp16", "", "rows/6"):
+            with self.assertRaises(grade.GradeError) as caught:
+                grade.parse_op(bad)
+            self.assertEqual(caught.exception.code, grade.EXIT_USAGE)
+        self.assertEqual(grade.main(["--op", "bogus", "no/such/run"]), grade.EXIT_USAGE)
 
 
 class StoppedGrading(FakeBackTest):

@@ -1064,6 +1064,30 @@ def speed_same_op(reference, rows, root=REPO):
                                      f"{ours}: name a step of the same op, or copy")
 
 
+# The ops a program's --gpu-info names (part 1's sums say none: "sum"), for
+# --op; each may end in _bf16 (bfloat16 data).
+OPS = ("sum", "layernorm", "softmax", "rmsnorm", "add_rmsnorm", "copy",
+       "layernorm_backward", "softmax_backward", "copy3")
+
+
+def program_op(rows):
+    """What a probed program computes, as --op names it: sum for part 1,
+    else --gpu-info's op with _bf16 where its data are bfloat16."""
+    if rows is None:
+        return "sum"
+    return rows.op if rows.op.endswith("_bf16") or rows.dtype != "bf16" else rows.op + "_bf16"
+
+
+def parse_op(text):
+    """--op's value, checked against OPS (with or without _bf16)."""
+    if text is None:
+        return None
+    if text.removesuffix("_bf16") not in OPS:
+        raise GradeError(EXIT_USAGE, f"--op '{text}': give one of {', '.join(OPS)}, "
+                                     "each with _bf16 for bfloat16 data (layernorm_bf16)")
+    return text
+
+
 def speed_size(at, rows):
     """(the graded program's size arguments, a label) at --speed-at."""
     text = (at or SPEED_AT["rows" if rows else "sum"]).replace(" ", "")
@@ -1300,12 +1324,14 @@ def probe(program):
     return name, match.group(2), device, row_program(fields, part) if is_rows else None
 
 
-def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
+def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None, op=None):
     """Grade every program in one pool of jobs; returns ([Report] in order, GPU name).
 
     quick: the programs that get the --quick matrix. progress: a file that
     gets one line per finished process, with its time (for slow machines).
-    speed: SpeedRules, timed for each program once every check has finished."""
+    speed: SpeedRules, timed for each program once every check has finished.
+    op: the op a lab asks for (--op): a program that declares another fails
+    its "op" check and gets no other (its own op's checks would all pass)."""
     reports, jobs_for = [], []
     row_info = {}
     gpu = None
@@ -1325,6 +1351,12 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
             continue
         report = Report(program, f"{name} (code {code_hash})" if code_hash else name)
         reports.append(report)
+        if op is not None and program_op(rows) != op:
+            report.outcomes.append(Outcome(Case("op", ["--gpu-info"]), False, code=EXIT_FAILED,
+                                           reason=f"this program computes {program_op(rows)} "
+                                                  f"(its step_op and step_dtype), and --op "
+                                                  f"asks for {op}"))
+            continue
         row_info[id(report)] = rows
         if speed and rows is not None and rows.part == "back":
             raise GradeError(EXIT_USAGE, "--speed: part 3 (back/) has no speed check yet: "
@@ -1409,7 +1441,7 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None):
                                                rows.dtype if rows else "f32", progress))
     if sanitizer is None:
         for report in reports:
-            if report.failed and report.failed[0].case.kind == "probe":
+            if report.failed and report.failed[0].case.kind in ("probe", "op"):
                 continue
             for tool in SANITIZER_TOOLS:
                 report.outcomes.append(Outcome(Case(tool, [], tool), False, skipped=True,
@@ -1499,6 +1531,9 @@ def parse_args(argv):
                         help="also write the checks as Gradescope's results.json")
     parser.add_argument("--summary", metavar="FILE",
                         help="also write each program's result as JSON (tools/grade_class.py)")
+    parser.add_argument("--op", metavar="OP",
+                        help="the op the lab asks for (layernorm, softmax_bf16, ...): a program "
+                             "that declares another fails without its checks")
     parser.add_argument("--speed", metavar="TARGET",
                         help="also time the program against another, e.g. '1.5x step2', "
                              "'0.8x copy', '>= step8'")
@@ -1548,8 +1583,9 @@ def main(argv=None):
                 raise GradeError(EXIT_USAGE, "--speed-points must be 0 or more")
             speed = SpeedRules(parse_speed(args.speed), args.speed_at, args.speed_rounds,
                                args.speed_points, args.speed_credit, args.speed_tie)
+        op = parse_op(args.op)
         reports, gpu = grade(args.programs, args.jobs, quick, sanitizer,
-                             sys.stderr if args.progress else None, speed)
+                             sys.stderr if args.progress else None, speed, op)
     except GradeError as err:
         print(f"grade: {err}", file=sys.stderr)
         return err.code

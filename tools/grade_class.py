@@ -356,7 +356,7 @@ def parse_args(argv):
     parser.add_argument("--chinese", action="store_true", help="also draw class.zh-CN.png")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--no-sanitizer", action="store_true")
-    for flag in ("--jobs", "--speed", "--speed-at", "--speed-rounds", "--speed-points",
+    for flag in ("--jobs", "--op", "--speed", "--speed-at", "--speed-rounds", "--speed-points",
                  "--speed-credit", "--speed-tie"):
         parser.add_argument(flag)
     return parser.parse_args(argv)
@@ -392,8 +392,13 @@ def main(argv=None):
         if nogpu.returncode != 0:
             raise ClassError(EXIT_DEVICE, (nogpu.stdout or nogpu.stderr).strip())
         options = [f for f in ("--quick", "--no-sanitizer") if getattr(args, f[2:].replace("-", "_"))]
-        for flag in ("jobs", "speed", "speed_at", "speed_rounds", "speed_points", "speed_credit",
-                     "speed_tie"):
+        if args.op is not None:
+            try:
+                grade.parse_op(args.op)
+            except grade.GradeError as err:
+                raise ClassError(err.code, str(err)) from None
+        for flag in ("jobs", "op", "speed", "speed_at", "speed_rounds", "speed_points",
+                     "speed_credit", "speed_tie"):
             value = getattr(args, flag)
             if value is not None:
                 options += ["--" + flag.replace("_", "-"), value]
