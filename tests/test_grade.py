@@ -994,6 +994,25 @@ class BackMatrix(FakeBackTest):
         report = self.graded("good", det=0)
         self.assertTrue(report.passed)
         self.assertEqual(report.expected, [])
+        # ... and every report says it declared it, seen or not: a course that
+        # asks for determinism finds it in the verdict, the summary, JUnit,
+        # Gradescope's output and the class table's note.
+        self.assertIn("(declares itself not deterministic: no det check saw other bits)",
+                      grade.verdict(report))
+        [one] = grade.summary([report], "G")["programs"]
+        self.assertTrue(one["declares_nondeterministic"])
+        self.assertIn("declares itself not deterministic", grade_class.summary_row(one)["note"])
+        import grade_report
+        properties = {p.get("name"): p.get("value")
+                      for p in grade_report.junit_tree([report], "G").iter("property")}
+        self.assertEqual(properties.get("deterministic"), "0")
+        self.assertIn("declares itself not deterministic",
+                      grade_report.gradescope_results([report], "G")["output"])
+        plain = self.graded("good")
+        self.assertNotIn("declares", grade.verdict(plain))
+        self.assertFalse(grade.summary([plain], "G")["programs"][0]["declares_nondeterministic"])
+        self.assertNotIn("deterministic", {p.get("name") for p in
+                                           grade_report.junit_tree([plain], "G").iter("property")})
 
     def test_no_speed_check_for_part_3_yet(self):
         with self.assertRaises(grade.GradeError) as caught:

@@ -244,6 +244,7 @@ class Report:
     program: str
     name: str = "?"
     outcomes: list = field(default_factory=list)
+    nondeterministic: bool = False   # part 3: its back.cu sets step_deterministic = 0
 
     @property
     def failed(self):
@@ -1358,6 +1359,7 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None, o
                                                   f"asks for {op}"))
             continue
         row_info[id(report)] = rows
+        report.nondeterministic = rows is not None and not rows.deterministic
         if speed and rows is not None and rows.part == "back":
             raise GradeError(EXIT_USAGE, "--speed: part 3 (back/) has no speed check yet: "
                                          "grade it without --speed")
@@ -1469,6 +1471,8 @@ def verdict(report):
     if report.expected:
         note += (f" (not deterministic, as it declares: {len(report.expected)} det checks "
                  "saw other bits, expected)")
+    elif report.nondeterministic:   # said whether or not a det check saw it
+        note += " (declares itself not deterministic: no det check saw other bits)"
     if report.passed:
         return f"grade: PASS {report.name}: {total} of {total} checks passed{note}"
     return f"grade: FAIL {report.name}: {len(report.failed)} of {total} checks failed{note}"
@@ -1503,6 +1507,7 @@ def summary(reports, gpu):
             "failed": len(report.failed), "skipped": len(report.skipped),
             "failed_kinds": kinds,
             "expected_det": len(report.expected),
+            "declares_nondeterministic": report.nondeterministic,
             "first_failures": [f"{o.case.kind}: {o.case.label} -> {o.reason}"
                                for o in report.failed[:3]],
             "gpu_work": {"state": ("skipped" if work[0].skipped else

@@ -176,6 +176,9 @@ def summary_row(graded):
     elif speed and not speed.get("passed"):
         row["note"] = ("every check passed; the speed target was missed" if "ratio" in speed
                        else f"every check passed; the speed was {speed.get('line', '')}")
+    if graded.get("declares_nondeterministic"):   # part 3's step_deterministic = 0
+        row["note"] = "; ".join(n for n in (row.get("note", ""),
+                                            "declares itself not deterministic") if n)
     return row
 
 

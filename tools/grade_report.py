@@ -114,6 +114,8 @@ def junit_tree(reports, gpu=""):
         program = getattr(report, "program", "")
         if program:
             properties.append(("program", program))
+        if getattr(report, "nondeterministic", False):   # step_deterministic = 0 (part 3)
+            properties.append(("deterministic", "0"))
         if properties:   # before the test cases, as the Ant schema orders them
             holder = ET.SubElement(suite, "properties")
             for name, value in properties:
@@ -158,6 +160,8 @@ def summary(reports, gpu=""):
         text = f"{report.name}: {verdict}, {found[PASSED]} of {graded} checks passed"
         if found[SKIPPED]:
             text += f", {found[SKIPPED]} skipped"
+        if getattr(report, "nondeterministic", False):
+            text += ", declares itself not deterministic"
         parts.append(text)
     line = "; ".join(parts) if parts else "no program graded"
     if gpu:
