@@ -1051,20 +1051,6 @@ def speed_reference(name, rows, dtype="f32", root=REPO):
                                  f"(a step number such as step2, cub or copy)")
 
 
-def speed_same_op(reference, rows, root=REPO):
-    """A part 2 step named as the target computes what the graded program
-    computes: a LayerNorm timed against a row sum, or a bfloat16 row against
-    a float one, would compare two different jobs. The copy (the same bytes)
-    and CUB (its row sum) are bars of their own, taken as named."""
-    if rows is None or rows.part != "rows" or not os.path.basename(reference).startswith("step"):
-        return
-    theirs = steps.row_op(root, reference)
-    ours = rows.op + ("_bf16" if rows.dtype == "bf16" and not rows.op.endswith("_bf16") else "")
-    if theirs and theirs != ours:
-        raise GradeError(EXIT_USAGE, f"--speed: {reference} computes {theirs} and this program "
-                                     f"{ours}: name a step of the same op, or copy")
-
-
 # The ops a program's --gpu-info names (part 1's sums say none: "sum"), for
 # --op; each may end in _bf16 (bfloat16 data).
 OPS = ("sum", "layernorm", "softmax", "rmsnorm", "add_rmsnorm", "copy",
@@ -1087,6 +1073,19 @@ def parse_op(text):
         raise GradeError(EXIT_USAGE, f"--op '{text}': give one of {', '.join(OPS)}, "
                                      "each with _bf16 for bfloat16 data (layernorm_bf16)")
     return text
+
+
+def speed_same_op(reference, rows, root=REPO):
+    """A part 2 step named as the target computes what the graded program
+    computes: a LayerNorm timed against a row sum, or a bfloat16 row against
+    a float one, would compare two different jobs. The copy (the same bytes)
+    and CUB (its row sum) are bars of their own, taken as named."""
+    if rows is None or rows.part != "rows" or not os.path.basename(reference).startswith("step"):
+        return
+    theirs, ours = steps.row_op(root, reference), program_op(rows)
+    if theirs and theirs != ours:
+        raise GradeError(EXIT_USAGE, f"--speed: {reference} computes {theirs} and this program "
+                                     f"{ours}: name a step of the same op, or copy")
 
 
 def speed_size(at, rows):
