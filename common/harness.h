@@ -50,6 +50,8 @@ struct program {
     int masks;            /* takes --mask */
     int gamma, beta;      /* takes --gamma-offset, --beta-offset */
     unsigned checks;      /* enum row_checks */
+    unsigned fills;       /* bit k: takes --fill k (enum fill_kind); 0: every fill
+                             of its part (part 2's levels and centered too) */
 };
 
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
@@ -72,7 +74,6 @@ enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
 enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
 #define MASK_COUNT 6
 const char *mask_name(enum row_mask mask);
-int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */
@@ -122,9 +123,30 @@ struct options {
 enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_GPU_INFO = 3,
                     PARSE_ERROR = -1 };
 
+/* The command line. Every program reads its options with these (parts 1 to
+ * 3 in parse_options below, multigpu/run in multigpu/plan.c), so a flag
+ * takes its value one way and its errors read alike everywhere. */
+
 /* "4096", "32M", "1G": binary suffixes K, M, G (either case). Returns 0, or -1
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
 int parse_size(const char *s, size_t *out);
+/* A whole decimal number in [lo, hi]: 0, or -1 for anything else. */
+int parse_int_in(const char *s, long long lo, long long hi, long long *out);
+/* 1 if argv[*i] is the flag name: *val is its value ("--reps=5", or
+ * "--reps 5", which moves *i on; NULL when nothing follows). 0 otherwise. */
+int option_value(int argc, char **argv, int *i, const char *name, const char **val);
+/* The rest return 0, or -1 with a one-line message in err. what names the
+ * value in it ("a number" if NULL); hi = LLONG_MAX prints no range. */
+int option_int(const char *flag, const char *v, long long lo, long long hi, const char *what,
+               long long *out, char *err, size_t err_len);
+int option_file(const char *flag, const char *v, int stdin_ok, const char **out, char *err,
+                size_t err_len);
+/* v must be one of names[0..count): *out its index; the error lists them. */
+int option_choice(const char *flag, const char *v, const char *const *names, int count, int *out,
+                  char *err, size_t err_len);
+void option_names(const char *const *names, int count, char *out, size_t len);  /* "a, b or c" */
+/* "unknown option '--x' (try --help)", with hint after the flag if given. */
+void option_unknown(const char *arg, const char *hint, char *err, size_t err_len);
 
 /* Fills *o from argv for program p and checks the options against each
  * other (--at needs onehot and a position inside n). Each part takes only

@@ -165,14 +165,14 @@ for p in $back_programs; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
     done
-    expect 2 "--fill must be random, exact, shifted or tiny for a backward pass, got 'ones'" \
+    expect 2 "--fill must be random, exact, shifted or tiny, got 'ones'" \
         "$p" --fill ones
     expect 2 "'-n': the shape is --rows R and --cols C (try --help)" "$p" -n 5
     if [ -n "$softmax" ]; then
         expect 0 "softmax backward pass" "$p" --help
         expect 2 "--gamma-offset places gamma" "$p" --gamma-offset 1
     else
-        expect 2 "--fill exact keeps every sum exact only while 26 rows + 10 cols < 2^24" \
+        expect 2 "--fill exact keeps every sum exact only while 26 x rows + 10 x cols < 2^24" \
             "$p" --check --rows 700000 --cols 8
     fi
     name=$(dirname "$p"); name=${name/baseline_/}
