@@ -214,8 +214,8 @@ void print_usage(const char *prog, const struct program *p)
                "Runs this step's row kernel (%s) on a rows x cols matrix of %s, checks\n"
                "every output against a CPU reference in double, and times it. A timed run\n"
                "first checks the shape, one column fewer and other offsets (the norms and\n"
-               "softmax: the shifted and tiny fills too; LayerNorm: the centered fill;\n"
-               "softmax: the levels fill, masked).\n"
+               "softmax: the shifted and tiny fills too; LayerNorm: the centered fill, there\n"
+               "and one column fewer; softmax: the levels fill, masked).\n"
                "\n"
                "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
                "  --cols C        elements per row, 1 .. 2^20 (default 1024); rows x cols may\n"
@@ -574,6 +574,15 @@ int verify_set(const struct options *o, struct options *out)
     if (checks & ROW_CHECK_CENTERED) {
         out[count] = c;
         out[count++].row_fill = ROW_FILL_CENTERED;
+        /* One column fewer too: at a power-of-two width the centered rows'
+         * sum of squares is exact in float, so a one-pass variance (E[x^2]
+         * - mean^2) passes there and fails one column off. */
+        if (o->cols > 1) {
+            out[count] = out[count - 1];
+            out[count].cols = o->cols - 1;
+            out[count].n = o->rows * (o->cols - 1);
+            count++;
+        }
     }
     if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;

@@ -1238,8 +1238,10 @@ static void test_row_options(void)
     EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SUM, ROW_BF16, &o, err) ==
            PARSE_OK && verify_set(&o, out) == 4);
     EXPECT(rows_parse_line("--offset 7", ROW_LAYERNORM, ROW_BF16, &o, err) == PARSE_OK &&
-           verify_set(&o, out) == 7 && out[2].offset == 0 &&
-           out[5].row_fill == ROW_FILL_CENTERED && out[6].fill == FILL_TINY);
+           verify_set(&o, out) == 8 && out[2].offset == 0 &&
+           out[5].row_fill == ROW_FILL_CENTERED && out[6].row_fill == ROW_FILL_CENTERED &&
+           out[5].cols == 1024 && out[6].cols == 1023 && out[6].n == o.rows * 1023 &&
+           out[6].offset == 7 && out[7].fill == FILL_TINY);
     EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_OK &&
            o.row_fill == ROW_FILL_CENTERED);
     EXPECT(rows_parse_line("--check-every 64", ROW_SUM, ROW_F32, &o, err) == PARSE_OK &&
@@ -1276,8 +1278,14 @@ static void test_verify_set(void)
     char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
     EXPECT(parse_options(5, argv, &layernorm, &o, err, sizeof err) == PARSE_OK);
     k = verify_set(&o, out);
-    EXPECT(k == 7 && out[1].cols == 6 && out[1].n == 60 && out[4].fill == FILL_SHIFTED &&
-           out[6].fill == FILL_TINY);
+    EXPECT(k == 8 && out[1].cols == 6 && out[1].n == 60 && out[4].fill == FILL_SHIFTED &&
+           out[5].row_fill == ROW_FILL_CENTERED && out[5].cols == 7 &&
+           out[6].row_fill == ROW_FILL_CENTERED && out[6].cols == 6 && out[6].n == 60 &&
+           out[7].fill == FILL_TINY);
+    /* One column: no narrower centered row to check. */
+    char *one[] = {"run", "--rows", "10", "--cols", "1", NULL};
+    EXPECT(parse_options(5, one, &layernorm, &o, err, sizeof err) == PARSE_OK &&
+           verify_set(&o, out) == 6);
     /* Row options belong to row programs; -n to sums. */
     char *bad[] = {"run", "-n", "5", NULL};
     EXPECT(parse_options(3, bad, &layernorm, &o, err, sizeof err) == PARSE_ERROR);
