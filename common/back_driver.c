@@ -569,7 +569,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     outputs_alloc(&last, n, cols);
     double *times = host_alloc((size_t)reps, sizeof(double));
     if (inputs_fill(&in, rows, cols, o.fill, o.seed) != 0) {
-        /* back_options_check() let it through: a harness bug, not the user's. */
+        /* The parser and back_options_check() let it through: a harness bug, not the user's. */
         fprintf(stderr, "error: --fill %s cannot fill --rows %zu --cols %zu\n", fill_name(o.fill),
                 rows, cols);
         exit(EXIT_WRONG);

@@ -148,10 +148,11 @@ int back_exact_fits(size_t rows, size_t cols);
  * 2^20), else 0. */
 int softmax_back_exact_fits(size_t rows, size_t cols);
 
-/* The shared parser (harness.c) takes every part 2 option for a program of
- * kind PROGRAM_ROWS: these are the ones part 3 does not (yet): a fill
- * other than random, exact, shifted and tiny, an exact fill past its
- * shapes, --check-every. 0, or -1 with a one-line message in err. */
+/* The shared parser (harness.c) takes part 2's options for a program of
+ * kind PROGRAM_ROWS, and only part 3's fills (its struct program's
+ * BACK_FILLS): these are what part 3 does not take (yet): an exact fill past
+ * its shapes, --check-every, a float array's offset past 3. 0, or -1 with a
+ * one-line message in err. */
 int back_options_check(int softmax, const struct options *o, char *err, size_t len);
 
 /* LayerNorm backward's inputs for --fill F: x by the shared fill (random:

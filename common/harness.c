@@ -72,8 +72,8 @@ int option_int(const char *flag, const char *v, long long lo, long long hi, cons
         return 0;
     if (what == NULL)
         what = "a number";
-    if (hi == LLONG_MAX)   /* no bound worth printing: --seed */
-        snprintf(err, err_len, "%s needs %s, got '%s'", flag, what, v ? v : "");
+    if (lo == 0 && hi == LLONG_MAX)   /* --seed */
+        snprintf(err, err_len, "%s needs %s up to 2^63 - 1, got '%s'", flag, what, v ? v : "");
     else
         snprintf(err, err_len, "%s needs %s from %lld to %lld, got '%s'", flag, what, lo, hi,
                  v ? v : "");
@@ -927,6 +927,7 @@ int run_lines(const char *path, const struct options *base, int check_only, char
         o.csv_path = base->csv_path;
         o.cpu_sums = o.cpu_sums || base->cpu_sums;
         o.verify = o.verify && base->verify;
+        o.same_input = o.same_input || base->same_input;
         if (!base->flush)
             o.flush = 0;
         printf("== %s %s\n", check_only ? "check" : "run", line);

@@ -135,8 +135,8 @@ int parse_int_in(const char *s, long long lo, long long hi, long long *out);
 /* 1 if argv[*i] is the flag name: *val is its value ("--reps=5", or
  * "--reps 5", which moves *i on; NULL when nothing follows). 0 otherwise. */
 int option_value(int argc, char **argv, int *i, const char *name, const char **val);
-/* The rest return 0, or -1 with a one-line message in err. what names the
- * value in it ("a number" if NULL); hi = LLONG_MAX prints no range. */
+/* option_int, option_file and option_choice return 0, or -1 with a
+ * one-line message in err. what names the value in it ("a number" if NULL). */
 int option_int(const char *flag, const char *v, long long lo, long long hi, const char *what,
                long long *out, char *err, size_t err_len);
 int option_file(const char *flag, const char *v, int stdin_ok, const char **out, char *err,
@@ -145,7 +145,8 @@ int option_file(const char *flag, const char *v, int stdin_ok, const char **out,
 int option_choice(const char *flag, const char *v, const char *const *names, int count, int *out,
                   char *err, size_t err_len);
 void option_names(const char *const *names, int count, char *out, size_t len);  /* "a, b or c" */
-/* "unknown option '--x' (try --help)", with hint after the flag if given. */
+/* "unknown option '--x=1' (try --help)"; with a hint, the flag alone
+ * ("--x", no "=1") and the hint after it. */
 void option_unknown(const char *arg, const char *hint, char *err, size_t err_len);
 
 /* Fills *o from argv for program p and checks the options against each
@@ -271,7 +272,9 @@ struct stats compute_stats(double *v, int count);
 
 /* --checks / --runs FILE: calls run(options of the line, ctx) for every
  * line that is not blank or a comment, each line parsed like a command line
- * on top of `base` (device, csv, program), check mode forced when check_only.
+ * for `base`'s program; base's --device, --csv, --cpu-sums, --no-verify,
+ * --no-flush and --same-input hold for every line; check mode forced when
+ * check_only.
  * Prints "== check <line>" or "== run <line>" before each. Stops at a usage
  * error. Returns the worst exit code (0 verified, 1 wrong, 2 usage). */
 typedef int (*run_fn)(const struct options *o, void *ctx);

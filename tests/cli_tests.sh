@@ -127,7 +127,7 @@ for p in $row_programs; do
 done
 
 # Part 3's programs (back/): part 2's parser
-# with part 3's own fills and checks (common/back_driver.c), the same exit
+# with part 3's own fills (BACK_FILLS) and checks (common/back_ref.c), the same exit
 # codes, and names of their own: back/step0_thread ..., and back/copy3 for
 # its bar, back/baseline_copy3. Every step, each checked alike: the loop
 # below takes every back/stepN_slug/ that make built, and each step's folder

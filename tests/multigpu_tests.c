@@ -91,7 +91,7 @@ static void test_options(void)
     EXPECT(parse("--fill nope", &o, err) == PARSE_ERROR);
     EXPECT(parse("--reps 0", &o, err) == PARSE_ERROR);
     EXPECT(parse("--seed -1", &o, err) == PARSE_ERROR &&
-           strcmp(err, "--seed needs a non-negative number, got '-1'") == 0);
+           strcmp(err, "--seed needs a non-negative number up to 2^63 - 1, got '-1'") == 0);
     /* The harness's words (common/harness.c option_*), not words of its own. */
     EXPECT(parse("--wait 0", &o, err) == PARSE_ERROR &&
            strcmp(err, "--wait needs seconds from 1 to 86400, got '0'") == 0);

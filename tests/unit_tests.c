@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "rows_ref.h"
 
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -1674,6 +1675,44 @@ static enum parse_status back_parse_line(const char *line, struct options *o, ch
     return back_parse_op(0, line, o, err);
 }
 
+/* --runs FILE: each line's options, and the command line's own that apply to
+ * every line (--same-input among them, as make bench passes it). */
+static int record_run(const struct options *o, void *ctx)
+{
+    struct options *seen = ctx;
+    seen[seen[0].reps++ + 1] = *o;
+    return 0;
+}
+
+static void test_run_lines(void)
+{
+    char path[] = "/tmp/run_lines_XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0);
+    const char *text = "-n 1000 --reps 3\n# a comment\n\n-n 5 --same-input\n";
+    EXPECT(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    struct options base, seen[4];
+    char err[256];
+    char prog[] = "run";
+    for (int same = 0; same < 2; same++) {
+        EXPECT(parse(same ? "--same-input --no-flush" : "--no-flush", &base, err) == PARSE_OK);
+        seen[0].reps = 0;
+        fflush(stdout);   /* its "== run" lines go nowhere */
+        int saved = dup(1), null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        int rc = run_lines(path, &base, 0, prog, record_run, seen);
+        fflush(stdout);
+        dup2(saved, 1);
+        close(null), close(saved);
+        EXPECT(rc == 0);
+        EXPECT(seen[0].reps == 2 && seen[1].n == 1000 && seen[1].reps == 3 && seen[2].n == 5);
+        EXPECT(seen[1].same_input == same && seen[2].same_input == 1);
+        EXPECT(!seen[1].flush && !seen[2].flush && !seen[1].check_only);
+    }
+    unlink(path);
+}
+
 /* The command line's words, one set for every program (multigpu/run's too:
  * tests/multigpu_tests.c): an error names the flag and what it takes, and a
  * --fill error lists the fills of that program's part, no more. */
@@ -1702,7 +1741,7 @@ static void test_option_words(void)
            strcmp(err, "--wait needs seconds from 1 to 86400, got 'x'") == 0);
     EXPECT(option_int("--seed", "-1", 0, LLONG_MAX, "a non-negative number", &x, err,
                       sizeof err) == -1 &&
-           strcmp(err, "--seed needs a non-negative number, got '-1'") == 0);
+           strcmp(err, "--seed needs a non-negative number up to 2^63 - 1, got '-1'") == 0);
     EXPECT(option_file("--csv", "", 0, &f, err, sizeof err) == -1 &&
            strcmp(err, "--csv needs a file name") == 0);
     EXPECT(option_file("--checks", NULL, 1, &f, err, sizeof err) == -1 &&
@@ -2406,6 +2445,7 @@ int main(void)
     test_backward();
     test_backward_exact();
     test_option_words();
+    test_run_lines();
     test_softmax_backward_exact();
     test_back_host();
     test_softmax_back_host();
