@@ -178,8 +178,8 @@ static void back_usage(const char *prog)
                "                  as the forward pass saves them (the default for timed runs)\n"
                "                  exact: integer inputs on which every sum is exact in float:\n"
                "                  dgamma and dbeta must equal the reference, dx is held to a\n"
-               "                  few roundings (the default for --check; 26 rows + 10 cols\n"
-               "                  must stay under 2^24)\n"
+               "                  few roundings (the default for --check; 26 x rows +\n"
+               "                  10 x cols must stay under 2^24)\n"
                "                  shifted: x = 2000 + uniform   tiny: x and dy uniform x 1e-3\n"
                "  --offset K      start x and dy K %s (0..%d) past a 16-byte boundary\n"
                "  --y-offset K    the same for dx\n"
@@ -569,7 +569,7 @@ static int run_one(const struct options *opt, const struct context *c, int quiet
     outputs_alloc(&last, n, cols);
     double *times = host_alloc((size_t)reps, sizeof(double));
     if (inputs_fill(&in, rows, cols, o.fill, o.seed) != 0) {
-        /* back_options_check() let it through: a harness bug, not the user's. */
+        /* The parser and back_options_check() let it through: a harness bug, not the user's. */
         fprintf(stderr, "error: --fill %s cannot fill --rows %zu --cols %zu\n", fill_name(o.fill),
                 rows, cols);
         exit(EXIT_WRONG);

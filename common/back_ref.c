@@ -248,7 +248,7 @@ int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long see
 
 int back_fill_takes(enum fill_kind fill)
 {
-    return fill == FILL_RANDOM || fill == FILL_EXACT || fill == FILL_SHIFTED || fill == FILL_TINY;
+    return (BACK_FILLS >> fill) & 1u;
 }
 
 /* back_fill, and with bf16 != 0 back_fill_bf16: x and dy rounded to
@@ -557,6 +557,7 @@ struct program back_program_of(int softmax)
         .kind = PROGRAM_ROWS, .op = softmax ? BACK_SOFTMAX_NAME : BACK_OP_NAME,
         .elems = "floats", .pack = 4, .masks = 0, .gamma = !softmax, .beta = 0,
         .checks = ROW_CHECK_SHIFTED_TINY,
+        .fills = BACK_FILLS,
     };
     return p;
 }
@@ -590,13 +591,6 @@ int back_exact_fits(size_t rows, size_t cols)
 
 int back_options_check(int softmax, const struct options *o, char *err, size_t len)
 {
-    if (o->row_fill != ROW_FILL_SHARED || !back_fill_takes(o->fill)) {
-        char fill[64];
-        row_fill_name(o, fill, sizeof fill);
-        snprintf(err, len, "--fill must be random, exact, shifted or tiny for a backward pass, "
-                           "got '%s'", fill);
-        return -1;
-    }
     if (o->check_every != 1) {
         snprintf(err, len, "--check-every is part 2's: part 3 checks every row");
         return -1;
@@ -614,7 +608,7 @@ int back_options_check(int softmax, const struct options *o, char *err, size_t l
         return -1;
     }
     if (!softmax && o->fill == FILL_EXACT && !back_exact_fits(o->rows, o->cols)) {
-        snprintf(err, len, "--fill exact keeps every sum exact only while 26 rows + 10 cols < "
+        snprintf(err, len, "--fill exact keeps every sum exact only while 26 x rows + 10 x cols < "
                            "2^24 (each at most 2^20): --rows %zu --cols %zu is past it; use "
                            "another fill", o->rows, o->cols);
         return -1;

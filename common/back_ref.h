@@ -86,7 +86,7 @@ double ln_dbeta_tol(size_t rows, double dbeta_mag);
  * over the rows stay under 13 R + 5 N: every partial sum is a multiple of
  * 1/2 (rstd >= 1/2) under 2^23, exact.
  * x and dy are rows x cols, gamma cols, mean and rstd rows. Returns 0, or -1
- * (nothing written) past what it keeps exact: 26 rows + 10 cols >= 2^24, or
+ * (nothing written) past what it keeps exact: 26 x rows + 10 x cols >= 2^24, or
  * either past 2^20. */
 int ln_backward_exact_fill(size_t rows, size_t cols, unsigned long long seed, float *x,
                            float *dy, float *gamma, float *mean, float *rstd);
@@ -123,7 +123,10 @@ int softmax_backward_exact_fill(size_t rows, size_t cols, unsigned long long see
  * fills save: PyTorch's default for layer_norm. */
 #define BACK_EPS 1e-5
 
-/* 1 for the fills part 3 takes (random, exact, shifted, tiny), else 0. */
+/* The fills part 3 takes (random, exact, shifted, tiny), a bit each: its
+ * programs' struct program says so to the parser, which names them. */
+#define BACK_FILLS (1u << FILL_RANDOM | 1u << FILL_EXACT | 1u << FILL_SHIFTED | 1u << FILL_TINY)
+/* 1 for the fills part 3 takes, else 0. */
 int back_fill_takes(enum fill_kind fill);
 
 /* The ops' names in messages and in the CSV's op column. */
@@ -137,18 +140,19 @@ int back_fill_takes(enum fill_kind fill);
  * (softmax != 0) has no gamma. */
 struct program back_program_of(int softmax);
 
-/* 1 if ln_backward_exact_fill() takes rows x cols (26 rows + 10 cols <
- * 2^24, each at most 2^20), else 0. */
+/* 1 if ln_backward_exact_fill() takes rows x cols (26 x rows + 10 x
+ * cols < 2^24, each at most 2^20), else 0. */
 int back_exact_fits(size_t rows, size_t cols);
 
 /* 1 if softmax_backward_exact_fill() takes rows x cols (cols at most
  * 2^20), else 0. */
 int softmax_back_exact_fits(size_t rows, size_t cols);
 
-/* The shared parser (harness.c) takes every part 2 option for a program of
- * kind PROGRAM_ROWS: these are the ones part 3 does not (yet): a fill
- * other than random, exact, shifted and tiny, an exact fill past its
- * shapes, --check-every. 0, or -1 with a one-line message in err. */
+/* The shared parser (harness.c) takes part 2's options for a program of
+ * kind PROGRAM_ROWS, and only part 3's fills (its struct program's
+ * BACK_FILLS): these are what part 3 does not take (yet): an exact fill past
+ * its shapes, --check-every, a float array's offset past 3. 0, or -1 with a
+ * one-line message in err. */
 int back_options_check(int softmax, const struct options *o, char *err, size_t len);
 
 /* LayerNorm backward's inputs for --fill F: x by the shared fill (random:

@@ -36,8 +36,7 @@ int parse_size(const char *s, size_t *out)
     return 0;
 }
 
-/* Parses a whole decimal number into [lo, hi]; -1 on anything else. */
-static int parse_int_in(const char *s, long long lo, long long hi, long long *out)
+int parse_int_in(const char *s, long long lo, long long hi, long long *out)
 {
     if (s == NULL || *s == '\0')
         return -1;
@@ -48,6 +47,85 @@ static int parse_int_in(const char *s, long long lo, long long hi, long long *ou
         return -1;
     *out = v;
     return 0;
+}
+
+int option_value(int argc, char **argv, int *i, const char *name, const char **val)
+{
+    const char *arg = argv[*i];
+    size_t len = strlen(name);
+    if (strncmp(arg, name, len) != 0)
+        return 0;
+    if (arg[len] == '=') {
+        *val = arg + len + 1;
+        return 1;
+    }
+    if (arg[len] != '\0')
+        return 0;
+    *val = (*i + 1 < argc) ? argv[++*i] : NULL;
+    return 1;
+}
+
+int option_int(const char *flag, const char *v, long long lo, long long hi, const char *what,
+               long long *out, char *err, size_t err_len)
+{
+    if (parse_int_in(v, lo, hi, out) == 0)
+        return 0;
+    if (what == NULL)
+        what = "a number";
+    if (lo == 0 && hi == LLONG_MAX)   /* --seed */
+        snprintf(err, err_len, "%s needs %s up to 2^63 - 1, got '%s'", flag, what, v ? v : "");
+    else
+        snprintf(err, err_len, "%s needs %s from %lld to %lld, got '%s'", flag, what, lo, hi,
+                 v ? v : "");
+    return -1;
+}
+
+int option_file(const char *flag, const char *v, int stdin_ok, const char **out, char *err,
+                size_t err_len)
+{
+    if (v == NULL || *v == '\0') {
+        snprintf(err, err_len, "%s needs a file name%s", flag,
+                 stdin_ok ? " (- for standard input)" : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+void option_names(const char *const *names, int count, char *out, size_t len)
+{
+    size_t pos = 0;
+    out[0] = '\0';
+    for (int k = 0; k < count && pos < len; k++) {
+        const char *sep = k == 0 ? "" : k == count - 1 ? " or " : ", ";
+        int w = snprintf(out + pos, len - pos, "%s%s", sep, names[k]);
+        if (w < 0)
+            break;
+        pos += (size_t)w;
+    }
+}
+
+int option_choice(const char *flag, const char *v, const char *const *names, int count, int *out,
+                  char *err, size_t err_len)
+{
+    for (int k = 0; k < count; k++)
+        if (v != NULL && strcmp(v, names[k]) == 0) {
+            *out = k;
+            return 0;
+        }
+    char list[256];
+    option_names(names, count, list, sizeof list);
+    snprintf(err, err_len, "%s must be %s, got '%s'", flag, list, v ? v : "");
+    return -1;
+}
+
+void option_unknown(const char *arg, const char *hint, char *err, size_t err_len)
+{
+    size_t len = strcspn(arg, "=");   /* --n=5 asks for --n */
+    if (hint != NULL)
+        snprintf(err, err_len, "unknown option '%.*s': %s (try --help)", (int)len, arg, hint);
+    else
+        snprintf(err, err_len, "unknown option '%s' (try --help)", arg);
 }
 
 static const enum fill_kind all_fills[FILL_COUNT] = {
@@ -71,15 +149,32 @@ const char *fill_name(enum fill_kind fill)
     return "?";
 }
 
-static int parse_fill(const char *s, enum fill_kind *out)
+/* --fill: one of the fills program p takes (struct program's fills), named
+ * in its error. Returns 0 for a fill of enum fill_kind (o->fill), 1 for part
+ * 2's levels or centered (o->row_fill), -1 for a name p does not take. */
+static int parse_fill(const struct program *p, const char *v, struct options *o, char *err,
+                      size_t err_len)
 {
-    for (int i = 0; i < FILL_COUNT; i++) {
-        if (s != NULL && strcmp(s, fill_name(all_fills[i])) == 0) {
-            *out = all_fills[i];
-            return 0;
-        }
+    const char *names[FILL_COUNT + 2];
+    int count = 0;
+    for (int i = 0; i < FILL_COUNT; i++)
+        if (p->fills == 0 || (p->fills & (1u << all_fills[i])))
+            names[count++] = fill_name(all_fills[i]);
+    if (p->kind == PROGRAM_ROWS && p->fills == 0) {
+        names[count++] = "levels";
+        names[count++] = "centered";
     }
-    return -1;
+    int k;
+    if (option_choice("--fill", v, names, count, &k, err, err_len) != 0)
+        return -1;
+    if (strcmp(names[k], "levels") == 0 || strcmp(names[k], "centered") == 0) {
+        o->row_fill = names[k][0] == 'l' ? ROW_FILL_LEVELS : ROW_FILL_CENTERED;
+        return 1;
+    }
+    for (int i = 0; i < FILL_COUNT; i++)
+        if (strcmp(names[k], fill_name(all_fills[i])) == 0)
+            o->fill = all_fills[i];
+    return 0;
 }
 
 static const char *const mask_names[MASK_COUNT] = {"none", "causal", "padded", "ends", "topk",
@@ -90,15 +185,6 @@ const char *mask_name(enum row_mask mask)
     return (unsigned)mask < MASK_COUNT ? mask_names[mask] : "?";
 }
 
-int parse_mask(const char *s, enum row_mask *out)
-{
-    for (int k = 0; k < MASK_COUNT; k++)
-        if (s != NULL && strcmp(s, mask_names[k]) == 0) {
-            *out = (enum row_mask)k;
-            return 0;
-        }
-    return -1;
-}
 
 void print_usage(const char *prog, const struct program *p)
 {
@@ -128,8 +214,8 @@ void print_usage(const char *prog, const struct program *p)
                "Runs this step's row kernel (%s) on a rows x cols matrix of %s, checks\n"
                "every output against a CPU reference in double, and times it. A timed run\n"
                "first checks the shape, one column fewer and other offsets (the norms and\n"
-               "softmax: the shifted and tiny fills too; LayerNorm: the centered fill;\n"
-               "softmax: the levels fill, masked).\n"
+               "softmax: the shifted and tiny fills too; LayerNorm: the centered fill, there\n"
+               "and one column fewer; softmax: the levels fill, masked).\n"
                "\n"
                "  --rows R        rows, 1 .. 2^31-1 (default 32768)\n"
                "  --cols C        elements per row, 1 .. 2^20 (default 1024); rows x cols may\n"
@@ -184,23 +270,6 @@ void print_usage(const char *prog, const struct program *p)
            "exit status: 0 verified, 1 wrong result, 2 usage error, 3 device error\n");
 }
 
-/* Sets *val to the option's value: "--reps=5" or "--reps 5". */
-static int take_value(int argc, char **argv, int *i, const char *arg,
-                      const char *name, const char **val)
-{
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) != 0)
-        return 0;
-    if (arg[len] == '=') {
-        *val = arg + len + 1;
-        return 1;
-    }
-    if (arg[len] != '\0')
-        return 0;
-    *val = (*i + 1 < argc) ? argv[++*i] : NULL;
-    return 1;
-}
-
 /* Part 2's sizes: a whole number (K/M/G allowed) in [lo, hi]. */
 static int parse_count(const char *flag, const char *v, size_t lo, size_t hi, size_t *out,
                        char *err, size_t err_len)
@@ -242,17 +311,14 @@ static int names(const char *arg, size_t len, const char *flag)
  * --n, name this part's: a reader who moves between the parts types them. */
 static void unknown_option(const char *arg, const struct program *p, char *err, size_t err_len)
 {
-    size_t len = strcspn(arg, "=");   /* --n=5 asks for --n */
+    size_t len = strcspn(arg, "=");
     const char *hint = NULL;
     if (p->kind == PROGRAM_SUM &&
         (names(arg, len, "--n") || names(arg, len, "--rows") || names(arg, len, "--cols")))
         hint = "the number of floats is -n N";
     if (p->kind == PROGRAM_ROWS && (names(arg, len, "-n") || names(arg, len, "--n")))
         hint = "the shape is --rows R and --cols C";
-    if (hint != NULL)
-        snprintf(err, err_len, "unknown option '%.*s': %s (try --help)", (int)len, arg, hint);
-    else
-        snprintf(err, err_len, "unknown option '%s' (try --help)", arg);
+    option_unknown(arg, hint, err, err_len);
 }
 
 enum parse_status parse_options(int argc, char **argv, const struct program *p,
@@ -309,7 +375,7 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             o->flush = 0;
         } else if (strcmp(a, "--same-input") == 0) {
             o->same_input = 1;
-        } else if (!rows && take_value(argc, argv, &i, a, "-n", &v)) {
+        } else if (!rows && option_value(argc, argv, &i, "-n", &v)) {
             if (v == NULL || parse_size(v, &o->n) != 0) {
                 snprintf(err, err_len, "-n needs a whole number of floats such as 1000 or 32M, got '%s'",
                          v ? v : "");
@@ -323,64 +389,52 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
                 snprintf(err, err_len, "-n %zu is too large: the most is 2147483647 (2^31 - 1)", o->n);
                 return PARSE_ERROR;
             }
-        } else if (rows && take_value(argc, argv, &i, a, "--rows", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--rows", &v)) {
             if (parse_count("--rows", v, 1, ROWS_MAX_ROWS, &o->rows, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--cols", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--cols", &v)) {
             if (parse_count("--cols", v, 1, ROWS_MAX_COLS, &o->cols, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--y-offset", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--y-offset", &v)) {
             if (parse_pack_offset("--y-offset", v, pack, &o->y_offset, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--gamma-offset", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--gamma-offset", &v)) {
             if (parse_pack_offset("--gamma-offset", v, pack, &o->gamma_offset, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--beta-offset", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--beta-offset", &v)) {
             if (parse_pack_offset("--beta-offset", v, pack, &o->beta_offset, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--check-every", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--check-every", &v)) {
             if (parse_count("--check-every", v, 1, ROWS_MAX_ROWS, &o->check_every, err,
                             err_len) != 0)
                 return PARSE_ERROR;
-        } else if (rows && take_value(argc, argv, &i, a, "--mask", &v)) {
-            if (parse_mask(v, &o->mask) != 0) {
-                snprintf(err, err_len, "--mask must be none, causal, padded, ends, topk or "
-                                       "mixed, got '%s'", v ? v : "");
+        } else if (rows && option_value(argc, argv, &i, "--mask", &v)) {
+            int k;
+            if (option_choice("--mask", v, mask_names, MASK_COUNT, &k, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (take_value(argc, argv, &i, a, "--reps", &v)) {
-            if (parse_int_in(v, 1, 100000, &x) != 0) {
-                snprintf(err, err_len, "--reps needs a number from 1 to 100000, got '%s'", v ? v : "");
+            o->mask = (enum row_mask)k;
+        } else if (option_value(argc, argv, &i, "--reps", &v)) {
+            if (option_int("--reps", v, 1, 100000, NULL, &x, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->reps = (int)x;
-        } else if (take_value(argc, argv, &i, a, "--warmup", &v)) {
-            if (parse_int_in(v, 0, 100000, &x) != 0) {
-                snprintf(err, err_len, "--warmup needs a number from 0 to 100000, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--warmup", &v)) {
+            if (option_int("--warmup", v, 0, 100000, NULL, &x, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->warmup = (int)x;
-        } else if (take_value(argc, argv, &i, a, "--seed", &v)) {
-            if (parse_int_in(v, 0, INT64_MAX, &x) != 0) {
-                snprintf(err, err_len, "--seed needs a non-negative number, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--seed", &v)) {
+            if (option_int("--seed", v, 0, LLONG_MAX, "a non-negative number", &x, err,
+                           err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->seed = (uint64_t)x;
-        } else if (take_value(argc, argv, &i, a, "--fill", &v)) {
-            if (rows && v != NULL && strcmp(v, "levels") == 0) {
-                o->row_fill = ROW_FILL_LEVELS;
-                row_fill_given = 1;
-            } else if (rows && v != NULL && strcmp(v, "centered") == 0) {
-                o->row_fill = ROW_FILL_CENTERED;
-                row_fill_given = 1;
-            } else if (parse_fill(v, &o->fill) != 0) {
-                snprintf(err, err_len, "--fill must be random, positive, wide, ones, ints, "
-                                       "onehot, exact, shifted or tiny, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--fill", &v)) {
+            int row_fill = parse_fill(p, v, o, err, err_len);
+            if (row_fill < 0)
                 return PARSE_ERROR;
-            } else {
+            if (row_fill)
+                row_fill_given = 1;
+            else
                 o->fill_given = 1;
-            }
-        } else if (take_value(argc, argv, &i, a, "--at", &v)) {
+        } else if (option_value(argc, argv, &i, "--at", &v)) {
             /* Part 2's matrices pass 2^32 elements: only "outside the input" bounds it. */
             long long lo = rows ? LLONG_MIN : -(long long)REDUCE_MAX_N;
             long long hi = rows ? LLONG_MAX : (long long)REDUCE_MAX_N - 1;
@@ -390,40 +444,26 @@ enum parse_status parse_options(int argc, char **argv, const struct program *p,
             }
             o->at = x;
             o->at_given = 1;
-        } else if (rows && take_value(argc, argv, &i, a, "--offset", &v)) {
+        } else if (rows && option_value(argc, argv, &i, "--offset", &v)) {
             if (parse_pack_offset("--offset", v, pack, &o->offset, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (take_value(argc, argv, &i, a, "--offset", &v)) {
-            if (parse_int_in(v, 0, REDUCE_MAX_OFFSET, &x) != 0) {
-                snprintf(err, err_len, "--offset needs a number from 0 to %d, got '%s'",
-                         REDUCE_MAX_OFFSET, v ? v : "");
+        } else if (option_value(argc, argv, &i, "--offset", &v)) {
+            if (option_int("--offset", v, 0, REDUCE_MAX_OFFSET, NULL, &x, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->offset = (int)x;
-        } else if (take_value(argc, argv, &i, a, "--csv", &v)) {
-            if (v == NULL || *v == '\0') {
-                snprintf(err, err_len, "--csv needs a file name");
+        } else if (option_value(argc, argv, &i, "--csv", &v)) {
+            if (option_file("--csv", v, 0, &o->csv_path, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->csv_path = v;
-        } else if (take_value(argc, argv, &i, a, "--checks", &v)) {
-            if (v == NULL || *v == '\0') {
-                snprintf(err, err_len, "--checks needs a file name (- for standard input)");
+        } else if (option_value(argc, argv, &i, "--checks", &v)) {
+            if (option_file("--checks", v, 1, &o->checks_path, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->checks_path = v;
             o->check_only = 1;
-        } else if (take_value(argc, argv, &i, a, "--runs", &v)) {
-            if (v == NULL || *v == '\0') {
-                snprintf(err, err_len, "--runs needs a file name (- for standard input)");
+        } else if (option_value(argc, argv, &i, "--runs", &v)) {
+            if (option_file("--runs", v, 1, &o->runs_path, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->runs_path = v;
-        } else if (take_value(argc, argv, &i, a, "--device", &v)) {
-            if (parse_int_in(v, 0, 1023, &x) != 0) {
-                snprintf(err, err_len, "--device needs a device index, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--device", &v)) {
+            if (option_int("--device", v, 0, 1023, "a device index", &x, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->device = (int)x;
         } else {
             unknown_option(a, p, err, err_len);
@@ -534,6 +574,15 @@ int verify_set(const struct options *o, struct options *out)
     if (checks & ROW_CHECK_CENTERED) {
         out[count] = c;
         out[count++].row_fill = ROW_FILL_CENTERED;
+        /* One column fewer too: at a power-of-two width the centered rows'
+         * sum of squares is exact in float, so a one-pass variance (E[x^2]
+         * - mean^2) passes there and fails one column off. */
+        if (o->cols > 1) {
+            out[count] = out[count - 1];
+            out[count].cols = o->cols - 1;
+            out[count].n = o->rows * (o->cols - 1);
+            count++;
+        }
     }
     if (checks & ROW_CHECK_SHIFTED_TINY) {
         out[count] = c;
@@ -878,6 +927,7 @@ int run_lines(const char *path, const struct options *base, int check_only, char
         o.csv_path = base->csv_path;
         o.cpu_sums = o.cpu_sums || base->cpu_sums;
         o.verify = o.verify && base->verify;
+        o.same_input = o.same_input || base->same_input;
         if (!base->flush)
             o.flush = 0;
         printf("== %s %s\n", check_only ? "check" : "run", line);

@@ -50,6 +50,8 @@ struct program {
     int masks;            /* takes --mask */
     int gamma, beta;      /* takes --gamma-offset, --beta-offset */
     unsigned checks;      /* enum row_checks */
+    unsigned fills;       /* bit k: takes --fill k (enum fill_kind); 0: every fill
+                             of its part (part 2's levels and centered too) */
 };
 
 enum fill_kind { FILL_RANDOM, FILL_POSITIVE, FILL_WIDE, FILL_ONES, FILL_INTS,
@@ -72,7 +74,6 @@ enum row_fill { ROW_FILL_SHARED, ROW_FILL_LEVELS, ROW_FILL_CENTERED };
 enum row_mask { MASK_NONE, MASK_CAUSAL, MASK_PADDED, MASK_ENDS, MASK_TOPK, MASK_MIXED };
 #define MASK_COUNT 6
 const char *mask_name(enum row_mask mask);
-int parse_mask(const char *s, enum row_mask *out);   /* 0, or -1 for an unknown name */
 
 /* --fill exact: every element is a nonzero integer up to this n; above it
  * only the elements where kernels go wrong are (see fill_input). */
@@ -122,9 +123,31 @@ struct options {
 enum parse_status { PARSE_OK = 0, PARSE_HELP = 1, PARSE_VERSION = 2, PARSE_GPU_INFO = 3,
                     PARSE_ERROR = -1 };
 
+/* The command line. Every program reads its options with these (parts 1 to
+ * 3 in parse_options below, multigpu/run in multigpu/plan.c), so a flag
+ * takes its value one way and its errors read alike everywhere. */
+
 /* "4096", "32M", "1G": binary suffixes K, M, G (either case). Returns 0, or -1
  * for anything else (empty, sign, junk, overflow). 0 itself parses. */
 int parse_size(const char *s, size_t *out);
+/* A whole decimal number in [lo, hi]: 0, or -1 for anything else. */
+int parse_int_in(const char *s, long long lo, long long hi, long long *out);
+/* 1 if argv[*i] is the flag name: *val is its value ("--reps=5", or
+ * "--reps 5", which moves *i on; NULL when nothing follows). 0 otherwise. */
+int option_value(int argc, char **argv, int *i, const char *name, const char **val);
+/* option_int, option_file and option_choice return 0, or -1 with a
+ * one-line message in err. what names the value in it ("a number" if NULL). */
+int option_int(const char *flag, const char *v, long long lo, long long hi, const char *what,
+               long long *out, char *err, size_t err_len);
+int option_file(const char *flag, const char *v, int stdin_ok, const char **out, char *err,
+                size_t err_len);
+/* v must be one of names[0..count): *out its index; the error lists them. */
+int option_choice(const char *flag, const char *v, const char *const *names, int count, int *out,
+                  char *err, size_t err_len);
+void option_names(const char *const *names, int count, char *out, size_t len);  /* "a, b or c" */
+/* "unknown option '--x=1' (try --help)"; with a hint, the flag alone
+ * ("--x", no "=1") and the hint after it. */
+void option_unknown(const char *arg, const char *hint, char *err, size_t err_len);
 
 /* Fills *o from argv for program p and checks the options against each
  * other (--at needs onehot and a position inside n). Each part takes only
@@ -249,7 +272,9 @@ struct stats compute_stats(double *v, int count);
 
 /* --checks / --runs FILE: calls run(options of the line, ctx) for every
  * line that is not blank or a comment, each line parsed like a command line
- * on top of `base` (device, csv, program), check mode forced when check_only.
+ * for `base`'s program; base's --device, --csv, --cpu-sums, --no-verify,
+ * --no-flush and --same-input hold for every line; check mode forced when
+ * check_only.
  * Prints "== check <line>" or "== run <line>" before each. Stops at a usage
  * error. Returns the worst exit code (0 verified, 1 wrong, 2 usage). */
 typedef int (*run_fn)(const struct options *o, void *ctx);

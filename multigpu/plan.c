@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L   /* strtok_r */
 #include "plan.h"
 
-#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,31 +66,12 @@ void mg_usage(const char *prog)
            prog);
 }
 
-/* "--reps=5" or "--reps 5": 1 and *val set when arg is the flag. */
-static int flag_value(int argc, char **argv, int *i, const char *name, const char **val)
+/* An int option in [lo, hi], in the harness's words (option_int). */
+static int int_option(const char *flag, const char *v, long lo, long hi, const char *what,
+                      int *out, char *err, size_t err_len)
 {
-    const char *arg = argv[*i];
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) != 0)
-        return 0;
-    if (arg[len] == '=') {
-        *val = arg + len + 1;
-        return 1;
-    }
-    if (arg[len] != '\0')
-        return 0;
-    *val = (*i + 1 < argc) ? argv[++*i] : NULL;
-    return 1;
-}
-
-static int int_in(const char *v, long lo, long hi, int *out)
-{
-    if (v == NULL || *v == '\0')
-        return -1;
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno != 0 || *end != '\0' || x < lo || x > hi)
+    long long x;
+    if (option_int(flag, v, lo, hi, what, &x, err, err_len) != 0)
         return -1;
     *out = (int)x;
     return 0;
@@ -135,10 +116,12 @@ static int parse_sizes(const char *v, struct mg_options *o, char *err, size_t er
 
 static int parse_combines(const char *v, struct mg_options *o, char *err, size_t err_len)
 {
-    char list[256];
-    const char *what = "--combine must be allreduce, reduce, host, all or a comma-separated list";
+    char list[256], what[128];
+    const char *const names[] = {"allreduce", "reduce", "host", "all",
+                                 "a comma-separated list"};
+    option_names(names, 5, what, sizeof what);
     if (v == NULL || *v == '\0' || strlen(v) >= sizeof list) {
-        snprintf(err, err_len, "%s, got '%s'", what, v ? v : "");
+        snprintf(err, err_len, "--combine must be %s, got '%s'", what, v ? v : "");
         return -1;
     }
     o->combines = 0;
@@ -158,13 +141,13 @@ static int parse_combines(const char *v, struct mg_options *o, char *err, size_t
             if (o->combine[k] == found)
                 found = -2;   /* named twice */
         if (found < 0) {
-            snprintf(err, err_len, "%s, got '%s'", what, v);
+            snprintf(err, err_len, "--combine must be %s, got '%s'", what, v);
             return -1;
         }
         o->combine[o->combines++] = found;
     }
     if (o->combines == 0) {
-        snprintf(err, err_len, "%s, got '%s'", what, v);
+        snprintf(err, err_len, "--combine must be %s, got '%s'", what, v);
         return -1;
     }
     return 0;
@@ -201,88 +184,60 @@ enum parse_status mg_parse(int argc, char **argv, struct mg_options *o, char *er
             o->flush = 0;
         } else if (strcmp(a, "--no-baseline") == 0) {
             o->baseline = 0;
-        } else if (flag_value(argc, argv, &i, "--n", &v)) {
+        } else if (option_value(argc, argv, &i, "--n", &v)) {
             if (parse_sizes(v, o, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (flag_value(argc, argv, &i, "--combine", &v)) {
+        } else if (option_value(argc, argv, &i, "--combine", &v)) {
             if (parse_combines(v, o, err, err_len) != 0)
                 return PARSE_ERROR;
-        } else if (flag_value(argc, argv, &i, "--gpus", &v)) {
-            if (int_in(v, 1, MG_MAX_GPUS, &o->gpus) != 0) {
-                snprintf(err, err_len, "--gpus needs a number from 1 to %d, got '%s'",
-                         MG_MAX_GPUS, v ? v : "");
+        } else if (option_value(argc, argv, &i, "--gpus", &v)) {
+            if (int_option("--gpus", v, 1, MG_MAX_GPUS, NULL, &o->gpus, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (flag_value(argc, argv, &i, "--rank", &v)) {
-            if (int_in(v, 0, 65535, &o->rank) != 0) {
-                snprintf(err, err_len, "--rank needs a number from 0, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--rank", &v)) {
+            if (int_option("--rank", v, 0, 65535, NULL, &o->rank, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             rank_given = 1;
-        } else if (flag_value(argc, argv, &i, "--world", &v)) {
-            if (int_in(v, 1, 65536, &o->world) != 0) {
-                snprintf(err, err_len, "--world needs a number from 1, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--world", &v)) {
+            if (int_option("--world", v, 1, 65536, NULL, &o->world, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (flag_value(argc, argv, &i, "--id-file", &v)) {
-            if (v == NULL || *v == '\0') {
-                snprintf(err, err_len, "--id-file needs a file name");
+        } else if (option_value(argc, argv, &i, "--id-file", &v)) {
+            if (option_file("--id-file", v, 0, &o->id_file, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->id_file = v;
-        } else if (flag_value(argc, argv, &i, "--wait", &v)) {
-            if (int_in(v, 1, 86400, &o->wait_s) != 0) {
-                snprintf(err, err_len, "--wait needs seconds from 1 to 86400, got '%s'",
-                         v ? v : "");
+        } else if (option_value(argc, argv, &i, "--wait", &v)) {
+            if (int_option("--wait", v, 1, 86400, "seconds", &o->wait_s, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (flag_value(argc, argv, &i, "--max-bytes", &v)) {
+        } else if (option_value(argc, argv, &i, "--max-bytes", &v)) {
             if (v == NULL || parse_size(v, &o->max_bytes) != 0 || o->max_bytes < 4 ||
                 o->max_bytes > ((size_t)1 << 34)) {
                 snprintf(err, err_len, "--max-bytes needs 4 .. 16G, such as 1G, got '%s'",
                          v ? v : "");
                 return PARSE_ERROR;
             }
-        } else if (flag_value(argc, argv, &i, "--reps", &v)) {
-            if (int_in(v, 1, 100000, &o->reps) != 0) {
-                snprintf(err, err_len, "--reps needs a number from 1 to 100000, got '%s'",
-                         v ? v : "");
+        } else if (option_value(argc, argv, &i, "--reps", &v)) {
+            if (int_option("--reps", v, 1, 100000, NULL, &o->reps, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (flag_value(argc, argv, &i, "--warmup", &v)) {
-            if (int_in(v, 0, 100000, &o->warmup) != 0) {
-                snprintf(err, err_len, "--warmup needs a number from 0 to 100000, got '%s'",
-                         v ? v : "");
+        } else if (option_value(argc, argv, &i, "--warmup", &v)) {
+            if (int_option("--warmup", v, 0, 100000, NULL, &o->warmup, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-        } else if (flag_value(argc, argv, &i, "--seed", &v)) {
-            char *end;
-            errno = 0;
-            unsigned long long s = (v && *v && *v != '-') ? strtoull(v, &end, 10) : 0;
-            if (v == NULL || *v == '\0' || *v == '-' || errno != 0 || *end != '\0') {
-                snprintf(err, err_len, "--seed needs a whole number, got '%s'", v ? v : "");
+        } else if (option_value(argc, argv, &i, "--seed", &v)) {
+            long long s;
+            if (option_int("--seed", v, 0, LLONG_MAX, "a non-negative number", &s, err,
+                           err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->seed = s;
-        } else if (flag_value(argc, argv, &i, "--fill", &v)) {
-            int found = -1;
-            for (int f = 0; f < FILL_COUNT && v != NULL; f++)
-                if (strcmp(v, fill_name((enum fill_kind)f)) == 0)
-                    found = f;
-            if (found < 0) {
-                snprintf(err, err_len, "--fill must be random, positive, wide, ones, ints, "
-                                       "onehot, exact, shifted or tiny, got '%s'", v ? v : "");
+            o->seed = (uint64_t)s;
+        } else if (option_value(argc, argv, &i, "--fill", &v)) {
+            const char *names[FILL_COUNT];
+            for (int f = 0; f < FILL_COUNT; f++)
+                names[f] = fill_name((enum fill_kind)f);
+            int found;
+            if (option_choice("--fill", v, names, FILL_COUNT, &found, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
             o->fill = (enum fill_kind)found;
-        } else if (flag_value(argc, argv, &i, "--csv", &v)) {
-            if (v == NULL || *v == '\0') {
-                snprintf(err, err_len, "--csv needs a file name");
+        } else if (option_value(argc, argv, &i, "--csv", &v)) {
+            if (option_file("--csv", v, 0, &o->csv_path, err, err_len) != 0)
                 return PARSE_ERROR;
-            }
-            o->csv_path = v;
         } else {
-            snprintf(err, err_len, "unknown option '%s' (try --help)", a);
+            option_unknown(a, NULL, err, err_len);
             return PARSE_ERROR;
         }
     }

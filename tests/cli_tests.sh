@@ -127,7 +127,7 @@ for p in $row_programs; do
 done
 
 # Part 3's programs (back/): part 2's parser
-# with part 3's own fills and checks (common/back_driver.c), the same exit
+# with part 3's own fills (BACK_FILLS) and checks (common/back_ref.c), the same exit
 # codes, and names of their own: back/step0_thread ..., and back/copy3 for
 # its bar, back/baseline_copy3. Every step, each checked alike: the loop
 # below takes every back/stepN_slug/ that make built, and each step's folder
@@ -165,14 +165,14 @@ for p in $back_programs; do
         # shellcheck disable=SC2086
         expect_one_line 2 "$p" $args
     done
-    expect 2 "--fill must be random, exact, shifted or tiny for a backward pass, got 'ones'" \
+    expect 2 "--fill must be random, exact, shifted or tiny, got 'ones'" \
         "$p" --fill ones
     expect 2 "'-n': the shape is --rows R and --cols C (try --help)" "$p" -n 5
     if [ -n "$softmax" ]; then
         expect 0 "softmax backward pass" "$p" --help
         expect 2 "--gamma-offset places gamma" "$p" --gamma-offset 1
     else
-        expect 2 "--fill exact keeps every sum exact only while 26 rows + 10 cols < 2^24" \
+        expect 2 "--fill exact keeps every sum exact only while 26 x rows + 10 x cols < 2^24" \
             "$p" --check --rows 700000 --cols 8
     fi
     name=$(dirname "$p"); name=${name/baseline_/}

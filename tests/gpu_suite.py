@@ -43,9 +43,10 @@ CUB = "baseline_cub/run"
 # thread-block cluster's (rows past one block's registers; the default
 # shape's rows are 1024 wide). A fixture's "caught by" may add the last as
 # "/wide": "shape/wide" is caught by a shape check, and not by a plain run.
-# "odd" marks a bug seen only at widths that are not a power of two: the
-# default 1024 is one, and the centered fill's sums of squares are exact
-# there, so a one-pass variance gets them right (ln_bf16_one_pass_var).
+# "odd" marks a bug seen only at widths that are not a power of two (the
+# default 1024 is one). No fixture needs it since a plain LayerNorm run
+# checks the centered fill one column fewer too: ln_bf16_one_pass_var, whose
+# one-pass variance is exact at 1024 columns, fails there.
 # "narrow": a bug in a group smaller than a warp, which only rows of 512 or
 # fewer elements get (rows/step24_bf16_narrow); the default is 1024 wide.
 # "gpu-work": a fixture whose every answer is right, computed on the host; only

@@ -5,7 +5,9 @@
 #include "harness.h"
 #include "rows_ref.h"
 
+#include <fcntl.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1026,9 +1028,8 @@ static void test_masks(void)
     EXPECT(isfinite(x[0]) && x[1] == -INFINITY &&                    /* row 0: causal, keeps 1 */
            x[cols] == -INFINITY && x[2 * cols - 1] == -INFINITY &&  /* row 1: padded */
            x[2 * cols] == -INFINITY && isfinite(x[2 * cols + 1]));  /* row 2: ends of 1 */
-    enum row_mask m;
-    EXPECT(parse_mask("topk", &m) == 0 && m == MASK_TOPK && parse_mask("causals", &m) != 0 &&
-           strcmp(mask_name(MASK_PADDED), "padded") == 0);
+    EXPECT(strcmp(mask_name(MASK_PADDED), "padded") == 0 &&
+           strcmp(mask_name(MASK_TOPK), "topk") == 0);
 
     /* Masked rows: the guarded softmax passes every mask, on the levels fill
      * and on random data, split over 1 or 64 threads; without the guards a
@@ -1238,8 +1239,10 @@ static void test_row_options(void)
     EXPECT(rows_parse_line("--rows 10 --cols 7 --offset 2", ROW_SUM, ROW_BF16, &o, err) ==
            PARSE_OK && verify_set(&o, out) == 4);
     EXPECT(rows_parse_line("--offset 7", ROW_LAYERNORM, ROW_BF16, &o, err) == PARSE_OK &&
-           verify_set(&o, out) == 7 && out[2].offset == 0 &&
-           out[5].row_fill == ROW_FILL_CENTERED && out[6].fill == FILL_TINY);
+           verify_set(&o, out) == 8 && out[2].offset == 0 &&
+           out[5].row_fill == ROW_FILL_CENTERED && out[6].row_fill == ROW_FILL_CENTERED &&
+           out[5].cols == 1024 && out[6].cols == 1023 && out[6].n == o.rows * 1023 &&
+           out[6].offset == 7 && out[7].fill == FILL_TINY);
     EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_OK &&
            o.row_fill == ROW_FILL_CENTERED);
     EXPECT(rows_parse_line("--check-every 64", ROW_SUM, ROW_F32, &o, err) == PARSE_OK &&
@@ -1276,8 +1279,14 @@ static void test_verify_set(void)
     char *argv[] = {"run", "--rows", "10", "--cols", "7", NULL};
     EXPECT(parse_options(5, argv, &layernorm, &o, err, sizeof err) == PARSE_OK);
     k = verify_set(&o, out);
-    EXPECT(k == 7 && out[1].cols == 6 && out[1].n == 60 && out[4].fill == FILL_SHIFTED &&
-           out[6].fill == FILL_TINY);
+    EXPECT(k == 8 && out[1].cols == 6 && out[1].n == 60 && out[4].fill == FILL_SHIFTED &&
+           out[5].row_fill == ROW_FILL_CENTERED && out[5].cols == 7 &&
+           out[6].row_fill == ROW_FILL_CENTERED && out[6].cols == 6 && out[6].n == 60 &&
+           out[7].fill == FILL_TINY);
+    /* One column: no narrower centered row to check. */
+    char *one[] = {"run", "--rows", "10", "--cols", "1", NULL};
+    EXPECT(parse_options(5, one, &layernorm, &o, err, sizeof err) == PARSE_OK &&
+           verify_set(&o, out) == 6);
     /* Row options belong to row programs; -n to sums. */
     char *bad[] = {"run", "-n", "5", NULL};
     EXPECT(parse_options(3, bad, &layernorm, &o, err, sizeof err) == PARSE_ERROR);
@@ -1666,6 +1675,112 @@ static enum parse_status back_parse_line(const char *line, struct options *o, ch
     return back_parse_op(0, line, o, err);
 }
 
+/* --runs FILE: each line's options, and the command line's own that apply to
+ * every line (--same-input among them, as make bench passes it). */
+static int record_run(const struct options *o, void *ctx)
+{
+    struct options *seen = ctx;
+    seen[seen[0].reps++ + 1] = *o;
+    return 0;
+}
+
+static void test_run_lines(void)
+{
+    char path[] = "/tmp/run_lines_XXXXXX";
+    int fd = mkstemp(path);
+    EXPECT(fd >= 0);
+    const char *text = "-n 1000 --reps 3\n# a comment\n\n-n 5 --same-input\n";
+    EXPECT(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+    struct options base, seen[4];
+    char err[256];
+    char prog[] = "run";
+    for (int same = 0; same < 2; same++) {
+        EXPECT(parse(same ? "--same-input --no-flush" : "--no-flush", &base, err) == PARSE_OK);
+        seen[0].reps = 0;
+        fflush(stdout);   /* its "== run" lines go nowhere */
+        int saved = dup(1), null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        int rc = run_lines(path, &base, 0, prog, record_run, seen);
+        fflush(stdout);
+        dup2(saved, 1);
+        close(null), close(saved);
+        EXPECT(rc == 0);
+        EXPECT(seen[0].reps == 2 && seen[1].n == 1000 && seen[1].reps == 3 && seen[2].n == 5);
+        EXPECT(seen[1].same_input == same && seen[2].same_input == 1);
+        EXPECT(!seen[1].flush && !seen[2].flush && !seen[1].check_only);
+    }
+    unlink(path);
+}
+
+/* The command line's words, one set for every program (multigpu/run's too:
+ * tests/multigpu_tests.c): an error names the flag and what it takes, and a
+ * --fill error lists the fills of that program's part, no more. */
+static void test_option_words(void)
+{
+    char err[256], list[64];
+    long long x;
+    int k;
+    const char *f = NULL;
+    const char *abc[] = {"a", "b", "c"};
+    option_names(abc, 3, list, sizeof list);
+    EXPECT(strcmp(list, "a, b or c") == 0);
+    option_names(abc, 2, list, sizeof list);
+    EXPECT(strcmp(list, "a or b") == 0);
+    option_names(abc, 1, list, sizeof list);
+    EXPECT(strcmp(list, "a") == 0);
+    EXPECT(option_choice("--x", "b", abc, 3, &k, err, sizeof err) == 0 && k == 1);
+    EXPECT(option_choice("--x", "d", abc, 3, &k, err, sizeof err) == -1 &&
+           strcmp(err, "--x must be a, b or c, got 'd'") == 0);
+    EXPECT(option_choice("--x", NULL, abc, 3, &k, err, sizeof err) == -1 &&
+           strcmp(err, "--x must be a, b or c, got ''") == 0);
+    EXPECT(option_int("--reps", "7", 1, 100000, NULL, &x, err, sizeof err) == 0 && x == 7);
+    EXPECT(option_int("--reps", "0", 1, 100000, NULL, &x, err, sizeof err) == -1 &&
+           strcmp(err, "--reps needs a number from 1 to 100000, got '0'") == 0);
+    EXPECT(option_int("--wait", "x", 1, 86400, "seconds", &x, err, sizeof err) == -1 &&
+           strcmp(err, "--wait needs seconds from 1 to 86400, got 'x'") == 0);
+    EXPECT(option_int("--seed", "-1", 0, LLONG_MAX, "a non-negative number", &x, err,
+                      sizeof err) == -1 &&
+           strcmp(err, "--seed needs a non-negative number up to 2^63 - 1, got '-1'") == 0);
+    EXPECT(option_file("--csv", "", 0, &f, err, sizeof err) == -1 &&
+           strcmp(err, "--csv needs a file name") == 0);
+    EXPECT(option_file("--checks", NULL, 1, &f, err, sizeof err) == -1 &&
+           strcmp(err, "--checks needs a file name (- for standard input)") == 0);
+    EXPECT(option_file("--runs", "-", 1, &f, err, sizeof err) == 0 && strcmp(f, "-") == 0);
+    option_unknown("--n=5", "the hint", err, sizeof err);
+    EXPECT(strcmp(err, "unknown option '--n': the hint (try --help)") == 0);
+
+    struct options o;
+    const char *nine = "random, positive, wide, ones, ints, onehot, exact, shifted";
+    char want[256];
+    snprintf(want, sizeof want, "--fill must be %s or tiny, got 'levels'", nine);
+    EXPECT(parse("--fill levels", &o, err) == PARSE_ERROR && strcmp(err, want) == 0);
+    snprintf(want, sizeof want, "--fill must be %s, tiny, levels or centered, got 'nope'", nine);
+    EXPECT(rows_parse_line("--fill nope", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_ERROR &&
+           strcmp(err, want) == 0);
+    EXPECT(rows_parse_line("--fill centered", ROW_LAYERNORM, ROW_F32, &o, err) == PARSE_OK &&
+           o.row_fill == ROW_FILL_CENTERED && o.fill_given);
+    EXPECT(rows_parse_line("--fill levels --fill ones", ROW_SOFTMAX, ROW_F32, &o, err) ==
+           PARSE_ERROR && strstr(err, "given twice"));
+    EXPECT(rows_parse_line("--fill ones --fill levels", ROW_SOFTMAX, ROW_F32, &o, err) ==
+           PARSE_ERROR && strstr(err, "given twice"));
+    const char *back_fills = "--fill must be random, exact, shifted or tiny, got '%s'";
+    const char *refused[] = {"ones", "levels", "centered", "nope"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(want, sizeof want, back_fills, refused[i]);
+        char line[64];
+        snprintf(line, sizeof line, "--fill %s", refused[i]);
+        EXPECT(back_parse_op(i % 2, line, &o, err) == PARSE_ERROR && strcmp(err, want) == 0);
+    }
+    EXPECT(back_parse_line("--fill shifted", &o, err) == PARSE_OK && o.fill == FILL_SHIFTED);
+    snprintf(want, sizeof want, "--mask must be none, causal, padded, ends, topk or mixed, "
+                                "got 'causals'");
+    EXPECT(rows_parse_line("--mask causals", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_ERROR &&
+           strcmp(err, want) == 0);
+    EXPECT(rows_parse_line("--mask topk", ROW_SOFTMAX, ROW_F32, &o, err) == PARSE_OK &&
+           o.mask == MASK_TOPK);
+}
+
 /* A float kernel's outputs on one fill: dx row by row (back_ln_dx_float, in
  * the row's order), dgamma and dbeta as column sums over the rows in
  * col_order. broken: 0 none, 1 dgamma without rstd, 2 dbeta without the
@@ -1744,7 +1859,7 @@ static void test_back_host(void)
     EXPECT(back_parse_line("--fill centered", &o, err) == PARSE_ERROR);
     EXPECT(back_parse_line("--check-every 2", &o, err) == PARSE_ERROR);
     EXPECT(back_parse_line("--check --rows 700000 --cols 8", &o, err) == PARSE_ERROR &&
-           strstr(err, "26 rows + 10 cols"));
+           strstr(err, "26 x rows + 10 x cols"));
     EXPECT(back_parse_line("--rows 700000 --cols 8", &o, err) == PARSE_OK);   /* random */
     EXPECT(back_parse_line("--beta-offset 1", &o, err) == PARSE_ERROR);
     EXPECT(back_parse_line("--mask causal", &o, err) == PARSE_ERROR);
@@ -2055,7 +2170,7 @@ static void test_softmax_back_host(void)
            sm.checks == ROW_CHECK_SHIFTED_TINY);
 
     /* Its options: part 3's fills, no --gamma-offset, and the exact fill
-     * at any number of rows (LayerNorm's stops at 26 rows + 10 cols < 2^24). */
+     * at any number of rows (LayerNorm's stops at 26 x rows + 10 x cols < 2^24). */
     struct options o;
     char err[256];
     EXPECT(back_parse_op(1, "", &o, err) == PARSE_OK && o.rows == 32768 && o.cols == 1024 &&
@@ -2066,7 +2181,7 @@ static void test_softmax_back_host(void)
     EXPECT(back_parse_op(1, "--fill exact --rows 2000000 --cols 1", &o, err) == PARSE_OK);
     EXPECT(back_parse_op(1, "--check --rows 1 --cols 1048576", &o, err) == PARSE_OK);
     EXPECT(back_parse_op(0, "--check --rows 700000 --cols 8", &o, err) == PARSE_ERROR &&
-           strstr(err, "26 rows + 10 cols"));
+           strstr(err, "26 x rows + 10 x cols"));
     EXPECT(back_parse_op(1, "--rows 3 --cols 5 --fill tiny --offset 3 --y-offset 1", &o, err) ==
            PARSE_OK && o.fill == FILL_TINY && o.offset == 3 && o.y_offset == 1);
     EXPECT(back_parse_op(1, "--fill shifted", &o, err) == PARSE_OK && o.fill == FILL_SHIFTED);
@@ -2088,7 +2203,7 @@ static void test_softmax_back_host(void)
     o.n = o.cols;
     EXPECT(back_options_check(1, &o, err, sizeof err) == -1 && strstr(err, "2^20 columns") &&
            strstr(err, "--cols 1048577"));
-    EXPECT(back_options_check(0, &o, err, sizeof err) == -1 && strstr(err, "26 rows + 10 cols"));
+    EXPECT(back_options_check(0, &o, err, sizeof err) == -1 && strstr(err, "26 x rows + 10 x cols"));
     o.fill = FILL_RANDOM;
     EXPECT(back_options_check(1, &o, err, sizeof err) == 0);
     /* A timed run's checks: the exact fill (at any rows), a column fewer,
@@ -2329,6 +2444,8 @@ int main(void)
     test_rmsnorm();
     test_backward();
     test_backward_exact();
+    test_option_words();
+    test_run_lines();
     test_softmax_backward_exact();
     test_back_host();
     test_softmax_back_host();

@@ -64,6 +64,7 @@ __device__ float inverse(float sum)
 template <unsigned int W, typename Op>
 __device__ float warp_allreduce(float v, Op op)
 {
+    static_assert(W <= WARP_SIZE && (W & (W - 1)) == 0, "a run is a power of two within a warp");
 #pragma unroll
     for (unsigned int offset = W / 2; offset > 0; offset >>= 1)
         v = op(v, __shfl_xor_sync(FULL_MASK, v, offset));
@@ -220,8 +221,10 @@ __global__ void softmax_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, uns
     constexpr unsigned int ROWS_PER_BLOCK = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
     unsigned int t = threadIdx.x % G;   // this thread's place in its row's group
     unsigned int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / G;
+    static_assert(G >= PACK - 1, "the head and tail take a thread an element");
     // A group past the last row reads nothing but stays: the barriers in
-    // group_allreduce need every thread of the block.
+    // group_allreduce, and under a warp the shuffles' FULL_MASK, need every
+    // thread of the block.
     const __nv_bfloat16 *x_row = g_x + (size_t)row * cols;
     __nv_bfloat16 *y_row = g_y + (size_t)row * cols;
     RowSplit split = (row < rows) ? split_row<PACK>(x_row, cols) : RowSplit{0, 0, 0};
@@ -667,7 +670,7 @@ static unsigned int max_cluster(void)
             }
             most = clusters > 0 ? MAX_CLUSTER : (MAX_CLUSTER < 8 ? MAX_CLUSTER : 8);
         } else {
-            fprintf(stderr, "rows/step23: no thread-block clusters before sm_90: step 11's "
+            fprintf(stderr, "rows/step24: no thread-block clusters before sm_90: step 11's "
                             "one-block groups\n");
         }
     }

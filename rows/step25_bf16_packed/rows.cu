@@ -642,8 +642,8 @@ static size_t rest_bytes(size_t cols, unsigned int g, unsigned int cluster)
     size_t in_registers = (size_t)g * per_thread(g, cols);
     if (cols <= in_registers)
         return 0;
-    size_t per_thread = (cols - in_registers + (size_t)g * 8 - 1) / ((size_t)g * 8);   // packs
-    return per_thread * (g / cluster) * 8 * sizeof(float);
+    size_t packs = (cols - in_registers + (size_t)g * 8 - 1) / ((size_t)g * 8);   // a thread
+    return packs * (g / cluster) * 8 * sizeof(float);
 }
 
 // The widths where the kernel changes, for the grader to check both sides
