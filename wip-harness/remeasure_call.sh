@@ -12,7 +12,7 @@ left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
 exec > $OUT/call-$PHASE.log 2>&1
 echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader) GIT_REV=$GIT_REV PHASE=$PHASE"
 if [ "$PHASE" = S ]; then
-  make -s -j16 GIT_REV=$GIT_REV test-build TEST_GPU=1 $(python3 tools/verify.py --root . --only rows --targets) > /tmp/build.log 2>&1
+  make -s -j16 GIT_REV=$GIT_REV NEED_VENV= test-build TEST_GPU=1 $(python3 tools/verify.py --root . --only rows --targets) > /tmp/build.log 2>&1
   echo "build rc=$?"; tail -5 /tmp/build.log; el
   GPU_PART=rows GPU_JOBS=16 timeout $(( $(left) - 130 )) python3 -u tests/gpu_suite.py > $OUT/rows-suite.log 2>&1
   echo "suite rc=$?"; grep -E "^(FAIL|gpu:)" $OUT/rows-suite.log | tail -8 | cut -c1-300; el
