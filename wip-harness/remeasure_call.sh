@@ -34,3 +34,24 @@ if [ "$PHASE" = B ]; then
   done
 fi
 el
+# PHASE=G GIT_REV=<rev> [BATCHES="..."] bash wip-harness/remeasure_call.sh
+#   part 2's suite in batches (each prints when it ends): the centered-fill fixture first, then the
+#   programs, BATCH at a time, then the fixtures; stops where the time runs out.
+if [ "$PHASE" = G ]; then
+  make -s -j16 GIT_REV=$GIT_REV NEED_VENV= test-build TEST_GPU=1 > /tmp/build.log 2>&1
+  echo "build rc=$?"; el
+  progs=$(ls -d rows/step*_*/ rows/baseline_*/ | sed 's#/$##')
+  fixtures=$(sed -n 's/^\([a-z0-9_]*\) *| *rows\/.*/\1/p' tests/broken/mutants.txt; ls tests/broken/rows)
+  set -- ln_bf16_one_pass_var
+  b=""; n=0
+  for p in $progs; do b="$b,$p"; n=$((n+1)); [ $n -ge ${BATCH:-6} ] && { set -- "$@" "${b#,}"; b=""; n=0; }; done
+  [ -n "$b" ] && set -- "$@" "${b#,}"
+  b=""; for f in $fixtures; do [ "$f" = ln_bf16_one_pass_var ] || b="$b,$f"; done; set -- "$@" "${b#,}"
+  k=0
+  for only in "$@"; do
+    k=$((k+1)); [ $(left) -gt ${NEED:-60} ] || { echo "no time for batch $k: $only"; continue; }
+    echo "## batch $k: $only" >> $OUT/rows-suite.log
+    GPU_PART=rows GPU_ONLY=$only GPU_JOBS=16 timeout $(( $(left) - 5 )) python3 -u tests/gpu_suite.py >> $OUT/rows-suite.log 2>&1
+    echo "batch $k rc=$? $(tail -1 $OUT/rows-suite.log | cut -c1-100)"; el
+  done
+fi
