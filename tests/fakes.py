@@ -260,7 +260,7 @@ def fake_hash(step):
 # (cub, rows/step0_thread). FAKE_LOG gets "pid step argv..." for every
 # process, "pid step << options" for every line of its --runs/--checks file
 # when it starts, and "pid step == options" as each line runs; FAKE_ENV_LOG
-# gets "step CUDA_VISIBLE_DEVICES=...".
+# gets "step CUDA_VISIBLE_DEVICES=...", FAKE_OMP_LOG "pid OMP_NUM_THREADS=...".
 FAKE_PROGRAM = r'''#!@PYTHON@
 import csv, hashlib, os, sys
 
@@ -469,6 +469,9 @@ def main():
     if os.environ.get("FAKE_ENV_LOG"):
         with open(os.environ["FAKE_ENV_LOG"], "a") as f:
             f.write(f"{NAME} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '-')}\n")
+    if os.environ.get("FAKE_OMP_LOG"):
+        with open(os.environ["FAKE_OMP_LOG"], "a") as f:
+            f.write(f"{os.getpid()} OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')}\n")
     if "--gpu-info" in s:
         open_device()
         print(f"gpu={gpu()}")

@@ -6,6 +6,8 @@ PyTorch (tools/torch_rows.py, here a fake Python that writes its rows),
 of tests/fakes.py, which take the harness's flags, write its CSV rows and
 fail with its exit codes and messages. Run: python3 tests/test_bench.py
 """
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -369,6 +371,222 @@ class BenchRunTest(ScriptTest):
         line = self.assert_one_line(proc.stderr, "bench: not built: step1_b/run")
         self.assertIn("make", line)
         self.assertFalse(os.path.exists(self.log))
+
+
+class BenchCheckJobsTest(ScriptTest):
+    """--check-jobs N: round 1's exact checks made first, N programs at a
+    time, each program's sizes in one process at one rep; round 1 times a
+    size whose checks passed there with --no-verify, and any other makes
+    them in its timed run, as without the option (its failure reported
+    there, with its reason)."""
+
+    CHECK_FLAGS = ["--reps", "1", "--warmup", "0"]
+
+    def split(self):
+        """(the check processes, the rounds' processes) in the order they
+        started: every check process (its runs file in a checks- folder)
+        before the first timed one."""
+        processes = self.processes()
+        checks = [p for p in processes if p[2][0] == "--runs" and
+                  os.path.basename(os.path.dirname(p[2][1])).startswith("checks-")]
+        timed = [p for p in processes if p not in checks]
+        if checks and timed:
+            self.assertLess(processes.index(checks[-1]), processes.index(timed[0]))
+        return checks, timed
+
+    def check_line(self, stdout):
+        [line] = [l for l in stdout.splitlines() if l.startswith("checks: ")]
+        return re.sub(r"in \d+\.\d s", "in T s", line)
+
+    def test_round_one_is_timed_without_the_checks_made_first(self):
+        omp_log = os.path.join(self.top, "omp.log")
+        proc = self.bench("--quick", "--check-jobs", "4", FAKE_OMP_LOG=omp_log)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual(sorted(step for _, step, _, _, _ in checks), sorted(PART1_LABELS))
+        for _, step, argv, ran, held in checks:
+            self.assertEqual(argv[0], "--runs")
+            self.assertEqual(sorted(held), sorted(["-n", str(n)] + self.CHECK_FLAGS
+                                                  for n in QUICK), step)
+            self.assertEqual(len(ran), len(QUICK))
+        # Every round's lines skip the checks, round 1's included: they were made.
+        self.assertEqual(len(timed), 3 * len(PART1))
+        for _, step, _, ran, held in timed:
+            self.assertEqual(len(held), len(QUICK))
+            for line in held:
+                self.assertEqual(line[2:], ["--reps", "20", "--warmup", "3", "--no-verify"], step)
+        # The checks' processes share the cores; the timed ones inherit ours.
+        with open(omp_log) as f:
+            omp = dict(line.split() for line in f)
+        share = str(max(1, (os.cpu_count() or 1) // 4))
+        inherited = os.environ.get("OMP_NUM_THREADS", "-")
+        self.assertEqual({omp[pid] for pid, _, _, _, _ in checks}, {f"OMP_NUM_THREADS={share}"})
+        self.assertEqual({omp[pid] for pid, _, _, _, _ in timed},
+                         {f"OMP_NUM_THREADS={inherited}"})
+        self.assertEqual(self.check_line(proc.stdout),
+                         "checks: round 1's exact checks of 4 programs (8 sizes) made first, "
+                         "4 at a time, in T s: 8 passed")
+        rows = self.results()
+        self.assertEqual(len(rows), 24)
+        self.assertEqual({r["pass"] for r in rows}, {"1"})
+        with open(os.path.join(self.out, "h200-bench.log")) as f:
+            self.assertIn("checks: round 1's exact checks of 4 programs", f.read())
+
+    def test_only_the_programs_asked_for_are_checked_first(self):
+        self.add_rows_programs()
+        for name, op in ROW_STEP_OPS.items():   # what each computes: its comparisons
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{op};\n")
+        proc = self.bench("--quick", "--rounds", "1", "--only", "rows/step5_layernorm",
+                          "--check-jobs", "4")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual([step for _, step, _, _, _ in checks], ["rows/step5_layernorm"])
+        [(_, _, _, _, held)] = checks
+        self.assertEqual(sorted(held), sorted(["--rows", str(r), "--cols", str(c)] +
+                                              self.CHECK_FLAGS for r, c in bench.QUICK_ROW_SHAPES))
+        self.assertEqual(sorted(step for _, step, _, _, _ in timed),
+                         ["rows/copy", "rows/step0_thread", "rows/step5_layernorm"])
+        for _, step, _, _, held in timed:
+            self.assertTrue(all(line[-1] == "--no-verify" for line in held), (step, held))
+        self.assertEqual(self.check_line(proc.stdout),
+                         "checks: round 1's exact checks of 1 program (2 sizes) made first, "
+                         "4 at a time, in T s: 2 passed")
+
+    def test_a_failed_check_made_first_is_made_again_in_round_one(self):
+        proc = self.bench("--quick", "--check-jobs", "4", FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        checks, timed = self.split()
+        self.assertEqual(sorted(step for _, step, _, _, _ in checks), sorted(PART1_LABELS))
+        # step1_b's checks failed first: round 1 makes them again, and they
+        # fail there, reported as without --check-jobs.
+        batches = [held for _, step, argv, _, held in timed
+                   if step == "step1_b" and argv[0] == "--runs"]
+        self.assertEqual([["--no-verify" in line for line in held] for held in batches],
+                         [[False, False], [True, True], [True, True]])
+        path = os.path.join(self.root, "step1_b", "run")
+        for n in QUICK:
+            self.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
+                          f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
+                          proc.stderr)
+            self.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
+                          proc.stderr)
+        others = [held for _, step, _, _, held in timed if step != "step1_b"]
+        self.assertTrue(all(line[-1] == "--no-verify" for held in others for line in held))
+        self.assertEqual(self.check_line(proc.stdout),
+                         "checks: round 1's exact checks of 4 programs (8 sizes) made first, "
+                         "4 at a time, in T s: 6 passed; 2 sizes left to their timed runs")
+        self.assertEqual(len(self.results()), 22)
+        self.assertRegex(proc.stdout.splitlines()[-1], r"^bench: 22 runs \(6 failed\) in 3 rounds")
+
+    def test_a_size_that_crashed_the_checks_is_checked_in_round_one(self):
+        crash = QUICK[1]   # the checks' second line: the first passed before it
+        proc = self.bench("--quick", "--rounds", "1", "--check-jobs", "2",
+                          FAKE_CRASH_STEP="step10_c", FAKE_CRASH_N=str(crash))
+        self.assertEqual(proc.returncode, 1)
+        checks, timed = self.split()
+        [held] = [held for _, step, _, _, held in checks if step == "step10_c"]
+        self.assertEqual([size_of(line) for line in held], [str(n) for n in QUICK])
+        [batch] = [held for _, step, argv, _, held in timed
+                   if step == "step10_c" and argv[0] == "--runs"]
+        self.assertEqual({size_of(line): "--no-verify" in line for line in batch},
+                         {str(QUICK[0]): True, str(crash): False})
+        # The batch dies at the crash: that size alone again, round 1's flags.
+        [alone] = [argv for _, step, argv, _, _ in timed if step == "step10_c" and
+                   argv[0] != "--runs" and size_of(argv) == str(crash)]
+        self.assertNotIn("--no-verify", alone)
+        self.assertIn(f"bench: step10_c n={crash} failed (exit 3): error: kernel launch: an "
+                      "illegal memory access was encountered (reduce.cu:42)", proc.stderr)
+        self.assertIn("7 passed; 1 size left to their timed runs", proc.stdout)
+
+    def test_sizes_past_checked_max_are_not_checked_first(self):
+        self.add_rows_programs()
+        big = (4096, 151936)   # 2^29.2 elements: past CHECKED_MAX
+        self.assertGreater(big[0] * big[1], bench.CHECKED_MAX)
+        proc = self.bench("--rounds", "1", "--only", "rows/step0_thread", "--shapes",
+                          "4096x1024,4096x151936", "--check-jobs", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual([(step, [size_of(line) for line in held])
+                          for _, step, _, _, held in checks],
+                         [("rows/step0_thread", ["4096x1024"])])
+        [batch] = [held for _, step, _, _, held in timed if step == "rows/step0_thread"]
+        self.assertTrue(all(line[-1] == "--no-verify" for line in batch), batch)
+        # A program of only such sizes is not checked first at all.
+        os.remove(self.log)
+        proc = self.bench("--rounds", "1", "--only", "rows/step0_thread", "--shapes",
+                          "4096x151936", "--check-jobs", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.split()[0], [])
+        self.assertNotIn("checks: ", proc.stdout)
+
+    def test_round_one_alone_checks_first_and_later_rounds_do_not(self):
+        for k in ("1", "2"):
+            if os.path.exists(self.log):
+                os.remove(self.log)
+            proc = self.bench("--quick", "--rounds", "2", "--round", k, "--run-id",
+                              "20260101T000001Z", "--check-jobs", "4")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(len(self.split()[0]), len(PART1) if k == "1" else 0, k)
+
+    def test_widths_make_no_checks_first(self):
+        """--widths makes no exact checks: none first either."""
+        self.add_rows_programs()
+        for name, op in ROW_STEP_OPS.items():
+            with open(os.path.join(self.root, name, "rows.cu"), "w") as f:
+                f.write(f"const enum row_op step_op = ROW_{op};\n")
+        proc = self.bench("--widths", "--quick", "--rounds", "1", "--check-jobs", "4")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual(checks, [])
+        self.assertTrue(timed)
+        self.assertNotIn("checks: ", proc.stdout)
+
+    def test_the_checks_kept_are_the_passed_rows(self):
+        """A size whose row passed is recorded; one whose row failed (pass 0)
+        or is missing is not, so round 1 makes its checks."""
+        runs = [bench.Run(rows=4, cols=8), bench.Run(rows=4, cols=9), bench.Run(rows=4, cols=10)]
+        seen = []
+
+        def fake_run(cmd, timeout=bench.RUN_TIMEOUT_S, env=None):
+            seen.append((cmd, env))
+            with open(cmd[cmd.index("--csv") + 1], "w") as f:
+                f.write("rows,cols,n,pass\n4,8,32,1\n4,9,36,0\n")
+            return 1, ""
+
+        output = bench.Output()
+        sweep = bench.Sweep([("rows/step0_thread", "run", runs), ("rows/copy", "run", runs)],
+                            3, 20, 3, 1, self.top, output,
+                            roles={"rows/copy": schema.COMPARED}, check_jobs=3)
+        saved = bench.run_program
+        bench.run_program = fake_run
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                sweep.check_first()
+        finally:
+            bench.run_program = saved
+        self.assertEqual(len(seen), 1)   # the comparison is not checked
+        self.assertEqual(seen[0][1]["OMP_NUM_THREADS"], str(max(1, (os.cpu_count() or 1) // 3)))
+        self.assertEqual(sweep.checked, {"rows/step0_thread": {("--rows", "4", "--cols", "8")}})
+        self.assertEqual(["--no-verify" in sweep.flags(1, "rows/step0_thread", run)
+                          for run in runs], [True, False, False])
+        self.assertIn("--no-verify", sweep.flags(1, "rows/copy", runs[1]))
+        self.assertIn("1 passed; 2 sizes left to their timed runs", output.lines[-1])
+
+    def test_check_jobs_takes_a_count(self):
+        self.assertEqual(bench.parse_args(["--root", self.root]).check_jobs, 1)
+        for bad in ("0", "x"):
+            proc = self.bench("--quick", "--check-jobs", bad)
+            self.assertEqual(proc.returncode, 2, bad)
+            self.assertIn("--check-jobs", proc.stderr)
+
+    def test_no_device_stops_with_one_line(self):
+        proc = self.bench("--quick", "--check-jobs", "4", FAKE_NO_DEVICE="1")
+        self.assertEqual(proc.returncode, 3)
+        self.assert_one_line(proc.stderr, "bench: no CUDA device: no CUDA-capable device is "
+                                          "detected")
+        self.assertEqual(proc.stdout, "")
+        self.assertEqual(len(self.split()[1]), 0)   # round 1 never started
 
 
 class BenchRowsTest(ScriptTest):

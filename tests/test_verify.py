@@ -54,6 +54,29 @@ class VerifyTest(ScriptTest):
                           "rows/baseline_copy/run", "step9_singlepass/run",
                           "build/monitored/rows/step5_layernorm/run"])
 
+    def test_check_jobs_reaches_the_bench_only_when_given(self):
+        """--check-jobs N goes to bench.py's command, whose round 1 then
+        makes the named program's checks first; without it, no such flag."""
+        def bench_command(*extra):
+            verify_dir = os.path.join(self.top, "verify")
+            proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                                   ["--root", self.root, "--only", "step10_c", "--out-dir",
+                                    self.out, "--verify-dir", verify_dir, "--rounds", "1",
+                                    "--skip", "grade,profile", *extra])
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            # Its first line names the command, the second its exit.
+            lines = [l for l in proc.stdout.splitlines() if l.startswith("verify: bench: ")]
+            return lines[0].split()
+        command = bench_command("--check-jobs", "3")
+        self.assertEqual(command[command.index("--check-jobs") + 1], "3")
+        checks = [step for _, step, argv, _, _ in self.processes()
+                  if argv[0] == "--runs" and "/checks-" in argv[1]]
+        self.assertEqual(checks, ["step10_c"])   # the program named, not its comparisons
+        os.remove(self.log)
+        self.assertNotIn("--check-jobs", bench_command())
+        self.assertFalse([argv for _, _, argv, _, _ in self.processes()
+                          if argv[0] == "--runs" and "/checks-" in argv[1]])
+
 
 class WhatRanTest(unittest.TestCase):
     def test_the_pass_line_names_what_ran(self):

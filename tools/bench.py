@@ -11,7 +11,10 @@ Each ROUND runs every program once, in its own process (`run --runs FILE`:
 all its sizes in one CUDA context), in an order shuffled per round (seeded,
 so a run can be repeated), and the sizes within it shuffled too; the first
 round also makes each timed run's exact checks (up to CHECKED_MAX elements),
-later ones skip them (--no-verify). The program itself flushes L2, times the launches, verifies
+later ones skip them (--no-verify); --check-jobs N makes round 1's checks
+first, N programs at a time, before round 1 times anything (a size whose
+checks did not pass there makes them in its timed run, as without it). The
+program itself flushes L2, times the launches, verifies
 its output and appends one CSV row per size; this driver orders the runs,
 shows progress and files every row with its round as OUT_DIR/<gpu>.csv
 (part 1) and OUT_DIR/<gpu>-rows.csv (part 2), with everything it printed in
@@ -41,6 +44,7 @@ Exit codes: 0 all runs passed, 1 some run failed (results still written),
 2 usage error or programs not built, 3 no CUDA device.
 """
 import argparse
+import concurrent.futures
 import csv
 import os
 import random
@@ -93,7 +97,9 @@ WIDTHS_SUFFIX = "-rows-widths"
 # elements) they cost 35 s a program on the H200's host
 # (plots/reference/h200-bench-cost-probe.log). Past 2^28 elements round 1
 # skips them; the grader checks those widths at fewer rows, and every timed
-# run is still verified.
+# run is still verified. --check-jobs makes the checks of the sizes up to it
+# before round 1, several programs at once, as the CPU's reference leaves the
+# GPU idle most of that time.
 CHECKED_MAX = 1 << 28
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
@@ -313,15 +319,16 @@ def rows_written(path):
         return [], f"its CSV cannot be read: {err}"
 
 
-def run_program(cmd, timeout=RUN_TIMEOUT_S):
-    """Run one command; returns (exit code or None, stderr text).
+def run_program(cmd, timeout=RUN_TIMEOUT_S, env=None):
+    """Run one command (env: its environment, None to inherit ours);
+    returns (exit code or None, stderr text).
 
     stdout is the program's human summary (the numbers come from the CSV),
     but a failed check says why only there: its first FAIL line is added
     after stderr, so that error_line() finds it when stderr has no error."""
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, errors="replace", timeout=timeout)
+                              text=True, errors="replace", timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s"
     except OSError as e:
@@ -392,7 +399,7 @@ class Sweep:
     """Runs every program over its sizes, ROUNDS times, and keeps the tallies."""
 
     def __init__(self, plan, rounds, reps, warmup, seed, tmp_dir, output, torch=None,
-                 run_id="", roles=None, only_round=None, checks=True):
+                 run_id="", roles=None, only_round=None, checks=True, check_jobs=1):
         self.plan = plan             # [(name, path, [Run])]
         self.rounds, self.reps, self.warmup = rounds, reps, warmup
         self.seed, self.tmp_dir, self.output, self.torch = seed, tmp_dir, output, torch
@@ -400,6 +407,8 @@ class Sweep:
         self.roles = roles or {}     # {name: schema.COMPARED} for comparisons; "" otherwise
         self.only_round = only_round # run this round alone (--round), else every one
         self.checks = checks         # round 1's exact checks (not --widths)
+        self.check_jobs = check_jobs # >1: round 1's checks first, this many programs at once
+        self.checked = {}            # {name: {tuple(run.args())}}: checks made and passed first
         self.rows = []               # every row of every round, with its round
         self.width = max(len(name) for name, _, _ in plan)
         self.runs = self.skipped = self.failed = 0
@@ -408,6 +417,8 @@ class Sweep:
         return [self.only_round] if self.only_round else list(range(1, self.rounds + 1))
 
     def run_all(self):
+        if self.checks and self.check_jobs > 1 and 1 in self.rounds_run():
+            self.check_first()
         for r in self.rounds_run():
             order = list(self.plan)
             random.Random(self.seed * 1000 + r).shuffle(order)
@@ -415,6 +426,55 @@ class Sweep:
                 self.run_program(r, name, path, runs)
             if self.torch:
                 self.run_torch(r)
+
+    def check_first(self):
+        """Round 1's exact checks before round 1 times anything, check_jobs
+        programs at a time. The checks are whole runs against the CPU's
+        reference, the GPU mostly idle meanwhile: one program after another
+        they are most of round 1. Each program makes its sizes' checks in
+        one process, one rep and no warmup (only the checks are wanted),
+        with a share of the cores (the reference is OpenMP's: N processes
+        of every core each would oversubscribe them). A size whose row
+        passed skips the checks in its timed run (flags()); any other (a
+        failed check, a crash, out of memory with programs side by side)
+        makes them there, as without --check-jobs, and fails there with its
+        reason."""
+        todo = [(name, path, [run for run in runs if run.n <= CHECKED_MAX])
+                for name, path, runs in self.plan if not self.roles.get(name)]
+        todo = [item for item in todo if item[2]]
+        if not todo:
+            return
+        start = time.monotonic()
+        env = dict(os.environ,
+                   OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // self.check_jobs)))
+
+        def check(name, path, runs):
+            folder = tempfile.mkdtemp(prefix="checks-", dir=self.tmp_dir)
+            lines, csv_path = os.path.join(folder, "runs.txt"), os.path.join(folder, "checks.csv")
+            with open(lines, "w") as handle:
+                for run in runs:
+                    handle.write(" ".join(run.args() + ["--reps", "1", "--warmup", "0"]) + "\n")
+            code, stderr = run_program([path, "--runs", lines, "--csv", csv_path], env=env)
+            got, _ = rows_written(csv_path)
+            passed = {tuple(run.args()) for run in runs
+                      if any(run.matches(row) and row.get("pass") == "1" for row in got)}
+            return name, passed, code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr, stderr
+
+        with concurrent.futures.ThreadPoolExecutor(self.check_jobs) as pool:
+            done = list(pool.map(lambda item: check(*item), todo))
+        for name, passed, no_device, stderr in done:
+            if no_device:   # as round 1's first program would stop
+                raise BenchError(EXIT_DEVICE, no_device_message(stderr))
+            self.checked[name] = passed
+        sizes = sum(len(runs) for _, _, runs in todo)
+        passed = sum(len(keys) for keys in self.checked.values())
+        def some(k, word):
+            return f"{k} {word}{'' if k == 1 else 's'}"
+        left = (f"; {some(sizes - passed, 'size')} left to their timed runs"
+                if passed < sizes else "")
+        self.output.out(f"checks: round 1's exact checks of {some(len(todo), 'program')} "
+                        f"({some(sizes, 'size')}) made first, {self.check_jobs} at a time, in "
+                        f"{time.monotonic() - start:.1f} s: {passed} passed{left}")
 
     def stamp(self, row, r, name):
         """The bench's own columns: the round, the run and the row's role."""
@@ -424,10 +484,12 @@ class Sweep:
         """Round 1 makes the exact checks of the programs asked for; a program
         timed only as a comparison (--only) skips them: its code is the one
         its own runs checked (its timed runs are still verified). So does a
-        size past CHECKED_MAX elements."""
+        size past CHECKED_MAX elements, and one whose checks check_first()
+        made and passed."""
         flags = ["--reps", str(self.reps), "--warmup", str(self.warmup)]
         checks = (self.checks and r == 1 and not self.roles.get(name) and
-                  (run is None or run.n <= CHECKED_MAX))
+                  (run is None or (run.n <= CHECKED_MAX and
+                                   tuple(run.args()) not in self.checked.get(name, ()))))
         return flags + ([] if checks else ["--no-verify"])
 
     def run_program(self, r, name, path, runs):
@@ -720,6 +782,10 @@ def parse_args(argv):
                              "OUT_DIR/<gpu>-rows-widths.csv (make bench-widths); with --only, "
                              "the programs of the map named, their bars and PyTorch's ops, "
                              "merged into that file as a run of their own")
+    parser.add_argument("--check-jobs", type=_int_at_least(1), default=1, metavar="N",
+                        help="round 1's exact checks made first, N programs at a time, before "
+                             "round 1 times anything (default 1: each timed run of round 1 "
+                             "makes its own)")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
@@ -998,7 +1064,8 @@ def bench(args, command):
                 torch = (args.torch_python, args.shapes or part.shapes(args.quick), ops,
                          lambda op, part=part: args.shapes or part.shapes(args.quick, op))
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
-                          args.run_id, roles, args.only_round, checks=not args.widths)
+                          args.run_id, roles, args.only_round, checks=not args.widths,
+                          check_jobs=args.check_jobs)
             sweep.run_all()
             sweeps.append(sweep)
             replaced = same_run(args, plan, sweep, torch) if merging else None

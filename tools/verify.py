@@ -3,7 +3,7 @@
 
     python3 tools/verify.py --only NAMES [--out-dir DIR] [--verify-dir DIR]
                             [--torch-python PYTHON] [--rounds K] [--skip WHAT]
-                            [--round K --run-id ID]
+                            [--round K --run-id ID] [--check-jobs N]
     python3 tools/verify.py --only NAMES --targets
 
 For the programs named (folders such as rows/step13_cluster or step9_singlepass;
@@ -213,6 +213,8 @@ def verify(args):
             cmd += ["--round", str(args.round), "--run-id", args.run_id]
         if args.torch_python:
             cmd += ["--torch-python", args.torch_python]
+        if args.check_jobs:   # round 1's checks first, N programs at a time
+            cmd += ["--check-jobs", str(args.check_jobs)]
         runner.run("bench", cmd, "bench.log")
     lines = [f"verify: {only} in {time.monotonic() - start:.0f} s "
              f"({', '.join(f'{name} {s:.0f} s' for name, s in runner.times)}); "
@@ -256,6 +258,9 @@ def parse_args(argv):
                         help="time round K of --rounds alone (with --run-id: one run over "
                              "several calls; tools/bench.py --round)")
     parser.add_argument("--run-id", metavar="ID", help="the run's id, the same in each call")
+    parser.add_argument("--check-jobs", type=bench._int_at_least(1), metavar="N",
+                        help="the bench makes round 1's exact checks first, N programs at a "
+                             "time (tools/bench.py --check-jobs)")
     parser.add_argument("--skip", default="", type=lambda t: [w for w in t.split(",") if w],
                         help=f"leave out some of {', '.join(STEPS)} (comma-separated)")
     parser.add_argument("--targets", action="store_true",
