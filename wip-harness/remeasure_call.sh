@@ -34,7 +34,7 @@ if [ "$PHASE" = B ]; then
   done
 fi
 el
-# PHASE=G GIT_REV=<rev> [BATCHES="..."] bash wip-harness/remeasure_call.sh
+# PHASE=G GIT_REV=<rev> [BATCH=6] [FBATCH=10] [FIXTURES_ONLY=1] bash wip-harness/remeasure_call.sh
 #   part 2's suite in batches (each prints when it ends): the centered-fill fixture first, then the
 #   programs, BATCH at a time, then the fixtures; stops where the time runs out.
 if [ "$PHASE" = G ]; then
@@ -43,15 +43,34 @@ if [ "$PHASE" = G ]; then
   progs=$(ls -d rows/step*_*/ rows/baseline_*/ | sed 's#/$##')
   fixtures=$(sed -n 's/^\([a-z0-9_]*\) *| *rows\/.*/\1/p' tests/broken/mutants.txt; ls tests/broken/rows)
   set -- ln_bf16_one_pass_var
+  [ -n "${FIXTURES_ONLY:-}" ] && { set --; progs=""; }
   b=""; n=0
   for p in $progs; do b="$b,$p"; n=$((n+1)); [ $n -ge ${BATCH:-6} ] && { set -- "$@" "${b#,}"; b=""; n=0; }; done
   [ -n "$b" ] && set -- "$@" "${b#,}"
-  b=""; for f in $fixtures; do [ "$f" = ln_bf16_one_pass_var ] || b="$b,$f"; done; set -- "$@" "${b#,}"
+  # Fixtures ${FBATCH:-10} a batch: 18 took more than 120 s (session 26).
+  b=""; n=0
+  for f in $fixtures; do [ "$f" = ln_bf16_one_pass_var ] && continue; b="$b,$f"; n=$((n+1))
+    [ $n -ge ${FBATCH:-10} ] && { set -- "$@" "${b#,}"; b=""; n=0; }; done
+  [ -n "$b" ] && set -- "$@" "${b#,}"
   k=0
   for only in "$@"; do
     k=$((k+1)); [ $(left) -gt ${NEED:-60} ] || { echo "no time for batch $k: $only"; continue; }
     echo "## batch $k: $only" >> $OUT/rows-suite.log
     GPU_PART=rows GPU_ONLY=$only GPU_JOBS=16 timeout $(( $(left) - 5 )) python3 -u tests/gpu_suite.py >> $OUT/rows-suite.log 2>&1
     echo "batch $k rc=$? $(tail -1 $OUT/rows-suite.log | cut -c1-100)"; el
+  done
+fi
+# PHASE=P GIT_REV=<rev> [SHAPES="4096x50257 512x128256 8192x4097"]: part 2's counters at the shapes
+#   named (about 66 s a shape for its 29 programs), each merged into plots/reference as it ends.
+if [ "$PHASE" = P ]; then
+  make -s -j16 GIT_REV=$GIT_REV $(python3 tools/verify.py --root . --only rows --targets) > /tmp/build.log 2>&1
+  echo "build rc=$?"; el
+  mkdir -p $OUT/prof
+  for s in ${SHAPES:-4096x50257 512x128256 8192x4097}; do
+    [ $(left) -gt ${NEED:-90} ] || { echo "no time for $s"; continue; }
+    timeout $(( $(left) - 5 )) python3 tools/profile.py --root . --only rows --out-dir build/verifyP \
+       --merge-into plots/reference --rows --shape $s > $OUT/prof/profile-$s.log 2>&1
+    echo "profile $s rc=$?"; tail -2 $OUT/prof/profile-$s.log | cut -c1-200; el
+    cp plots/reference/h200-rows-profile-$s.csv $OUT/prof/ 2>/dev/null
   done
 fi
