@@ -56,8 +56,9 @@ if [ "$PHASE" = G ]; then
   for only in "$@"; do
     k=$((k+1)); [ $(left) -gt ${NEED:-60} ] || { echo "no time for batch $k: $only"; continue; }
     echo "## batch $k: $only" >> $OUT/rows-suite.log
-    GPU_PART=rows GPU_ONLY=$only GPU_JOBS=16 timeout $(( $(left) - 5 )) python3 -u tests/gpu_suite.py >> $OUT/rows-suite.log 2>&1
+    GPU_PROGRESS=/tmp/progress-$k.txt GPU_PART=rows GPU_ONLY=$only GPU_JOBS=16 timeout $(( $(left) - 5 )) python3 -u tests/gpu_suite.py >> $OUT/rows-suite.log 2>&1
     echo "batch $k rc=$? $(tail -1 $OUT/rows-suite.log | cut -c1-100)"; el
+    { echo "## batch $k"; cat /tmp/progress-$k.txt; } >> $OUT/progress.txt 2>/dev/null
   done
 fi
 # PHASE=P GIT_REV=<rev> [SHAPES="4096x50257 512x128256 8192x4097"]: part 2's counters at the shapes
