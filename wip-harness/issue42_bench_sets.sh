@@ -6,7 +6,8 @@
 # call: each call starts from the tree as it was sent).
 #   bash wip-harness/issue42_bench_sets.sh REV DEADLINE_S STAMP JOB...
 # JOB is K:SET:EST_S, SET one of ln (steps 0-9), sm (10-14), bf (15-18);
-# run id STAMP-SET (STAMP a UTC time such as 20261204T153000Z).
+# run id STAMP-SET (STAMP a UTC time such as 20261204T153000Z). CHECK_JOBS=8: round 1's
+# exact checks made first, 8 programs at a time (bench.py --check-jobs, session 26).
 set -u
 REV=$1; DEADLINE=$2; STAMP=$3; shift 3
 declare -A SET=(
@@ -21,7 +22,7 @@ for job in "$@"; do
   t=$SECONDS
   timeout $(( left - 5 )) make verify ONLY=${SET[$S]} OUT_DIR=plots/reference VERIFY_DIR=/tmp/vd-$S-$K \
     TORCH_PYTHON=/opt/torch/.venv/bin/python GIT_REV=$REV \
-    VERIFY_FLAGS="--skip grade,profile --rounds 3 --round $K --run-id $STAMP-$S" > $OUT/v-$S-$K.log 2>&1
+    VERIFY_FLAGS="--skip grade,profile --rounds 3 --round $K --run-id $STAMP-$S ${CHECK_JOBS:+--check-jobs $CHECK_JOBS}" > $OUT/v-$S-$K.log 2>&1
   echo "job $job rc=$? in $(( SECONDS - t )) s (t+$(( SECONDS - T0 )))"
   grep -E "^bench:|^\[round .*(FAIL|torch)" $OUT/v-$S-$K.log | tail -8 | cut -c1-240
   find plots/reference -type f -newer /tmp/call-start ! -name '*.png' -exec cp {} $OUT/ref/ \;
