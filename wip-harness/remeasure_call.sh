@@ -75,3 +75,25 @@ if [ "$PHASE" = P ]; then
     cp plots/reference/h200-rows-profile-$s.csv $OUT/prof/ 2>/dev/null
   done
 fi
+# PHASE=1 GIT_REV=<rev>: part 1 measured again (~313 s in session 12's terms): make verify ONLY=sum
+#   (grade, counters, bench in 3 rounds), make accuracy, make determinism, step 9's protocol, the
+#   tuning runs; every changed file of plots/reference comes back in $OUT/p1-results.tgz.
+if [ "$PHASE" = 1 ]; then
+  touch /tmp/p1-start
+  M="make --no-print-directory GIT_REV=$GIT_REV NEED_VENV= PLOT_PYTHON=python3"
+  $M -s -j16 $(python3 tools/verify.py --root . --only sum --targets) extras/atomic_step9/run all > /tmp/build.log 2>&1
+  echo "build rc=$?"; el
+  stage() { local name=$1 est=$2; shift 2
+    [ $(left) -gt $est ] || { echo "no time for $name (needs ~$est s)"; return; }
+    timeout $(( $(left) - 15 )) "$@" > $OUT/p1-$name.log 2>&1; echo "$name rc=$?"; tail -2 $OUT/p1-$name.log | cut -c1-200; el; }
+  stage verify 150 $M verify ONLY=sum OUT_DIR=plots/reference VERIFY_DIR=/tmp/vd-sum
+  stage accuracy 40 $M accuracy OUT_DIR=plots/reference
+  stage determinism 40 $M determinism OUT_DIR=plots/reference
+  stage protocol 20 bash tools/protocol.sh plots/reference/h200-step9-protocol.csv
+  stage tune 70 bash tools/tune.sh plots/reference/h200-tune.csv
+  stage tune9 40 env TUNE_ONLY=step9 TUNE_BASE="step8_vector step9_singlepass baseline_cub" \
+      TUNE_SIZES="1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304 16777216 268435456" \
+      bash tools/tune.sh plots/reference/h200-tune-step9.csv
+  tar czf $OUT/p1-results.tgz $(find plots/reference -type f -newer /tmp/p1-start ! -name '*.png')
+  tar tzf $OUT/p1-results.tgz
+fi
