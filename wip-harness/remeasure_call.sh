@@ -30,7 +30,10 @@ if [ "$PHASE" = B ]; then
        --torch-python /opt/torch/.venv/bin/python --skip grade,profile --round $r --run-id $RUN_ID \
        ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} > $OUT/bench$r.log 2>&1
     echo "round $r rc=$?"; tail -n 3 $OUT/bench$r.log | cut -c1-300; el
-    mkdir -p $OUT/ref$r; cp plots/reference/h200-rows.csv plots/reference/h200-rows-bench.log $OUT/ref$r/
+    # plots/reference holds every round merged so far: one copy, the latest, comes back, with the
+    # round's own progress (written as it runs: a round cut off by its timeout still shows how far).
+    mkdir -p $OUT/ref; cp plots/reference/h200-rows.csv plots/reference/h200-rows-bench.log $OUT/ref/
+    cp build/verifyB$r/bench.log $OUT/ref/progress$r.log 2>/dev/null
   done
 fi
 el
