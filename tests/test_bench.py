@@ -24,6 +24,18 @@ import schema
 CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)   # what bench files: the harness's + round
 
 
+def assert_round_one_failed(test, proc, root):
+    """step1_b (FAKE_WRONG_STEP) failed round 1's checks at each quick size,
+    with the harness's reason and the command that ran."""
+    path = os.path.join(root, "step1_b", "run")
+    for n in QUICK:
+        test.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
+                      f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
+                      proc.stderr)
+        test.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
+                      proc.stderr)
+
+
 class BenchUnitTest(ScriptTest):
     def test_discovery_orders_by_step_number(self):
         os.makedirs(os.path.join(self.root, "step2_notes"))  # no source, no binary: ignored
@@ -316,14 +328,9 @@ class BenchRunTest(ScriptTest):
     def test_wrong_result_is_a_failure_but_results_are_kept(self):
         proc = self.bench("--quick", FAKE_WRONG_STEP="step1_b")
         self.assertEqual(proc.returncode, 1)
-        path = os.path.join(self.root, "step1_b", "run")
+        # Round 1: the checks before timing fail (the harness says why on stdout).
+        assert_round_one_failed(self, proc, self.root)
         for n in QUICK:
-            # Round 1: the checks before timing fail (the harness says why on stdout).
-            self.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
-                          f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
-                          proc.stderr)
-            self.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
-                          proc.stderr)
             for k in (2, 3):
                 self.assertIn(f"bench: step1_b n={n} failed its check (round {k}): its row is "
                               "kept with pass = 0", proc.stderr)
@@ -464,13 +471,7 @@ class BenchCheckJobsTest(ScriptTest):
                    if step == "step1_b" and argv[0] == "--runs"]
         self.assertEqual([["--no-verify" in line for line in held] for held in batches],
                          [[False, False], [True, True], [True, True]])
-        path = os.path.join(self.root, "step1_b", "run")
-        for n in QUICK:
-            self.assertIn(f"bench: step1_b n={n} failed (exit 1): check -n {n} --offset 0 "
-                          f"--fill exact: FAIL: the run gave {n + 7}, not the reference\n",
-                          proc.stderr)
-            self.assertIn(f"bench:   command: {path} -n {n} --reps 20 --warmup 3 --csv ",
-                          proc.stderr)
+        assert_round_one_failed(self, proc, self.root)
         others = [held for _, step, _, _, held in timed if step != "step1_b"]
         self.assertTrue(all(line[-1] == "--no-verify" for held in others for line in held))
         self.assertEqual(self.check_line(proc.stdout),
