@@ -402,7 +402,7 @@ class BenchCheckJobsTest(ScriptTest):
         return checks, timed
 
     def check_line(self, stdout):
-        [line] = [l for l in stdout.splitlines() if l.startswith("checks: ")]
+        [line] = [l for l in stdout.splitlines() if l.startswith("checks: round 1's ")]
         return re.sub(r"in \d+\.\d s", "in T s", line)
 
     def test_round_one_is_timed_without_the_checks_made_first(self):
@@ -425,7 +425,7 @@ class BenchCheckJobsTest(ScriptTest):
         # The checks' processes share the cores; the timed ones inherit ours.
         with open(omp_log) as f:
             omp = dict(line.split() for line in f)
-        share = str(max(1, (os.cpu_count() or 1) // 4))
+        share = str(max(1, len(os.sched_getaffinity(0)) // 4))
         inherited = os.environ.get("OMP_NUM_THREADS", "-")
         self.assertEqual({omp[pid] for pid, _, _, _, _ in checks}, {f"OMP_NUM_THREADS={share}"})
         self.assertEqual({omp[pid] for pid, _, _, _, _ in timed},
@@ -433,6 +433,10 @@ class BenchCheckJobsTest(ScriptTest):
         self.assertEqual(self.check_line(proc.stdout),
                          "checks: round 1's exact checks of 4 programs (8 sizes) made first, "
                          "4 at a time, in T s: 8 passed")
+        # A line as each program ends, before the summary.
+        ends = [l for l in proc.stdout.splitlines()
+                if re.fullmatch(r"checks: \S+: 2 of 2 sizes passed \(\d+\.\d s\)", l)]
+        self.assertEqual(len(ends), len(PART1))
         rows = self.results()
         self.assertEqual(len(rows), 24)
         self.assertEqual({r["pass"] for r in rows}, {"1"})
@@ -458,7 +462,7 @@ class BenchCheckJobsTest(ScriptTest):
             self.assertTrue(all(line[-1] == "--no-verify" for line in held), (step, held))
         self.assertEqual(self.check_line(proc.stdout),
                          "checks: round 1's exact checks of 1 program (2 sizes) made first, "
-                         "4 at a time, in T s: 2 passed")
+                         "1 at a time, in T s: 2 passed")   # --check-jobs 4, one program to check
 
     def test_a_failed_check_made_first_is_made_again_in_round_one(self):
         proc = self.bench("--quick", "--check-jobs", "4", FAKE_WRONG_STEP="step1_b")
@@ -567,7 +571,8 @@ class BenchCheckJobsTest(ScriptTest):
         finally:
             bench.run_program = saved
         self.assertEqual(len(seen), 1)   # the comparison is not checked
-        self.assertEqual(seen[0][1]["OMP_NUM_THREADS"], str(max(1, (os.cpu_count() or 1) // 3)))
+        # One program to check: it gets every core, not a third of them.
+        self.assertEqual(seen[0][1]["OMP_NUM_THREADS"], str(len(os.sched_getaffinity(0))))
         self.assertEqual(sweep.checked, {"rows/step0_thread": {("--rows", "4", "--cols", "8")}})
         self.assertEqual(["--no-verify" in sweep.flags(1, "rows/step0_thread", run)
                           for run in runs], [True, False, False])

@@ -11,8 +11,8 @@ Each ROUND runs every program once, in its own process (`run --runs FILE`:
 all its sizes in one CUDA context), in an order shuffled per round (seeded,
 so a run can be repeated), and the sizes within it shuffled too; the first
 round also makes each timed run's exact checks (up to CHECKED_MAX elements),
-later ones skip them (--no-verify); --check-jobs N makes round 1's checks
-first, N programs at a time, before round 1 times anything (a size whose
+later ones skip them (--no-verify); --check-jobs N (N > 1) makes round 1's
+checks first, N programs at a time, before round 1 times anything (a size whose
 checks did not pass there makes them in its timed run, as without it). The
 program itself flushes L2, times the launches, verifies
 its output and appends one CSV row per size; this driver orders the runs,
@@ -98,8 +98,9 @@ WIDTHS_SUFFIX = "-rows-widths"
 # (plots/reference/h200-bench-cost-probe.log). Past 2^28 elements round 1
 # skips them; the grader checks those widths at fewer rows, and every timed
 # run is still verified. --check-jobs makes the checks of the sizes up to it
-# before round 1, several programs at once, as the CPU's reference leaves the
-# GPU idle most of that time.
+# before round 1, several programs at once: each program's fills, copies and
+# one-thread parts then overlap with the others' (the reference itself is
+# OpenMP's, so the cores are shared out among the programs at once).
 CHECKED_MAX = 1 << 28
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
@@ -445,8 +446,8 @@ class Sweep:
         if not todo:
             return
         start = time.monotonic()
-        env = dict(os.environ,
-                   OMP_NUM_THREADS=str(max(1, (os.cpu_count() or 1) // self.check_jobs)))
+        jobs = min(self.check_jobs, len(todo))
+        env = dict(os.environ, OMP_NUM_THREADS=str(max(1, len(os.sched_getaffinity(0)) // jobs)))
 
         def check(name, path, runs):
             folder = tempfile.mkdtemp(prefix="checks-", dir=self.tmp_dir)
@@ -460,12 +461,19 @@ class Sweep:
                       if any(run.matches(row) and row.get("pass") == "1" for row in got)}
             return name, passed, code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr, stderr
 
-        with concurrent.futures.ThreadPoolExecutor(self.check_jobs) as pool:
-            done = list(pool.map(lambda item: check(*item), todo))
-        for name, passed, no_device, stderr in done:
-            if no_device:   # as round 1's first program would stop
-                raise BenchError(EXIT_DEVICE, no_device_message(stderr))
-            self.checked[name] = passed
+        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+            futures = [pool.submit(check, *item) for item in todo]
+            # A line as each program ends: a run cut off meanwhile shows how far it got.
+            for future in concurrent.futures.as_completed(futures):
+                name, passed, no_device, stderr = future.result()
+                if no_device:   # as round 1's first program would stop
+                    for other in futures:
+                        other.cancel()
+                    raise BenchError(EXIT_DEVICE, no_device_message(stderr))
+                self.checked[name] = passed
+                runs = next(r for n, _, r in todo if n == name)
+                self.output.out(f"checks: {name}: {len(passed)} of {len(runs)} sizes passed "
+                                f"({time.monotonic() - start:.1f} s)")
         sizes = sum(len(runs) for _, _, runs in todo)
         passed = sum(len(keys) for keys in self.checked.values())
         def some(k, word):
@@ -473,7 +481,7 @@ class Sweep:
         left = (f"; {some(sizes - passed, 'size')} left to their timed runs"
                 if passed < sizes else "")
         self.output.out(f"checks: round 1's exact checks of {some(len(todo), 'program')} "
-                        f"({some(sizes, 'size')}) made first, {self.check_jobs} at a time, in "
+                        f"({some(sizes, 'size')}) made first, {jobs} at a time, in "
                         f"{time.monotonic() - start:.1f} s: {passed} passed{left}")
 
     def stamp(self, row, r, name):
@@ -783,9 +791,10 @@ def parse_args(argv):
                              "the programs of the map named, their bars and PyTorch's ops, "
                              "merged into that file as a run of their own")
     parser.add_argument("--check-jobs", type=_int_at_least(1), default=1, metavar="N",
-                        help="round 1's exact checks made first, N programs at a time, before "
-                             "round 1 times anything (default 1: each timed run of round 1 "
-                             "makes its own)")
+                        help="N > 1: round 1's exact checks made first, N programs at a time, "
+                             "before round 1 times anything (default 1: each timed run of round "
+                             "1 makes its own); each program holds its largest size's buffers, "
+                             "so N is bounded by host and device memory")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
