@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 
 from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,
                    BACK_SOFTMAX_PROGRAM,
@@ -546,6 +547,33 @@ class BenchCheckJobsTest(ScriptTest):
         self.assertEqual(checks, [])
         self.assertTrue(timed)
         self.assertNotIn("checks: ", proc.stdout)
+
+    def test_the_checks_run_side_by_side(self):
+        """N programs' checks at once: each fake waits until all three have
+        started, which a pool running one at a time never lets happen."""
+        runs = [bench.Run(rows=4, cols=8)]
+        barrier = threading.Barrier(3, timeout=10)
+
+        def fake_run(cmd, timeout=bench.RUN_TIMEOUT_S, env=None):
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                return 1, "alone"
+            with open(cmd[cmd.index("--csv") + 1], "w") as f:
+                f.write("rows,cols,n,pass\n4,8,32,1\n")
+            return 0, ""
+
+        plan = [(f"rows/step{k}_x", "run", runs) for k in range(3)]
+        sweep = bench.Sweep(plan, 3, 20, 3, 1, self.top, bench.Output(), check_jobs=3)
+        saved = bench.run_program
+        bench.run_program = fake_run
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                sweep.check_first()
+        finally:
+            bench.run_program = saved
+        self.assertEqual(sweep.checked, {name: {("--rows", "4", "--cols", "8")}
+                                         for name, _, _ in plan})
 
     def test_the_checks_kept_are_the_passed_rows(self):
         """A size whose row passed is recorded; one whose row failed (pass 0)
