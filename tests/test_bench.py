@@ -25,6 +25,17 @@ import schema
 CONTRACT_COLUMNS = list(schema.RESULT_COLUMNS)   # what bench files: the harness's + round
 
 
+def check_first_with(sweep, fake_run):
+    """sweep.check_first() with bench.run_program replaced by fake_run."""
+    saved = bench.run_program
+    bench.run_program = fake_run
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            sweep.check_first()
+    finally:
+        bench.run_program = saved
+
+
 def assert_round_one_failed(test, proc, root):
     """step1_b (FAKE_WRONG_STEP) failed round 1's checks at each quick size,
     with the harness's reason and the command that ran."""
@@ -565,13 +576,7 @@ class BenchCheckJobsTest(ScriptTest):
 
         plan = [(f"rows/step{k}_x", "run", runs) for k in range(3)]
         sweep = bench.Sweep(plan, 3, 20, 3, 1, self.top, bench.Output(), check_jobs=3)
-        saved = bench.run_program
-        bench.run_program = fake_run
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                sweep.check_first()
-        finally:
-            bench.run_program = saved
+        check_first_with(sweep, fake_run)
         self.assertEqual(sweep.checked, {name: {("--rows", "4", "--cols", "8")}
                                          for name, _, _ in plan})
 
@@ -591,13 +596,7 @@ class BenchCheckJobsTest(ScriptTest):
         sweep = bench.Sweep([("rows/step0_thread", "run", runs), ("rows/copy", "run", runs)],
                             3, 20, 3, 1, self.top, output,
                             roles={"rows/copy": schema.COMPARED}, check_jobs=3)
-        saved = bench.run_program
-        bench.run_program = fake_run
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                sweep.check_first()
-        finally:
-            bench.run_program = saved
+        check_first_with(sweep, fake_run)
         self.assertEqual(len(seen), 1)   # the comparison is not checked
         # One program to check: it gets every core, not a third of them.
         self.assertEqual(seen[0][1]["OMP_NUM_THREADS"], str(len(os.sched_getaffinity(0))))
