@@ -45,6 +45,7 @@ unset MAKEFLAGS MFLAGS MAKELEVEL
 SUITE_TABLE='
 gpu|GPU suite: the grader on every program and broken fixture|$PYTHON tests/gpu_suite.py
 cli|command line, make stepK, make diff, make new, the homework flow|bash tests/cli_tests.sh
+claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 bench|tools/bench.py: programs, rounds, files, part 2 beside PyTorch, --only and --run-id|$PYTHON tests/test_bench.py
 make_targets|make bench, make profile-all, make plot and make publish over the fake programs|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_make_targets.py
 patterns|access-pattern model against the counters|$PLOT_PYTHON tests/test_patterns.py
@@ -54,7 +55,6 @@ docs|README blocks (tools/docs.py)|$PYTHON tests/test_docs.py
 multigpu|multigpu: program, CSV schema, charts, device script|$PLOT_PYTHON tests/test_multigpu.py
 unit|unit tests of the harness (C)|build/unit_tests
 multigpu_unit|multigpu: shards and options (C)|build/multigpu_tests
-claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 profile|tools/profile.py: the ncu metrics, tables and files|$PYTHON tests/test_profile.py
 fakes|the fake programs, ncu and PyTorch (tests/fakes.py) against the harness|$PYTHON tests/test_fakes.py
 verify|tools/verify.py (make verify): profile and bench of the programs named|$PYTHON tests/test_verify.py
