@@ -294,7 +294,9 @@ GPU_INFO = dict(cc="9.0", sms=132, sm_threads=2048, l2_bytes=62914560, free_byte
 
 
 def code_hash():
-    return hashlib.sha256(NAME.encode()).hexdigest()[:12]
+    # FAKE_CHANGED_STEP: this program's code is not the one built before
+    changed = "+changed" if os.environ.get("FAKE_CHANGED_STEP") == NAME else ""
+    return hashlib.sha256((NAME + changed).encode()).hexdigest()[:12]
 
 
 def gpu():

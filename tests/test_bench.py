@@ -8,6 +8,7 @@ fail with its exit codes and messages. Run: python3 tests/test_bench.py
 """
 import contextlib
 import io
+import json
 import os
 import re
 import shutil
@@ -605,6 +606,92 @@ class BenchCheckJobsTest(ScriptTest):
                           for run in runs], [True, False, False])
         self.assertIn("--no-verify", sweep.flags(1, "rows/copy", runs[1]))
         self.assertIn("1 passed; 2 sizes left to their timed runs", output.lines[-1])
+
+    def checks_file(self, *extra, **env):
+        """Round 1's checks alone (--checks-only) into a file: (proc, path)."""
+        path = os.path.join(self.top, "checks.json")
+        proc = self.bench("--quick", "--rounds", "3", "--round", "1", "--run-id",
+                          "20260101T000001Z", "--checks-only", path, *extra, **env)
+        return proc, path
+
+    def round_one_from(self, path, **env):
+        """Round 1 timed with the checks of an earlier call (--checks-from)."""
+        if os.path.exists(self.log):
+            os.remove(self.log)
+        return self.bench("--quick", "--rounds", "3", "--round", "1", "--run-id",
+                          "20260101T000001Z", "--checks-from", path, **env)
+
+    def test_checks_only_times_nothing_and_writes_what_passed(self):
+        """Round 1 split over two calls: the first makes the checks alone
+        and files no row; the second times every size without them."""
+        proc, path = self.checks_file("--check-jobs", "2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual(sorted(step for _, step, _, _, _ in checks), sorted(PART1_LABELS))
+        self.assertEqual(timed, [])
+        self.assertFalse(os.path.exists(os.path.join(self.out, "h200.csv")))
+        self.assertRegex(proc.stdout.splitlines()[-1],
+                         r"^bench: round 1's exact checks alone, 8 of 8 sizes passed, in "
+                         r"\d+ s -> .*checks\.json$")
+        with open(path) as f:
+            record = json.load(f)
+        self.assertEqual(record["run"], "20260101T000001Z")
+        self.assertEqual(sorted(record["programs"]), sorted(PART1))
+        for name, mine in record["programs"].items():
+            self.assertEqual(mine["sizes"], sorted(["-n", str(n)] for n in QUICK), name)
+            self.assertEqual(mine["gpu"], "NVIDIA H200")
+            self.assertEqual(len(mine["code_hash"]), 12)
+        proc = self.round_one_from(path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        checks, timed = self.split()
+        self.assertEqual(checks, [])
+        self.assertEqual(len(timed), len(PART1))
+        for _, step, _, _, held in timed:
+            self.assertTrue(all(line[-1] == "--no-verify" for line in held), (step, held))
+        self.assertIn("checks: round 1's exact checks of 4 programs (8 sizes passed) from ",
+                      proc.stdout)
+        rows = self.results()
+        self.assertEqual(({r["round"] for r in rows}, {r["pass"] for r in rows}), ({"1"}, {"1"}))
+
+    def test_a_run_of_other_code_or_gpu_than_checked_fails(self):
+        """The file vouches for the code and GPU it checked, no other."""
+        proc, path = self.checks_file()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for env, what in (({"FAKE_CHANGED_STEP": "step1_b"}, "step1_b"),
+                          ({"FAKE_GPU": "NVIDIA H100 80GB HBM3"}, None)):
+            with self.subTest(env=env):
+                proc = self.round_one_from(path, **env)
+                self.assertEqual(proc.returncode, 1)
+                failed = [l for l in proc.stderr.splitlines() if "its checks were made on" in l]
+                self.assertEqual(len(failed), len(QUICK) * (1 if what else len(PART1)), failed)
+                if what:
+                    self.assertTrue(all(l.startswith(f"bench: {what} n=") for l in failed))
+                self.assertTrue(all(l.endswith(": make round 1's checks again") for l in failed))
+
+    def test_a_size_that_failed_its_checks_alone_is_checked_in_round_one(self):
+        proc, path = self.checks_file(FAKE_WRONG_STEP="step1_b")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("6 of 8 sizes passed (2 left to their timed runs)", proc.stdout)
+        with open(path) as f:
+            self.assertEqual(json.load(f)["programs"]["step1_b"]["sizes"], [])
+        proc = self.round_one_from(path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        [(_, _, _, _, held)] = [p for p in self.processes() if p[1] == "step1_b"]
+        self.assertFalse(any("--no-verify" in line for line in held), held)
+
+    def test_the_split_options_are_round_one_s_alone(self):
+        path = os.path.join(self.top, "none.json")
+        for args in (["--checks-only", path, "--round", "2", "--run-id", "20260101T000001Z"],
+                     ["--checks-from", path, "--widths"],
+                     ["--checks-only", path, "--checks-from", path]):
+            with self.subTest(args=args):
+                proc = self.bench("--quick", *args)
+                self.assertEqual(proc.returncode, 2)
+                self.assertIn("--checks-", proc.stderr)
+        proc = self.bench("--quick", "--checks-from", path)
+        self.assertEqual(proc.returncode, 2)
+        self.assert_one_line(proc.stderr, f"bench: --checks-from {path}: ")
+        self.assertFalse(self.processes())
 
     def test_check_jobs_takes_a_count(self):
         self.assertEqual(bench.parse_args(["--root", self.root]).check_jobs, 1)

@@ -77,6 +77,27 @@ class VerifyTest(ScriptTest):
         self.assertFalse([argv for _, _, argv, _, _ in self.processes()
                           if argv[0] == "--runs" and "/checks-" in argv[1]])
 
+    def test_checks_from_reaches_the_bench(self):
+        """--checks-from FILE (round 1's checks made by an earlier call,
+        bench.py --checks-only) goes to bench.py, whose round 1 then times
+        the program named without its checks and makes none first."""
+        path = os.path.join(self.top, "checks.json")
+        proc = self.run_script(os.path.join(REPO, "tools", "bench.py"),
+                               ["--root", self.root, "--only", "step10_c", "--rounds", "1",
+                                "--checks-only", path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        os.remove(self.log)
+        proc = self.run_script(os.path.join(REPO, "tools", "verify.py"),
+                               ["--root", self.root, "--only", "step10_c", "--out-dir", self.out,
+                                "--verify-dir", os.path.join(self.top, "verify"), "--rounds",
+                                "1", "--skip", "grade,profile", "--checks-from", path])
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        # Its first line names the command, the second its exit.
+        command = [l for l in proc.stdout.splitlines() if l.startswith("verify: bench: ")][0].split()
+        self.assertEqual(command[command.index("--checks-from") + 1], path)
+        [(_, _, _, _, held)] = [p for p in self.processes() if p[1] == "step10_c"]
+        self.assertTrue(held and all(words[-1] == "--no-verify" for words in held), held)
+
 
 class WhatRanTest(unittest.TestCase):
     def test_the_pass_line_names_what_ran(self):

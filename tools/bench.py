@@ -13,7 +13,9 @@ so a run can be repeated), and the sizes within it shuffled too; the first
 round also makes each timed run's exact checks (up to CHECKED_MAX elements),
 later ones skip them (--no-verify); --check-jobs N (N > 1) makes round 1's
 checks first, N programs at a time, before round 1 times anything (a size whose
-checks did not pass there makes them in its timed run, as without it). The
+checks did not pass there makes them in its timed run, as without it);
+--checks-only FILE makes them alone and --checks-from FILE times round 1 with
+them, so that round 1 can be split over two calls. The
 program itself flushes L2, times the launches, verifies
 its output and appends one CSV row per size; this driver orders the runs,
 shows progress and files every row with its round as OUT_DIR/<gpu>.csv
@@ -46,6 +48,7 @@ Exit codes: 0 all runs passed, 1 some run failed (results still written),
 import argparse
 import concurrent.futures
 import csv
+import json
 import os
 import random
 import re
@@ -100,7 +103,13 @@ WIDTHS_SUFFIX = "-rows-widths"
 # run is still verified. --check-jobs makes the checks of the sizes up to it
 # before round 1, several programs at once: each program's fills, copies and
 # one-thread parts then overlap with the others' (the reference itself is
-# OpenMP's, so the cores are shared out among the programs at once).
+# OpenMP's, so the cores are shared out among the programs at once). Measured
+# on the H200's host it did not pay: part 2's 30 programs (367 sizes) took
+# 362 s 8 at a time, where one at a time they took about 290-330 s of round 1
+# (537 s against rounds 2 and 3's 208-252 s, fewer sizes): what bounds them is
+# shared (host memory, the copies), not the cores. Round 1 is then longer
+# than one device call (10 minutes): --checks-only makes the checks in a call
+# of their own, and --checks-from lets the next call time round 1 without them.
 CHECKED_MAX = 1 << 28
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
@@ -410,6 +419,8 @@ class Sweep:
         self.checks = checks         # round 1's exact checks (not --widths)
         self.check_jobs = check_jobs # >1: round 1's checks first, this many programs at once
         self.checked = {}            # {name: {tuple(run.args())}}: checks made and passed first
+        self.checked_as = {}         # {name: (code hash, gpu)} of the rows those checks wrote
+        self.checks_from = None      # the file the checks came from (--checks-from)
         self.rows = []               # every row of every round, with its round
         self.width = max(len(name) for name, _, _ in plan)
         self.runs = self.skipped = self.failed = 0
@@ -418,7 +429,8 @@ class Sweep:
         return [self.only_round] if self.only_round else list(range(1, self.rounds + 1))
 
     def run_all(self):
-        if self.checks and self.check_jobs > 1 and 1 in self.rounds_run():
+        if (self.checks and self.check_jobs > 1 and 1 in self.rounds_run() and
+                self.checks_from is None):
             self.check_first()
         for r in self.rounds_run():
             order = list(self.plan)
@@ -459,6 +471,8 @@ class Sweep:
             got, _ = rows_written(csv_path)
             passed = {tuple(run.args()) for run in runs
                       if any(run.matches(row) and row.get("pass") == "1" for row in got)}
+            made_as = {(row.get("code_hash", ""), row.get("gpu", "")) for row in got}
+            self.checked_as[name] = made_as.pop() if len(made_as) == 1 else ("", "")
             return name, passed, code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr, stderr
 
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
@@ -484,6 +498,36 @@ class Sweep:
                         f"({some(sizes, 'size')}) made first, {jobs} at a time, in "
                         f"{time.monotonic() - start:.1f} s: {passed} passed{left}")
 
+    def checks_record(self):
+        """{name: {code_hash, gpu, sizes}} of the checks check_first() made
+        and passed, for --checks-only's file."""
+        return {name: {"code_hash": self.checked_as.get(name, ("", ""))[0],
+                       "gpu": self.checked_as.get(name, ("", ""))[1],
+                       "sizes": sorted(list(args) for args in passed)}
+                for name, passed in self.checked.items()}
+
+    def use_checks(self, record, path):
+        """Round 1's checks made by an earlier call (--checks-from): a size
+        they passed is timed with --no-verify, as after check_first(). The
+        timed row must then carry the code hash and GPU the checks' rows
+        carried (run_program() fails it otherwise): the file vouches only
+        for the code it checked. A program or size it lacks makes its
+        checks in its timed run."""
+        self.checks_from = path
+        for name, _, runs in self.plan:
+            mine = record.get(name)
+            if mine and not self.roles.get(name):
+                self.checked[name] = {tuple(args) for args in mine["sizes"]}
+                self.checked_as[name] = (mine["code_hash"], mine["gpu"])
+        sizes = sum(len(v) for v in self.checked.values())
+        self.output.out(f"checks: round 1's exact checks of {len(self.checked)} programs "
+                        f"({sizes} sizes passed) from {display_path(path)}; a timed run "
+                        "of other code than theirs fails")
+
+    def checked_first(self, name, run):
+        """True when run's size of name passed checks made before round 1 timed it."""
+        return tuple(run.args()) in self.checked.get(name, ())
+
     def stamp(self, row, r, name):
         """The bench's own columns: the round, the run and the row's role."""
         return dict(row, round=str(r), run=self.run_id, role=self.roles.get(name, ""))
@@ -496,8 +540,7 @@ class Sweep:
         made and passed."""
         flags = ["--reps", str(self.reps), "--warmup", str(self.warmup)]
         checks = (self.checks and r == 1 and not self.roles.get(name) and
-                  (run is None or (run.n <= CHECKED_MAX and
-                                   tuple(run.args()) not in self.checked.get(name, ()))))
+                  (run is None or (run.n <= CHECKED_MAX and not self.checked_first(name, run))))
         return flags + ([] if checks else ["--no-verify"])
 
     def run_program(self, r, name, path, runs):
@@ -541,7 +584,15 @@ class Sweep:
             self.rows.append(row)
             done.append(row)
             self.runs += 1
-            if row.get("pass") != "1":
+            made_as = self.checked_as.get(name)
+            if (r == 1 and self.checks and self.checked_first(name, run) and
+                    (row.get("code_hash", ""), row.get("gpu", "")) != made_as):
+                self.failed += 1
+                self.output.err(f"bench: {name} {size_label(run)}: its checks were made on code "
+                                f"hash {made_as[0] or '?'} ({made_as[1] or '?'}), this run is "
+                                f"{row.get('code_hash') or '?'} ({row.get('gpu') or '?'}): "
+                                "make round 1's checks again")
+            elif row.get("pass") != "1":
                 self.failed += 1
                 self.output.err(f"bench: {name} {size_label(run)} failed its check "
                                 f"(round {r}): its row is kept with pass = 0")
@@ -794,7 +845,17 @@ def parse_args(argv):
                         help="N > 1: round 1's exact checks made first, N programs at a time, "
                              "before round 1 times anything (default 1: each timed run of round "
                              "1 makes its own); each program holds its largest size's buffers, "
-                             "so N is bounded by host and device memory")
+                             "so N is bounded by host and device memory (on the H200's host "
+                             "8 were no faster than 1: see --checks-only)")
+    checks = parser.add_mutually_exclusive_group()
+    checks.add_argument("--checks-only", metavar="FILE",
+                        help="make round 1's exact checks alone (--check-jobs programs at a "
+                             "time), time nothing, and write what passed to FILE, for a later "
+                             "call's --checks-from (round 1 split over two calls)")
+    checks.add_argument("--checks-from", metavar="FILE",
+                        help="round 1 takes its exact checks from FILE (--checks-only's): a "
+                             "size that passed there is timed without them; a timed run whose "
+                             "code hash or GPU is not the one checked fails")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
@@ -803,6 +864,10 @@ def parse_args(argv):
         parser.error(f"--round {args.only_round} is past --rounds {args.rounds}")
     if args.only is not None and not args.only:
         parser.error("--only names no program")
+    split = "--checks-only" if args.checks_only else "--checks-from" if args.checks_from else ""
+    if split and (args.widths or args.only_round not in (None, 1)):
+        parser.error(f"{split} is round 1's (its exact checks): not with --widths or a later "
+                     "--round")
     if args.widths and (args.shapes or args.part != "all" or args.merge_into):
         parser.error("--widths runs its own programs and shapes into its own file: it takes "
                      "no --shapes, --part or --merge-into (--only names programs of the map)")
@@ -1056,10 +1121,56 @@ def width_plan(args):
     return WIDTHS_SUFFIX, plan, roles, ops
 
 
+CHECKS_FORMAT = "reduce-tutorial round 1 checks 1"
+
+
+def read_checks(path):
+    """--checks-from's file: {name: {code_hash, gpu, sizes}}."""
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+        if record.get("format") != CHECKS_FORMAT:
+            raise ValueError("not a file of --checks-only")
+        return record["programs"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise BenchError(EXIT_USAGE, f"--checks-from {path}: {err}")
+
+
+def checks_only(args, output, start):
+    """--checks-only: round 1's exact checks of every program asked for,
+    written to the file; nothing is timed or filed."""
+    programs, sizes, passed = {}, 0, 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for _, plan, roles, _ in plans(args):
+            sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output,
+                          None, args.run_id, roles, 1, check_jobs=args.check_jobs)
+            sweep.check_first()
+            for name, mine in sweep.checks_record().items():
+                # step 9 is part 1's and part 2's bar: one entry, both parts' sizes
+                if name in programs:
+                    mine["sizes"] = sorted(programs[name]["sizes"] + mine["sizes"])
+                programs[name] = mine
+            sizes += sum(len([r for r in runs if r.n <= CHECKED_MAX])
+                         for name, _, runs in plan if not roles.get(name))
+    passed = sum(len(p["sizes"]) for p in programs.values())
+    write_text(args.checks_only, json.dumps(
+        {"format": CHECKS_FORMAT, "run": args.run_id, "command": output.lines[0][2:],
+         "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+         "programs": programs}, indent=1) + "\n")
+    left = sizes - passed
+    output.out(f"bench: round 1's exact checks alone, {passed} of {sizes} sizes passed"
+               f"{f' ({left} left to their timed runs)' if left else ''}, in "
+               f"{time.monotonic() - start:.0f} s -> {display_path(args.checks_only)}")
+    return EXIT_FAILED if left else 0
+
+
 def bench(args, command):
     start = time.monotonic()
     output = Output()
     output.lines.append(f"$ {command}")
+    if args.checks_only:
+        return checks_only(args, output, start)
+    record = read_checks(args.checks_from) if args.checks_from else None
     sweeps, dests, merged = [], [], []
     merging = args.only is not None or args.only_round is not None
     with tempfile.TemporaryDirectory() as tmp:
@@ -1075,6 +1186,8 @@ def bench(args, command):
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output, torch,
                           args.run_id, roles, args.only_round, checks=not args.widths,
                           check_jobs=args.check_jobs)
+            if record is not None:
+                sweep.use_checks(record, args.checks_from)
             sweep.run_all()
             sweeps.append(sweep)
             replaced = same_run(args, plan, sweep, torch) if merging else None

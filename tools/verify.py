@@ -4,6 +4,7 @@
     python3 tools/verify.py --only NAMES [--out-dir DIR] [--verify-dir DIR]
                             [--torch-python PYTHON] [--rounds K] [--skip WHAT]
                             [--round K --run-id ID] [--check-jobs N]
+                            [--checks-from FILE]
     python3 tools/verify.py --only NAMES --targets
 
 For the programs named (folders such as rows/step13_cluster or step9_singlepass;
@@ -215,6 +216,8 @@ def verify(args):
             cmd += ["--torch-python", args.torch_python]
         if args.check_jobs:   # round 1's checks first, N programs at a time
             cmd += ["--check-jobs", str(args.check_jobs)]
+        if args.checks_from:  # round 1's checks made by an earlier call (bench --checks-only)
+            cmd += ["--checks-from", os.path.abspath(args.checks_from)]
         runner.run("bench", cmd, "bench.log")
     lines = [f"verify: {only} in {time.monotonic() - start:.0f} s "
              f"({', '.join(f'{name} {s:.0f} s' for name, s in runner.times)}); "
@@ -261,6 +264,9 @@ def parse_args(argv):
     parser.add_argument("--check-jobs", type=bench._int_at_least(1), metavar="N",
                         help="the bench makes round 1's exact checks first, N programs at a "
                              "time (tools/bench.py --check-jobs)")
+    parser.add_argument("--checks-from", metavar="FILE",
+                        help="round 1 takes its exact checks from FILE, written by an earlier "
+                             "call's tools/bench.py --checks-only (tools/bench.py --checks-from)")
     parser.add_argument("--skip", default="", type=lambda t: [w for w in t.split(",") if w],
                         help=f"leave out some of {', '.join(STEPS)} (comma-separated)")
     parser.add_argument("--targets", action="store_true",

@@ -2,11 +2,16 @@
 # Session 26: part 2 measured again after the option parser (parser44) moved every hash.
 #   PHASE=S GIT_REV=<rev> bash wip-harness/remeasure_call.sh
 #       build, part 2's GPU suite (GPU_PART=rows), then part 2's counters (verify --skip grade,bench)
-#   PHASE=B GIT_REV=<rev> ROUNDS="1" RUN_ID=<id> [CHECK_JOBS=8] bash wip-harness/remeasure_call.sh
-#       bench rounds of part 2 with PyTorch (verify --skip grade,profile --round K)
+#   PHASE=B GIT_REV=<rev> ROUNDS="1" RUN_ID=<id> [CHECK_JOBS=8] [CHECKS_FROM=file] [SEED=dir]
+#       bench rounds of part 2 with PyTorch (verify --skip grade,profile --round K); CHECKS_FROM:
+#       round 1 takes its exact checks from PHASE=C's file; SEED: a folder holding this run's
+#       earlier rounds (h200-rows.csv, h200-rows-bench.log), e.g. wip-harness/remeasure27
+#   PHASE=C GIT_REV=<rev> RUN_ID=<id> [CHECK_JOBS=8] bash wip-harness/remeasure_call.sh
+#       round 1's exact checks of part 2 alone (bench.py --checks-only, 362 s in session 27),
+#       into $OUT/checks-<id>.json and build/remeasure/ (PHASE=B's CHECKS_FROM)
 # Logs and results under $OUT (at most 8 files).
 set -u
-export GIT_REV=${GIT_REV:?} PHASE=${PHASE:?S, B, G, P or 1}
+export GIT_REV=${GIT_REV:?} PHASE=${PHASE:?S, B, C, G, P or 1}
 T0=$(date +%s); el() { echo "   [t+$(( $(date +%s) - T0 )) s]"; }
 left() { echo $(( ${BUDGET:-570} - ($(date +%s) - T0) )); }
 exec > $OUT/call-$PHASE.log 2>&1
@@ -29,18 +34,20 @@ if [ "$PHASE" = B ]; then
   # A warm machine keeps build/ between calls but gets plots/reference from the tree sent:
   # restore this run's merged rounds kept there by the last call, unless the tree has them.
   have=$(grep -c "$RUN_ID" plots/reference/h200-rows.csv)
-  kept=0; [ -f build/remeasure/h200-rows.csv ] && kept=$(grep -c "$RUN_ID" build/remeasure/h200-rows.csv)
-  if [ "$kept" -gt "$have" ]; then
-    cp build/remeasure/h200-rows.csv build/remeasure/h200-rows-bench.log plots/reference/
-    echo "restored the $kept rows of $RUN_ID kept by the last call (the tree had $have)"
-  fi
+  for src in ${SEED:-} build/remeasure; do
+    kept=0; [ -f $src/h200-rows.csv ] && kept=$(grep -c "$RUN_ID" $src/h200-rows.csv)
+    if [ "$kept" -gt "$have" ]; then
+      cp $src/h200-rows.csv $src/h200-rows-bench.log plots/reference/
+      echo "restored the $kept rows of $RUN_ID kept in $src (the tree had $have)"; have=$kept
+    fi
+  done
   case " $ROUNDS " in *" 1 "*) ;; *) [ "$have" -gt 0 ] || [ "$kept" -gt 0 ] ||
     echo "WARNING: no row of $RUN_ID here: copy the earlier rounds' h200-rows.csv home first";; esac
   for r in $ROUNDS; do
     [ $(left) -gt ${NEED:-200} ] || { echo "no time for round $r"; break; }
     timeout $(left) python3 tools/verify.py --root . --only rows --out-dir plots/reference --verify-dir build/verifyB$r \
        --torch-python /opt/torch/.venv/bin/python --skip grade,profile --round $r --run-id $RUN_ID \
-       ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} > /tmp/bench$r.log 2>&1
+       ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} ${CHECKS_FROM:+--checks-from $CHECKS_FROM} > /tmp/bench$r.log 2>&1
     echo "round $r rc=$?"; tail -n 3 /tmp/bench$r.log | cut -c1-300; el
     { echo "## round $r"; cat /tmp/bench$r.log; } >> $OUT/bench.log
     # plots/reference holds every round merged so far: one copy, the latest, comes back, with the
@@ -50,6 +57,16 @@ if [ "$PHASE" = B ]; then
     mkdir -p build/remeasure; echo "$RUN_ID" > build/remeasure/run-id
     cp plots/reference/h200-rows.csv plots/reference/h200-rows-bench.log build/remeasure/
   done
+fi
+if [ "$PHASE" = C ]; then
+  : ${RUN_ID:?the run whose round 1 these checks are}
+  make -s -j16 GIT_REV=$GIT_REV $(python3 tools/verify.py --root . --only rows --targets) > /tmp/build.log 2>&1
+  echo "build rc=$?"; tail -5 /tmp/build.log; el
+  mkdir -p build/remeasure
+  timeout $(( $(left) - 5 )) python3 tools/bench.py --root . --only rows --rounds 3 --round 1 --run-id $RUN_ID \
+     ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} --checks-only build/remeasure/checks-$RUN_ID.json > $OUT/checks.log 2>&1
+  echo "checks rc=$?"; tail -n 2 $OUT/checks.log | cut -c1-300
+  cp build/remeasure/checks-$RUN_ID.json $OUT/ 2>/dev/null
 fi
 el
 # PHASE=G GIT_REV=<rev> [BATCH=6] [FBATCH=10] [FIXTURES_ONLY=1: the fixtures but
