@@ -661,6 +661,9 @@ with open(args.csv, "a", newline="") as f:
                              "offset": "0", "fill": "random", "seed": "1", "git_rev": "abc1234",
                              "mode": "timed", "round": args.round,
                              "toolchain": "torch 2.9.0 CUDA 13.0"})
+if os.environ.get("FAKE_TORCH_LATE"):
+    print(f"torch_rows: {os.environ['FAKE_TORCH_LATE']} repetitions made again with a longer "
+          "wait: the host queued the op after the GPU's wait had ended", file=sys.stderr)
 '''
 
 

@@ -846,6 +846,14 @@ class BenchRowsTest(ScriptTest):
         self.assertEqual(len([l for l in proc.stdout.splitlines()
                               if re.match(r"\[round \d/3\] torch +14 runs .* PASS$", l)]), 3)
 
+    def test_the_log_says_when_torch_made_repetitions_again(self):
+        python = make_torch_python(self.top)
+        proc = self.bench("--quick", "--part", "rows", "--rounds", "1", "--torch-python", python,
+                          FAKE_TORCH_LATE="3")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("torch round 1: 3 repetitions made again with a longer wait: the host "
+                      "queued the op after the GPU's wait had ended", proc.stdout.splitlines())
+
 
 class BenchWidthsTest(ScriptTest):
     """--widths: part 2's map, each op's last step and the copies at one input
@@ -1548,6 +1556,55 @@ class TorchRowsTest(ScriptTest):
     compiled, with the driver's bytes; part 2's ops and bytes are as they were."""
 
     TORCH_ROWS = os.path.join(REPO, "tools", "torch_rows.py")
+
+    def timed(self, late, fn_host=None):
+        """Runner.time over a stand-in torch whose stream is a list: (the
+        stream's entries, the times, the runner). late[k]: the start event's
+        query() at the k-th repetition made (True: the GPU passed it first)."""
+        torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")
+        stream, answers = [], iter(late)
+
+        class Event:
+            def __init__(self, enable_timing):
+                self.name = "start" if not any(isinstance(e, Event) for e in made) else "stop"
+                made.append(self)
+            def record(self):
+                stream.append(self.name)
+            def query(self):
+                return next(answers, False)
+            def synchronize(self):
+                pass
+            def elapsed_time(self, other):
+                return 0.05   # ms
+
+        made = []
+        cuda = type("cuda", (), {"Event": Event,
+                                 "_sleep": staticmethod(lambda c: stream.append(("sleep", c)))})
+        runner = torch_rows.Runner.__new__(torch_rows.Runner)
+        runner.torch, runner.reps, runner.warmup, runner.late = type("t", (), {"cuda": cuda}), 4, 1, 0
+        runner.flush_buf = type("b", (), {"sum": lambda self: stream.append("flush")})()
+        times, out = runner.time(lambda: stream.append("op") or "y")
+        return stream, times, runner, torch_rows
+
+    def test_the_gpu_waits_while_the_host_queues_the_op(self):
+        """Each repetition: the flush, the GPU's wait, then the op between
+        its events; the events time the op alone."""
+        stream, times, runner, torch_rows = self.timed([])
+        one = ["flush", ("sleep", torch_rows.SLEEP_CYCLES), "start", "op", "stop"]
+        self.assertEqual(stream, one * 5)   # one warm-up, four timed
+        self.assertEqual(times, [50.0] * 4)
+        self.assertEqual(runner.late, 0)
+
+    def test_a_repetition_queued_after_the_wait_is_made_again_with_a_longer_one(self):
+        stream, times, runner, torch_rows = self.timed([False, False, True, False])
+        sleeps = [e[1] for e in stream if isinstance(e, tuple)]
+        wait = torch_rows.SLEEP_CYCLES
+        self.assertEqual(sleeps, [wait, wait, wait, 2 * wait, 2 * wait, 2 * wait])
+        self.assertEqual((len(times), runner.late), (4, 1))   # still four timed repetitions
+
+    def test_an_op_never_queued_in_time_fails(self):
+        with self.assertRaisesRegex(RuntimeError, "still not queued after the GPU waited"):
+            self.timed([True] * 100)
 
     def test_layernorm_backward_bytes_are_the_drivers(self):
         torch_rows = load(self.TORCH_ROWS, "reduce_torch_rows")

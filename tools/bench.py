@@ -634,6 +634,10 @@ class Sweep:
                "--reps", str(self.reps), "--warmup", str(self.warmup), "--round", str(r)]
         code, stderr = run_program(cmd, timeout=RUN_TIMEOUT_S * 2)
         got, unreadable = rows_written(csv_path)
+        for line in stderr.splitlines():
+            if line.startswith("torch_rows: ") and "made again" in line:
+                # the host queued an op after the GPU's wait: the log keeps how often
+                self.output.out(f"torch round {r}: {line.removeprefix('torch_rows: ')}")
         for row in got:
             self.rows.append(self.stamp(row, r, TORCH))
             self.runs += 1

@@ -6,7 +6,8 @@
 
 For each shape and op, on float32 inputs uniform in [-1, 1): the L2 is flushed
 before every repetition (a sum over a buffer 4x the L2, as common/flush.cu
-does), CUDA events time the op alone, and the median of the timed
+does), the GPU then waits (a spin of SLEEP_CYCLES) until the host has queued
+the op, CUDA events time the op alone, and the median of the timed
 repetitions is reported. GB/s counts the bytes common/rows_ref.c counts for
 the same op (one read of x, one write of y, plus mean and rstd for
 LayerNorm). The ops:
@@ -96,6 +97,11 @@ OPS = ("sum", "layernorm", "softmax", "copy", "rmsnorm", "add_rmsnorm", "layerno
 BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
+# The GPU's wait before each timed repetition (Runner.time): 2^20 cycles is
+# about 0.5 ms at the H200's 1.98 GHz, ten times a compiled op's host side;
+# doubled for a repetition that outran it, up to 2^26 (about 34 ms).
+SLEEP_CYCLES = 1 << 20
+MAX_SLEEP_CYCLES = 1 << 26
 
 
 def parse_shapes(text):
@@ -162,19 +168,39 @@ class Runner:
                           + (f" cuDNN {cudnn}" if cudnn else "") + triton_version())
         self.flush_buf = torch.zeros(FLUSH_L2_MULTIPLE * self.l2 // 4, dtype=torch.float32,
                                      device="cuda")
+        self.late = 0   # repetitions made again: the host queued the op after the GPU's wait
 
     def time(self, fn):
+        """The op's GPU time in each repetition, as events around its kernels.
+        The host must have queued the op before the GPU reaches the start
+        event, or the GPU idles inside the timed span: torch.compile's Python
+        wrapper and Triton's launcher take tens of microseconds a call, about
+        as long as the flush. So the GPU spins (torch.cuda._sleep) between the
+        flush and the start event while the host queues the op, as NVBench's
+        blocking kernel holds a stream; a repetition whose start event had
+        already passed when the op was queued is made again with twice the
+        wait (self.late counts them)."""
         torch = self.torch
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for r in range(self.warmup + self.reps):
+        times, cycles, r = [], SLEEP_CYCLES, 0
+        while r < self.warmup + self.reps:
             self.flush_buf.sum()          # reads 4x the L2: the input comes from DRAM
+            torch.cuda._sleep(cycles)     # the GPU waits while the host queues the op
             start.record()
             out = fn()
             stop.record()
+            late = start.query()          # the GPU reached the start before the op was queued
             stop.synchronize()
+            if late:
+                self.late += 1
+                if cycles >= MAX_SLEEP_CYCLES:
+                    raise RuntimeError(f"the op was still not queued after the GPU waited "
+                                       f"{cycles} cycles (does it wait for the GPU itself?)")
+                cycles *= 2
+                continue
             if r >= self.warmup:
                 times.append(start.elapsed_time(stop) * 1e3)
+            r += 1
         return times, out
 
     def prepare(self, fn, compiled, *args):
@@ -442,6 +468,9 @@ def main(argv=None):
                 print(f"torch/{op:<24} {rows}x{cols}: {float(row['median_us']):9.1f} us "
                       f"{float(row['gbps']):6.0f} GB/s  {'PASS' if ok else 'FAIL'} (error {err:.2g})",
                       flush=True)
+    if runner.late:
+        print(f"torch_rows: {runner.late} repetitions made again with a longer wait: the host "
+              "queued the op after the GPU's wait had ended", file=sys.stderr, flush=True)
     return 1 if failed else 0
 
 
