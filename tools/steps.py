@@ -114,11 +114,29 @@ def row_op(root, name):
     part = part_of(name)
     if part not in _STEP_OP:
         return ""
+    path = os.path.join(root, name, SOURCE[part])
     try:
-        with open(os.path.join(root, name, SOURCE[part]), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except OSError:
         return ""
+    # Asked tens of thousands of times a run (the step before each row of
+    # each table) about a few dozen sources, and the two searches cost far
+    # more than the read: a source's answer is given again only while its
+    # file still reads the same, byte for byte.
+    kept = _ROW_OPS.get(path)
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    op = _op_of_text(part, text)
+    _ROW_OPS[path] = (text, op)
+    return op
+
+
+_ROW_OPS = {}   # path -> (its text, row_op's answer for it)
+
+
+def _op_of_text(part, text):
+    """row_op's answer for a part 2 or part 3 source's text."""
     found = _STEP_OP[part].search(text)
     if not found:
         return ""
