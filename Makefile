@@ -90,7 +90,7 @@ NEED_VENV := $(if $(filter $(VENV_PYTHON),$(PLOT_PYTHON)),$(VENV_PYTHON))
 # measured is in git log -S TEST_SECONDS).
 TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 TEST_BUILD_MINUTES := 3
-TEST_SECONDS := 105
+TEST_SECONDS := 90
 
 .PHONY: all help test check mutants determinism venv bench tune plot publish docs profile profile-all sanitize \
         ptxas sass diff new clean code-hash hash-flags $(ALIASES) $(ROW_ALIASES) $(BACK_ALIASES) \

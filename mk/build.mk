@@ -31,10 +31,12 @@ build/arch.stamp: FORCE | build
 
 # The hash of everything that decides what a program runs and how it is
 # timed (its source, the harness it is built from, the flags): every
-# results row carries it, see tools/code_hash.py.
+# results row carries it, see tools/code_hash.py. -S (here and in code-hash):
+# it needs the standard library only, and site's start-up hooks cost more
+# than the hash.
 define HASH_RECIPE
 @mkdir -p $(@D)
-@h=$$($(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(or $(HASH_DIR),$*)) || exit 1; \
+@h=$$($(PYTHON) -S tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(or $(HASH_DIR),$*)) || exit 1; \
  printf 'const char reduce_code_hash[] = "%s";\n' "$$h" > $@
 endef
 
@@ -101,7 +103,7 @@ WATCH_NONE :=
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
 code-hash:
 	@test -n "$(DIR)" || { echo "usage: make code-hash DIR=step3_idle"; exit 2; }
-	@$(PYTHON) tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(DIR)
+	@$(PYTHON) -S tools/code_hash.py --flags '$(HASH_FLAGS)' --program $(DIR)
 
 # The flags every hash covers (tests/test_claims.py reads them here).
 hash-flags:

@@ -166,7 +166,9 @@ def python_without_torch(top):
     with open(os.path.join(shadow, "torch", "__init__.py"), "w") as f:
         f.write("raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
     path = os.path.join(top, "bin-no-torch", "python3")
-    write_executable(path, f'#!/bin/sh\nPYTHONPATH="{shadow}" exec "{sys.executable}" "$@"\n')
+    # -S: what it runs (bench.py's probe, tools/torch_rows.py) needs the
+    # standard library only, and site's start-up hooks cost more than the run.
+    write_executable(path, f'#!/bin/sh\nPYTHONPATH="{shadow}" exec "{sys.executable}" -S "$@"\n')
     return path
 
 

@@ -25,7 +25,7 @@ V=${V:-}
 jobs=${TEST_JOBS:-$(nproc 2>/dev/null || echo 2)}
 [ -n "$V" ] && [ "$V" != 0 ] && jobs=1 || V=
 # Measured on two cores with every program built (the Makefile passes its own).
-TEST_SECONDS=${TEST_SECONDS:-105}
+TEST_SECONDS=${TEST_SECONDS:-90}
 # python3 as the interpreter it names: a version manager's shim first in
 # PATH (pyenv's) costs a tenth of a second on each of the suites' many calls.
 python_bin=$(python3 -c 'import os, sys; print(os.path.dirname(sys.executable))' 2>/dev/null)
@@ -41,30 +41,31 @@ unset PYTHONDONTWRITEBYTECODE
 unset MAKEFLAGS MFLAGS MAKELEVEL
 
 # name | label | command (words; $PYTHON and $PLOT_PYTHON expanded when run).
-# The longest first, so that two cores finish together.
+# The longest first, so that two cores finish together (as a built make test
+# measures them on two cores; the GPU suite, the longest where it runs, first).
 SUITE_TABLE='
 gpu|GPU suite: the grader on every program and broken fixture|$PYTHON tests/gpu_suite.py
 cli|command line, make stepK, make diff, make new, the homework flow|bash tests/cli_tests.sh
-claims|docs against the committed reference results|$PYTHON tests/test_claims.py
 bench|tools/bench.py: programs, rounds, files, part 2 beside PyTorch, --only and --run-id|$PYTHON tests/test_bench.py
 make_targets|make bench, make profile-all, make plot and make publish over the fake programs|env PLOT_PYTHON=$PLOT_PYTHON $PYTHON tests/test_make_targets.py
 patterns|access-pattern model against the counters|$PLOT_PYTHON tests/test_patterns.py
 plot|charts (tools/plot.py, matplotlib)|$PLOT_PYTHON tests/test_plot.py
+claims|docs against the committed reference results|$PYTHON tests/test_claims.py
+grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
 accuracy|accuracy lesson: script, chart, ACCURACY.md block, float math, Kahan SASS, the bf16 stall|$PLOT_PYTHON tests/test_accuracy.py
 docs|README blocks (tools/docs.py)|$PYTHON tests/test_docs.py
-multigpu|multigpu: program, CSV schema, charts, device script|$PLOT_PYTHON tests/test_multigpu.py
+steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
 unit|unit tests of the harness (C)|build/unit_tests
-multigpu_unit|multigpu: shards and options (C)|build/multigpu_tests
 profile|tools/profile.py: the ncu metrics, tables and files|$PYTHON tests/test_profile.py
+multigpu|multigpu: program, CSV schema, charts, device script|$PLOT_PYTHON tests/test_multigpu.py
 fakes|the fake programs, ncu and PyTorch (tests/fakes.py) against the harness|$PYTHON tests/test_fakes.py
 verify|tools/verify.py (make verify): profile and bench of the programs named|$PYTHON tests/test_verify.py
+publish|make publish: what it copies into plots/reference, what it refuses (tools/publish.py)|$PYTHON tests/test_publish.py
 editions|the English and Chinese editions in step|$PYTHON tests/test_editions.py
 schema|CSV schema and step names (tools/schema.py)|$PYTHON tests/test_schema.py
-publish|make publish: what it copies into plots/reference, what it refuses (tools/publish.py)|$PYTHON tests/test_publish.py
-steps|the step list, the folder of step K and the step before it (tools/steps.py)|$PYTHON tests/test_steps.py
 tool_main|how the tools end main(): one line and an exit code (tools/cli.py)|$PYTHON tests/test_cli.py
 grade_report|grader reports: JUnit XML and Gradescope results.json|$PYTHON tests/test_grade_report.py
-grade|grader decisions: GPU work, speed targets, the class table and chart|$PLOT_PYTHON tests/test_grade.py
+multigpu_unit|multigpu: shards and options (C)|build/multigpu_tests
 '
 
 names=() labels=() commands=()

@@ -313,7 +313,13 @@ class SpeedVerdicts(unittest.TestCase):
         self.assertLessEqual(d["ratio"], d["ratio_hi"])
 
 
-FAKE_TIMED = """#!/usr/bin/env python3
+# The fakes' interpreter: this one, with -S (they need the standard library
+# only, and site's start-up hooks cost more than a fake's run: hundreds of
+# runs in this suite).
+FAKE_PYTHON = sys.executable
+
+
+FAKE_TIMED = """#!{python} -S
 # Stands in for a program's timed run: one CSV row, at {gbps} GB/s.
 import csv, os, sys
 args = sys.argv[1:]
@@ -354,7 +360,8 @@ class SpeedRounds(unittest.TestCase):
         os.makedirs(os.path.join(self.tmp, name), exist_ok=True)
         path = os.path.join(self.tmp, name, "run")
         with open(path, "w") as handle:
-            handle.write(FAKE_TIMED.format(gbps=gbps, passed=1 if passed else 0, code=code,
+            handle.write(FAKE_TIMED.format(python=FAKE_PYTHON, gbps=gbps, passed=1 if passed else 0,
+                                           code=code,
                                            columns=list(fakes.HARNESS_COLUMNS)))
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
         return path
@@ -702,7 +709,7 @@ class Summary(unittest.TestCase):
 # run_lines in common/harness.c) and a timed run, with the driver's own
 # verdict lines. MODE picks what it gets wrong; OP is the op its --gpu-info
 # names (layernorm_backward, or softmax_backward: back/step10 on).
-FAKE_BACK = r"""#!/usr/bin/env python3
+FAKE_BACK = r"""#!{python} -S
 import sys
 MODE, DET = {mode!r}, {det}
 DET_LINE = ("FAIL: every output is within its bound, but not the same bits every run "
@@ -781,8 +788,8 @@ class FakeBackTest(unittest.TestCase):
         os.makedirs(os.path.dirname(path))
         bf16 = op.endswith("_bf16")
         with open(path, "w") as handle:
-            handle.write(FAKE_BACK.format(mode=mode, det=det, op=op, dtype="bf16" if bf16 else "f32",
-                                          pack=8 if bf16 else 4))
+            handle.write(FAKE_BACK.format(python=FAKE_PYTHON, mode=mode, det=det, op=op,
+                                          dtype="bf16" if bf16 else "f32", pack=8 if bf16 else 4))
         os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
         return path
 

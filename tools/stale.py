@@ -126,6 +126,15 @@ def shown_stale(path, hashes, root=REPO):
         return {}, {}
     rows = [record for _, record in records]
     current = bench.current_runs(rows) if "run" in header else {}
+    # What each program is read beside, asked once per program rather than
+    # once per stale row (thousands of rows, a few dozen programs).
+    compared = {}
+
+    def read_beside(q):
+        if q not in compared:
+            compared[q] = bench.comparisons(root, schema.program_dir(q))[0]
+        return compared[q]
+
     found, again = {}, {}
     for record in rows:
         label, measured = record.get("step", ""), record.get("code_hash", "")
@@ -138,7 +147,7 @@ def shown_stale(path, hashes, root=REPO):
             folder = schema.program_dir(label)
             readers = [q for q, r in current.items() if r == run and q != label and
                        not q.startswith("torch/") and
-                       folder in bench.comparisons(root, schema.program_dir(q))[0]]
+                       folder in read_beside(q)]
             if not readers:
                 continue               # kept in the file, shown nowhere
         found.setdefault(label, set()).add(record.get("git_rev", "") or "?")

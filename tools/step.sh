@@ -27,8 +27,10 @@ part_name() { case $1 in rows/) echo " of part 2" ;; back/) echo " of part 3" ;;
 
 # The step list (which folders are steps, step K's folder, the step before
 # a step) is tools/steps.py's, the one answer bench, the grader and the
-# READMEs' diff blocks read too; this script asks it.
-steps() { python3 tools/steps.py "$@"; }
+# READMEs' diff blocks read too; this script asks it. -S: steps.py and
+# generated.py need the standard library only, and site's start-up hooks
+# cost more than their answer (make test runs make diff hundreds of times).
+steps() { python3 -S tools/steps.py "$@"; }
 
 # The directory of step K of part $1 (stepK_* with its source), or nothing.
 step_dir() { steps dir "$1$2" 2>/dev/null; }
@@ -61,21 +63,24 @@ cmd_diff() {
         die "make diff: STEP must be a step number, rows/K or back/K, got '$arg'$hint"
     fi
     k=$((10#$k))
-    local file this prev
+    local file pair this prev
     file=$(part_file "$part")
-    this=$(step_dir "$part" "$k")
+    # Step K's folder, then the step before it (the one `make new FROM=K`
+    # started it from, a bfloat16 step's float twin, else the nearest lower
+    # step of its op): steps.py's diff_base, the step its README's diff block
+    # shows. Both from one start of Python: a line each, the second empty
+    # for a first step.
+    pair=$(steps dir-base "$part$k" 2>/dev/null)
+    this=${pair%%$'\n'*}
     [ -n "$this" ] || die "make diff: no step $part$k (no ${part}step${k}_*/$file)"
-    # The step before (the one `make new FROM=K` started it from, a bfloat16
-    # step's float twin, else the nearest lower step of its op): steps.py's
-    # diff_base, the step its README's diff block shows.
-    prev=$(steps base "$part$k") || exit 2
+    prev=${pair#"$this"}; prev=${prev#$'\n'}
     if [ -z "$prev" ]; then
         echo "$this is the first step$(part_name "$part"): the starting point, with no previous step"
         exit 0
     fi
     # Labels, not file times: the same diff on every machine, and the same
     # function as the README's diff block (tools/generated.py).
-    python3 tools/generated.py diff "$prev/$file" "$this/$file" "$prev/$file" "$this/$file"
+    python3 -S tools/generated.py diff "$prev/$file" "$this/$file" "$prev/$file" "$this/$file"
     local rc=$?   # 1: they differ, which is the point; 141: the reader (| head) closed the pipe
     [ $rc -le 1 ] || [ $rc -eq 141 ] || exit 2
     exit 0

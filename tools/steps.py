@@ -26,6 +26,8 @@ Command line (errors are one line on stderr, exit 2):
   steps.py dir K|rows/K|back/K|cub|rows/cub|rows/copy|rows/copy16   the folder
   steps.py previous NAME    the step before (nothing for a first step or a baseline)
   steps.py base NAME        the step whose diff against NAME is its lesson (make diff)
+  steps.py dir-base NAME    dir's line, then base's (empty for a first step): make
+                            diff's two answers from one start of Python
   steps.py list [rows|back] the steps of part 1 (or 2, or 3), one folder a line, in order
   steps.py next [rows|back] the next free step number of part 1 (or 2, or 3)
 --root DIR reads another tree (default: this repository); --source counts
@@ -114,11 +116,29 @@ def row_op(root, name):
     part = part_of(name)
     if part not in _STEP_OP:
         return ""
+    path = os.path.join(root, name, SOURCE[part])
     try:
-        with open(os.path.join(root, name, SOURCE[part]), encoding="utf-8") as handle:
+        with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except OSError:
         return ""
+    # Asked tens of thousands of times a run (the step before each row of
+    # each table) about a few dozen sources, and the two searches cost far
+    # more than the read: a source's answer is given again only while its
+    # file still reads the same, byte for byte.
+    kept = _ROW_OPS.get(path)
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    op = _op_of_text(part, text)
+    _ROW_OPS[path] = (text, op)
+    return op
+
+
+_ROW_OPS = {}   # path -> (its text, row_op's answer for it)
+
+
+def _op_of_text(part, text):
+    """row_op's answer for a part 2 or part 3 source's text."""
     found = _STEP_OP[part].search(text)
     if not found:
         return ""
@@ -258,9 +278,10 @@ def main(argv=None):
     parser.add_argument("--root", default=REPO, help="the tree to read (default: this repository)")
     parser.add_argument("--source", action="store_true",
                         help="list and next: count a folder only if it holds its source")
-    parser.add_argument("command", choices=("dir", "previous", "base", "list", "next"))
+    parser.add_argument("command", choices=("dir", "previous", "base", "dir-base", "list", "next"))
     parser.add_argument("name", nargs="?", default="",
-                        help="dir, previous, base: K, rows/K, back/K, a step folder or a baseline; "
+                        help="dir, previous, base, dir-base: K, rows/K, back/K, a step folder or "
+                             "a baseline; "
                              "list, next: rows for part 2, back for part 3")
     args = parser.parse_args(argv)
     root = args.root
@@ -281,6 +302,11 @@ def main(argv=None):
                             "rows/copy or rows/copy16")
         if args.command == "dir":
             print(folder(root, args.name))
+            return 0
+        if args.command == "dir-base":
+            found = folder(root, args.name)
+            print(found)
+            print(diff_base(root, found, source=True) or "")
             return 0
         name = _step_name(root, args.name)
         found = (previous_step if args.command == "previous" else diff_base)(root, name, source=True)
