@@ -17,7 +17,7 @@ import threading
 
 from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,
                    BACK_SOFTMAX_PROGRAM,
-                   BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
+                   BACK_SOFTMAX_STEP_OP, BACK_STEP_OPS, FAKE_ARCH, FAKE_TOOLCHAIN, HARNESS_COLUMNS, PART1, PART1_LABELS, QUICK, REPO, ROW_LABELS, ROW_OPS,
                    ROW_PROGRAMS, ROW_STEP_OPS, TORCH_OPS, ScriptTest, bench, clean_env, load,
                    make_root, make_torch_python, python_without_torch, row_bytes, size_of)
 
@@ -641,6 +641,7 @@ class BenchCheckJobsTest(ScriptTest):
             self.assertEqual(mine["sizes"], sorted(["-n", str(n)] for n in QUICK), name)
             self.assertEqual(mine["gpu"], "NVIDIA H200")
             self.assertEqual(len(mine["code_hash"]), 12)
+            self.assertEqual((mine["arch"], mine["toolchain"]), (FAKE_ARCH, FAKE_TOOLCHAIN))
         proc = self.round_one_from(path)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         checks, timed = self.split()
@@ -662,22 +663,73 @@ class BenchCheckJobsTest(ScriptTest):
             with self.subTest(env=env):
                 proc = self.round_one_from(path, **env)
                 self.assertEqual(proc.returncode, 1)
-                failed = [l for l in proc.stderr.splitlines() if "its checks were made on" in l]
+                failed = [l for l in proc.stderr.splitlines() if "its checks were made as" in l]
                 self.assertEqual(len(failed), len(QUICK) * (1 if what else len(PART1)), failed)
                 if what:
                     self.assertTrue(all(l.startswith(f"bench: {what} n=") for l in failed))
-                self.assertTrue(all(l.endswith(": make round 1's checks again") for l in failed))
+                self.assertTrue(all(l.endswith("; make round 1's checks again") for l in failed))
+                # Timed unchecked, of other code: its rows are not passed rows.
+                rows = self.results("h200.csv" if what else "h100-80gb-hbm3.csv")
+                self.assertEqual(sorted(r["step"] for r in rows if r["pass"] != "1"),
+                                 sorted(r["step"] for r in rows if not what or r["step"] == what))
+                self.assertEqual(len([r for r in rows if r["pass"] != "1"]), len(failed))
 
     def test_a_size_that_failed_its_checks_alone_is_checked_in_round_one(self):
         proc, path = self.checks_file(FAKE_WRONG_STEP="step1_b")
         self.assertEqual(proc.returncode, 1)
         self.assertIn("6 of 8 sizes passed (2 left to their timed runs)", proc.stdout)
+        # A call of the checks alone says why, as no timed run will.
+        self.assertIn(f"checks: step1_b: check -n {QUICK[0]} --offset 0 --fill exact: FAIL: "
+                      f"the run gave {QUICK[0] + 7}, not the reference", proc.stdout)
         with open(path) as f:
             self.assertEqual(json.load(f)["programs"]["step1_b"]["sizes"], [])
         proc = self.round_one_from(path)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         [(_, _, _, _, held)] = [p for p in self.processes() if p[1] == "step1_b"]
         self.assertFalse(any("--no-verify" in line for line in held), held)
+
+    def test_step_9_in_both_parts_is_checked_once_a_size(self):
+        self.add_rows_programs()
+        path = os.path.join(self.top, "checks.json")
+        proc = self.bench("--quick", "--rounds", "1", "--checks-only", path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(path) as f:
+            sizes = json.load(f)["programs"]["step9_singlepass"]["sizes"]
+        self.assertEqual(len(sizes), len({tuple(s) for s in sizes}))
+        self.assertEqual(sorted(s[1] for s in sizes), sorted({str(n) for n in QUICK} |
+                         {str(r * c) for r, c in bench.QUICK_ROW_SHAPES}))
+        with open(path) as f:
+            total = sum(len(p["sizes"]) for p in json.load(f)["programs"].values())
+        self.assertRegex(proc.stdout, rf"alone, {total} of {total} sizes passed")
+
+    def test_a_file_that_is_not_a_record_is_a_usage_error(self):
+        path = os.path.join(self.top, "bad.json")
+        good = {"format": bench.CHECKS_FORMAT, "run": "x", "programs": {
+            "step1_b": {"code_hash": "a", "gpu": "g", "arch": "s", "toolchain": "t",
+                        "sizes": [["-n", "1"]]}}}
+        bad = [[], dict(good, programs=[]), dict(good, format="other"),
+               dict(good, programs={"step1_b": 3}),
+               dict(good, programs={"step1_b": {"code_hash": "a", "gpu": "g", "arch": "s",
+                                                "toolchain": "t"}}),
+               dict(good, programs={"step1_b": dict(good["programs"]["step1_b"], sizes="abc")}),
+               dict(good, programs={"step1_b": dict(good["programs"]["step1_b"], arch=None)})]
+        for record in bad:
+            with self.subTest(record=record):
+                with open(path, "w") as f:
+                    json.dump(record, f)
+                proc = self.bench("--quick", "--checks-from", path)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assert_one_line(proc.stderr, f"bench: --checks-from {path}: ")
+        with open(path, "w") as f:
+            f.write("{not json")
+        proc = self.bench("--quick", "--checks-from", path)
+        self.assertEqual(proc.returncode, 2)
+        with open(path, "w") as f:
+            json.dump(good, f)
+        proc = self.bench("--quick", "--rounds", "1", "--checks-from", path)
+        # step1_b's size in the file is none of the run's: every size checks in its timed run
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(" (made for run x); ", proc.stdout)
 
     def test_the_split_options_are_round_one_s_alone(self):
         path = os.path.join(self.top, "none.json")
@@ -1557,7 +1609,7 @@ class TorchRowsTest(ScriptTest):
 
     TORCH_ROWS = os.path.join(REPO, "tools", "torch_rows.py")
 
-    def timed(self, late, fn_host=None):
+    def timed(self, late, sleep=None):
         """Runner.time over a stand-in torch whose stream is a list: (the
         stream's entries, the times, the runner). late[k]: the start event's
         query() at the k-th repetition made (True: the GPU passed it first)."""
@@ -1582,6 +1634,7 @@ class TorchRowsTest(ScriptTest):
                                  "_sleep": staticmethod(lambda c: stream.append(("sleep", c)))})
         runner = torch_rows.Runner.__new__(torch_rows.Runner)
         runner.torch, runner.reps, runner.warmup, runner.late = type("t", (), {"cuda": cuda}), 4, 1, 0
+        runner.sleep_cycles = torch_rows.SLEEP_CYCLES if sleep is None else sleep
         runner.flush_buf = type("b", (), {"sum": lambda self: stream.append("flush")})()
         times, out = runner.time(lambda: stream.append("op") or "y")
         return stream, times, runner, torch_rows
@@ -1601,6 +1654,12 @@ class TorchRowsTest(ScriptTest):
         wait = torch_rows.SLEEP_CYCLES
         self.assertEqual(sleeps, [wait, wait, wait, 2 * wait, 2 * wait, 2 * wait])
         self.assertEqual((len(times), runner.late), (4, 1))   # still four timed repetitions
+
+    def test_no_wait_is_the_timing_as_it_was(self):
+        """--sleep-cycles 0: no spin and no query, for a comparison with it."""
+        stream, times, runner, _ = self.timed([True] * 9, sleep=0)
+        self.assertEqual(stream, ["flush", "start", "op", "stop"] * 5)
+        self.assertEqual((len(times), runner.late), (4, 0))
 
     def test_an_op_never_queued_in_time_fails(self):
         with self.assertRaisesRegex(RuntimeError, "still not queued after the GPU waited"):
@@ -1750,6 +1809,19 @@ class TorchRowsTest(ScriptTest):
         return subprocess.run([python, self.TORCH_ROWS, "--csv", os.path.join(self.top, "t.csv"),
                                "--shapes", shapes, "--ops", ops, "--reps", "2", "--warmup", "1"],
                               capture_output=True, text=True, env=clean_env(**env), timeout=120)
+
+    def test_each_op_says_how_many_repetitions_it_made_again(self):
+        """On tests/fake_torch, whose first two start events say the GPU got
+        there first: the first op's two repetitions made again, named."""
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        proc = self.run_torch_rows(sys.executable, "layernorm_backward,compiled/layernorm_backward",
+                                   "3x5", PYTHONPATH=fake, FAKE_TORCH_LATE_QUERIES="2")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([l for l in proc.stderr.splitlines() if "made again" in l],
+                         ["torch_rows: torch/layernorm_backward 3x5: 2 repetitions made again "
+                          "with a longer wait: the host queued the op after the GPU's wait had "
+                          "ended"])
+        self.assertEqual(len(bench.read_rows(os.path.join(self.top, "t.csv"))), 2)
 
     def test_layernorm_backward_runs_and_is_checked(self):
         """The whole path, on tests/fake_torch (a stand-in for torch in plain

@@ -111,6 +111,10 @@ WIDTHS_SUFFIX = "-rows-widths"
 # than one device call (10 minutes): --checks-only makes the checks in a call
 # of their own, and --checks-from lets the next call time round 1 without them.
 CHECKED_MAX = 1 << 28
+# What a row of round 1's checks made first vouches for (--checks-from's file
+# holds them): its code, the GPU, and the build (code_hash leaves out the
+# target and the compiler's version).
+MADE_AS = ("code_hash", "gpu", "arch", "toolchain")
 ONE_ARRAY = "step9_singlepass"   # part 1's last step, summing each shape's floats as one array
 ROW_CUB_DIR, COPY_DIR, COPY16_DIR = "rows/baseline_cub", "rows/baseline_copy", "rows/baseline_copy16"
 COPY3_BF16_DIR = "back/baseline_copy3_bf16"   # part 3's bar in bfloat16
@@ -471,9 +475,13 @@ class Sweep:
             got, _ = rows_written(csv_path)
             passed = {tuple(run.args()) for run in runs
                       if any(run.matches(row) and row.get("pass") == "1" for row in got)}
-            made_as = {(row.get("code_hash", ""), row.get("gpu", "")) for row in got}
-            self.checked_as[name] = made_as.pop() if len(made_as) == 1 else ("", "")
-            return name, passed, code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr, stderr
+            made_as = {made_as_of(row) for row in got}
+            self.checked_as[name] = made_as.pop() if len(made_as) == 1 else ("",) * len(MADE_AS)
+            no_device = code == PROG_DEVICE_ERROR and NO_DEVICE_TEXT in stderr
+            if len(passed) < len(runs) and not no_device:
+                # the timed run says why too; a --checks-only call has no timed run
+                self.output.out(f"checks: {name}: {error_line(stderr)}")
+            return name, passed, no_device, stderr
 
         with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
             futures = [pool.submit(check, *item) for item in todo]
@@ -501,12 +509,12 @@ class Sweep:
     def checks_record(self):
         """{name: {code_hash, gpu, sizes}} of the checks check_first() made
         and passed, for --checks-only's file."""
-        return {name: {"code_hash": self.checked_as.get(name, ("", ""))[0],
-                       "gpu": self.checked_as.get(name, ("", ""))[1],
-                       "sizes": sorted(list(args) for args in passed)}
+        blank = ("",) * len(MADE_AS)
+        return {name: dict(zip(MADE_AS, self.checked_as.get(name, blank)),
+                           sizes=sorted(list(args) for args in passed))
                 for name, passed in self.checked.items()}
 
-    def use_checks(self, record, path):
+    def use_checks(self, record, path, record_run):
         """Round 1's checks made by an earlier call (--checks-from): a size
         they passed is timed with --no-verify, as after check_first(). The
         timed row must then carry the code hash and GPU the checks' rows
@@ -518,11 +526,12 @@ class Sweep:
             mine = record.get(name)
             if mine and not self.roles.get(name):
                 self.checked[name] = {tuple(args) for args in mine["sizes"]}
-                self.checked_as[name] = (mine["code_hash"], mine["gpu"])
+                self.checked_as[name] = tuple(mine[key] for key in MADE_AS)
         sizes = sum(len(v) for v in self.checked.values())
+        other = f" (made for run {record_run})" if record_run != self.run_id else ""
         self.output.out(f"checks: round 1's exact checks of {len(self.checked)} programs "
-                        f"({sizes} sizes passed) from {display_path(path)}; a timed run "
-                        "of other code than theirs fails")
+                        f"({sizes} sizes passed) from {display_path(path)}{other}; a timed "
+                        "run of other code, GPU or build than theirs fails")
 
     def checked_first(self, name, run):
         """True when run's size of name passed checks made before round 1 timed it."""
@@ -586,12 +595,14 @@ class Sweep:
             self.runs += 1
             made_as = self.checked_as.get(name)
             if (r == 1 and self.checks and self.checked_first(name, run) and
-                    (row.get("code_hash", ""), row.get("gpu", "")) != made_as):
+                    made_as_of(row) != made_as):
+                # timed unchecked, and the checks were of other code: it is not a passed row
+                row["pass"] = "0"
                 self.failed += 1
-                self.output.err(f"bench: {name} {size_label(run)}: its checks were made on code "
-                                f"hash {made_as[0] or '?'} ({made_as[1] or '?'}), this run is "
-                                f"{row.get('code_hash') or '?'} ({row.get('gpu') or '?'}): "
-                                "make round 1's checks again")
+                self.output.err(f"bench: {name} {size_label(run)}: its checks were made as "
+                                f"{' '.join(v or '?' for v in made_as)}, this run is "
+                                f"{' '.join(v or '?' for v in made_as_of(row))}: its row is kept "
+                                "with pass = 0; make round 1's checks again")
             elif row.get("pass") != "1":
                 self.failed += 1
                 self.output.err(f"bench: {name} {size_label(run)} failed its check "
@@ -847,7 +858,8 @@ def parse_args(argv):
                              "merged into that file as a run of their own")
     parser.add_argument("--check-jobs", type=_int_at_least(1), default=1, metavar="N",
                         help="N > 1: round 1's exact checks made first, N programs at a time, "
-                             "before round 1 times anything (default 1: each timed run of round "
+                             "before round 1 times anything (not with --checks-from: a size its "
+                             "file lacks makes them in its timed run; default 1: each timed run of round "
                              "1 makes its own); each program holds its largest size's buffers, "
                              "so N is bounded by host and device memory (on the H200's host "
                              "8 were no faster than 1: see --checks-only)")
@@ -1128,22 +1140,37 @@ def width_plan(args):
 CHECKS_FORMAT = "reduce-tutorial round 1 checks 1"
 
 
+def made_as_of(row):
+    """(code hash, GPU, arch, toolchain) of a row: what its checks vouch for."""
+    return tuple(row.get(key, "") for key in MADE_AS)
+
+
 def read_checks(path):
-    """--checks-from's file: {name: {code_hash, gpu, sizes}}."""
+    """--checks-from's file: ({name: {code_hash, gpu, arch, toolchain, sizes}},
+    the run it was made for); anything else is a usage error."""
+    def strings(value):
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
     try:
         with open(path) as handle:
             record = json.load(handle)
-        if record.get("format") != CHECKS_FORMAT:
+        if not isinstance(record, dict) or record.get("format") != CHECKS_FORMAT:
             raise ValueError("not a file of --checks-only")
-        return record["programs"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
+        programs = record.get("programs")
+        if not isinstance(programs, dict) or not all(
+                isinstance(p, dict) and all(isinstance(p.get(k), str) for k in MADE_AS) and
+                isinstance(p.get("sizes"), list) and all(strings(s) for s in p["sizes"])
+                for p in programs.values()):
+            raise ValueError("its programs are not {name: {" + ", ".join(MADE_AS) +
+                             ", sizes: [[arg, ...], ...]}}")
+        return programs, str(record.get("run", ""))
+    except (OSError, ValueError) as err:
         raise BenchError(EXIT_USAGE, f"--checks-from {path}: {err}")
 
 
 def checks_only(args, output, start):
     """--checks-only: round 1's exact checks of every program asked for,
     written to the file; nothing is timed or filed."""
-    programs, sizes, passed = {}, 0, 0
+    programs, wanted = {}, {}   # step 9 is in both parts: its sizes once
     with tempfile.TemporaryDirectory() as tmp:
         for _, plan, roles, _ in plans(args):
             sweep = Sweep(plan, args.rounds, args.reps, args.warmup, args.seed, tmp, output,
@@ -1152,11 +1179,16 @@ def checks_only(args, output, start):
             for name, mine in sweep.checks_record().items():
                 # step 9 is part 1's and part 2's bar: one entry, both parts' sizes
                 if name in programs:
-                    mine["sizes"] = sorted(programs[name]["sizes"] + mine["sizes"])
+                    mine["sizes"] = sorted(set(map(tuple, programs[name]["sizes"] +
+                                                   mine["sizes"])))
+                    mine["sizes"] = [list(size) for size in mine["sizes"]]
                 programs[name] = mine
-            sizes += sum(len([r for r in runs if r.n <= CHECKED_MAX])
-                         for name, _, runs in plan if not roles.get(name))
+            for name, _, runs in plan:
+                if not roles.get(name):
+                    wanted.setdefault(name, set()).update(
+                        tuple(r.args()) for r in runs if r.n <= CHECKED_MAX)
     passed = sum(len(p["sizes"]) for p in programs.values())
+    sizes = sum(len(v) for v in wanted.values())
     write_text(args.checks_only, json.dumps(
         {"format": CHECKS_FORMAT, "run": args.run_id, "command": output.lines[0][2:],
          "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -1174,7 +1206,7 @@ def bench(args, command):
     output.lines.append(f"$ {command}")
     if args.checks_only:
         return checks_only(args, output, start)
-    record = read_checks(args.checks_from) if args.checks_from else None
+    record, record_run = read_checks(args.checks_from) if args.checks_from else (None, "")
     sweeps, dests, merged = [], [], []
     merging = args.only is not None or args.only_round is not None
     with tempfile.TemporaryDirectory() as tmp:
@@ -1191,7 +1223,7 @@ def bench(args, command):
                           args.run_id, roles, args.only_round, checks=not args.widths,
                           check_jobs=args.check_jobs)
             if record is not None:
-                sweep.use_checks(record, args.checks_from)
+                sweep.use_checks(record, args.checks_from, record_run)
             sweep.run_all()
             sweeps.append(sweep)
             replaced = same_run(args, plan, sweep, torch) if merging else None

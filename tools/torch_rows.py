@@ -156,8 +156,9 @@ def triton_version():
 
 
 class Runner:
-    def __init__(self, torch, reps, warmup):
+    def __init__(self, torch, reps, warmup, sleep_cycles=None):
         self.torch, self.reps, self.warmup = torch, reps, warmup
+        self.sleep_cycles = SLEEP_CYCLES if sleep_cycles is None else sleep_cycles
         props = torch.cuda.get_device_properties(0)
         self.gpu = torch.cuda.get_device_name(0)
         self.cc = f"{props.major}.{props.minor}"
@@ -182,14 +183,16 @@ class Runner:
         wait (self.late counts them)."""
         torch = self.torch
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times, cycles, r = [], SLEEP_CYCLES, 0
+        times, cycles, r = [], self.sleep_cycles, 0
         while r < self.warmup + self.reps:
             self.flush_buf.sum()          # reads 4x the L2: the input comes from DRAM
-            torch.cuda._sleep(cycles)     # the GPU waits while the host queues the op
+            if cycles:
+                torch.cuda._sleep(cycles) # the GPU waits while the host queues the op
             start.record()
             out = fn()
             stop.record()
-            late = start.query()          # the GPU reached the start before the op was queued
+            # the GPU reached the start before the op was queued (not asked without a wait)
+            late = bool(cycles) and start.query()
             stop.synchronize()
             if late:
                 self.late += 1
@@ -426,12 +429,15 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--round", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--sleep-cycles", type=int, default=SLEEP_CYCLES,
+                        help="the GPU's wait after the flush (0: none, as before it had one; "
+                             "for a comparison of the two)")
     args = parser.parse_args(argv)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     bad = [o for o in ops if o.removeprefix(COMPILED) not in OPS]
-    if bad or args.reps < 1 or args.warmup < 0:
+    if bad or args.reps < 1 or args.warmup < 0 or args.sleep_cycles < 0:
         print(f"torch_rows: error: ops are {', '.join(OPS)}, each also as compiled/<op>; "
-              "reps >= 1, warmup >= 0", file=sys.stderr)
+              "reps >= 1, warmup >= 0, sleep-cycles >= 0", file=sys.stderr)
         return 2
     try:
         import torch
@@ -441,7 +447,7 @@ def main(argv=None):
     if not torch.cuda.is_available():
         print("torch_rows: no CUDA device for torch (skipped)", file=sys.stderr)
         return 3
-    runner = Runner(torch, args.reps, args.warmup)
+    runner = Runner(torch, args.reps, args.warmup, args.sleep_cycles)
     new = not os.path.exists(args.csv) or os.path.getsize(args.csv) == 0
     columns = list(schema.RESULT_COLUMNS)
     failed = 0
@@ -451,6 +457,7 @@ def main(argv=None):
             writer.writeheader()
         for rows, cols in args.shapes:
             for op in ops:
+                late = runner.late
                 try:
                     times, err, ok = runner.run(op, rows, cols, args.seed)
                 except Exception as exc:   # one op that cannot run (a compile error) is one failure
@@ -468,9 +475,10 @@ def main(argv=None):
                 print(f"torch/{op:<24} {rows}x{cols}: {float(row['median_us']):9.1f} us "
                       f"{float(row['gbps']):6.0f} GB/s  {'PASS' if ok else 'FAIL'} (error {err:.2g})",
                       flush=True)
-    if runner.late:
-        print(f"torch_rows: {runner.late} repetitions made again with a longer wait: the host "
-              "queued the op after the GPU's wait had ended", file=sys.stderr, flush=True)
+                if runner.late > late:
+                    print(f"torch_rows: torch/{op} {rows}x{cols}: {runner.late - late} "
+                          "repetitions made again with a longer wait: the host queued the op "
+                          "after the GPU's wait had ended", file=sys.stderr, flush=True)
     return 1 if failed else 0
 
 

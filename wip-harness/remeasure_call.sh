@@ -47,7 +47,7 @@ if [ "$PHASE" = B ]; then
     [ $(left) -gt ${NEED:-200} ] || { echo "no time for round $r"; break; }
     timeout $(left) python3 tools/verify.py --root . --only rows --out-dir plots/reference --verify-dir build/verifyB$r \
        --torch-python /opt/torch/.venv/bin/python --skip grade,profile --round $r --run-id $RUN_ID \
-       ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} ${CHECKS_FROM:+--checks-from $CHECKS_FROM} > /tmp/bench$r.log 2>&1
+       ${CHECK_JOBS:+--check-jobs $CHECK_JOBS} $([ "$r" = 1 ] && echo ${CHECKS_FROM:+--checks-from $CHECKS_FROM}) > /tmp/bench$r.log 2>&1
     echo "round $r rc=$?"; tail -n 3 /tmp/bench$r.log | cut -c1-300; el
     { echo "## round $r"; cat /tmp/bench$r.log; } >> $OUT/bench.log
     # plots/reference holds every round merged so far: one copy, the latest, comes back, with the
