@@ -859,8 +859,8 @@ def parse_args(argv):
     parser.add_argument("--check-jobs", type=_int_at_least(1), default=1, metavar="N",
                         help="N > 1: round 1's exact checks made first, N programs at a time, "
                              "before round 1 times anything (not with --checks-from: a size its "
-                             "file lacks makes them in its timed run; default 1: each timed run of round "
-                             "1 makes its own); each program holds its largest size's buffers, "
+                             "file lacks makes them in its timed run; default 1: each timed run "
+                             "of round 1 makes its own); each program holds its largest size's buffers, "
                              "so N is bounded by host and device memory (on the H200's host "
                              "8 were no faster than 1: see --checks-only)")
     checks = parser.add_mutually_exclusive_group()
@@ -871,7 +871,7 @@ def parse_args(argv):
     checks.add_argument("--checks-from", metavar="FILE",
                         help="round 1 takes its exact checks from FILE (--checks-only's): a "
                              "size that passed there is timed without them; a timed run whose "
-                             "code hash or GPU is not the one checked fails")
+                             "code hash, GPU or build is not the one checked fails")
     parser.add_argument("--round", type=_int_at_least(1), metavar="K", dest="only_round",
                         help="run round K of --rounds alone and merge its rows into the files "
                              "(a run split over calls; round 1 makes the exact checks)")
