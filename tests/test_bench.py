@@ -654,11 +654,27 @@ class BenchCheckJobsTest(ScriptTest):
         rows = self.results()
         self.assertEqual(({r["round"] for r in rows}, {r["pass"] for r in rows}), ({"1"}, {"1"}))
 
-    def test_a_run_of_other_code_or_gpu_than_checked_fails(self):
-        """The file vouches for the code and GPU it checked, no other."""
+    def test_a_program_built_from_other_code_makes_its_checks_again(self):
+        """Its --version says so before round 1 times it: the checks are made
+        in its timed runs, as without the file."""
         proc, path = self.checks_file()
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        for env, what in (({"FAKE_CHANGED_STEP": "step1_b"}, "step1_b"),
+        proc = self.round_one_from(path, FAKE_CHANGED_STEP="step1_b")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("checks: step1_b: built as code hash ", proc.stdout)
+        self.assertIn("checks: round 1's exact checks of 3 programs (6 sizes passed) from ",
+                      proc.stdout)
+        for _, step, _, _, held in self.split()[1]:
+            self.assertEqual([line[-1] == "--no-verify" for line in held],
+                             [step != "step1_b"] * len(QUICK), step)
+
+    def test_a_run_of_other_code_or_gpu_than_checked_fails(self):
+        """The file vouches for the code and GPU it checked, no other: a row
+        that says otherwise (a build whose --version cannot tell, another
+        GPU) fails, kept with pass = 0."""
+        proc, path = self.checks_file()
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for env, what in (({"FAKE_CHANGED_STEP": "step1_b", "FAKE_NO_VERSION": "1"}, "step1_b"),
                           ({"FAKE_GPU": "NVIDIA H100 80GB HBM3"}, None)):
             with self.subTest(env=env):
                 proc = self.round_one_from(path, **env)
