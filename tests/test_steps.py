@@ -6,6 +6,8 @@ work these out themselves now give its answer.
 Run: python3 tests/test_steps.py. The last line printed is
 `steps: N passed, N failed`.
 """
+import contextlib
+import io
 import os
 import re
 import shutil
@@ -208,7 +210,10 @@ class Tree(unittest.TestCase):
                           (("list", "rows"), "".join(n + "\n" for n in steps.step_dirs(
                               self.root, "rows/"))),
                           (("next",), "11\n"), (("--source", "next"), "11\n"),
-                          (("next", "rows"), "6\n")):
+                          (("next", "rows"), "6\n"),
+                          (("dir-base", "rows/5"),
+                           "rows/step5_norm_aligned_bf16\nrows/step4_norm_aligned\n"),
+                          (("dir-base", "0"), "step0_a\n\n")):
             with self.subTest(args):
                 proc = self.cli(*args)
                 self.assertEqual((proc.returncode, proc.stdout, proc.stderr), (0, out, ""))
@@ -216,6 +221,7 @@ class Tree(unittest.TestCase):
     def test_command_line_errors_are_one_line_exit_2(self):
         for args, text in ((("dir", "9"), "no step 9"), (("dir", "03"), "'03' is no step"),
                            (("base", "rows/9"), "no step rows/9"), (("dir",), "give a step"),
+                           (("dir-base", "9"), "no step 9"),
                            (("list", "part3"), "got 'part3'"), (("bogus",), "invalid choice"),
                            ((), "required"), (("dir", "1", "2"), "unrecognized arguments")):
             with self.subTest(args):
@@ -225,6 +231,22 @@ class Tree(unittest.TestCase):
                 self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
                 self.assertIn(text, proc.stderr)
                 self.assertTrue(proc.stderr.startswith("steps: "), proc.stderr)
+
+
+    def test_dir_base_prints_both_answers_or_neither(self):
+        """make diff reads dir-base's two lines: where the step before
+        cannot be told, the folder alone must not pass for a first step."""
+        def broken(*args, **kwargs):
+            raise steps.StepError("broken on purpose")
+        saved, steps.diff_base = steps.diff_base, broken
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = steps.main(["--root", self.root, "dir-base", "rows/5"])
+        finally:
+            steps.diff_base = saved
+        self.assertEqual((code, out.getvalue()), (2, ""))
+        self.assertIn("broken on purpose", err.getvalue())
 
 
 class ThisRepository(unittest.TestCase):

@@ -105,11 +105,13 @@ WIDTHS_SUFFIX = "-rows-widths"
 # one-thread parts then overlap with the others' (the reference itself is
 # OpenMP's, so the cores are shared out among the programs at once). Measured
 # on the H200's host it did not pay: part 2's 30 programs (367 sizes) took
-# 362 s 8 at a time, where one at a time they took about 290-330 s of round 1
-# (537 s against rounds 2 and 3's 208-252 s, fewer sizes): what bounds them is
-# shared (host memory, the copies), not the cores. Round 1 is then longer
-# than one device call (10 minutes): --checks-only makes the checks in a call
-# of their own, and --checks-from lets the next call time round 1 without them.
+# 362 s 8 at a time (wip-harness/remeasure27), where one at a time they took
+# about 285-330 s of round 1 in the run before (537 s against rounds 2 and
+# 3's 208-252 s, plots/reference/h200-rows-bench.log, fewer sizes): what
+# bounds them is likely shared (host memory, the copies), not the cores. Round 1 is
+# then longer than one device call (10 minutes): --checks-only makes the
+# checks in a call of their own, and --checks-from lets the next call time
+# round 1 without them.
 CHECKED_MAX = 1 << 28
 # What a row of round 1's checks made first vouches for (--checks-from's file
 # holds them): its code, the GPU, and the build (code_hash leaves out the
@@ -423,7 +425,7 @@ class Sweep:
         self.checks = checks         # round 1's exact checks (not --widths)
         self.check_jobs = check_jobs # >1: round 1's checks first, this many programs at once
         self.checked = {}            # {name: {tuple(run.args())}}: checks made and passed first
-        self.checked_as = {}         # {name: (code hash, gpu)} of the rows those checks wrote
+        self.checked_as = {}         # {name: made_as_of() of the rows those checks wrote}
         self.checks_from = None      # the file the checks came from (--checks-from)
         self.rows = []               # every row of every round, with its round
         self.width = max(len(name) for name, _, _ in plan)
@@ -507,8 +509,8 @@ class Sweep:
                         f"{time.monotonic() - start:.1f} s: {passed} passed{left}")
 
     def checks_record(self):
-        """{name: {code_hash, gpu, sizes}} of the checks check_first() made
-        and passed, for --checks-only's file."""
+        """{name: {code_hash, gpu, arch, toolchain, sizes}} of the checks
+        check_first() made and passed, for --checks-only's file."""
         blank = ("",) * len(MADE_AS)
         return {name: dict(zip(MADE_AS, self.checked_as.get(name, blank)),
                            sizes=sorted(list(args) for args in passed))
@@ -516,11 +518,12 @@ class Sweep:
 
     def use_checks(self, record, path, record_run):
         """Round 1's checks made by an earlier call (--checks-from): a size
-        they passed is timed with --no-verify, as after check_first(). The
-        timed row must then carry the code hash and GPU the checks' rows
-        carried (run_program() fails it otherwise): the file vouches only
-        for the code it checked. A program or size it lacks makes its
-        checks in its timed run."""
+        they passed is timed with --no-verify, as after check_first(). A
+        program whose build says (--version) it is other code than the
+        file checked makes its checks in its timed runs; a timed row that
+        carries another code hash, GPU or build than the checks' rows is
+        failed by run_program(): the file vouches only for what it checked.
+        A program or size it lacks makes its checks in its timed run."""
         self.checks_from = path
         for name, prog, runs in self.plan:
             mine = record.get(name)
@@ -537,7 +540,7 @@ class Sweep:
         other = f" (made for run {record_run})" if record_run != self.run_id else ""
         self.output.out(f"checks: round 1's exact checks of {len(self.checked)} programs "
                         f"({sizes} sizes passed) from {display_path(path)}{other}; a timed "
-                        "run of other code, GPU or build than theirs fails")
+                        "row of another code hash, GPU or build than theirs fails")
 
     def checked_first(self, name, run):
         """True when run's size of name passed checks made before round 1 timed it."""
@@ -866,9 +869,9 @@ def parse_args(argv):
                         help="N > 1: round 1's exact checks made first, N programs at a time, "
                              "before round 1 times anything (not with --checks-from: a size its "
                              "file lacks makes them in its timed run; default 1: each timed run "
-                             "of round 1 makes its own); each program holds its largest size's buffers, "
-                             "so N is bounded by host and device memory (on the H200's host "
-                             "8 were no faster than 1: see --checks-only)")
+                             "of round 1 makes its own); each program holds its largest size's "
+                             "buffers, so N is bounded by host and device memory (on the H200's "
+                             "host 8 were no faster than 1: see --checks-only)")
     checks = parser.add_mutually_exclusive_group()
     checks.add_argument("--checks-only", metavar="FILE",
                         help="make round 1's exact checks alone (--check-jobs programs at a "

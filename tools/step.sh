@@ -72,7 +72,10 @@ cmd_diff() {
     # for a first step.
     pair=$(steps dir-base "$part$k" 2>/dev/null)
     this=${pair%%$'\n'*}
-    [ -n "$this" ] || die "make diff: no step $part$k (no ${part}step${k}_*/$file)"
+    if [ -z "$this" ]; then
+        [ -n "$(step_dir "$part" "$k")" ] || die "make diff: no step $part$k (no ${part}step${k}_*/$file)"
+        steps base "$part$k" >/dev/null; exit 2   # the folder is there: the step before is not (its error)
+    fi
     prev=${pair#"$this"}; prev=${prev#$'\n'}
     if [ -z "$prev" ]; then
         echo "$this is the first step$(part_name "$part"): the starting point, with no previous step"

@@ -305,8 +305,9 @@ def main(argv=None):
             return 0
         if args.command == "dir-base":
             found = folder(root, args.name)
+            base = diff_base(root, found, source=True)   # both answers, or neither printed
             print(found)
-            print(diff_base(root, found, source=True) or "")
+            print(base or "")
             return 0
         name = _step_name(root, args.name)
         found = (previous_step if args.command == "previous" else diff_base)(root, name, source=True)

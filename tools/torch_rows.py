@@ -98,8 +98,9 @@ BF16 = "_bf16"
 COMPILED = "compiled/"
 FLUSH_L2_MULTIPLE = 4
 # The GPU's wait before each timed repetition (Runner.time): 2^20 cycles is
-# about 0.5 ms at the H200's 1.98 GHz, ten times a compiled op's host side;
-# doubled for a repetition that outran it, up to 2^26 (about 34 ms).
+# about 0.5 ms at 2 GHz, several times the tens of microseconds a compiled
+# op's rounds moved by (rows/README, the baselines); doubled for a repetition
+# that outran it, up to 2^26 (about 34 ms).
 SLEEP_CYCLES = 1 << 20
 MAX_SLEEP_CYCLES = 1 << 26
 
@@ -175,8 +176,8 @@ class Runner:
         """The op's GPU time in each repetition, as events around its kernels.
         The host must have queued the op before the GPU reaches the start
         event, or the GPU idles inside the timed span: torch.compile's Python
-        wrapper and Triton's launcher take tens of microseconds a call, about
-        as long as the flush. So the GPU spins (torch.cuda._sleep) between the
+        wrapper and Triton's launcher can take about as long as the flush.
+        So the GPU spins (torch.cuda._sleep) between the
         flush and the start event while the host queues the op, as NVBench's
         blocking kernel holds a stream; a repetition whose start event had
         already passed when the op was queued is made again with twice the
