@@ -347,6 +347,27 @@ class StaleAttributionTests(unittest.TestCase):
         self.assertNotIn("make verify", note)
 
 
+    def test_the_map_and_the_other_shapes_name_their_own_commands(self):
+        # make verify measures neither the map nor part 2's counters at other
+        # shapes: their notes name make bench-widths and profile-all SHAPE=.
+        class Row:
+            def __init__(self, step, code):
+                self.step, self.code_hash, self.git_rev = step, code, "abc1234"
+        judge = stale.rows_stale(self.Old(REPO))
+        widths = stale.Marks(judge, os.path.join(REFERENCE, "h200-rows-widths.csv"))
+        widths.cell("rows/step4_group", Row("rows/step4_group", "old"))
+        note = widths.note(lambda text, **values: text.format(**values))[1]
+        self.assertIn("`make bench-widths OUT_DIR=plots/reference`", note)
+        self.assertNotIn("make verify", note)
+        step = "rows/step4_group"
+        found = [(os.path.join(REFERENCE, f"h200-rows-profile-{shape}.csv"), {step: ["abc1234"]},
+                  {}) for shape in ("4096x50257", "512x128256")]
+        found.append((os.path.join(REFERENCE, "h200-rows.csv"), {step: ["abc1234"]}, {}))
+        self.assertEqual(stale.commands_for(found, REPO), [
+            f"make verify ONLY={step} OUT_DIR=plots/reference",
+            f"make profile-all ONLY={step} SHAPE=4096x50257,512x128256 OUT_DIR=plots/reference"])
+
+
 class RunViewTests(unittest.TestCase):
     """A program's view of its own run: its rounds."""
 

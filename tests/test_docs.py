@@ -932,6 +932,50 @@ class RowOpsTests(unittest.TestCase):
             self.assertIn("`make bench-widths`", text)
             self.assertTrue(text.rstrip().endswith("/h200-rows-widths-gbps.png)"), text[-200:])
 
+    def test_the_maps_numbers_come_from_its_file(self):
+        # Made-up map rows of known speeds, in one run of three rounds: the
+        # shares and the verdicts the tables under the chart must give.
+        rsrc, rows_docs = self.rsrc()
+        folder = os.path.dirname(rsrc.m.path)
+        with open(os.path.join(REPO, "plots", "reference", "h200-rows-widths.csv"),
+                  newline="") as f:
+            template = next(r for r in csv.DictReader(f) if r["step"] == "rows/copy")
+        rows = []
+
+        def add(step, op, times, gbps, widths=(1024, 50257)):
+            for cols in widths:
+                for rnd, us in enumerate(times, 1):
+                    shape = (dict(rows="", cols="", n=str(1 << 26)) if cols is None else
+                             dict(rows=str((1 << 26) // cols), cols=str(cols),
+                                  n=str((1 << 26) // cols * cols)))
+                    rows.append(dict(template, step=step, op=op, median_us=str(us),
+                                     gbps=str(gbps(cols)), round=str(rnd),
+                                     run="20260101T000001Z", role="", **shape))
+        add("rows/copy", "copy", (10, 10, 10), lambda c: 4000)
+        add("rows/step15_cluster", "softmax", (10, 11, 12), lambda c: 3000 if c == 1024 else 2000)
+        add("torch/softmax", "softmax", (20, 21, 22), lambda c: 1)
+        add("torch/compiled/softmax", "softmax", (10.5, 11, 11.5), lambda c: 1)
+        add("rows/step4_group", "sum", (10, 10, 10), lambda c: 4400)
+        # the row sum's bar: step 9 on 2^26 floats, which 50257 columns do not divide
+        add("step9_singlepass", "", (10, 10, 10), lambda c: 4000, widths=(None,))
+        with open(os.path.join(folder, "h200-rows-widths.csv"), "w", newline="") as f:
+            f.write(csv_text(rows))
+        open(os.path.join(folder, "h200-rows-widths-gbps.png"), "wb").close()
+        text = self.block(rsrc, rows_docs, "en")
+        for line in ("| op | last step | 1k | 50257 |",
+                     "| the copy, GB/s | rows/copy | 4000 | 4000 |",
+                     "| row sum | rows/step4_group | 110% | 110% |",
+                     "| softmax | rows/step15_cluster | 75% | 50% |",
+                     "| softmax | rows/step15_cluster | 1.91x win | 1.91x win |",
+                     "| softmax | rows/step15_cluster | 1.00x tie | 1.00x tie |"):
+            self.assertIn(line + "\n", text + "\n")
+        self.assertIn("(4000 GB/s)", text)
+        self.assertNotIn("| LayerNorm |", text)   # no step of it on this map
+        self.assertNotIn("bfloat16 copy, GB/s", text)
+        zh = self.block(rsrc, rows_docs, "zh-CN")
+        self.assertIn("| 按行求和 | rows/step4_group | 110% | 110% |", zh)
+        self.assertIn("| softmax | rows/step15_cluster | 1.91x（领先） | 1.91x（领先） |", zh)
+
     def test_an_ops_first_step_is_beside_the_nearest_of_its_element_type(self):
         # RMSNorm's first step (19) follows step 17, the float LayerNorm it
         # builds on, not step 18 (bfloat16), in its counters and its ratios;

@@ -305,6 +305,21 @@ class MakeTargetTest(ScriptTest):
         with open(self.env_log) as f:
             self.assertEqual({line.split()[1] for line in f}, {"CUDA_VISIBLE_DEVICES=-"})
 
+    def test_profile_all_at_other_shapes_merges_one_file_a_shape(self):
+        # What the pages' stale notes ask for: part 2's counters at the shapes
+        # named, each merged into OUT_DIR's file of that shape.
+        self.assertEqual(self.profile_all("OUT_DIR=prof").returncode, 0)
+        proc = self.profile_all("OUT_DIR=prof", "ONLY=rows", "SHAPE=4096x50257,8192x4097")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        self.assertEqual(sorted(os.listdir(self.file("prof"))),
+                         ["h200-profile.csv", "h200-rows-profile-4096x50257.csv",
+                          "h200-rows-profile-8192x4097.csv", "h200-rows-profile.csv"])
+        for shape in ("4096x50257", "8192x4097"):
+            rows = schema.load_profile(self.file("prof", f"h200-rows-profile-{shape}.csv"))
+            self.assertEqual({r.step for r in rows}, set(ROW_LABELS))
+        self.assertNotEqual(self.profile_all("OUT_DIR=prof", "ONLY=rows",
+                                            "SHAPE=4096,8192x4097").returncode, 0)
+
 
 if __name__ == "__main__":
     from counting import run_module

@@ -405,6 +405,23 @@ def shape_label(shape):
     return f"{shape[0]} x {shape[1]}"
 
 
+# Part 2's map (bench.py --widths): its ops, float first and bfloat16 below,
+# as the chart's panels and the README's tables show them, with their names.
+WIDTH_PANELS = (("sum", "layernorm", "softmax", "rmsnorm"),
+                ("layernorm_bf16", "softmax_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16"))
+WIDTH_TITLES = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax",
+                "rmsnorm": "RMSNorm", "layernorm_bf16": "LayerNorm, bfloat16",
+                "softmax_bf16": "softmax, bfloat16", "rmsnorm_bf16": "RMSNorm, bfloat16",
+                "add_rmsnorm_bf16": "residual add + RMSNorm, bfloat16"}
+
+
+def width_label(cols):
+    """A width as a tick or a column head: 1024 -> 1k, 65536 -> 64k; a width
+    that is not a whole number of 1024s in full (50257, 151936), so that it
+    reads as one."""
+    return f"{cols // 1024}k" if cols % 1024 == 0 else f"{cols}"
+
+
 def shape_mib(shape, elem=4):
     return elem * shape[0] * shape[1] / (1 << 20)
 

@@ -632,12 +632,7 @@ def draw_row_charts(mpl, rm, out_dir):
 # at one input size. One panel per op, float on top and bfloat16 below: the
 # copy of the op's element type, the op's last step, PyTorch eager and
 # compiled.
-WIDTH_PANELS = (("sum", "layernorm", "softmax", "rmsnorm"),
-                ("layernorm_bf16", "softmax_bf16", "rmsnorm_bf16", "add_rmsnorm_bf16"))
-WIDTH_TITLES = {"sum": "row sum", "layernorm": "LayerNorm", "softmax": "softmax",
-                "rmsnorm": "RMSNorm", "layernorm_bf16": "LayerNorm, bfloat16",
-                "softmax_bf16": "softmax, bfloat16", "rmsnorm_bf16": "RMSNorm, bfloat16",
-                "add_rmsnorm_bf16": "residual add + RMSNorm, bfloat16"}
+WIDTH_PANELS, WIDTH_TITLES = compare.WIDTH_PANELS, compare.WIDTH_TITLES
 
 
 def is_widths_file(path):
@@ -657,10 +652,7 @@ def width_line(rm, step):
     return sorted(points)
 
 
-def width_label(cols):
-    """A width as a tick: 1024 -> 1k, 65536 -> 64k; a width that is not a
-    multiple of 1024 in full (50257, 151936), so that it reads as one."""
-    return f"{cols // 1024}k" if cols % 1024 == 0 else f"{cols}"
+width_label = compare.width_label
 
 
 def width_labels(cols):

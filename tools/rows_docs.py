@@ -60,6 +60,17 @@ WIDTHS_TEXT_OURS = ("Part 2's map ({source}, `make bench-widths`): each op's las
                     "copy at 256 MiB of x from 256 to 262144 columns, where the rows halve as the "
                     "width doubles. PyTorch is not in this run yet.")
 
+# The map's numbers under its chart (map_lines): one table of shares, two of verdicts.
+MAP_TEXT = ("The map in numbers ({source}): each op's last step at each width, all in the step's "
+            "own run. First its GB/s as a share of its bar's: the copy of its element type, and "
+            "for the row sum part 1's step 9 reading the same 256 MiB as one array "
+            "({one} GB/s); then its speed against PyTorch's, eager and through torch.compile. "
+            "A ratio is a win or a loss only where the rounds do not overlap, otherwise a tie.")
+MAP_SHARE_TITLE = "Share of the bar, by width (columns a row)"
+MAP_EAGER_TITLE = "Against PyTorch (eager), by width"
+MAP_COMPILED_TITLE = "Against torch.compile, by width"
+MAP_COPY_LABEL = {COPY: "the copy, GB/s", COPY16: "the bfloat16 copy, GB/s"}
+
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
 STRINGS = {
@@ -100,6 +111,12 @@ STRINGS = {
     "32-byte sectors per global load request": "",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.": "",
     stale.Marks.NOTE: "",
+    MAP_TEXT: "", MAP_SHARE_TITLE: "", MAP_EAGER_TITLE: "", MAP_COMPILED_TITLE: "",
+    "| op | last step | {widths} |": "",
+    "the copy, GB/s": "", "the bfloat16 copy, GB/s": "",
+    # the map's ops, as compare.WIDTH_TITLES names them
+    "row sum": "", "LayerNorm": "", "softmax": "", "RMSNorm": "", "LayerNorm, bfloat16": "",
+    "softmax, bfloat16": "", "RMSNorm, bfloat16": "", "residual add + RMSNorm, bfloat16": "",
 }
 
 
@@ -256,7 +273,73 @@ def results_block(rsrc, summary, tr, chart=lambda path: path):
                      (WIDTHS_TEXT_OURS, WIDTHS_CHART_ALT_OURS))
         lines += ["", tr(text, source=source), "", f"![{tr(alt)}]({link})"]
     lines += marks.note(tr)
+    if widths:
+        lines += map_lines(rsrc, data, tr)
     return "\n".join(lines)
+
+
+def map_lines(rsrc, data, tr):
+    """[lines]: the map's figures under its chart, from its results file: each
+    op's last step at each width as a share of its bar (the chart's distance
+    to the copy, in numbers), then its verdicts against PyTorch, eager and
+    compiled; none while the file has no row of ours. Its stale rows are
+    marked on the step's name, and measured again by make bench-widths."""
+    try:
+        m = compare.RowMeasurements.load(data, rsrc.hashes.is_stale if rsrc.hashes else None)
+    except (OSError, schema.SchemaError):
+        return []
+    ops = [(op, m.last_step(op)) for panel in compare.WIDTH_PANELS for op in panel]
+    ops = [(op, step) for op, step in ops if step]
+    if not ops:
+        return []
+    marks = stale.Marks(m.stale_rows, data)
+    widths = sorted({shape[1] for shape in m.shapes})
+    one = [row for (step, _), row in m.rows.items() if step == ONE_ARRAY]
+
+    def at(step, view, width):
+        """step's shape at width in view (float and bfloat16 rows differ), or None."""
+        return next((s for s in m.shapes if s[1] == width and view.get(step, s)), None)
+
+    def label(step, view):
+        return marks.cell(step, *(view.get(step, at(step, view, w)) for w in widths
+                                  if at(step, view, w)))
+
+    def share_at(step, width):
+        view = m.within(step)
+        s = at(step, view, width)
+        if s is None:
+            return NONE_MARK
+        bar = ([r for (name, _), r in view.rows.items() if name == ONE_ARRAY]
+               if m.ceiling(step) == ONE_ARRAY else [view.get(m.ceiling(step), s)])
+        return fmt_share(view.get(step, s).gbps / bar[0].gbps) if bar and bar[0] else NONE_MARK
+
+    def verdicts_at(step, width, compiled):
+        view = m.within(step)
+        s = at(step, view, width)
+        return verdict_cell(m, step, torch_of(m, step, compiled), s, tr) if s else NONE_MARK
+
+    head = [tr("| op | last step | {widths} |",
+               widths=" | ".join(compare.width_label(w) for w in widths)),
+            "|---|---|" + "--:|" * len(widths)]
+    lines = ["", tr(MAP_TEXT, source=os.path.relpath(data, rsrc.root).replace(os.sep, "/"),
+                    one=f"{one[0].gbps:.0f}" if one else NONE_MARK),
+             "", tr(MAP_SHARE_TITLE), ""] + head
+    for copy in (COPY, COPY16):
+        view = m.within(copy)
+        if any(at(copy, view, w) for w in widths):
+            cells = [f"{view.get(copy, at(copy, view, w)).gbps:.0f}" if at(copy, view, w)
+                     else NONE_MARK for w in widths]
+            lines.append(f"| {tr(MAP_COPY_LABEL[copy])} | {label(copy, view)} | "
+                         f"{' | '.join(cells)} |")
+    for op, step in ops:
+        lines.append(f"| {tr(compare.WIDTH_TITLES[op])} | {label(step, m.within(step))} | "
+                     f"{' | '.join(share_at(step, w) for w in widths)} |")
+    for title, compiled in ((MAP_EAGER_TITLE, False), (MAP_COMPILED_TITLE, True)):
+        lines += ["", tr(title), ""] + head
+        for op, step in ops:
+            lines.append(f"| {tr(compare.WIDTH_TITLES[op])} | {label(step, m.within(step))} | "
+                         f"{' | '.join(verdicts_at(step, w, compiled) for w in widths)} |")
+    return lines + marks.note(tr)
 
 
 def softmax_chart(rsrc):

@@ -40,7 +40,9 @@ MARK = "†"
 # and profile files of both parts (h200.csv, h200-rows-profile.csv ...):
 # `make verify`, which times and profiles the programs named.
 VERIFY = "make verify ONLY={programs} OUT_DIR=plots/reference"
+PROFILE_AT = "make profile-all ONLY={programs} SHAPE={shape} OUT_DIR=plots/reference"
 COMMANDS = (
+    ("-rows-widths", "make bench-widths OUT_DIR=plots/reference"),   # part 2's map, all of it
     ("-accuracy", "make accuracy OUT_DIR=plots/reference"),
     ("-determinism", "make determinism OUT_DIR=plots/reference"),
     ("-tune", "OUT_DIR=plots/reference bash tools/gpu_check.sh build/gpu-check check"),
@@ -162,6 +164,9 @@ def stale_rows(path, hashes, root=REPO):
 
 def command_for(path, programs):
     name = os.path.splitext(os.path.basename(path))[0]
+    shape = re.search(r"-rows-profile-(\d+x\d+)$", name)
+    if shape:   # part 2's counters at another shape than make verify's (SHAPE=a,b: several)
+        return PROFILE_AT.format(programs=",".join(programs), shape=shape.group(1))
     for part, command in COMMANDS:
         if part in name:
             return command.format(programs=",".join(programs))
@@ -234,8 +239,9 @@ def summary_line(found, root=REPO):
 
 def commands_for(found, root=REPO):
     """The commands that measure the stale rows of found again, one per kind
-    of file, every make verify of them as one."""
-    verify, commands = [], []
+    of file: every make verify of them as one, and every part 2 profile at
+    another shape as one (SHAPE=a,b)."""
+    verify, commands, shapes, profiled = [], [], [], []
     for path, labels, again in found:
         folders = folders_of(r for l in labels for r in again.get(l, {l}))
         if not folders:
@@ -243,8 +249,18 @@ def commands_for(found, root=REPO):
         command = command_for(path, ["{programs}"])
         if command == VERIFY.format(programs="{programs}"):
             verify += folders
-        elif command not in commands:
+            continue
+        shape = re.search(r"SHAPE=(\S+)", command) if command.startswith("make profile-all") else None
+        if shape:
+            shapes.append(shape.group(1))
+            profiled += folders
+            continue
+        command = command.replace("{programs}", only_list(folders, root))
+        if command not in commands:
             commands.append(command)
+    if shapes:
+        commands.insert(0, PROFILE_AT.format(programs=only_list(profiled, root),
+                                             shape=",".join(dict.fromkeys(shapes))))
     if verify:
         commands.insert(0, VERIFY.format(programs=only_list(verify, root)))
     return commands

@@ -271,6 +271,21 @@ STRINGS = {
     "in this run yet.":
         "第 2 部分的全景图（{source}，`make bench-widths`）：每种运算的最后一步，与同一元素类型的复制"
         "对照；x 固定为 256 MiB，列数从 256 到 262144，列宽每翻一倍，行数就减半。这次运行还没有测 PyTorch。",
+    "The map in numbers ({source}): each op's last step at each width, all in the step's own "
+    "run. First its GB/s as a share of its bar's: the copy of its element type, and for the row "
+    "sum part 1's step 9 reading the same 256 MiB as one array ({one} GB/s); then its speed "
+    "against PyTorch's, eager and through torch.compile. A ratio is a win or a loss only where "
+    "the rounds do not overlap, otherwise a tie.":
+        "全景图的数字（{source}）：每种运算的最后一步在各个列宽上的结果，都取自这一步自己的那次运行。"
+        "先看它的 GB/s 占参照的比例：参照是同一元素类型的复制，按行求和的参照则是第 1 部分的第 9 步"
+        "把同样的 256 MiB 当作一个数组来读（{one} GB/s）；再看它与 PyTorch 的速度对比，分 eager 模式"
+        "和 torch.compile 两种。只有各轮结果互不重叠时，比值才算领先或落后，否则算持平。",
+    "Share of the bar, by width (columns a row)": "占参照的比例，按列宽（每行的列数）",
+    "Against PyTorch (eager), by width": "与 PyTorch（eager 模式）对比，按列宽",
+    "Against torch.compile, by width": "与 torch.compile 对比，按列宽",
+    "| op | last step | {widths} |": "| 运算 | 最后一步 | {widths} |",
+    "the copy, GB/s": "复制，GB/s",
+    "the bfloat16 copy, GB/s": "bfloat16 复制，GB/s",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
         "各个形状上 bfloat16 各步与 bfloat16 复制、PyTorch 的对比",
     "The bfloat16 steps move 2 bytes an element: their bar is the copy in bfloat16 "
@@ -732,6 +747,12 @@ CHART_PATTERNS = [
     (r"(busbw = algbw x \S+)", "{0}"),
     (r"(.+) \((\d+) SMs\)", "{0}（{1} 个 SM）"),     # a GPU's name is data: as it is
 ]
+
+
+# The map's tables (tools/rows_docs.py) name each op as its chart's panel does.
+STRINGS.update({title: CHART_STRINGS.get(title, title) for title in (
+    "row sum", "LayerNorm", "softmax", "RMSNorm", "LayerNorm, bfloat16", "softmax, bfloat16",
+    "RMSNorm, bfloat16", "residual add + RMSNorm, bfloat16")})
 
 
 def apply(strings):
