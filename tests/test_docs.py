@@ -970,6 +970,12 @@ class RowOpsTests(unittest.TestCase):
                      "| softmax | rows/step15_cluster | 1.00x tie | 1.00x tie |"):
             self.assertIn(line + "\n", text + "\n")
         self.assertIn("(4000 GB/s)", text)
+        # the counts under each verdict table: PyTorch has no row sum on this map
+        for counts in ("wins 2, ties 0, losses 0; from 50257 to 151936 columns, the "
+                       "vocabularies' widths: wins 1, ties 0, losses 0.",
+                       "wins 0, ties 2, losses 0; from 50257 to 151936 columns, the "
+                       "vocabularies' widths: wins 0, ties 1, losses 0."):
+            self.assertIn("Over its 2 points: " + counts, text)
         self.assertNotIn("| LayerNorm |", text)   # no step of it on this map
         self.assertNotIn("bfloat16 copy, GB/s", text)
         zh = self.block(rsrc, rows_docs, "zh-CN")

@@ -70,6 +70,10 @@ MAP_SHARE_TITLE = "Share of the bar, by width (columns a row)"
 MAP_EAGER_TITLE = "Against PyTorch (eager), by width"
 MAP_COMPILED_TITLE = "Against torch.compile, by width"
 MAP_COPY_LABEL = {COPY: "the copy, GB/s", COPY16: "the bfloat16 copy, GB/s"}
+MAP_VOCAB = (50257, 151936)   # GPT-2's vocabulary to Qwen's: the widths language models run
+MAP_COUNT = ("Over its {count} points: wins {wins}, ties {ties}, losses {losses}; from {lo} to "
+             "{hi} columns, the vocabularies' widths: wins {vwins}, ties {vties}, losses "
+             "{vlosses}.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
@@ -113,7 +117,7 @@ STRINGS = {
     stale.Marks.NOTE: "",
     MAP_TEXT: "", MAP_SHARE_TITLE: "", MAP_EAGER_TITLE: "", MAP_COMPILED_TITLE: "",
     "| op | last step | {widths} |": "",
-    "the copy, GB/s": "", "the bfloat16 copy, GB/s": "",
+    "the copy, GB/s": "", "the bfloat16 copy, GB/s": "", MAP_COUNT: "",
     # the map's ops, as compare.WIDTH_TITLES names them
     "row sum": "", "LayerNorm": "", "softmax": "", "RMSNorm": "", "LayerNorm, bfloat16": "",
     "softmax, bfloat16": "", "RMSNorm, bfloat16": "", "residual add + RMSNorm, bfloat16": "",
@@ -339,6 +343,19 @@ def map_lines(rsrc, data, tr):
         for op, step in ops:
             lines.append(f"| {tr(compare.WIDTH_TITLES[op])} | {label(step, m.within(step))} | "
                          f"{' | '.join(verdicts_at(step, w, compiled) for w in widths)} |")
+        # The counts the prose quotes, so that it need not count cells by hand.
+        found = [(w, m.verdict_vs(step, torch_of(m, step, compiled), s))
+                 for op, step in ops for w in widths
+                 for s in [at(step, m.within(step), w)]
+                 if s and m.within(step).get(torch_of(m, step, compiled), s)]
+        vocab = [v for w, v in found if MAP_VOCAB[0] <= w <= MAP_VOCAB[1]]
+        lines += ["", tr(MAP_COUNT, count=len(found), lo=MAP_VOCAB[0], hi=MAP_VOCAB[1],
+                         **{key: [v for _, v in found].count(word) for key, word in
+                            (("wins", compare.WIN), ("ties", compare.TIE),
+                             ("losses", compare.LOSS))},
+                         **{key: vocab.count(word) for key, word in
+                            (("vwins", compare.WIN), ("vties", compare.TIE),
+                             ("vlosses", compare.LOSS))})]
     return lines + marks.note(tr)
 
 

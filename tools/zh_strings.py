@@ -284,6 +284,10 @@ STRINGS = {
     "Against PyTorch (eager), by width": "与 PyTorch（eager 模式）对比，按列宽",
     "Against torch.compile, by width": "与 torch.compile 对比，按列宽",
     "| op | last step | {widths} |": "| 运算 | 最后一步 | {widths} |",
+    "Over its {count} points: wins {wins}, ties {ties}, losses {losses}; from {lo} to {hi} "
+    "columns, the vocabularies' widths: wins {vwins}, ties {vties}, losses {vlosses}.":
+        "全表 {count} 个点：{wins} 个领先，{ties} 个持平，{losses} 个落后；其中 {lo} 到 {hi} 列"
+        "（语言模型词表的宽度）：{vwins} 个领先，{vties} 个持平，{vlosses} 个落后。",
     "the copy, GB/s": "复制，GB/s",
     "the bfloat16 copy, GB/s": "bfloat16 复制，GB/s",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
