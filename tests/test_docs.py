@@ -826,6 +826,94 @@ class VarianceBlockTests(unittest.TestCase):
                                          self.csv], capture_output=True).returncode, 2)
 
 
+class RowTargetsTests(unittest.TestCase):
+    """Part 2's targets table (tools/rows_targets.py) on made-up rows of known
+    speeds: one run of three rounds, LayerNorm's step 17 beside the copy,
+    PyTorch eager and compiled, and step 13."""
+
+    SHAPES = ((32768, 1024), (32768, 1000), (8192, 4097), (256, 1024))
+
+    def results(self, times):
+        """A results file of times: {program: {shape: (round times) or one}}."""
+        with open(os.path.join(REPO, "plots", "reference", "h200-rows.csv"), newline="") as f:
+            template = next(r for r in csv.DictReader(f) if r["step"] == "rows/copy")
+        rows = []
+        for step, by_shape in times.items():
+            op = "layernorm" if step != "rows/copy" else "copy"
+            for shape, us in by_shape.items():
+                us = us if isinstance(us, tuple) else (us, us, us)
+                n = shape[0] * shape[1]
+                for rnd, t in enumerate(us, 1):
+                    rows.append(dict(template, step=step, op=op, rows=str(shape[0]),
+                                     cols=str(shape[1]), n=str(n), median_us=str(t),
+                                     gbps=str(8 * n / (t * 1e3)), round=str(rnd),
+                                     run="20260101T000001Z", git_rev="abc1234", role=""))
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, "h200-rows.csv")
+        with open(path, "w", newline="") as f:
+            f.write(csv_text(rows))
+        return compare.RowMeasurements.load(path)
+
+    def table(self, m, lang="en"):
+        import rows_targets
+        text = rows_targets.targets_block(
+            m, "x.csv", lambda t, **v: docs.tr(t, lang, **v))
+        return {row[0]: row[1:] for row in (
+            [c.strip() for c in line.strip("|").split("|")] for line in text.split("\n")
+            if line.startswith("| ") and not line.startswith("| target"))}, text
+
+    def test_each_kind_of_target_on_known_speeds(self):
+        step, copy = "rows/step17_layernorm_cluster", "rows/copy"
+        big, odd, tiny, thousand = (32768, 1024), (8192, 4097), (256, 1024), (32768, 1000)
+        m = self.results({
+            copy: {big: 100, thousand: 100, odd: 100, tiny: 10},
+            # 95.0% at 32768 x 1024 (on the line: met), 94.6% at 32768 x 1000
+            # (rounds to 95%: a miss, shown with its decimal), 88% at 8192 x 4097
+            step: {big: 100 / 0.95, thousand: 100 / 0.946, odd: 100 / 0.88, tiny: (10, 11, 12)},
+            "torch/layernorm": {big: 160, thousand: 160, odd: 200, tiny: (11, 11.5, 30)},
+            "torch/compiled/layernorm": {big: 100, thousand: 200, odd: 200, tiny: 20},
+            "rows/step13_layernorm_aligned": {big: 100 / 0.95, thousand: 100, odd: 120,
+                                              tiny: (10, 11, 12)},
+        })
+        rows, text = self.table(m)
+        label = "LayerNorm (rows/step17_layernorm_cluster) "
+        self.assertEqual(rows[label + "at 0.95x the copy's bandwidth or more, at every shape of "
+                              "64 MiB or more"],
+                         ["32768 x 1024 (95%)", "32768 x 1000 (94.6%); 8192 x 4097 (88%)"])
+        self.assertEqual(rows[label + "at 0.90x the copy or more at 8192 x 4097 (step 13's "
+                              "issue)"], ["—", "8192 x 4097 (88%)"])
+        self.assertEqual(rows[label + "at 1.4x PyTorch or more at 32768 x 1024"],
+                         ["32768 x 1024 (1.52x)", "—"])
+        # every round faster: a win; rounds that overlap (256 x 1024): a tie
+        self.assertEqual(rows[label + "ahead of PyTorch at every shape"],
+                         ["3 of 4 shapes, 1.51x to 1.76x", "ties: 256 x 1024 (1.05x)"])
+        self.assertEqual(rows[label + "ahead of compiled PyTorch at every shape"],
+                         ["3 of 4 shapes, 1.76x to 1.89x", "losses: 32768 x 1024 (0.95x)"])
+        # a loss says both times; a tie on the same time still meets it
+        self.assertEqual(rows[label + "no slower than step 13 at any shape (step 17's issue)"],
+                         ["3 of 4 shapes: wins at 8192 x 4097 (1.06x); ties at the other 2",
+                          "32768 x 1000 (0.95x: 105.7 against 100.0 us)"])
+        self.assertIn("Runs: 20260101T000001Z at abc1234 (rows/step17_layernorm_cluster).", text)
+        # no row sum, softmax, ... step in the file: their targets are left out
+        self.assertFalse([r for r in rows if not r.startswith("LayerNorm")])
+        zh, _ = self.table(m, "zh-CN")
+        self.assertIn(["32768 x 1024（95%）", "32768 x 1000（94.6%）；8192 x 4097（88%）"],
+                      list(zh.values()))
+
+    def test_a_program_missing_from_the_steps_run_is_said(self):
+        step, copy, big = "rows/step17_layernorm_cluster", "rows/copy", (32768, 1024)
+        m = self.results({copy: {big: 100}, step: {big: 100}})
+        rows, _ = self.table(m)
+        self.assertEqual(rows["LayerNorm (rows/step17_layernorm_cluster) no slower than step 13 "
+                              "at any shape (step 17's issue)"],
+                         ["—", "rows/step13_layernorm_aligned was not timed in "
+                               "rows/step17_layernorm_cluster's run"])
+        self.assertEqual(rows["LayerNorm (rows/step17_layernorm_cluster) at 0.90x the copy or "
+                              "more at 8192 x 4097 (step 13's issue)"],
+                         ["—", "rows/step17_layernorm_cluster's run has none of these shapes"])
+
+
 class LearningPathTests(unittest.TestCase):
     """rows/README's learning path names, for every step, the step its diff
     starts from (make diff and the step's README diff block): the one

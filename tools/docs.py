@@ -48,6 +48,7 @@ import compare  # rows per step and n, speed-ups, counters
 import diagrams  # which pictures a step has, their alt text
 import patterns  # the access-pattern model behind the pictures
 import rows_docs  # part 2's blocks
+import rows_targets  # part 2's targets table
 import cli  # how main() ends
 import schema  # the CSV files and step names
 import stale  # rows measured on an earlier version of the code
@@ -157,6 +158,7 @@ STRINGS = {
 }
 
 STRINGS.update(rows_docs.STRINGS)
+STRINGS.update(rows_targets.STRINGS)
 STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: "", "; ": ""})
 STRINGS.update({words: "" for words in stale.PART_WORDS.values()})
 STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: "",
@@ -771,7 +773,10 @@ def rows_changes(src):
                                  lambda tr_lang=tr_lang, summary=summary:
                                  rows_docs.results_block(
                                      rsrc, summary, tr_lang,
-                                     chart=lambda path, lang=lang: chart_zh.shown(path, lang)))])
+                                     chart=lambda path, lang=lang: chart_zh.shown(path, lang))),
+                                ("rows-targets",
+                                 lambda tr_lang=tr_lang: rows_targets.targets_block(
+                                     rsrc.m, rsrc.path(rsrc.m.path), tr_lang))])
         changes.append((path, old, new))
     for step in src.row_steps:
         for path, lang in pages(os.path.join(src.root, step)):
