@@ -44,7 +44,7 @@ help:
 	@echo "                       named with what they are compared against; merged into OUT_DIR (ONLY=sum, rows: a part)"
 	@echo "  make profile STEP=K  Nsight Compute counters of one program (K, rows/K, cub or rows/cub)"
 	@echo "  make profile-all     the same for every program, into plots/results/<gpu>-profile.csv"
-	@echo "                       (SHAPE=4096x50257[,...]: part 2's counters at those shapes, one file each)"
+	@echo "                       (SHAPE=4096x50257[,...]: part 2's counters at those shapes only, a file each)"
 	@echo "  make accuracy        every part 1 program's rounding error: plots/results/<gpu>-accuracy.csv"
 	@echo "  make determinism     100 runs of every part 1 program: same bits each time? (and atomics)"
 	@echo "  make tune            time other block sizes / unroll factors of some steps"

@@ -90,11 +90,12 @@ profile: $(if $(STEP),gpu-check $(PROFILE_PROGRAM))
 	@test -n "$(STEP)" || { echo "usage: make profile STEP=K (K = a step number, rows/K, cub or rows/cub)"; exit 2; }
 	$(PYTHON) tools/profile.py --root . --step $(STEP)
 
-# SHAPE=RxC[,RxC...]: part 2's counters at those shapes instead, each merged
-# into OUT_DIR's <gpu>-rows-profile-RxC.csv in place of the programs profiled.
+# SHAPE=RxC[,RxC...]: part 2's counters at those shapes only (part 1 is left
+# alone), each merged into OUT_DIR's <gpu>-rows-profile-RxC.csv in place of
+# the programs profiled.
 profile-all: gpu-check $(PROGRAMS) $(ROW_PROGRAMS)
-	$(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --out-dir $(OUT_DIR)
 	if [ -z '$(SHAPE)' ]; then \
+	    $(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --out-dir $(OUT_DIR) && \
 	    $(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --rows --out-dir $(OUT_DIR); \
 	else for s in $$(echo '$(SHAPE)' | tr , ' '); do \
 	    $(PYTHON) tools/profile.py --root . $(or $(ONLY_FLAG),--all) --rows --shape "$$s" \

@@ -65,15 +65,17 @@ MAP_TEXT = ("The map in numbers ({source}): each op's last step at each width, a
             "own run. First its GB/s as a share of its bar's: the copy of its element type, and "
             "for the row sum part 1's step 9 reading the same 256 MiB as one array "
             "({one} GB/s); then its speed against PyTorch's, eager and through torch.compile. "
-            "A ratio is a win or a loss only where the rounds do not overlap, otherwise a tie.")
+            "A ratio is a win or a loss only where the rounds do not overlap, otherwise a tie. "
+            "The two copy rows give each copy in the newest run that timed it for itself; a "
+            "share divides by the copy timed in its step's run.")
 MAP_SHARE_TITLE = "Share of the bar, by width (columns a row)"
 MAP_EAGER_TITLE = "Against PyTorch (eager), by width"
 MAP_COMPILED_TITLE = "Against torch.compile, by width"
 MAP_COPY_LABEL = {COPY: "the copy, GB/s", COPY16: "the bfloat16 copy, GB/s"}
 MAP_VOCAB = (50257, 151936)   # GPT-2's vocabulary to Qwen's: the widths language models run
-MAP_COUNT = ("Over its {count} points: wins {wins}, ties {ties}, losses {losses}; from {lo} to "
-             "{hi} columns, the vocabularies' widths: wins {vwins}, ties {vties}, losses "
-             "{vlosses}.")
+MAP_COUNT = ("The last steps over the table's {count} points: wins {wins}, ties {ties}, losses "
+             "{losses}; from {lo} to {hi} columns, the vocabularies' widths: wins {vwins}, ties "
+             "{vties}, losses {vlosses}.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.

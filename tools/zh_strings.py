@@ -275,157 +275,176 @@ STRINGS = {
     "run. First its GB/s as a share of its bar's: the copy of its element type, and for the row "
     "sum part 1's step 9 reading the same 256 MiB as one array ({one} GB/s); then its speed "
     "against PyTorch's, eager and through torch.compile. A ratio is a win or a loss only where "
-    "the rounds do not overlap, otherwise a tie.":
-        "全景图的数字（{source}）：每种运算的最后一步在各个列宽上的结果，都取自这一步自己的那次运行。"
+    "the rounds do not overlap, otherwise a tie. The two copy rows give each copy in the newest "
+    "run that timed it for itself; a share divides by the copy timed in its step's run.":
+        "用数字看全景图（{source}）：每种运算的最后一步在各个列宽上的结果，都取自这一步自己的那次运行。"
         "先看它的 GB/s 占参照的比例：参照是同一元素类型的复制，按行求和的参照则是第 1 部分的第 9 步"
         "把同样的 256 MiB 当作一个数组来读（{one} GB/s）；再看它与 PyTorch 的速度对比，分 eager 模式"
-        "和 torch.compile 两种。只有各轮结果互不重叠时，比值才算领先或落后，否则算持平。",
+        "和 torch.compile 两种。只有双方各轮的耗时互不重叠时，比值才算领先或落后，否则算持平。"
+        "表中两行复制的数字，取自最近一次专门测它的运行；而每个比例除以的，是和那一步在同一次运行里"
+        "计时的复制。",
     "Share of the bar, by width (columns a row)": "占参照的比例，按列宽（每行的列数）",
     "Against PyTorch (eager), by width": "与 PyTorch（eager 模式）对比，按列宽",
     "Against torch.compile, by width": "与 torch.compile 对比，按列宽",
     "| op | last step | {widths} |": "| 运算 | 最后一步 | {widths} |",
-    "Over its {count} points: wins {wins}, ties {ties}, losses {losses}; from {lo} to {hi} "
-    "columns, the vocabularies' widths: wins {vwins}, ties {vties}, losses {vlosses}.":
-        "全表 {count} 个点：{wins} 个领先，{ties} 个持平，{losses} 个落后；其中 {lo} 到 {hi} 列"
-        "（语言模型词表的宽度）：{vwins} 个领先，{vties} 个持平，{vlosses} 个落后。",
+    "The last steps over the table's {count} points: wins {wins}, ties {ties}, losses {losses}; "
+    "from {lo} to {hi} columns, the vocabularies' widths: wins {vwins}, ties {vties}, losses "
+    "{vlosses}.":
+        "各最后一步在全表共 {count} 个数据点上：{wins} 个领先，{ties} 个持平，{losses} 个落后；"
+        "其中列宽为 {lo} 到 {hi}（各语言模型的词表大小）的：{vwins} 个领先，{vties} 个持平，{vlosses} 个落后。",
     # tools/rows_targets.py: part 2's targets table
-    "LayerNorm ({step}) at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or "
+    "LayerNorm at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or "
     "more":
-        "LayerNorm（{step}）带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
-    "LayerNorm ({step}) at 0.90x the copy or more at every shape of 64 MiB or more (step 17's "
+        "LayerNorm带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
+    "LayerNorm at 0.90x the copy or more at every shape of 64 MiB or more (step 17's "
     "issue)":
-        "LayerNorm（{step}）达到复制的 0.90x 或更高，"
+        "LayerNorm达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 17 步的 issue）",
-    "LayerNorm ({step}) at 0.90x the copy or more at 8192 x 4097 (step 13's issue)":
-        "LayerNorm（{step}）达到复制的 0.90x 或更高，"
-        "针对 8192 x 4097（第 13 步的 issue）",
-    "LayerNorm ({step}) at 1.4x PyTorch or more at 32768 x 1024":
-        "LayerNorm（{step}）达到 PyTorch 的 1.4x 或更高，针对 32768 x 1024",
-    "LayerNorm ({step}) ahead of PyTorch at every shape":
-        "LayerNorm（{step}）在每种形状上都快过 PyTorch",
-    "LayerNorm ({step}) ahead of compiled PyTorch at every shape":
-        "LayerNorm（{step}）在每种形状上都快过编译后的 PyTorch",
-    "LayerNorm ({step}) no slower than step 13 at any shape (step 17's issue)":
-        "LayerNorm（{step}）在每种形状上都不慢于第 13 步（第 17 步的 issue）",
-    "Row sum ({step}) at 1.8x CUB's segmented reduce or more at 1024 columns":
-        "按行求和（{step}）达到 CUB 分段归约的 1.8x 或更高，针对 1024 列",
-    "Row sum ({step}) at 0.95x part 1's step 9 on the same floats or more":
-        "按行求和（{step}）达到 0.95x 或更高，"
-        "对比的是第 1 部分第 9 步在同样的 float 上的速度",
-    "Row sum ({step}) ahead of PyTorch at every shape":
-        "按行求和（{step}）在每种形状上都快过 PyTorch",
-    "Softmax ({step}) at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or more":
-        "softmax（{step}）带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
-    "Softmax ({step}) at 0.90x the copy or more at every shape of 64 MiB or more (step 15's "
+    "LayerNorm at 0.90x the copy or more at 8192 x 4097 (step 13's issue)":
+        "LayerNorm带宽达到复制的 0.90x 或更高，"
+        "形状为 8192 x 4097（第 13 步的 issue）",
+    "LayerNorm at 1.4x PyTorch or more at 32768 x 1024":
+        "LayerNorm速度达到 PyTorch 的 1.4x 或更高，形状为 32768 x 1024",
+    "LayerNorm ahead of PyTorch at every shape":
+        "LayerNorm在每种形状上都快过 PyTorch",
+    "LayerNorm ahead of compiled PyTorch at every shape":
+        "LayerNorm在每种形状上都快过编译后的 PyTorch",
+    "LayerNorm no slower than step 13 at any shape (step 17's issue)":
+        "LayerNorm在每种形状上都不慢于第 13 步（第 17 步的 issue）",
+    "Row sum at 1.8x CUB's segmented reduce or more at 1024 columns":
+        "按行求和速度达到 CUB 分段归约的 1.8x 或更高，限 1024 列的形状",
+    "Row sum at 0.95x part 1's step 9 on the same floats or more":
+        "按行求和读同样的 float 时，速度达到 0.95x 或更高（相对第 1 部分第 9 步）",
+    "Row sum ahead of PyTorch at every shape":
+        "按行求和在每种形状上都快过 PyTorch",
+    "Softmax at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or more":
+        "softmax带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
+    "Softmax at 0.90x the copy or more at every shape of 64 MiB or more (step 15's "
     "issue)":
-        "softmax（{step}）达到复制的 0.90x 或更高，"
+        "softmax达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 15 步的 issue）",
-    "Softmax ({step}) at 1.5x PyTorch or more at 4096 x 8192":
-        "softmax（{step}）达到 PyTorch 的 1.5x 或更高，针对 4096 x 8192",
-    "Softmax ({step}) ahead of PyTorch at every shape":
-        "softmax（{step}）在每种形状上都快过 PyTorch",
-    "Softmax ({step}) ahead of compiled PyTorch at every shape (step 15's issue)":
-        "softmax（{step}）在每种形状上都快过编译后的 PyTorch（第 15 步的 issue）",
-    "Softmax ({step}) no slower than step 10 at any shape (step 15's issue)":
-        "softmax（{step}）在每种形状上都不慢于第 10 步（第 15 步的 issue）",
-    "bfloat16 softmax ({step}) at 0.9x the bfloat16 copy or more, at every shape of 32 MiB or "
+    "Softmax at 1.5x PyTorch or more at 4096 x 8192":
+        "softmax速度达到 PyTorch 的 1.5x 或更高，形状为 4096 x 8192",
+    "Softmax ahead of PyTorch at every shape":
+        "softmax在每种形状上都快过 PyTorch",
+    "Softmax ahead of compiled PyTorch at every shape (step 15's issue)":
+        "softmax在每种形状上都快过编译后的 PyTorch（第 15 步的 issue）",
+    "Softmax no slower than step 10 at any shape (step 15's issue)":
+        "softmax在每种形状上都不慢于第 10 步（第 15 步的 issue）",
+    "bfloat16 softmax at 0.9x the bfloat16 copy or more, at every shape of 32 MiB or "
     "more":
-        "bfloat16 softmax（{step}）达到 0.9x 或更高"
+        "bfloat16 softmax达到 0.9x 或更高"
         "（相对 bfloat16 复制），32 MiB 及以上的每种形状都要达到",
-    "bfloat16 softmax ({step}) ahead of PyTorch's at every shape (step 16's issue)":
+    "bfloat16 softmax ahead of PyTorch's at every shape (step 16's issue)":
         "bfloat16 softmax"
-        "（{step}）在每种形状上都快过 PyTorch 的对应运算（第 16 步的 issue）",
-    "bfloat16 softmax ({step}) ahead of compiled PyTorch's at every shape (step 16's issue)":
+        "在每种形状上都快过 PyTorch 的对应运算（第 16 步的 issue）",
+    "bfloat16 softmax ahead of compiled PyTorch's at every shape (step 16's issue)":
         "bfloat16 softmax"
-        "（{step}）在每种形状上都快过编译后 PyTorch 的对应运算（第 16 步的 issue）",
-    "bfloat16 softmax ({step}) no slower than step 11 at any shape (step 16's issue)":
-        "bfloat16 softmax（{step}）在每种形状上都不慢于第 11 步"
+        "在每种形状上都快过编译后 PyTorch 的对应运算（第 16 步的 issue）",
+    "bfloat16 softmax no slower than step 11 at any shape (step 16's issue)":
+        "bfloat16 softmax在每种形状上都不慢于第 11 步"
         "（第 16 步的 issue）",
-    "bfloat16 softmax ({step}) no slower than step 23 at any shape":
-        "bfloat16 softmax（{step}）在每种形状上都不慢于第 23 步",
-    "bfloat16 LayerNorm ({step}) at 0.9x the bfloat16 copy or more, at every shape of 32 MiB "
+    "bfloat16 softmax no slower than step 16 at any shape":
+        "bfloat16 softmax 在每种形状上都不慢于第 16 步",
+    "bfloat16 softmax no slower than step 23 at any shape":
+        "bfloat16 softmax在每种形状上都不慢于第 23 步",
+    "bfloat16 LayerNorm at 0.9x the bfloat16 copy or more, at every shape of 32 MiB "
     "or more (step 17's issue)":
-        "bfloat16 LayerNorm（{step}）达到 0.9x 或更高"
+        "bfloat16 LayerNorm达到 0.9x 或更高"
         "（相对 bfloat16 复制），32 MiB 及以上的每种形状都要达到（第 17 步的 issue）",
-    "bfloat16 LayerNorm ({step}) at 0.85x the bfloat16 copy or more at 8192 x 4097 (step 14's "
+    "bfloat16 LayerNorm at 0.85x the bfloat16 copy or more at 8192 x 4097 (step 14's "
     "issue)":
-        "bfloat16 LayerNorm（{step}）达到 0.85x 或更高"
-        "（相对 bfloat16 复制），针对 8192 x 4097（第 14 步的 issue）",
-    "bfloat16 LayerNorm ({step}) at 2x PyTorch's bfloat16 layer_norm or more at 32768 x 1024":
-        "bfloat16 LayerNorm（{step}）达到 2x 或更高"
-        "（相对 PyTorch 的 bfloat16 layer_norm），针对 32768 x 1024",
-    "bfloat16 LayerNorm ({step}) ahead of PyTorch's at every shape (step 17's issue)":
+        "bfloat16 LayerNorm带宽达到 0.85x 或更高"
+        "（相对 bfloat16 复制），形状为 8192 x 4097（第 14 步的 issue）",
+    "bfloat16 LayerNorm at 2x PyTorch's bfloat16 layer_norm or more at 32768 x 1024":
+        "bfloat16 LayerNorm速度达到 2x 或更高"
+        "（相对 PyTorch 的 bfloat16 layer_norm），形状为 32768 x 1024",
+    "bfloat16 LayerNorm ahead of PyTorch's at every shape (step 17's issue)":
         "bfloat16 LayerNorm"
-        "（{step}）在每种形状上都快过 PyTorch 的对应运算（第 17 步的 issue）",
-    "bfloat16 LayerNorm ({step}) ahead of compiled PyTorch's at every shape (step 17's issue)":
+        "在每种形状上都快过 PyTorch 的对应运算（第 17 步的 issue）",
+    "bfloat16 LayerNorm ahead of compiled PyTorch's at every shape (step 17's issue)":
         "bfloat16 LayerNorm"
-        "（{step}）在每种形状上都快过编译后 PyTorch 的对应运算（第 17 步的 issue）",
-    "bfloat16 LayerNorm ({step}) no slower than step 14 at any shape (step 17's issue)":
-        "bfloat16 LayerNorm（{step}）在每种形状上都不慢于第 14 步"
+        "在每种形状上都快过编译后 PyTorch 的对应运算（第 17 步的 issue）",
+    "bfloat16 LayerNorm no slower than step 14 at any shape (step 17's issue)":
+        "bfloat16 LayerNorm在每种形状上都不慢于第 14 步"
         "（第 17 步的 issue）",
-    "bfloat16 LayerNorm ({step}) no slower than step 18 at any shape":
-        "bfloat16 LayerNorm（{step}）在每种形状上都不慢于第 18 步",
-    "RMSNorm ({step}) at 0.95x the copy or more at every bench shape from 32768 x 1024 to "
+    "bfloat16 LayerNorm no slower than step 18 at any shape":
+        "bfloat16 LayerNorm在每种形状上都不慢于第 18 步",
+    "RMSNorm at 0.95x the copy or more at every bench shape from 32768 x 1024 to "
     "4096 x 8192 (steps 19-21's issue)":
-        "RMSNorm（{step}）达到复制的 0.95x 或更高，"
+        "RMSNorm达到复制的 0.95x 或更高，"
         "测速形状里从 32768 x 1024 到 4096 x 8192 的每一种都要达到"
         "（第 19-21 步的 issue）",
-    "RMSNorm ({step}) at 0.90x the copy or more at every shape of 64 MiB or more (steps "
+    "RMSNorm at 0.90x the copy or more at every shape of 64 MiB or more (steps "
     "19-21's issue)":
-        "RMSNorm（{step}）达到复制的 0.90x 或更高，"
+        "RMSNorm达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 19-21 步的 issue）",
-    "The fused residual add and RMSNorm in bfloat16 ({step}) at 0.90x the bfloat16 copy or "
+    "The fused residual add and RMSNorm in bfloat16 at 0.90x the bfloat16 copy or "
     "more (its GB/s count x, the residual, h and y), at every shape of 32 MiB or more (steps "
     "19-21's issue)":
-        "融合了残差加法的 bfloat16 RMSNorm（{step}）达到 0.90x 或更高"
+        "融合了残差加法的 bfloat16 RMSNorm达到 0.90x 或更高"
         "（相对 bfloat16 复制；它的 GB/s 计入了 x、残差、h 和 y 四路），"
         "32 MiB 及以上的每种形状都要达到（第 19-21 步的 issue）",
-    "RMSNorm ({step}) ahead of PyTorch's at every shape (steps 19-21's issue)":
-        "RMSNorm（{step}）在每种形状上都快过 PyTorch 的对应运算"
+    "RMSNorm ahead of PyTorch's at every shape (steps 19-21's issue)":
+        "RMSNorm在每种形状上都快过 PyTorch 的对应运算"
         "（第 19-21 步的 issue）",
-    "RMSNorm ({step}) ahead of compiled PyTorch's at every shape (steps 19-21's issue)":
-        "RMSNorm（{step}）在每种形状上都快过编译后 PyTorch 的对应运算"
+    "RMSNorm ahead of compiled PyTorch's at every shape (steps 19-21's issue)":
+        "RMSNorm在每种形状上都快过编译后 PyTorch 的对应运算"
         "（第 19-21 步的 issue）",
-    "bfloat16 RMSNorm ({step}) ahead of PyTorch's at every shape (steps 19-21's issue)":
+    "bfloat16 RMSNorm ahead of PyTorch's at every shape (steps 19-21's issue)":
         "bfloat16 RMSNorm"
-        "（{step}）在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
-    "bfloat16 RMSNorm ({step}) ahead of compiled PyTorch's at every shape (steps 19-21's "
+        "在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
+    "bfloat16 RMSNorm ahead of compiled PyTorch's at every shape (steps 19-21's "
     "issue)":
         "bfloat16 RMSNorm"
-        "（{step}）在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
-    "The fused residual add and RMSNorm ({step}) ahead of PyTorch's at every shape (steps "
+        "在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
+    "The fused residual add and RMSNorm ahead of PyTorch's at every shape (steps "
     "19-21's issue)":
         "融合了残差加法的 RMSNorm"
-        "（{step}）在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
-    "The fused residual add and RMSNorm ({step}) ahead of compiled PyTorch's at every shape "
+        "在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
+    "The fused residual add and RMSNorm ahead of compiled PyTorch's at every shape "
     "(steps 19-21's issue)":
         "融合了残差加法的 RMSNorm"
-        "（{step}）在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
-    "| target | where it is met | where it is missed |":
-        "| 目标 | 达到的地方 | 没达到的地方 |",
+        "在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
+    "| target | step | where it is met | where it is missed |":
+        "| 目标 | 步骤 | 达标 | 未达标 |",
     "Checked against {source} by `make docs` (tools/rows_targets.py): each target reads its "
-    "step's own run, and a share or a ratio one hair below its line is a miss. Runs: {runs}.":
-        "由 `make docs`（tools/rows_targets.py）对照 {source} 逐项检查："
-        "每个目标读的都是那一步自己的那次运行；比例或比值哪怕只差一点没到线，也算没达到。"
-        "各次运行：{runs}。",
+    "step's own run, and a share or a ratio one hair below its line is a miss. A ratio is the "
+    "medians'; a win or a loss needs every round apart, so a tie may carry a large ratio where "
+    "the other side's rounds spread widely (compiled PyTorch at the small shapes). Runs: "
+    "{runs}.":
+        "本表由 `make docs`（tools/rows_targets.py）对照 {source} 逐项检查："
+        "每个目标只读那一步自己的那次运行；比例或比值哪怕只差一丝没到线，也算没达到。"
+        "比值取的是双方中位数之比；领先或落后要求双方各轮都互不重叠，所以对方各轮波动很大时"
+        "（小形状上编译后的 PyTorch），比值再大也可能只算持平。各次运行：{runs}。",
     "{run} at {rev} ({steps})":
-        "{run}（在 {rev} 测得：{steps}）",
-    "every shape, {lo} to {hi}":
-        "每种形状，{lo} 到 {hi}",
-    "{n} of {total} shapes, {lo} to {hi}":
-        "{n} 种形状（共 {total} 种），{lo} 到 {hi}",
+        "{run}（在 {rev} 测得；用于 {steps}）",
+    "every shape, {lo} to {hi} (the most at {top})":
+        "每种形状都领先，{lo} 到 {hi}（最高的在 {top}）",
+    "{n} of {total} shapes, {lo} to {hi} (the most at {top})":
+        "{n} 种形状领先（共 {total} 种），{lo} 到 {hi}（最高的在 {top}）",
     "losses: {shapes}":
         "落后：{shapes}",
     "ties: {shapes}":
         "持平：{shapes}",
-    "{n} of {total} shapes: wins at {shapes}; ties at the other {ties}":
-        "{n} 种形状（共 {total} 种）：在 {shapes} 领先；其余 {ties} 种持平",
-    "{n} of {total} shapes, all ties":
-        "{n} 种形状（共 {total} 种），都是持平",
+    "{head}: {parts}":
+        "{head}：{parts}",
+    "every shape":
+        "每种形状都达到",
+    "{n} of {total} shapes":
+        "{n} 种形状达到（共 {total} 种）",
+    "wins at {shapes}":
+        "在 {shapes}领先",
+    "ties at the other {ties}":
+        "其余 {ties} 种持平",
+    "all ties":
+        "全部持平",
     "{ratio}: {us} against {other_us} us":
         "{ratio}：{us} 微秒对 {other_us} 微秒",
     "{other} was not timed in {step}'s run":
         "{other} 没有在 {step} 的那次运行里计时",
+    "{other} not timed at {shapes}":
+        "{other} 没有在 {shapes} 上计时",
     "{step}'s run has none of these shapes":
         "{step} 的那次运行里没有这些形状",
     "{what} ({value})":
