@@ -347,6 +347,16 @@ class StaleAttributionTests(unittest.TestCase):
         self.assertNotIn("make verify", note)
 
 
+    def test_a_mark_names_every_revision_its_cells_measured(self):
+        class Row:
+            def __init__(self, step, rev):
+                self.step, self.code_hash, self.git_rev = step, "old", rev
+        marks = stale.Marks(stale.rows_stale(self.Old(REPO)))
+        for rev in ("bbb2222", "aaa1111", "bbb2222"):   # the copy of three runs
+            marks.cell("4000", Row("rows/copy", rev), owner="rows/step17_layernorm_cluster")
+        note = marks.note(lambda text, **values: text.format(**values))[1]
+        self.assertIn("rows/copy (aaa1111, bbb2222)", note)
+
     def test_the_map_and_the_other_shapes_name_their_own_commands(self):
         # make verify measures neither the map nor part 2's counters at other
         # shapes: their notes name make bench-widths and profile-all SHAPE=.

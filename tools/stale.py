@@ -337,7 +337,8 @@ class Marks:
         stale = self.stale_rows(rows)
         if not stale:
             return text
-        self.found.update(stale)
+        for label, rev in stale.items():   # every revision a label's cells measured
+            self.found.setdefault(label, set()).add(rev)
         self.again.update(label if owner is None or label == owner else owner
                           for label in stale)
         return f"{text} {MARK}"
@@ -347,7 +348,7 @@ class Marks:
         if not self.found:
             return []
         labels = sorted(self.found, key=schema.step_sort_key)
-        names = ", ".join(f"{label} ({self.found[label]})" for label in labels)
+        names = ", ".join(f"{label} ({', '.join(sorted(self.found[label]))})" for label in labels)
         folders = list(dict.fromkeys(folders_of(sorted(self.again, key=schema.step_sort_key))))
         command = (command_for(self.path, folders) if self.path else
                    VERIFY.format(programs=",".join(folders)))
