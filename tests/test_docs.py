@@ -36,6 +36,7 @@ import generated  # noqa: E402
 import patterns  # noqa: E402
 import variance_chart  # noqa: E402
 import schema  # noqa: E402
+import stale  # noqa: E402
 import zh_strings  # noqa: E402
 
 N_MID, N_BIG = 1 << 25, 1 << 28
@@ -824,6 +825,49 @@ class VarianceBlockTests(unittest.TestCase):
         self.assertEqual(subprocess.run([sys.executable, os.path.join(REPO, "tools",
                                                                      "variance_chart.py"),
                                          self.csv], capture_output=True).returncode, 2)
+
+
+class RowLimitsTests(unittest.TestCase):
+    """rows/README's counters at every profiled shape (rows_docs.limits_block)
+    from made-up profiles: the default shape's file and a sibling's."""
+
+    def test_each_shape_a_column_and_a_stale_file_its_command(self):
+        import rows_docs
+        tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, tmp)
+        results = os.path.join(tmp, "h200-rows.csv")
+        shutil.copy(os.path.join(REPO, "plots", "reference", "h200-rows.csv"), results)
+
+        def profile(name, code, dram):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write("step,kernel,metric,value,unit,gpu,git_rev,code_hash\n")
+                for step in ("rows/copy", "rows/step17_layernorm_cluster"):
+                    for metric, value in (
+                            ("dram__throughput.avg.pct_of_peak_sustained_elapsed", dram),
+                            ("sm__warps_active.avg.pct_of_peak_sustained_active", 45.4),
+                            ("launch__block_size", 256), ("launch__grid_size", 4096),
+                            ("launch__registers_per_thread", 56), ("gpu__time_duration.sum", 1)):
+                        f.write(f"{step},k,{metric},{value},x,NVIDIA H200,abc1234,{code}\n")
+        profile("h200-rows-profile.csv", "new", 79.4)
+        profile("h200-rows-profile-4096x50257.csv", "old", 63.2)
+
+        class Old(stale.Hashes):
+            def is_stale(self, label, measured):
+                return measured == "old"
+        rsrc = rows_docs.RowSources(REPO, results, os.path.join(tmp, "h200-rows-profile.csv"),
+                                    Old(REPO))
+        text = rows_docs.limits_block(rsrc, lambda t, **v: docs.tr(t, "en", **v))
+        self.assertIn("| program | 32768 x 1024 | 4096 x 50257 |", text)
+        self.assertIn("| rows/step17_layernorm_cluster | 79% | 63% † |", text)
+        self.assertIn("| rows/copy | 45% | 45% † |", text)
+        self.assertIn("| rows/copy | 256 x 4096, 56 | 256 x 4096, 56 † |", text)
+        self.assertIn("`make profile-all ONLY=rows/step17_layernorm_cluster,rows/baseline_copy "
+                      "SHAPE=4096x50257 OUT_DIR=plots/reference`", text)
+        self.assertNotIn("make verify", text)   # the default shape's file is current
+        # steps the profiles do not hold (softmax, bfloat16, ...) get no row
+        self.assertNotIn("rows/step15_cluster", text)
+        zh = rows_docs.limits_block(rsrc, lambda t, **v: docs.tr(t, "zh-CN", **v))
+        self.assertIn("| 程序 | 32768 x 1024 | 4096 x 50257 |", zh)
 
 
 class RowTargetsTests(unittest.TestCase):

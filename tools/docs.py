@@ -776,7 +776,9 @@ def rows_changes(src):
                                      chart=lambda path, lang=lang: chart_zh.shown(path, lang))),
                                 ("rows-targets",
                                  lambda tr_lang=tr_lang: rows_targets.targets_block(
-                                     rsrc.m, rsrc.path(rsrc.m.path), tr_lang))])
+                                     rsrc.m, rsrc.path(rsrc.m.path), tr_lang)),
+                                ("rows-limits",
+                                 lambda tr_lang=tr_lang: rows_docs.limits_block(rsrc, tr_lang))])
         changes.append((path, old, new))
     for step in src.row_steps:
         for path, lang in pages(os.path.join(src.root, step)):

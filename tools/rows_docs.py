@@ -13,6 +13,7 @@ PyTorch as the bars.
 Every string goes through the translate function docs.py passes in (English
 -> Chinese in tools/zh_strings.py)."""
 import csv
+import glob
 import os
 
 import compare
@@ -77,6 +78,20 @@ MAP_COUNT = ("The last steps over the table's {count} points: wins {wins}, ties 
              "{losses}; from {lo} to {hi} columns, the vocabularies' widths: wins {vwins}, ties "
              "{vties}, losses {vlosses}.")
 
+# What limits each op's last step (the rows-limits block): Nsight Compute at
+# the shapes profiled, one launch each.
+LIMITS_TEXT = ("Nsight Compute on each op's last step and the copies, one launch each, at the "
+               "shapes profiled ({sources}): how busy DRAM was and how full the SMs were, then "
+               "the launch.")
+LIMITS_TABLES = (("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                  "DRAM throughput, % of peak"),
+                 ("sm__warps_active.avg.pct_of_peak_sustained_active",
+                  "achieved occupancy, % of peak warps"),
+                 ("launch", "threads a block x blocks, registers a thread"))
+LIMITS_LAUNCH = "{block} x {grid}, {regs}"
+LIMITS_NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
+               "{names}. To measure it again: {commands}.")
+
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
 STRINGS = {
@@ -120,6 +135,8 @@ STRINGS = {
     MAP_TEXT: "", MAP_SHARE_TITLE: "", MAP_EAGER_TITLE: "", MAP_COMPILED_TITLE: "",
     "| op | last step | {widths} |": "",
     "the copy, GB/s": "", "the bfloat16 copy, GB/s": "", MAP_COUNT: "",
+    LIMITS_TEXT: "", LIMITS_LAUNCH: "", LIMITS_NOTE: "", "| program | {shapes} |": "",
+    "threads a block x blocks, registers a thread": "",
     # the map's ops, as compare.WIDTH_TITLES names them
     "row sum": "", "LayerNorm": "", "softmax": "", "RMSNorm": "", "LayerNorm, bfloat16": "",
     "softmax, bfloat16": "", "RMSNorm, bfloat16": "", "residual add + RMSNorm, bfloat16": "",
@@ -452,6 +469,72 @@ def measured_block(rsrc, step, tr):
                      rev=of("git_rev"), hash=of("code_hash") or NONE_MARK,
                      run=of("run") or NONE_MARK, source=rsrc.path(m.path))]
     return "\n".join(lines + marks.note(tr))
+
+
+def profiles_at_shapes(rsrc):
+    """[(shape, compare.Counters)] of part 2's profiles: the default shape's
+    file, then its siblings <gpu>-rows-profile-RxC.csv, narrowest first."""
+    found = [(ROW_SEED_SHAPE, rsrc.counters)] if rsrc.counters else []
+    if rsrc.counters:
+        stem = rsrc.counters.path[:-len(".csv")]
+        for path in sorted(glob.glob(stem + "-*x*.csv")):
+            rows, _, cols = path[len(stem) + 1:-len(".csv")].partition("x")
+            if rows.isdigit() and cols.isdigit():
+                found.append(((int(rows), int(cols)), compare.Counters(
+                    path, schema.load_profile(path), metrics=[m for m, _ in ROW_COUNTERS])))
+    return sorted(found, key=lambda sc: (sc[0][1], sc[0][0]))
+
+
+def limits_block(rsrc, tr):
+    """rows/README's counters of each op's last step and the copies at every
+    shape profiled: DRAM throughput, achieved occupancy and the launch, one
+    table each; a cell from a profile of an earlier version is marked, and
+    the note names the command that profiles that file again."""
+    profiles = profiles_at_shapes(rsrc)
+    if not profiles:
+        return tr("No Nsight Compute counters yet: run `make profile-all`, then `make docs`.")
+    names = [COPY, COPY16] + [step for panel in compare.WIDTH_PANELS for op in panel
+                              for step in [rsrc.m.last_step(op)] if step]
+    names = [n for n in dict.fromkeys(names)
+             if any(c.value(n, LIMITS_TABLES[0][0]) is not None for _, c in profiles)]
+    judge = stale.rows_stale(rsrc.hashes)
+    found = {}   # path -> {label: {revisions}} of the stale rows shown
+
+    def cell(name, counters, text):
+        row = counters.version(name)
+        for label, rev in judge([row]).items():
+            found.setdefault(counters.path, {}).setdefault(label, set()).add(rev)
+        return f"{text} {stale.MARK}" if judge([row]) else text
+
+    def value(name, counters, metric):
+        if metric == "launch":
+            block, grid, regs = (counters.value(name, m) for m in (
+                "launch__block_size", "launch__grid_size", "launch__registers_per_thread"))
+            if None in (block, grid, regs):
+                return NONE_MARK
+            return cell(name, counters, tr(LIMITS_LAUNCH, block=f"{block:.0f}",
+                                           grid=f"{grid:.0f}", regs=f"{regs:.0f}"))
+        got = counters.value(name, metric)
+        return NONE_MARK if got is None else cell(name, counters, f"{got:.0f}%")
+
+    sources = ", ".join(os.path.basename(c.path) for _, c in profiles)
+    lines = [tr(LIMITS_TEXT, sources=sources)]
+    for metric, title in LIMITS_TABLES:
+        lines += ["", tr(title), "",
+                  tr("| program | {shapes} |", shapes=" | ".join(shape_label(s) for s, _ in profiles)),
+                  "|---|" + "--:|" * len(profiles)]
+        for name in names:
+            lines.append(f"| {name} | " + " | ".join(value(name, c, metric) for _, c in profiles)
+                         + " |")
+    if found:
+        labels = sorted({l for by in found.values() for l in by}, key=schema.step_sort_key)
+        revs = {l: sorted({r for by in found.values() for r in by.get(l, ())}) for l in labels}
+        commands = stale.commands_for([(path, {l: sorted(r) for l, r in by.items()}, {})
+                                       for path, by in found.items()], rsrc.root)
+        lines += ["", tr(LIMITS_NOTE, mark=stale.MARK,
+                         names=", ".join(f"{l} ({', '.join(revs[l])})" for l in labels),
+                         commands=tr("; ").join(f"`{c}`" for c in commands))]
+    return "\n".join(lines)
 
 
 def counters_block(rsrc, step, tr, counter_row, fmt_count):

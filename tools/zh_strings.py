@@ -451,6 +451,16 @@ STRINGS = {
         "{what}（{value}）",
     "{first} and {last}":
         "{first} 和 {last}",
+    "Nsight Compute on each op's last step and the copies, one launch each, at the shapes "
+    "profiled ({sources}): how busy DRAM was and how full the SMs were, then the launch.":
+        "每种运算的最后一步和两个复制在各个剖析过的形状上的 Nsight Compute 计数器，"
+        "每个程序剖析一次启动（{sources}）：先看 DRAM 有多忙、SM 有多满，再看启动配置。",
+    "threads a block x blocks, registers a thread": "每个线程块的线程数 x 线程块数，每个线程的寄存器数",
+    "{block} x {grid}, {regs}": "{block} x {grid}，{regs}",
+    "| program | {shapes} |": "| 程序 | {shapes} |",
+    "{mark} Measured on an earlier version of the code (revision in brackets): {names}. To "
+    "measure it again: {commands}.":
+        "{mark} 这些数据测的是代码的旧版本（括号里是当时的代码版本）：{names}。重新测量请运行 {commands}。",
     "the copy, GB/s": "复制，GB/s",
     "the bfloat16 copy, GB/s": "bfloat16 复制，GB/s",
     "the bfloat16 steps against the bfloat16 copy and PyTorch, per shape":
