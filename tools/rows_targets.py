@@ -20,6 +20,7 @@ named in the missed cell, never dropped.
 Every string goes through the translate function docs.py passes in (English
 -> Chinese in tools/zh_strings.py)."""
 import collections
+import re
 
 import compare
 import rows_docs
@@ -309,5 +310,8 @@ def targets_block(m, source, tr):
     ran = [tr(RUN_AT, run=run, rev=", ".join(sorted(revs)) or NONE_MARK,
               steps=joined(sorted(steps, key=schema.step_sort_key), tr))
            for run, (revs, steps) in sorted(runs.items())]
-    return "\n".join(lines + ["", tr(SOURCE, source=source, runs=tr("; ").join(ran))] +
-                     marks.note(tr))
+    text = "\n".join(lines + ["", tr(SOURCE, source=source, runs=tr("; ").join(ran))] +
+                      marks.note(tr))
+    # Chinese sets no space after a full-width bracket before a Chinese word
+    # ("（1.03x）和"); the English text has none of these brackets.
+    return re.sub(r"） (?=[\u4e00-\u9fff])", "）", text)
