@@ -866,8 +866,24 @@ class RowLimitsTests(unittest.TestCase):
         self.assertNotIn("make verify", text)   # the default shape's file is current
         # steps the profiles do not hold (softmax, bfloat16, ...) get no row
         self.assertNotIn("rows/step15_cluster", text)
+        self.assertIn("| rows/copy | `k` | `k` † |", text)
+        # each copy above its steps
+        self.assertLess(text.index("| rows/copy |"), text.index("| rows/step17_layernorm_cluster |"))
         zh = rows_docs.limits_block(rsrc, lambda t, **v: docs.tr(t, "zh-CN", **v))
         self.assertIn("| 程序 | 32768 x 1024 | 4096 x 50257 |", zh)
+        # the default shape's file stale: make verify profiles it; a program
+        # missing from a file shows "—"
+        profile("h200-rows-profile.csv", "old", 79.4)
+        with open(os.path.join(tmp, "h200-rows-profile-4096x50257.csv")) as f:
+            kept = [line for line in f if not line.startswith("rows/copy,")]
+        with open(os.path.join(tmp, "h200-rows-profile-4096x50257.csv"), "w") as f:
+            f.writelines(kept)
+        rsrc = rows_docs.RowSources(REPO, results, os.path.join(tmp, "h200-rows-profile.csv"),
+                                    Old(REPO))
+        text = rows_docs.limits_block(rsrc, lambda t, **v: docs.tr(t, "en", **v))
+        self.assertIn("| rows/copy | 79% † | — |", text)
+        self.assertIn("`make verify ONLY=rows/step17_layernorm_cluster,rows/baseline_copy "
+                      "OUT_DIR=plots/reference`", text)
 
 
 class RowTargetsTests(unittest.TestCase):

@@ -80,17 +80,19 @@ MAP_COUNT = ("The last steps over the table's {count} points: wins {wins}, ties 
 
 # What limits each op's last step (the rows-limits block): Nsight Compute at
 # the shapes profiled, one launch each.
-LIMITS_TEXT = ("Nsight Compute on each op's last step and the copies, one launch each, at the "
+LIMITS_TEXT = ("Nsight Compute on each op's last step, below its copy, one launch each, at the "
                "shapes profiled ({sources}): how busy DRAM was and how full the SMs were, then "
-               "the launch.")
+               "the kernel that ran and its launch (blocks counts every block of a cluster). A "
+               "bfloat16 step reads against the bfloat16 copy; — where a profile holds no value.")
 LIMITS_TABLES = (("dram__throughput.avg.pct_of_peak_sustained_elapsed",
                   "DRAM throughput, % of peak"),
                  ("sm__warps_active.avg.pct_of_peak_sustained_active",
                   "achieved occupancy, % of peak warps"),
-                 ("launch", "threads a block x blocks, registers a thread"))
+                 ("launch", "threads a block x blocks, registers a thread"),
+                 ("kernel", "the kernel profiled"))
 LIMITS_LAUNCH = "{block} x {grid}, {regs}"
 LIMITS_NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
-               "{names}. To measure it again: {commands}.")
+               "{names}. To measure them again: {commands}.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
@@ -136,7 +138,7 @@ STRINGS = {
     "| op | last step | {widths} |": "",
     "the copy, GB/s": "", "the bfloat16 copy, GB/s": "", MAP_COUNT: "",
     LIMITS_TEXT: "", LIMITS_LAUNCH: "", LIMITS_NOTE: "", "| program | {shapes} |": "",
-    "threads a block x blocks, registers a thread": "",
+    "threads a block x blocks, registers a thread": "", "the kernel profiled": "",
     # the map's ops, as compare.WIDTH_TITLES names them
     "row sum": "", "LayerNorm": "", "softmax": "", "RMSNorm": "", "LayerNorm, bfloat16": "",
     "softmax, bfloat16": "", "RMSNorm, bfloat16": "", "residual add + RMSNorm, bfloat16": "",
@@ -473,16 +475,17 @@ def measured_block(rsrc, step, tr):
 
 def profiles_at_shapes(rsrc):
     """[(shape, compare.Counters)] of part 2's profiles: the default shape's
-    file, then its siblings <gpu>-rows-profile-RxC.csv, narrowest first."""
-    found = [(ROW_SEED_SHAPE, rsrc.counters)] if rsrc.counters else []
-    if rsrc.counters:
-        stem = rsrc.counters.path[:-len(".csv")]
-        for path in sorted(glob.glob(stem + "-*x*.csv")):
-            rows, _, cols = path[len(stem) + 1:-len(".csv")].partition("x")
-            if rows.isdigit() and cols.isdigit():
-                found.append(((int(rows), int(cols)), compare.Counters(
-                    path, schema.load_profile(path), metrics=[m for m, _ in ROW_COUNTERS])))
-    return sorted(found, key=lambda sc: (sc[0][1], sc[0][0]))
+    file first, then its siblings <gpu>-rows-profile-RxC.csv, narrowest first."""
+    if not rsrc.counters:
+        return []
+    stem, others = rsrc.counters.path[:-len(".csv")], []
+    for path in glob.glob(stem + "-*x*.csv"):
+        rows, _, cols = path[len(stem) + 1:-len(".csv")].partition("x")
+        shape = (int(rows), int(cols)) if rows.isdigit() and cols.isdigit() else None
+        if shape and shape != ROW_SEED_SHAPE:
+            others.append((shape, compare.Counters(path, schema.load_profile(path),
+                                                   metrics=[m for m, _ in ROW_COUNTERS])))
+    return [(ROW_SEED_SHAPE, rsrc.counters)] + sorted(others, key=lambda sc: (sc[0][1], sc[0][0]))
 
 
 def limits_block(rsrc, tr):
@@ -493,10 +496,12 @@ def limits_block(rsrc, tr):
     profiles = profiles_at_shapes(rsrc)
     if not profiles:
         return tr("No Nsight Compute counters yet: run `make profile-all`, then `make docs`.")
-    names = [COPY, COPY16] + [step for panel in compare.WIDTH_PANELS for op in panel
-                              for step in [rsrc.m.last_step(op)] if step]
+    # each copy above the last steps it is the bar of; not the row sum, which
+    # only reads (its bar, part 1's step 9, is not profiled here)
+    names = [name for copy, panel in zip((COPY, COPY16), compare.WIDTH_PANELS)
+             for name in [copy] + [rsrc.m.last_step(op) for op in panel if op != "sum"] if name]
     names = [n for n in dict.fromkeys(names)
-             if any(c.value(n, LIMITS_TABLES[0][0]) is not None for _, c in profiles)]
+             if any(c.version(n) is not None for _, c in profiles)]
     judge = stale.rows_stale(rsrc.hashes)
     found = {}   # path -> {label: {revisions}} of the stale rows shown
 
@@ -507,6 +512,10 @@ def limits_block(rsrc, tr):
         return f"{text} {stale.MARK}" if judge([row]) else text
 
     def value(name, counters, metric):
+        if metric == "kernel":
+            row = counters.version(name)
+            kernel = (getattr(row, "kernel", "") or "").split("<")[0] if row else ""
+            return cell(name, counters, f"`{kernel}`") if kernel else NONE_MARK
         if metric == "launch":
             block, grid, regs = (counters.value(name, m) for m in (
                 "launch__block_size", "launch__grid_size", "launch__registers_per_thread"))
@@ -517,7 +526,7 @@ def limits_block(rsrc, tr):
         got = counters.value(name, metric)
         return NONE_MARK if got is None else cell(name, counters, f"{got:.0f}%")
 
-    sources = ", ".join(os.path.basename(c.path) for _, c in profiles)
+    sources = tr(", ").join(os.path.basename(c.path) for _, c in profiles)
     lines = [tr(LIMITS_TEXT, sources=sources)]
     for metric, title in LIMITS_TABLES:
         lines += ["", tr(title), "",

@@ -295,22 +295,22 @@ STRINGS = {
     # tools/rows_targets.py: part 2's targets table
     "LayerNorm at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or "
     "more":
-        "LayerNorm带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
+        "LayerNorm 带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
     "LayerNorm at 0.90x the copy or more at every shape of 64 MiB or more (step 17's "
     "issue)":
-        "LayerNorm达到复制的 0.90x 或更高，"
+        "LayerNorm 达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 17 步的 issue）",
     "LayerNorm at 0.90x the copy or more at 8192 x 4097 (step 13's issue)":
-        "LayerNorm带宽达到复制的 0.90x 或更高，"
+        "LayerNorm 带宽达到复制的 0.90x 或更高，"
         "形状为 8192 x 4097（第 13 步的 issue）",
     "LayerNorm at 1.4x PyTorch or more at 32768 x 1024":
-        "LayerNorm速度达到 PyTorch 的 1.4x 或更高，形状为 32768 x 1024",
+        "LayerNorm 速度达到 PyTorch 的 1.4x 或更高，形状为 32768 x 1024",
     "LayerNorm ahead of PyTorch at every shape":
-        "LayerNorm在每种形状上都快过 PyTorch",
+        "LayerNorm 在每种形状上都快过 PyTorch",
     "LayerNorm ahead of compiled PyTorch at every shape":
-        "LayerNorm在每种形状上都快过编译后的 PyTorch",
+        "LayerNorm 在每种形状上都快过编译后的 PyTorch",
     "LayerNorm no slower than step 13 at any shape (step 17's issue)":
-        "LayerNorm在每种形状上都不慢于第 13 步（第 17 步的 issue）",
+        "LayerNorm 在每种形状上都不慢于第 13 步（第 17 步的 issue）",
     "Row sum at 1.8x CUB's segmented reduce or more at 1024 columns":
         "按行求和速度达到 CUB 分段归约的 1.8x 或更高，限 1024 列的形状",
     "Row sum at 0.95x part 1's step 9 on the same floats or more":
@@ -318,93 +318,93 @@ STRINGS = {
     "Row sum ahead of PyTorch at every shape":
         "按行求和在每种形状上都快过 PyTorch",
     "Softmax at 0.95x the copy's bandwidth or more, at every shape of 64 MiB or more":
-        "softmax带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
+        "softmax 带宽达到复制的 0.95x 或更高，64 MiB 及以上的每种形状都要达到",
     "Softmax at 0.90x the copy or more at every shape of 64 MiB or more (step 15's "
     "issue)":
-        "softmax达到复制的 0.90x 或更高，"
+        "softmax 达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 15 步的 issue）",
     "Softmax at 1.5x PyTorch or more at 4096 x 8192":
-        "softmax速度达到 PyTorch 的 1.5x 或更高，形状为 4096 x 8192",
+        "softmax 速度达到 PyTorch 的 1.5x 或更高，形状为 4096 x 8192",
     "Softmax ahead of PyTorch at every shape":
-        "softmax在每种形状上都快过 PyTorch",
+        "softmax 在每种形状上都快过 PyTorch",
     "Softmax ahead of compiled PyTorch at every shape (step 15's issue)":
-        "softmax在每种形状上都快过编译后的 PyTorch（第 15 步的 issue）",
+        "softmax 在每种形状上都快过编译后的 PyTorch（第 15 步的 issue）",
     "Softmax no slower than step 10 at any shape (step 15's issue)":
-        "softmax在每种形状上都不慢于第 10 步（第 15 步的 issue）",
+        "softmax 在每种形状上都不慢于第 10 步（第 15 步的 issue）",
     "bfloat16 softmax at 0.9x the bfloat16 copy or more, at every shape of 32 MiB or "
     "more":
-        "bfloat16 softmax达到 0.9x 或更高"
+        "bfloat16 softmax 达到 0.9x 或更高"
         "（相对 bfloat16 复制），32 MiB 及以上的每种形状都要达到",
     "bfloat16 softmax ahead of PyTorch's at every shape (step 16's issue)":
-        "bfloat16 softmax"
+        "bfloat16 softmax "
         "在每种形状上都快过 PyTorch 的对应运算（第 16 步的 issue）",
     "bfloat16 softmax ahead of compiled PyTorch's at every shape (step 16's issue)":
-        "bfloat16 softmax"
+        "bfloat16 softmax "
         "在每种形状上都快过编译后 PyTorch 的对应运算（第 16 步的 issue）",
     "bfloat16 softmax no slower than step 11 at any shape (step 16's issue)":
-        "bfloat16 softmax在每种形状上都不慢于第 11 步"
+        "bfloat16 softmax 在每种形状上都不慢于第 11 步"
         "（第 16 步的 issue）",
     "bfloat16 softmax no slower than step 16 at any shape":
         "bfloat16 softmax 在每种形状上都不慢于第 16 步",
     "bfloat16 softmax no slower than step 23 at any shape":
-        "bfloat16 softmax在每种形状上都不慢于第 23 步",
+        "bfloat16 softmax 在每种形状上都不慢于第 23 步",
     "bfloat16 LayerNorm at 0.9x the bfloat16 copy or more, at every shape of 32 MiB "
     "or more (step 17's issue)":
-        "bfloat16 LayerNorm达到 0.9x 或更高"
+        "bfloat16 LayerNorm 达到 0.9x 或更高"
         "（相对 bfloat16 复制），32 MiB 及以上的每种形状都要达到（第 17 步的 issue）",
     "bfloat16 LayerNorm at 0.85x the bfloat16 copy or more at 8192 x 4097 (step 14's "
     "issue)":
-        "bfloat16 LayerNorm带宽达到 0.85x 或更高"
+        "bfloat16 LayerNorm 带宽达到 0.85x 或更高"
         "（相对 bfloat16 复制），形状为 8192 x 4097（第 14 步的 issue）",
     "bfloat16 LayerNorm at 2x PyTorch's bfloat16 layer_norm or more at 32768 x 1024":
-        "bfloat16 LayerNorm速度达到 2x 或更高"
+        "bfloat16 LayerNorm 速度达到 2x 或更高"
         "（相对 PyTorch 的 bfloat16 layer_norm），形状为 32768 x 1024",
     "bfloat16 LayerNorm ahead of PyTorch's at every shape (step 17's issue)":
-        "bfloat16 LayerNorm"
+        "bfloat16 LayerNorm "
         "在每种形状上都快过 PyTorch 的对应运算（第 17 步的 issue）",
     "bfloat16 LayerNorm ahead of compiled PyTorch's at every shape (step 17's issue)":
-        "bfloat16 LayerNorm"
+        "bfloat16 LayerNorm "
         "在每种形状上都快过编译后 PyTorch 的对应运算（第 17 步的 issue）",
     "bfloat16 LayerNorm no slower than step 14 at any shape (step 17's issue)":
-        "bfloat16 LayerNorm在每种形状上都不慢于第 14 步"
+        "bfloat16 LayerNorm 在每种形状上都不慢于第 14 步"
         "（第 17 步的 issue）",
     "bfloat16 LayerNorm no slower than step 18 at any shape":
-        "bfloat16 LayerNorm在每种形状上都不慢于第 18 步",
+        "bfloat16 LayerNorm 在每种形状上都不慢于第 18 步",
     "RMSNorm at 0.95x the copy or more at every bench shape from 32768 x 1024 to "
     "4096 x 8192 (steps 19-21's issue)":
-        "RMSNorm达到复制的 0.95x 或更高，"
+        "RMSNorm 达到复制的 0.95x 或更高，"
         "测速形状里从 32768 x 1024 到 4096 x 8192 的每一种都要达到"
         "（第 19-21 步的 issue）",
     "RMSNorm at 0.90x the copy or more at every shape of 64 MiB or more (steps "
     "19-21's issue)":
-        "RMSNorm达到复制的 0.90x 或更高，"
+        "RMSNorm 达到复制的 0.90x 或更高，"
         "64 MiB 及以上的每种形状都要达到（第 19-21 步的 issue）",
     "The fused residual add and RMSNorm in bfloat16 at 0.90x the bfloat16 copy or "
     "more (its GB/s count x, the residual, h and y), at every shape of 32 MiB or more (steps "
     "19-21's issue)":
-        "融合了残差加法的 bfloat16 RMSNorm达到 0.90x 或更高"
+        "融合了残差加法的 bfloat16 RMSNorm 达到 0.90x 或更高"
         "（相对 bfloat16 复制；它的 GB/s 计入了 x、残差、h 和 y 四路），"
         "32 MiB 及以上的每种形状都要达到（第 19-21 步的 issue）",
     "RMSNorm ahead of PyTorch's at every shape (steps 19-21's issue)":
-        "RMSNorm在每种形状上都快过 PyTorch 的对应运算"
+        "RMSNorm 在每种形状上都快过 PyTorch 的对应运算"
         "（第 19-21 步的 issue）",
     "RMSNorm ahead of compiled PyTorch's at every shape (steps 19-21's issue)":
-        "RMSNorm在每种形状上都快过编译后 PyTorch 的对应运算"
+        "RMSNorm 在每种形状上都快过编译后 PyTorch 的对应运算"
         "（第 19-21 步的 issue）",
     "bfloat16 RMSNorm ahead of PyTorch's at every shape (steps 19-21's issue)":
-        "bfloat16 RMSNorm"
+        "bfloat16 RMSNorm "
         "在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
     "bfloat16 RMSNorm ahead of compiled PyTorch's at every shape (steps 19-21's "
     "issue)":
-        "bfloat16 RMSNorm"
+        "bfloat16 RMSNorm "
         "在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
     "The fused residual add and RMSNorm ahead of PyTorch's at every shape (steps "
     "19-21's issue)":
-        "融合了残差加法的 RMSNorm"
+        "融合了残差加法的 RMSNorm "
         "在每种形状上都快过 PyTorch 的对应运算（第 19-21 步的 issue）",
     "The fused residual add and RMSNorm ahead of compiled PyTorch's at every shape "
     "(steps 19-21's issue)":
-        "融合了残差加法的 RMSNorm"
+        "融合了残差加法的 RMSNorm "
         "在每种形状上都快过编译后 PyTorch 的对应运算（第 19-21 步的 issue）",
     "| target | step | where it is met | where it is missed |":
         "| 目标 | 步骤 | 达标 | 未达标 |",
@@ -451,15 +451,20 @@ STRINGS = {
         "{what}（{value}）",
     "{first} and {last}":
         "{first} 和 {last}",
-    "Nsight Compute on each op's last step and the copies, one launch each, at the shapes "
-    "profiled ({sources}): how busy DRAM was and how full the SMs were, then the launch.":
-        "每种运算的最后一步和两个复制在各个剖析过的形状上的 Nsight Compute 计数器，"
-        "每个程序剖析一次启动（{sources}）：先看 DRAM 有多忙、SM 有多满，再看启动配置。",
+    "Nsight Compute on each op's last step, below its copy, one launch each, at the shapes "
+    "profiled ({sources}): how busy DRAM was and how full the SMs were, then the kernel that ran "
+    "and its launch (blocks counts every block of a cluster). A bfloat16 step reads against the "
+    "bfloat16 copy; — where a profile holds no value.":
+        "每种运算的最后一步放在它对应的复制下面，在做过性能分析的各个形状上给出 Nsight Compute 计数器，"
+        "每个程序只分析一次启动（{sources}）：先看 DRAM 有多忙、SM 有多满，再看实际运行的 kernel "
+        "和它的启动配置（线程块数把簇里的每个线程块都算在内）。bfloat16 的步骤要和 bfloat16 复制对照看；"
+        "— 表示性能分析文件里没有这个值。",
     "threads a block x blocks, registers a thread": "每个线程块的线程数 x 线程块数，每个线程的寄存器数",
+    "the kernel profiled": "分析的 kernel",
     "{block} x {grid}, {regs}": "{block} x {grid}，{regs}",
     "| program | {shapes} |": "| 程序 | {shapes} |",
     "{mark} Measured on an earlier version of the code (revision in brackets): {names}. To "
-    "measure it again: {commands}.":
+    "measure them again: {commands}.":
         "{mark} 这些数据测的是代码的旧版本（括号里是当时的代码版本）：{names}。重新测量请运行 {commands}。",
     "the copy, GB/s": "复制，GB/s",
     "the bfloat16 copy, GB/s": "bfloat16 复制，GB/s",
