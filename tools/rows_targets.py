@@ -230,6 +230,12 @@ def listed(items, tr):
     return joined([tr(VALUE, what=shape_label(s), value=text) for s, text in items], tr)
 
 
+def compared_with(m, target, step):
+    """The program a target sets its step beside: its bar for a share, else
+    the other side it names."""
+    return m.ceiling(step) if target.test == "share" else other_program(m, step, target.other)
+
+
 def cells(m, target, step, tr):
     """(met, missed) of one target for its step; where the step's run has
     none of its shapes, or not the program it is set beside at some or all of
@@ -237,53 +243,69 @@ def cells(m, target, step, tr):
     shapes = shapes_of(m, target, step)
     if not shapes:
         return NONE_MARK, tr(NO_SHAPES, step=step)
-    other = (m.ceiling(step) if target.test == "share" else
-             other_program(m, step, target.other))
-    measure = rows_docs.share if target.test == "share" else \
-        (lambda m, a, s: ratio_of(m, a, other, s))
-    got = [(s, measure(m, step, s)) for s in shapes]
-    values = sorted([(s, v) for s, v in got if v is not None], key=lambda sv: -sv[1])
+    other = compared_with(m, target, step)
     view = m.within(step)
+    got = [(s, rows_docs.share(m, step, s) if target.test == "share" else
+            ratio_of(m, step, other, s)) for s in shapes]
+    values = sorted([(s, v) for s, v in got if v is not None], key=lambda sv: -sv[1])
     if not values and not any(view.get(other, s) for s in m.shapes):
         return NONE_MARK, tr(NOT_IN_RUN, other=other, step=step)
     absent = [s for s, v in got if v is None]
-    unmeasured = [tr(NOT_AT, other=other, shapes=joined([shape_label(s) for s in absent], tr))
-                  ] if absent else []
+    unmeasured = (tr(NOT_AT, other=other, shapes=joined([shape_label(s) for s in absent], tr))
+                  if absent else "")
     if target.test in ("share", "ratio"):
-        shown = [(s, fmt_value(v, lines_of(target), target.test == "share"),
-                  meets(v, target.line)) for s, v in values]
-        join = grouped if target.test == "share" else listed
-        met = join([(s, text) for s, text, ok in shown if ok], tr)
-        missed = [join([(s, text) for s, text, ok in shown if not ok], tr)] + unmeasured
-        return met or NONE_MARK, tr("; ").join(x for x in missed if x) or NONE_MARK
-    verdicts = {s: m.verdict_vs(step, other, s) for s, _ in values}
-    wins = [(s, v) for s, v in values if verdicts[s] == compare.WIN]
-    ties = [(s, v) for s, v in values if verdicts[s] == compare.TIE]
-    losses = [(s, v) for s, v in values if verdicts[s] == compare.LOSS]
-    if target.test == "ahead":
-        met = NONE_MARK
-        if wins:
-            span = dict(lo=f"{wins[-1][1]:.2f}x", hi=f"{wins[0][1]:.2f}x",
-                        top=shape_label(wins[0][0]))
-            met = (tr(EVERY, **span) if len(wins) == len(shapes) else
-                   tr(SOME, n=len(wins), total=len(shapes), **span))
-        missed = [tr(LOSSES, shapes=listed([(s, f"{v:.2f}x") for s, v in losses], tr))
-                  if losses else "",
-                  tr(TIES, shapes=listed([(s, f"{v:.2f}x") for s, v in ties], tr)) if ties else ""]
-        return met, tr("; ").join(x for x in missed + unmeasured if x) or NONE_MARK
-    # no_worse: a win or a tie meets it; a loss says both times, so that the
-    # reader sees how small it may be
-    met = NONE_MARK
+        met, missed = line_cells(target, values, tr)
+    else:
+        verdicts = {s: m.verdict_vs(step, other, s) for s, _ in values}
+        wins, ties, losses = ([(s, v) for s, v in values if verdicts[s] == word]
+                              for word in (compare.WIN, compare.TIE, compare.LOSS))
+        if target.test == "ahead":
+            met, missed = ahead_cells(wins, ties, losses, len(shapes), tr)
+        else:
+            met, missed = no_worse_cells(view, step, other, wins, ties, losses, len(shapes), tr)
+    missed = tr("; ").join(x for x in (missed, unmeasured) if x)
+    return met or NONE_MARK, missed or NONE_MARK
+
+
+def line_cells(target, values, tr):
+    """A share or a ratio against its line: the shapes on each side of it,
+    each with its figure (shares that read alike grouped)."""
+    shown = [(s, fmt_value(v, lines_of(target), target.test == "share"), meets(v, target.line))
+             for s, v in values]
+    join = grouped if target.test == "share" else listed
+    return (join([(s, text) for s, text, ok in shown if ok], tr),
+            join([(s, text) for s, text, ok in shown if not ok], tr))
+
+
+def ahead_cells(wins, ties, losses, total, tr):
+    """Ahead of the other side: the wins' span; the losses and ties by name."""
+    met = ""
+    if wins:
+        span = dict(lo=f"{wins[-1][1]:.2f}x", hi=f"{wins[0][1]:.2f}x",
+                    top=shape_label(wins[0][0]))
+        met = (tr(EVERY, **span) if len(wins) == total else
+               tr(SOME, n=len(wins), total=total, **span))
+    missed = [tr(word, shapes=listed([(s, f"{v:.2f}x") for s, v in found], tr))
+              for word, found in ((LOSSES, losses), (TIES, ties)) if found]
+    return met, tr("; ").join(missed)
+
+
+def no_worse_cells(view, step, other, wins, ties, losses, total, tr):
+    """No slower than the other side: a win or a tie meets it; a loss says
+    both times, so that the reader sees how small it may be."""
+    met = ""
     if wins or ties:
         n = len(wins) + len(ties)
-        parts = ([tr(WINS_AT, shapes=listed([(s, f"{v:.2f}x") for s, v in wins], tr))]
-                 if wins else []) + ([tr(TIES_REST, ties=len(ties))] if wins and ties else []) + \
-            ([tr(ALL_TIES)] if ties and not wins else [])
-        met = tr(HEAD, head=tr(EVERY_SHAPE) if n == len(shapes) else
-                 tr(N_SHAPES, n=n, total=len(shapes)), parts=tr("; ").join(parts))
+        if not wins:
+            parts = [tr(ALL_TIES)]
+        else:
+            parts = [tr(WINS_AT, shapes=listed([(s, f"{v:.2f}x") for s, v in wins], tr))]
+            parts += [tr(TIES_REST, ties=len(ties))] if ties else []
+        met = tr(HEAD, head=tr(EVERY_SHAPE) if n == total else tr(N_SHAPES, n=n, total=total),
+                 parts=tr("; ").join(parts))
     missed = [(s, tr(LOSS_TIMES, ratio=f"{v:.2f}x", us=f"{view.get(step, s).median_us:.1f}",
                      other_us=f"{view.get(other, s).median_us:.1f}")) for s, v in losses]
-    return met, tr("; ").join(x for x in [listed(missed, tr)] + unmeasured if x) or NONE_MARK
+    return met, listed(missed, tr)
 
 
 def targets_block(m, source, tr):
@@ -302,8 +324,7 @@ def targets_block(m, source, tr):
         revs.update(r.git_rev for (name, _), r in view.rows.items() if name == step)
         steps.add(step)
         got = cells(m, target, step, tr)
-        other = (m.ceiling(step) if target.test == "share" else
-                 other_program(m, step, target.other))
+        other = compared_with(m, target, step)
         rows = [view.get(name, s) for s in shapes for name in (step, other)]
         lines.append(f"| {tr(target.label)} | {marks.cell(step, *rows, owner=step)} | "
                      f"{got[0]} | {got[1]} |")
