@@ -37,6 +37,7 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
+import back_tables  # noqa: E402
 import compare  # noqa: E402
 import docs  # noqa: E402
 import schema  # noqa: E402
@@ -979,106 +980,15 @@ class ChartFreshnessTests(unittest.TestCase):
 
 # ------------------------------------------------- part 3's hand-written tables
 
-BACK_RESULTS = os.path.join(REFERENCE, "h200-back.csv")
-BACK_PAGES = ("back/README.md", "back/README.zh-CN.md")
-RUN_ID = re.compile(r"\b\d{8}T\d{6}Z(?:-[0-9A-Za-z]+)?\b")
-SHAPE = re.compile(r"^(\d+) [x×] (\d+)$")
+BACK_PAGES = back_tables.PAGES
 
 
 def back_rounds():
-    """{(run, step, rows, cols): [each round's median_us]} of part 3's reference."""
-    rounds = {}
-    with open(BACK_RESULTS, newline="") as f:
-        for r in csv.DictReader(f):
-            key = (r["run"], r["step"], int(r["rows"]), int(r["cols"]))
-            rounds.setdefault(key, []).append((float(r["median_us"]), r["op"]))
-    return rounds
-
-
-def back_cell(times, bar, chinese):
-    """A table cell as the page writes it: the median round's median, the
-    fastest and slowest rounds, then the bar's time over the program's."""
-    us, comma = (" 微秒", "，") if chinese else (" us", ", ")
-
-    def fmt(t, unit=True):
-        text, u = (f"{t / 1000:.2f}", " ms") if t >= 1000 else (f"{t:.1f}", us)
-        return text + (u if unit else "")
-    med = sorted(times)[len(times) // 2]
-    cell = f"{fmt(med)} [{fmt(min(times), False)}-{fmt(max(times))}]"
-    if bar is not None:
-        bar_med = sorted(bar)[len(bar) // 2]
-        cell += f"{comma}{bar_med / med:.2f}"
-    return cell
+    return back_tables.rounds_of()
 
 
 def back_table_errors(text, rounds, chinese):
-    """(every bench cell of a part 3 page that is not what its run's rows say,
-    the number of cells checked). A bench table has shapes in its header and
-    programs (`stepN_name`) in its rows; its run is the id in the paragraph
-    after it, else before it."""
-    lines = text.split("\n")
-    errors, i, checked = [], 0, 0
-    while i < len(lines):
-        if not lines[i].startswith("|"):
-            i += 1
-            continue
-        start = i
-        while i < len(lines) and lines[i].startswith("|"):
-            i += 1
-        table = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines[start:i]]
-        shapes = {k: tuple(map(int, m.groups())) for k, h in enumerate(table[0])
-                  if (m := SHAPE.match(h))}
-        body = table[2:]
-        if not shapes or not any(re.fullmatch(r"`step\d+_\w+`", r[0]) for r in body):
-            continue
-
-        def paragraph(j, step):
-            while 0 <= j < len(lines) and not lines[j].strip():
-                j += step
-            out = []
-            while 0 <= j < len(lines) and lines[j].strip():
-                out.append(lines[j])
-                j += step
-            return " ".join(out)
-        runs = RUN_ID.findall(paragraph(i, 1)) or RUN_ID.findall(paragraph(start - 1, -1))
-        where = f"the table at line {start + 1}"
-        if not runs:
-            errors.append(f"{where}: no run id beside it")
-            continue
-        run = runs[0]
-        bar_row = next((r for r in body if r[0].startswith("`baseline_")), None)
-        bar_step = "back/" + bar_row[0].strip("`")[len("baseline_"):] if bar_row else None
-        op, eager_op = None, None
-        for r in body:
-            label = r[0]
-            if m := re.fullmatch(r"`((?:step\d+|baseline)_\w+)`", label):
-                name = m.group(1)
-                step = "back/" + (name[len("baseline_"):] if name.startswith("baseline_") else name)
-            elif label.startswith("PyTorch") and op:
-                compiled = "compiled" in label or "编译后" in label
-                step = "torch/compiled/" + op if compiled else "torch/" + op
-            else:
-                errors.append(f"{where}: a row the check does not know: {label}")
-                continue
-            for k, (nrows, ncols) in shapes.items():
-                cell = r[k].replace("**", "") if k < len(r) else ""
-                if not cell:
-                    continue
-                got = rounds.get((run, step, nrows, ncols))
-                if not got:
-                    errors.append(f"{where}: {step} at {nrows} x {ncols}: no rows of run {run}")
-                    continue
-                if step.startswith("back/step"):
-                    op = got[0][1]
-                bar = None
-                if step != bar_step and bar_step:
-                    bar = [t for t, _ in rounds.get((run, bar_step, nrows, ncols), [])] or None
-                want = back_cell([t for t, _ in got], bar, chinese)
-                checked += 1
-                if cell != want:
-                    errors.append(f"{where}: {step} at {nrows} x {ncols} says {cell!r}, "
-                                  f"run {run} says {want!r}")
-    return errors, checked
+    return back_tables.table_errors(text, rounds, chinese)
 
 
 class BackTableTests(unittest.TestCase):
@@ -1116,6 +1026,26 @@ class BackTableTests(unittest.TestCase):
         errors, _ = back_table_errors(text.replace("79.0 us [78.8-79.5 us], 0.58",
                                                    "79.0 us [78.8-79.5 us], 0.68"), rounds, False)
         self.assertEqual(len(errors), 1, errors)
+
+    def test_write_fills_each_cell_from_its_run_and_keeps_the_bold(self):
+        # what part 3's next run needs: tools/back_tables.py --write
+        rounds = back_rounds()
+        for page, cells in ((BACK_PAGES[0], ("105.2 us [105.0-105.4 us], **0.88**",
+                                             "79.0 us [78.8-79.5 us], 0.58")),
+                            (BACK_PAGES[1], ("105.2 微秒 [105.0-105.4 微秒]，**0.88**",))):
+            with open(os.path.join(REPO, page), encoding="utf-8") as f:
+                text = f.read()
+            broken = text
+            for cell in cells:
+                self.assertEqual(text.count(cell), 1, cell)
+                broken = broken.replace(cell, "1.0 us [1.0-1.0 us], **0.11**" if "**" in cell
+                                        else "1.0 us [1.0-1.0 us], 0.11")
+            chinese = page.endswith(".zh-CN.md")
+            fixed, changed = back_tables.filled(broken, rounds, chinese)
+            self.assertEqual(changed, len(cells))
+            self.assertEqual(fixed, text)
+            self.assertEqual(back_tables.filled(text, rounds, chinese), (text, 0))
+        self.assertEqual(back_tables.main(["--run", "a=b"]), 2)   # --run goes with --write
 
 
 if __name__ == "__main__":
