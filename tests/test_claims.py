@@ -823,7 +823,10 @@ class PtxasTests(unittest.TestCase):
         regs7, spill7 = self.registers(step7, 1024, 4)
         self.assertEqual(regs7, 62)
         self.assertGreater(spill7, 0)                       # "spills a few bytes"
-        self.assertIn("56 registers per thread (62 in step 7)", text)
+        self.assertIn("56 registers per thread (step 6's LayerNorm kernel at G = 1024; 62 in "
+                      "step 7)", text)
+        self.assertEqual([self.registers(s, 256, 4)[0] for s in (step6, step7)], [56, 56])
+        self.assertIn("56 with `float4`s (LayerNorm's kernel at G = 256 in steps 6 and 7)", text)
         plain = [self.registers(step6, g, 1)[0] for g in (32, 64, 128, 256, 512, 1024)]
         self.assertEqual((min(plain), max(plain)), (64, 114))
         self.assertEqual(self.registers(step6, 256, 1)[0], 80)

@@ -66,9 +66,13 @@ MAP_TEXT = ("The map in numbers ({source}): each op's last step at each width, a
             "own run. First its GB/s as a share of its bar's: the copy of its element type, and "
             "for the row sum part 1's step 9 reading the same 256 MiB as one array "
             "({one} GB/s); then its speed against PyTorch's, eager and through torch.compile. "
-            "A ratio is a win or a loss only where the rounds do not overlap, otherwise a tie. "
-            "The two copy rows give each copy in the newest run that timed it for itself; a "
-            "share divides by the copy timed in its step's run.")
+            "A figure is the median round's ({rounds} rounds, each a process of its own); a ratio is "
+            "a "
+            "win or a loss only where the rounds do not overlap, otherwise a tie, so a tie may "
+            "carry a large ratio where the other side's rounds spread widely. The two copy rows "
+            "give each copy in the newest run that timed it for itself; a share divides by the "
+            "copy timed in its step's run. A width's rows are 256 MiB over a row's bytes, twice "
+            "as many in bfloat16: not the bench's shapes of the tables above.")
 MAP_SHARE_TITLE = "Share of the bar, by width (columns a row)"
 MAP_EAGER_TITLE = "Against PyTorch (eager), by width"
 MAP_COMPILED_TITLE = "Against torch.compile, by width"
@@ -347,7 +351,7 @@ def map_lines(rsrc, data, tr):
                widths=" | ".join(compare.width_label(w) for w in widths)),
             "|---|---|" + "--:|" * len(widths)]
     lines = ["", tr(MAP_TEXT, source=os.path.relpath(data, rsrc.root).replace(os.sep, "/"),
-                    one=f"{one[0].gbps:.0f}" if one else NONE_MARK),
+                    one=f"{one[0].gbps:.0f}" if one else NONE_MARK, rounds=m.round_count),
              "", tr(MAP_SHARE_TITLE), ""] + head
     for copy in (COPY, COPY16):
         view = m.within(copy)

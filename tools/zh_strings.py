@@ -274,15 +274,20 @@ STRINGS = {
     "The map in numbers ({source}): each op's last step at each width, all in the step's own "
     "run. First its GB/s as a share of its bar's: the copy of its element type, and for the row "
     "sum part 1's step 9 reading the same 256 MiB as one array ({one} GB/s); then its speed "
-    "against PyTorch's, eager and through torch.compile. A ratio is a win or a loss only where "
-    "the rounds do not overlap, otherwise a tie. The two copy rows give each copy in the newest "
-    "run that timed it for itself; a share divides by the copy timed in its step's run.":
+    "against PyTorch's, eager and through torch.compile. A figure is the median round's "
+    "({rounds} rounds, each a process of its own); a ratio is a win or a loss only where the rounds do not "
+    "overlap, otherwise a tie, so a tie may carry a large ratio where the other side's rounds "
+    "spread widely. The two copy rows give each copy in the newest run that timed it for itself; "
+    "a share divides by the copy timed in its step's run. A width's rows are 256 MiB over a "
+    "row's bytes, twice as many in bfloat16: not the bench's shapes of the tables above.":
         "用数字看全景图（{source}）：每种运算的最后一步在各个列宽上的结果，都取自这一步自己的那次运行。"
         "先看它的 GB/s 占参照的比例：参照是同一元素类型的复制，按行求和的参照则是第 1 部分的第 9 步"
         "把同样的 256 MiB 当作一个数组来读（{one} GB/s）；再看它与 PyTorch 的速度对比，分 eager 模式"
-        "和 torch.compile 两种。只有双方各轮的耗时互不重叠时，比值才算领先或落后，否则算持平。"
-        "表中两行复制的数字，取自最近一次专门测它的运行；而每个比例除以的，是和那一步在同一次运行里"
-        "计时的复制。",
+        "和 torch.compile 两种。每个数字取的是中位的那一轮（共 {rounds} 轮，每轮各在一个单独的进程里）；"
+        "只有双方各轮的耗时互不重叠时，比值才算领先或落后，否则算持平，所以对方各轮波动很大时，"
+        "持平的比值也可能很大。表中两行复制的数字，取自最近一次专门测它的运行；而每个比例除以的，"
+        "是和那一步在同一次运行里计时的复制。每种列宽的行数是 256 MiB 除以一行的字节数，"
+        "bfloat16 的行数是 float 的两倍：它们不是上面测速表格里同样列宽的那些形状。",
     "Share of the bar, by width (columns a row)": "占参照的比例，按列宽（每行的列数）",
     "Against PyTorch (eager), by width": "与 PyTorch（eager 模式）对比，按列宽",
     "Against torch.compile, by width": "与 torch.compile 对比，按列宽",
