@@ -434,17 +434,12 @@ static kernel_t kernel_for(const struct back_problem *p)
 // of rows, never more blocks than rows.
 static unsigned int grid_blocks(const struct back_problem *p)
 {
-    static kernel_t asked = NULL;   // asked once per kernel, as step 2 asks once
-    static size_t max = 0;
-    kernel_t kernel = kernel_for(p);
-    if (kernel != asked) {
-        int device, sms, per_sm;
-        CHECK_CUDA(cudaGetDevice(&device));
-        CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK_SIZE, 0));
-        max = (size_t)sms * (per_sm > 0 ? per_sm : 1);
-        asked = kernel;
-    }
+    int device, sms, per_sm;
+    CHECK_CUDA(cudaGetDevice(&device));
+    CHECK_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CHECK_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_for(p), BLOCK_SIZE,
+                                                             0));
+    size_t max = (size_t)sms * (per_sm > 0 ? per_sm : 1);
     return (unsigned int)(p->rows < max ? p->rows : max);
 }
 
