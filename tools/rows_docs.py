@@ -95,8 +95,6 @@ LIMITS_TABLES = (("dram__throughput.avg.pct_of_peak_sustained_elapsed",
                  ("launch", "threads a block x blocks, registers a thread"),
                  ("kernel", "the kernel profiled"))
 LIMITS_LAUNCH = "{block} x {grid}, {regs}"
-LIMITS_NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
-               "{names}. To measure them again: {commands}.")
 
 # Every string part 2's blocks contain, registered with an empty value as in
 # docs.py's STRINGS: the Chinese forms live only in tools/zh_strings.py.
@@ -141,7 +139,7 @@ STRINGS = {
     MAP_TEXT: "", MAP_SHARE_TITLE: "", MAP_EAGER_TITLE: "", MAP_COMPILED_TITLE: "",
     "| op | last step | {widths} |": "",
     "the copy, GB/s": "", "the bfloat16 copy, GB/s": "", MAP_COUNT: "",
-    LIMITS_TEXT: "", LIMITS_LAUNCH: "", LIMITS_NOTE: "", "| program | {shapes} |": "",
+    LIMITS_TEXT: "", LIMITS_LAUNCH: "", stale.Marks.NOTE_MANY: "", "| program | {shapes} |": "",
     "threads a block x blocks, registers a thread": "", "the kernel profiled": "",
     # the map's ops, as compare.WIDTH_TITLES names them
     "row sum": "", "LayerNorm": "", "softmax": "", "RMSNorm": "", "LayerNorm, bfloat16": "",
@@ -506,14 +504,10 @@ def limits_block(rsrc, tr):
              for name in [copy] + [rsrc.m.last_step(op) for op in panel if op != "sum"] if name]
     names = [n for n in dict.fromkeys(names)
              if any(c.version(n) is not None for _, c in profiles)]
-    judge = stale.rows_stale(rsrc.hashes)
-    found = {}   # path -> {label: {revisions}} of the stale rows shown
+    marks = stale.Marks(stale.rows_stale(rsrc.hashes))
 
     def cell(name, counters, text):
-        row = counters.version(name)
-        for label, rev in judge([row]).items():
-            found.setdefault(counters.path, {}).setdefault(label, set()).add(rev)
-        return f"{text} {stale.MARK}" if judge([row]) else text
+        return marks.cell(text, counters.version(name), path=counters.path)
 
     def value(name, counters, metric):
         if metric == "kernel":
@@ -539,14 +533,7 @@ def limits_block(rsrc, tr):
         for name in names:
             lines.append(f"| {name} | " + " | ".join(value(name, c, metric) for _, c in profiles)
                          + " |")
-    if found:
-        labels = sorted({l for by in found.values() for l in by}, key=schema.step_sort_key)
-        revs = {l: sorted({r for by in found.values() for r in by.get(l, ())}) for l in labels}
-        commands = stale.commands_for([(path, {l: sorted(r) for l, r in by.items()}, {})
-                                       for path, by in found.items()], rsrc.root)
-        lines += ["", tr(LIMITS_NOTE, mark=stale.MARK,
-                         names=", ".join(f"{l} ({', '.join(revs[l])})" for l in labels),
-                         commands=tr("; ").join(f"`{c}`" for c in commands))]
+    lines += marks.note(tr)
     return "\n".join(lines)
 
 

@@ -320,6 +320,9 @@ class Marks:
     # The footnote; tools/zh_strings.py has its Chinese.
     NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
             "{names}. `{command}` measures it again.")
+    # The same where the cells come from several files, each with its command.
+    NOTE_MANY = ("{mark} Measured on an earlier version of the code (revision in brackets): "
+                 "{names}. To measure them again: {commands}.")
 
     def __init__(self, stale_rows, path=None):
         # rows -> {label: revision} of the stale ones: a compare.RunIndex's
@@ -329,16 +332,20 @@ class Marks:
         self.stale_rows = stale_rows
         self.path = path
         self.found, self.again = {}, set()
+        self.by_file = {}   # a cell's own file (cell(path=)) -> {label: {revisions}}
 
-    def cell(self, text, *rows, owner=None):
+    def cell(self, text, *rows, owner=None, path=None):
         """text, marked if any of rows is stale. owner: the program whose cell
         this is; a stale row of another program in it (a ratio's other side,
-        from the owner's run) is measured again with the owner."""
+        from the owner's run) is measured again with the owner. path: the file
+        this cell comes from, where a block reads several (its command)."""
         stale = self.stale_rows(rows)
         if not stale:
             return text
         for label, rev in stale.items():   # every revision a label's cells measured
             self.found.setdefault(label, set()).add(rev)
+            if path is not None:
+                self.by_file.setdefault(path, {}).setdefault(label, set()).add(rev)
         self.again.update(label if owner is None or label == owner else owner
                           for label in stale)
         return f"{text} {MARK}"
@@ -349,6 +356,11 @@ class Marks:
             return []
         labels = sorted(self.found, key=schema.step_sort_key)
         names = ", ".join(f"{label} ({', '.join(sorted(self.found[label]))})" for label in labels)
+        if self.by_file:
+            commands = commands_for([(path, {l: sorted(r) for l, r in by.items()}, {})
+                                     for path, by in self.by_file.items()])
+            return ["", tr(self.NOTE_MANY, mark=MARK, names=names,
+                           commands=tr("; ").join(f"`{c}`" for c in commands))]
         folders = list(dict.fromkeys(folders_of(sorted(self.again, key=schema.step_sort_key))))
         command = (command_for(self.path, folders) if self.path else
                    VERIFY.format(programs=",".join(folders)))
