@@ -575,7 +575,7 @@ STRINGS = {
 SUMMARIES = {
     # part 1: stepN_*/reduce.cu and the baseline
     "Interleaved addressing with %: the textbook first tree, correct and slow.":
-        "用 % 判断的交错寻址：教科书上的第一棵树，结果对，速度慢。",
+        "用 % 判断的交错寻址：教科书上最初的树形归约，结果对，速度慢。",
     "Strided index: the working threads are packed into the first warps.":
         "跨步索引：干活的线程集中到前几个 warp。",
     "Sequential addressing: a warp reads 32 consecutive words, one per bank.":
