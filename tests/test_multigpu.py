@@ -21,7 +21,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import counting  # noqa: E402
 import multigpu_chart  # noqa: E402
+import multigpu_docs  # noqa: E402
 import schema  # noqa: E402
+import stale  # noqa: E402
 import torch_dist  # noqa: E402
 
 FIXTURES = os.path.join(REPO, "tests", "multigpu")
@@ -378,6 +380,74 @@ class DeviceScriptTests(unittest.TestCase):
                 self.assertRegex(stripped, r'step "?[\w$-]+"? \d+ (\d+|"\$\(left \d+\)") ', stripped)
         self.assertIn('timeout "$limit"', text)
         self.assertIn("timeout 120 \"$RUN\" --rank 1", text)
+
+
+class MeasuredTableTests(unittest.TestCase):
+    """multigpu/README's Measured table (tools/multigpu_docs.py): each cell
+    the median round, its spread where there are rounds, the file's figures."""
+
+    REF = os.path.join(REPO, "plots", "reference")
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="multigpu-measured-")
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    @staticmethod
+    def tr(text, **values):
+        return text.format(**values) if values else text
+
+    def block(self, folder, hashes=None):
+        return multigpu_docs.measured_block(folder, hashes, self.tr, os.path.basename)
+
+    @staticmethod
+    def row(text, first):
+        return next(line for line in text.splitlines() if line.startswith("| " + first))
+
+    def test_the_committed_run(self):
+        text = self.block(self.REF)
+        self.assertEqual(self.row(text, "all-reduce of 4 bytes"),
+                         "| all-reduce of 4 bytes, median us | 26.4 | — | 85.3 |")
+        self.assertEqual(self.row(text, "all-reduce of 1 GiB"),
+                         "| all-reduce of 1 GiB, busbw GB/s | 325.7 | — | 318.3 |")
+        self.assertEqual(self.row(text, "speed-up of 2 GPUs at n = 2^30"),
+                         "| speed-up of 2 GPUs at n = 2^30 | 1.95x | 1.96x | 1.71x |")
+        self.assertEqual(self.row(text, "speed-up of 2 GPUs at n = 2^31-1"),
+                         "| speed-up of 2 GPUs at n = 2^31-1 | 1.96x | — | 1.82x |")
+        self.assertEqual(self.row(text, "crossover"),
+                         "| crossover (the GPUs ahead from n =) | 2^25 (1.03x) | "
+                         "2^25 (1.27x; the smallest n it ran) | 2^27 (1.07x) |")
+        self.assertIn("One run, no rounds", text)
+        self.assertIn("NCCL 2.28.3, revision 8dab833. PyTorch: torch 2.11.0+cu130, its own "
+                      "NCCL 2.28.9.", text)
+        self.assertNotIn(stale.MARK, text)
+
+    def test_stale_cells_are_marked_and_named(self):
+        class Stale:
+            @staticmethod
+            def is_stale(step, code_hash):
+                return step == "multigpu"
+        text = self.block(self.REF, Stale())
+        self.assertIn(f"| 26.4 {stale.MARK} | — | 85.3 |", text)
+        self.assertIn("multigpu (8dab833). `make nccl-check OUT_DIR=plots/reference`", text)
+
+    def test_rounds_give_the_median_and_the_spread(self):
+        rounds_file(self.tmp, SUM_FIXTURE, "h200x2-multigpu.csv")
+        rounds_file(self.tmp, VEC_FIXTURE, "h200x2-allreduce.csv",
+                    extra={"launch": "per-process"})
+        text = self.block(self.tmp)
+        self.assertIn("| all-reduce of 4 bytes, median us | 18.0 [16.2-19.8] | "
+                      "18.0 [16.2-19.8] | 85.0 [76.5-93.5] |", text)
+        self.assertIn("| speed-up of 2 GPUs at n = 2^30 | 1.92x [1.75-2.14] |", text)
+        self.assertIn("Each cell is the median of 3 rounds", text)
+        self.assertNotIn("One run", text)
+
+    def test_no_run_and_no_vectors(self):
+        self.assertIn("Not measured yet", self.block(self.tmp))
+        shutil.copy(SUM_FIXTURE, self.tmp)
+        text = self.block(self.tmp)
+        self.assertEqual(self.row(text, "all-reduce of 4 bytes"),
+                         "| all-reduce of 4 bytes, median us | — | — | — |")
+        self.assertIn("and —:", text)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import compare  # rows per step and n, speed-ups, counters
 import diagrams  # which pictures a step has, their alt text
 import patterns  # the access-pattern model behind the pictures
 import rows_docs  # part 2's blocks
+import multigpu_docs  # multigpu/'s Measured table
 import rows_targets  # part 2's targets table
 import cli  # how main() ends
 import schema  # the CSV files and step names
@@ -159,6 +160,7 @@ STRINGS = {
 
 STRINGS.update(rows_docs.STRINGS)
 STRINGS.update(rows_targets.STRINGS)
+STRINGS.update(multigpu_docs.STRINGS)
 STRINGS.update({stale.PAGE_NOTE: "", stale.Marks.NOTE: "", "; ": ""})
 STRINGS.update({words: "" for words in stale.PART_WORDS.values()})
 STRINGS.update({diagrams.ROW_ALT: "", diagrams.ROW_NO_PICTURE: "", diagrams.ROW_SPLIT_ALT: "",
@@ -741,7 +743,10 @@ def regenerate(src):
     for path, lang in pages(os.path.join(src.root, "multigpu")):
         old = read_text(path)
         changes.append((path, old, fill_blocks(old, [
-            ("stale", lambda lang=lang: stale_note(src, lang, kinds=("multigpu",)))])))
+            ("stale", lambda lang=lang: stale_note(src, lang, kinds=("multigpu",))),
+            ("measured", lambda lang=lang: multigpu_docs.measured_block(
+                os.path.dirname(os.path.abspath(src.m.path)), src.hashes,
+                lambda text, **values: tr(text, lang, **values), src.path))])))
     return changes
 
 

@@ -27,6 +27,36 @@ the repository, so any script may use it.
 """
 
 STRINGS = {
+    # multigpu/README's Measured table (tools/multigpu_docs.py)
+    "| measurement | multigpu/run: one process drives every GPU | "
+    "multigpu/run: one process per GPU | torch.distributed: one process per GPU |":
+        "| 测量 | multigpu/run：一个进程驱动全部 GPU | multigpu/run：每块 GPU 一个进程 | "
+        "torch.distributed：每块 GPU 一个进程 |",
+    "all-reduce of {bytes} bytes, median us": "{bytes} 字节 all-reduce，中位数（微秒）",
+    "all-reduce of 1 GiB, busbw GB/s": "1 GiB all-reduce，busbw（GB/s）",
+    "speed-up of {gpus} GPUs at n = {n}": "{gpus} 块 GPU 在 n = {n} 时的加速比",
+    "crossover (the GPUs ahead from n =)": "交叉点（多块 GPU 从 n = 多少起领先）",
+    "{n} ({ratio}; the smallest n it ran)": "{n}（{ratio}；它测过的最小的 n）",
+    "{n} ({ratio})": "{n}（{ratio}）",
+    "Each cell is the median of {rounds} rounds, the fastest and slowest in brackets.":
+        "每格取 {rounds} 轮的中位数，方括号里是最快和最慢的一轮。",
+    "One run, no rounds: nothing here tells a small win from a tie.":
+        "只有一次运行，没有多轮：表中的数据分不清小幅领先和持平。",
+    "{none}: not measured in this run. Speed-ups are against one GPU running step 9 "
+    "on all n in the same run (torch's: one GPU's `torch.sum`; a process of one rank "
+    "runs no one-GPU baseline, so its speed-up is taken against the one-process run's "
+    "one GPU at the same n and round), with the all-reduce combine.":
+        "{none}：这次运行没有测。加速比的参照是同一次运行里用一块 GPU 对全部 n 跑第 9 步"
+        "（torch 一列的参照是一块 GPU 上的 `torch.sum`；每个进程只负责一个 rank 时不跑单 GPU "
+        "基线，所以它的加速比取同一个 n、同一轮里单进程那次运行的一块 GPU 作参照），"
+        "合并方式为 all-reduce。",
+    "From {sum} and {allreduce}: {gpus} x {gpu}, NCCL {nccl}, revision {rev}.":
+        "数据来自 {sum} 和 {allreduce}：{gpus} 块 {gpu}，NCCL {nccl}，代码版本 {rev}。",
+    " PyTorch: {torch}, its own NCCL {nccl}.": "PyTorch：{torch}，自带 NCCL {nccl}。",
+    "Not measured yet: `make nccl-check OUT_DIR=plots/reference` on a machine "
+    "with two GPUs, then `make docs`.":
+        "还没有测：在有两块 GPU 的机器上运行 `make nccl-check OUT_DIR=plots/reference`，"
+        "再运行 `make docs`。",
     "Not computed yet: run `make variance OUT_DIR={out}` (no GPU needed).":
         "尚未计算：运行 `make variance OUT_DIR={out}`（不需要 GPU）。",
     "| rows' mean (σ = 1) | one pass: E[x²] − E[x]² | two passes | Welford | rows whose "
