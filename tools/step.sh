@@ -133,6 +133,10 @@ cmd_new() {
     } > "$name/$file"
     # The commands of the main README: `make stepK` builds and links stepK.
     local alias=${part}step$k
+    local bench="make bench" bench_why="measured beside every step: plots/results/ (needs a GPU)"
+    if [ "$part" = back/ ]; then   # a plain make bench leaves part 3 out
+        bench="make bench ONLY=$name" bench_why="measured beside its bar and PyTorch: plots/results/ (needs a GPU)"
+    fi
     {
         echo "# $name"
         echo
@@ -142,7 +146,7 @@ cmd_new() {
             "make $alias && ./$alias/run --check" "builds, links $alias -> $name, one exact check" \
             "make check STEP=$part$k" "the grader: sizes, fills, offsets, races (needs a GPU)" \
             "make diff STEP=$part$k" "your change, as a diff against $from" \
-            "make bench" "measured beside every step: plots/results/ (needs a GPU)"
+            "$bench" "$bench_why"
         echo
         cat <<MD
 ## Measured
