@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import threading
 
 from fakes import (BACK_BF16_PROGRAMS, BACK_LABELS, BACK_OPS, BACK_PROGRAMS,
@@ -1238,6 +1239,12 @@ class BenchOnlyTest(ScriptTest):
         self.assertEqual(bench.resolve_only(self.root, ["rows/copy", "cub", "step1_b"]),
                          ["rows/baseline_copy", "baseline_cub", "step1_b"])
         self.assertEqual(bench.resolve_only(self.root, ["sum"]), bench.program_dirs(self.root))
+        # A root with no program is said as such (it once raised IndexError).
+        empty = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, empty)
+        with self.assertRaises(bench.BenchError) as caught:
+            bench.resolve_only(empty, ["step3_idle"])
+        self.assertIn("holds no program", str(caught.exception))
 
 
 class BenchBackTest(ScriptTest):

@@ -24,8 +24,10 @@ code_hash columns: a reference without them predates it, and the step-9
 checks are skipped until it is re-measured.
 Ends with "claims: N passed, N failed[, N skipped]".
 """
+import contextlib
 import csv
 import glob
+import io
 import importlib.util
 import os
 import re
@@ -1029,6 +1031,20 @@ class BackTableTests(unittest.TestCase):
         errors, _ = back_table_errors(text.replace("79.0 us [78.8-79.5 us], 0.58",
                                                    "79.0 us [78.8-79.5 us], 0.68"), rounds, False)
         self.assertEqual(len(errors), 1, errors)
+
+    def test_run_moves_whole_run_ids_only(self):
+        text = "`step0_thread`, run 20261204T152900Z-ln and 20261204T152900Z-lnx, 20261204T152900Z"
+        self.assertEqual(back_tables.moved(text, "20261204T152900Z-ln", "20261210T090000Z-ln"),
+                         "`step0_thread`, run 20261210T090000Z-ln and 20261204T152900Z-lnx, "
+                         "20261204T152900Z")
+        self.assertEqual(back_tables.moved(text, "20261204T152900Z", "20261210T090000Z"),
+                         "`step0_thread`, run 20261204T152900Z-ln and 20261204T152900Z-lnx, "
+                         "20261210T090000Z")
+        self.assertEqual(back_tables.moved(text, "a", "b"), text)
+        with contextlib.redirect_stderr(io.StringIO()):
+            for bad in (["--write", "--run", "a=b"], ["--write", "--run", "="],
+                        ["--run", "20261204T152900Z-ln=20261210T090000Z-ln"]):
+                self.assertEqual(back_tables.main(bad), 2, bad)
 
     def test_write_fills_each_cell_from_its_run_and_keeps_the_bold(self):
         # what part 3's next run needs: tools/back_tables.py --write

@@ -10,7 +10,9 @@ plots/reference/) and runs docs.py on it as a subprocess, as `make docs`
 does. No GPU and no matplotlib needed. Run: python3 tests/test_docs.py
 The last line printed is `docs: N passed, N failed`.
 """
+import contextlib
 import csv
+import io
 import os
 import re
 import shutil
@@ -477,6 +479,12 @@ class RunTests(Repo):
         self.assertEqual(second.stdout, "")
         self.assertEqual(self.snapshot(), before)
         self.assertEqual(self.run_docs("--check").returncode, 0)
+
+    def test_stale_on_a_root_without_results_is_an_error(self):
+        for root in ("", os.path.join(tempfile.gettempdir(), "no-such-root")):
+            with contextlib.redirect_stderr(io.StringIO()) as said:
+                self.assertEqual(stale.main(["--root", root]), 2, root)
+            self.assertIn("holds no plots/ folder", said.getvalue())
 
     def test_check_reports_stale_readmes_and_writes_nothing(self):
         before = self.snapshot()

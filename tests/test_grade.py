@@ -8,7 +8,9 @@ stand-in programs), the --summary JSON, and the class table and chart
 Run: python3 tests/test_grade.py. The last line printed is
 `grade: N passed, N failed`.
 """
+import contextlib
 import csv
+import io
 import json
 import os
 import shutil
@@ -599,6 +601,14 @@ class ClassRun(unittest.TestCase):
         self.assertEqual(code, grade_class.EXIT_USAGE)
         self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")))
 
+    def test_a_bad_grader_option_stops_before_grading(self):
+        for bad in (["--jobs", "abc"], ["--jobs", "0"], ["--speed-credit", "some"],
+                    ["--speed", "1.5x step2", "--speed-rounds", "1"],
+                    ["--speed", "1.5x step2", "--speed-points", "nan"]):
+            code, out = self.run_class(self.submit(ann="good"), *bad)
+            self.assertEqual(code, grade_class.EXIT_USAGE, bad)
+            self.assertFalse(os.path.exists(os.path.join(out, "ann.txt")), bad)
+
     def test_an_unknown_op_stops_before_grading(self):
         code, out = self.run_class(self.submit(ann="good"), "--op", "layer_norm")
         self.assertEqual(code, grade_class.EXIT_USAGE)
@@ -832,6 +842,16 @@ class ExpectedOp(FakeBackTest):
                 grade.parse_op(bad)
             self.assertEqual(caught.exception.code, grade.EXIT_USAGE)
         self.assertEqual(grade.main(["--op", "bogus", "no/such/run"]), grade.EXIT_USAGE)
+        # A report that could not be written is said before the grading, not after it.
+        program = self.fake("good")
+        with tempfile.TemporaryDirectory() as tmp:
+            for flag, path in (("--junit", os.path.join(tmp, "no", "x.xml")),
+                               ("--summary", tmp), ("--gradescope", "")):
+                with contextlib.redirect_stderr(io.StringIO()) as said:
+                    self.assertEqual(grade.main([flag, path, program]), grade.EXIT_USAGE, flag)
+                self.assertIn(f"grade: error: {flag} {path}: ", said.getvalue())
+        self.assertEqual(grade.main(["--speed", "1.5x step2", "--speed-points", "nan",
+                                     program]), grade.EXIT_USAGE)
 
 
 class StoppedGrading(FakeBackTest):

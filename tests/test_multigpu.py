@@ -214,6 +214,13 @@ class FixtureTests(unittest.TestCase):
             self.assertEqual(multigpu_chart.main(["--summary", "--sum", empty, "--allreduce", empty]), 0)
         self.assertEqual(out.getvalue().splitlines(), multigpu_chart.summary([], []))
 
+    def test_an_out_dir_that_is_a_file_is_said_first(self):
+        with tempfile.NamedTemporaryFile() as handle, \
+                contextlib.redirect_stderr(io.StringIO()) as said:
+            self.assertEqual(multigpu_chart.main(["--sum", SUM_FIXTURE, "--out-dir",
+                                                  handle.name]), 2)
+        self.assertIn("not a folder", said.getvalue())
+
     def test_crossover(self):
         c = multigpu_chart.crossover
         self.assertEqual(c({1: 0.5, 2: 1.2, 4: 0.9, 8: 1.5, 16: 1.9}), 8)
@@ -356,6 +363,12 @@ class ChartTests(unittest.TestCase):
                                                   "--out-dir", self.tmp]), 0)
         self.assert_png(os.path.join(self.tmp, "h200x2-scaling.png"))
         self.assert_png(os.path.join(self.tmp, "h200x2-allreduce.png"))
+
+    def test_a_missing_out_dir_is_made(self):
+        out = os.path.join(self.tmp, "new", "charts")
+        with contextlib.redirect_stdout(io.StringIO()):
+            self.assertEqual(multigpu_chart.main(["--sum", SUM_FIXTURE, "--out-dir", out]), 0)
+        self.assert_png(os.path.join(out, "h200x2-scaling.png"))
 
     def test_missing_files_draw_nothing(self):
         self.assertEqual(multigpu_chart.main(["--sum", os.path.join(self.tmp, "no.csv"),

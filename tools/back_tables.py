@@ -160,6 +160,11 @@ def filled(text, rounds, chinese):
     return "\n".join(lines), changed
 
 
+def moved(text, old, new):
+    """text with every whole run id OLD made NEW (never part of a name or a longer id)."""
+    return re.sub(rf"(?<![\w-]){re.escape(old)}(?![\w-])", new, text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="back_tables.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--write", action="store_true",
@@ -168,9 +173,15 @@ def main(argv=None):
                         help="with --write: first move the tables of run OLD to run NEW")
     parser.add_argument("--results", default=RESULTS, help="part 3's results file")
     args = parser.parse_args(argv)
-    if args.run and (not args.write or args.run.count("=") != 1):
-        print("back_tables.py: --run OLD=NEW goes with --write", file=sys.stderr)
-        return 2
+    if args.run is not None:
+        old, _, new = args.run.partition("=")
+        if not args.write:
+            print("back_tables.py: --run OLD=NEW goes with --write", file=sys.stderr)
+            return 2
+        if not (RUN_ID.fullmatch(old) and RUN_ID.fullmatch(new)):
+            print(f"back_tables.py: --run {args.run}: give two run ids, OLD=NEW "
+                  "(such as 20261204T152900Z-ln=20261210T090000Z-ln)", file=sys.stderr)
+            return 2
     try:
         rounds = rounds_of(args.results)
     except (OSError, KeyError, ValueError) as e:
@@ -183,9 +194,8 @@ def main(argv=None):
             text = f.read()
         chinese = page.endswith(".zh-CN.md")
         if args.write:
-            if args.run:
-                old, new = args.run.split("=")
-                text = text.replace(old, new)
+            if args.run is not None:
+                text = moved(text, old, new)
             text, changed = filled(text, rounds, chinese)
         errors, checked = table_errors(text, rounds, chinese)
         for e in errors:

@@ -991,7 +991,10 @@ def resolve_only(root, names):
         elif name in known or schema.program_dir(name) in known:
             found.append(name if name in known else schema.program_dir(name))
         else:
-            example = (parts["rows"] or parts["sum"])[-1]
+            if not known:
+                raise BenchError(EXIT_USAGE, f"--only: {root} holds no program (is it the "
+                                             "repository's root?)")
+            example = (parts["rows"] or parts["sum"] or known)[-1]
             raise BenchError(EXIT_USAGE, f"--only: no program {name} (give a folder such as "
                                          f"{example}, or sum, rows or back for a whole part)")
     return list(dict.fromkeys(found))

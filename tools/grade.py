@@ -1558,6 +1558,20 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
+def unwritable(path):
+    """Why a report cannot be written at path, or "" (None: no report asked)."""
+    if path is None:
+        return ""
+    if not path or os.path.isdir(path):
+        return "is a directory, not a file" if path else "is empty"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"its folder {folder} does not exist"
+    if not os.access(folder, os.W_OK):
+        return f"its folder {folder} is not writable"
+    return ""
+
+
 def stop(signum, frame):
     """Ctrl-C, or SIGTERM (make class's time limit, a CI job's timeout): the
     grading stops, once; a second signal does not cut its cleanup short."""
@@ -1574,6 +1588,14 @@ def main(argv=None):
     if args.jobs < 1:
         print("grade: error: --jobs must be at least 1", file=sys.stderr)
         return EXIT_USAGE
+    # The reports are written after the grading: a path that cannot take one
+    # is said now, not after minutes of checks.
+    for flag, path in (("--junit", args.junit), ("--gradescope", args.gradescope),
+                       ("--summary", args.summary)):
+        problem = unwritable(path)
+        if problem:
+            print(f"grade: error: {flag} {path}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
     sanitizer = None if args.no_sanitizer else find_sanitizer()
     if args.no_sanitizer:
         SANITIZER_SKIPPED[0] = "not run (--no-sanitizer)"
@@ -1583,7 +1605,7 @@ def main(argv=None):
         if args.speed is not None:
             if not 2 <= args.speed_rounds <= 100:
                 raise GradeError(EXIT_USAGE, "--speed-rounds must be 2 to 100")
-            if args.speed_points < 0:
+            if not args.speed_points >= 0:   # NaN too
                 raise GradeError(EXIT_USAGE, "--speed-points must be 0 or more")
             speed = SpeedRules(parse_speed(args.speed), args.speed_at, args.speed_rounds,
                                args.speed_points, args.speed_credit, args.speed_tie)

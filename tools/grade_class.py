@@ -33,8 +33,10 @@ error (a wrong speed target stops it before the first student), 3 no CUDA
 device, 130 stopped.
 """
 import argparse
+import contextlib
 import csv
 import fcntl
+import io
 import json
 import os
 import signal
@@ -346,6 +348,23 @@ def stop_grading(signum, frame):
     raise KeyboardInterrupt
 
 
+def check_grade_options(options):
+    """The options every grading gets, read as grade.py reads them: a bad one
+    stops the class once (exit 2), not each student's grading."""
+    with contextlib.redirect_stderr(io.StringIO()) as said:
+        try:
+            graded = grade.parse_args(options + ["SUBMISSION"])
+        except SystemExit:
+            last = said.getvalue().strip().splitlines()[-1:] or ["a bad option"]
+            raise ClassError(EXIT_USAGE, last[0].replace("grade.py: error: ", "")) from None
+    if graded.jobs < 1:
+        raise ClassError(EXIT_USAGE, "--jobs must be at least 1")
+    if graded.speed is not None and not 2 <= graded.speed_rounds <= 100:
+        raise ClassError(EXIT_USAGE, "--speed-rounds must be 2 to 100")
+    if not graded.speed_points >= 0:   # NaN too
+        raise ClassError(EXIT_USAGE, "--speed-points must be 0 or more")
+
+
 def parse_args(argv):
     parser = argparse.ArgumentParser(description="Grade a folder of submissions into one table.")
     parser.add_argument("submissions", metavar="SUBMISSIONS",
@@ -390,10 +409,6 @@ def main(argv=None):
             raise ClassError(EXIT_USAGE, f"--speed: part 3 (back.cu: {', '.join(backward[:3])}"
                                          f"{' ...' if len(backward) > 3 else ''}) has no speed "
                                          "check yet: grade them without SPEED")
-        nogpu = subprocess.run(["bash", os.path.join(REPO, "tools", "need_gpu.sh"), "class"],
-                               capture_output=True, text=True)
-        if nogpu.returncode != 0:
-            raise ClassError(EXIT_DEVICE, (nogpu.stdout or nogpu.stderr).strip())
         options = [f for f in ("--quick", "--no-sanitizer") if getattr(args, f[2:].replace("-", "_"))]
         if args.op is not None:
             try:
@@ -405,6 +420,11 @@ def main(argv=None):
             value = getattr(args, flag)
             if value is not None:
                 options += ["--" + flag.replace("_", "-"), value]
+        check_grade_options(options)
+        nogpu = subprocess.run(["bash", os.path.join(REPO, "tools", "need_gpu.sh"), "class"],
+                               capture_output=True, text=True)
+        if nogpu.returncode != 0:
+            raise ClassError(EXIT_DEVICE, (nogpu.stdout or nogpu.stderr).strip())
         os.makedirs(args.out, exist_ok=True)
         lock = open_lock(os.environ.get("GRADE_LOCK", "/tmp/grade.lock"))
         signal.signal(signal.SIGTERM, stop_grading)

@@ -247,17 +247,22 @@ def main(argv=None):
                         help="also draw each chart's Chinese twin, <name>.zh-CN.png")
     args = parser.parse_args(argv)
     chart_zh.enabled = args.chinese
+    if args.out_dir is not None and os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
+        print(f"multigpu_chart.py: error: --out-dir {args.out_dir}: not a folder", file=sys.stderr)
+        return 2
     try:
         sum_rows = load(args.sum, schema.read_multigpu_sum)
         vec_rows = load(args.allreduce, schema.read_allreduce)
     except schema.SchemaError as err:
         print(f"multigpu_chart.py: error: {err}", file=sys.stderr)
-        return 1
+        return 2
     if args.summary:
         print("\n".join(summary(sum_rows, vec_rows)))
         return 0
     if (timed(sum_rows) or timed(vec_rows)) and charts.load_matplotlib() is None:
         return charts.no_matplotlib("multigpu_chart.py", "plot")
+    if args.out_dir is not None and (timed(sum_rows) or timed(vec_rows)):
+        os.makedirs(args.out_dir, exist_ok=True)   # as plot.py does
     if timed(sum_rows):
         base = os.path.basename(args.sum)
         name = base[:-len("-multigpu.csv")] if base.endswith("-multigpu.csv") else base[:-4]

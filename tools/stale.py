@@ -374,6 +374,10 @@ def main(argv=None):
     parser.add_argument("--line", action="store_true",
                         help="one line for make test (nothing when nothing is stale)")
     args = parser.parse_args(argv)
+    if not args.root or not os.path.isdir(os.path.join(args.root, "plots")):
+        # Nothing to scan is no answer: a wrong root must not read as "nothing stale".
+        print(f"stale.py: error: --root {args.root!r} holds no plots/ folder", file=sys.stderr)
+        return 2
     hashes = Hashes(args.root)
     found = scan(args.root, hashes)
     if args.line:
