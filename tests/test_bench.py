@@ -1234,6 +1234,13 @@ class BenchOnlyTest(ScriptTest):
         proc = self.bench("--quick", "--rounds", "2", "--round", "3")
         self.assertEqual(proc.returncode, 2)
         self.assertIn("--round 3 is past --rounds 2", proc.stderr)
+        # Paths the bench writes after its timing are checked before it.
+        a_file = os.path.join(REPO, "README.md")
+        for args, said in ((["--out-dir", a_file], "--out-dir"), (["--merge-into", a_file], "--merge-into"),
+                           (["--record-path", os.path.join(REPO, "no-such", "x")], "--record-path")):
+            proc = self.bench("--quick", *args)
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertIn(f"bench.py: error: {said} ", proc.stderr)
 
     def test_only_accepts_labels_and_parts(self):
         self.assertEqual(bench.resolve_only(self.root, ["rows/copy", "cub", "step1_b"]),
