@@ -210,8 +210,18 @@ class MakeTargetTest(ScriptTest):
         reference, results = self.publish_run()
         fake, calls = self.fake_plot_python()
         before = self.folder_text(reference)
+        # A run whose results file does not read (a median that is no number).
+        os.makedirs(self.file("plots", "bad"))
+        with open(os.path.join(results, "test-gpu.csv")) as f:
+            head, first, *rest = f.read().splitlines(keepends=True)
+        columns = head.strip().split(",")
+        cells = first.rstrip("\n").split(",")
+        cells[columns.index("median_us")] = "abc"
+        with open(self.file("plots", "bad", "test-gpu.csv"), "w") as f:
+            f.writelines([head, ",".join(cells) + "\n", *rest])
         for args, words in ((["OUT_DIR=plots/empty"], "nothing to publish"),
-                            (["OUT_DIR=plots/reference"], "the reference itself")):
+                            (["OUT_DIR=plots/reference"], "the reference itself"),
+                            (["OUT_DIR=plots/bad"], "a file does not read")):
             os.makedirs(self.file("plots", "empty"), exist_ok=True)
             proc = self.make("publish", *args, plot_python=fake)
             self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)

@@ -102,6 +102,17 @@ def steps_in(path):
         return None
 
 
+def reader_of(name):
+    """The schema reader of a results file by its name (make plot reads it so)."""
+    if "-profile" in name:
+        return schema.load_profile
+    if name.endswith("-multigpu.csv"):
+        return schema.read_multigpu_sum
+    if name.endswith("-allreduce.csv"):
+        return schema.read_allreduce
+    return schema.read_results
+
+
 def plan(source, dest):
     """(slug, the names to copy) or PublishError; reads only."""
     if os.path.realpath(source) == os.path.realpath(dest):
@@ -132,6 +143,12 @@ def plan(source, dest):
     names = files_of(source, slug, have)
     if not any(n.endswith(".csv") for n in names):
         raise PublishError(f"nothing to publish: {source} holds no results file of {slug}")
+    for name in names:   # a file make plot could not read never replaces the reference's
+        if name.endswith(".csv"):
+            try:
+                reader_of(name)(os.path.join(source, name))
+            except schema.SchemaError as err:
+                raise PublishError(f"not published, a file does not read: {err}") from None
     for name in names:
         old = os.path.join(dest, name)
         if not name.endswith(".csv") or not os.path.isfile(old):
@@ -184,6 +201,11 @@ def main(argv=None):
     parser.add_argument("--record-path", metavar="FILE",
                         help="write the published <gpu>.csv's path here")
     args = parser.parse_args(argv)
+    if os.path.exists(args.dest) and not os.path.isdir(args.dest):
+        parser.error(f"--to {args.dest}: a file, not a folder")
+    if args.record_path and (os.path.isdir(args.record_path) or not os.path.isdir(
+            os.path.dirname(os.path.abspath(args.record_path)))):
+        parser.error(f"--record-path {args.record_path}: a folder, or in a folder that does not exist")
     try:
         slug, names = plan(args.source, args.dest)
     except PublishError as err:
