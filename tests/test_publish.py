@@ -17,12 +17,21 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PUBLISH = os.path.join(REPO, "tools", "publish.py")
 
-HEADER = "step,n,median_us,gpu\n"
 PROFILE_HEADER = "step,kernel,metric,value,unit,gpu,git_rev,code_hash\n"
+# A results file as make bench writes it (publish reads each before it copies):
+# the fixture's first row, its step, GPU and median changed.
+with open(os.path.join(REPO, "tests", "plots", "fixture.csv")) as _handle:
+    HEADER, _ROW = _handle.readline(), _handle.readline().rstrip("\n").split(",")
+_COLUMNS = HEADER.strip().split(",")
 
 
 def results(gpu, steps, median="1.0"):
-    return HEADER + "".join(f"{s},1024,{median},{gpu}\n" for s in steps)
+    def row(step):
+        cells = list(_ROW)
+        for column, value in (("step", step), ("gpu", gpu), ("median_us", median)):
+            cells[_COLUMNS.index(column)] = value
+        return ",".join(cells) + "\n"
+    return HEADER + "".join(row(s) for s in steps)
 
 
 class PublishTest(unittest.TestCase):
