@@ -384,6 +384,13 @@ class ScriptTest(unittest.TestCase):
         self.assertTrue(lines[0].startswith(prefix), lines[0])
         return lines[0]
 
+    def test_an_out_dir_that_is_a_file_is_a_usage_error(self):
+        open(self.out, "w").close()
+        proc = self.run_script("--quick")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("accuracy.py: error: --out-dir", proc.stderr)
+        self.assertFalse(os.path.exists(self.log))   # no program ran
+
     def test_quick_run_files_every_row_in_plan_order(self):
         proc = self.run_script("--quick")
         self.assertEqual(proc.returncode, 0, proc.stderr)

@@ -196,6 +196,18 @@ class ProfileRunTest(ScriptTest):
         self.assertEqual({r["step"] for r in rows}, {"cub"})
         self.assertEqual(len(rows), len(profile.METRICS))
 
+    def test_paths_it_cannot_write_are_said_before_ncu(self):
+        a_file = os.path.join(self.top, "a-file")
+        open(a_file, "w").close()
+        for args, said in ((["--csv", self.top], "--csv"), (["--out-dir", a_file], "--out-dir"),
+                           (["--merge-into", a_file], "--merge-into")):
+            proc = self.profile("--all", *args)
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertIn(f"profile.py: error: {said} ", proc.stderr)
+        self.assertFalse(os.path.exists(self.ncu_log))  # stopped before running ncu
+        proc = self.profile("--rows", "--step", "0", "--shape", "0x5")
+        self.assertEqual(proc.returncode, 2)
+
     def test_old_build_without_version(self):
         proc = self.profile("--all", "--csv", os.path.join(self.top, "p.csv"), FAKE_NO_VERSION="1")
         self.assertEqual(proc.returncode, 2)

@@ -584,9 +584,15 @@ def parse_args(argv):
         args.merge_path = None
     if args.rows:
         rows, _, cols = args.shape.partition("x")
-        if not (rows.isdigit() and cols.isdigit()):
-            parser.error(f"--shape needs ROWSxCOLS, got {args.shape!r}")
+        if not (rows.isdigit() and cols.isdigit() and int(rows) > 0 and int(cols) > 0):
+            parser.error(f"--shape needs ROWSxCOLS of at least 1x1, got {args.shape!r}")
         args.n = (int(rows), int(cols))
+    # Written after the profiling: a path that cannot take them is said now.
+    for flag, folder in (("--out-dir", args.out_dir), ("--merge-into", args.merge_into)):
+        if folder and os.path.exists(folder) and not os.path.isdir(folder):
+            parser.error(f"{flag} {folder}: a file, not a folder")
+    if args.csv and os.path.isdir(args.csv):   # a missing folder is made (write_long_csv)
+        parser.error(f"--csv {args.csv}: a folder, not a file")
     return args
 
 
