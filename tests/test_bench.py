@@ -1840,6 +1840,20 @@ class TorchRowsTest(ScriptTest):
                                "--shapes", shapes, "--ops", ops, "--reps", "2", "--warmup", "1"],
                               capture_output=True, text=True, env=clean_env(**env), timeout=120)
 
+    def test_bad_ops_and_a_csv_it_cannot_write_are_said_before_torch(self):
+        import subprocess
+        fake = os.path.join(REPO, "tests", "fake_torch")
+        for args, said in ((["--csv", self.top, "--ops", "sum"], "--csv"),
+                           (["--csv", os.path.join(self.top, "no", "t.csv"), "--ops", "sum"], "--csv"),
+                           (["--csv", os.path.join(self.top, "t.csv"), "--ops", ""], "--ops"),
+                           (["--csv", os.path.join(self.top, "t.csv"), "--ops", "sum", "--reps", "0"],
+                            "--reps")):
+            proc = subprocess.run([sys.executable, self.TORCH_ROWS, *args], capture_output=True,
+                                  text=True, env=clean_env(PYTHONPATH=fake), timeout=120)
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+            self.assertIn(f"torch_rows: error: {said}", proc.stderr)
+
     def test_each_op_says_how_many_repetitions_it_made_again(self):
         """On tests/fake_torch, whose first two start events say the GPU got
         there first: the first op's two repetitions made again, named."""
@@ -1887,7 +1901,7 @@ class TorchRowsTest(ScriptTest):
                          (3, "torch_rows: no torch in this python (skipped)"))
         proc = self.run_torch_rows(python, "layernorm_backward_f16")
         self.assertEqual(proc.returncode, 2)
-        self.assert_one_line(proc.stderr, "torch_rows: error: ops are ")
+        self.assert_one_line(proc.stderr, "torch_rows: error: --ops 'layernorm_backward_f16': ops are ")
         self.assertIn("layernorm_backward", proc.stderr)
 
 

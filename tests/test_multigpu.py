@@ -156,6 +156,19 @@ class ColumnTests(unittest.TestCase):
         self.assertEqual(torch_dist.shard(1, 2, 1), (1, 0))
         self.assertEqual([torch_dist.pattern_sum(n) for n in (3, 4, 5, 6)], [0, -1, -1, 0])
 
+    def test_torch_dist_refuses_bad_input_before_torch(self):
+        # Each rank would otherwise fail after NCCL started (or do nothing, exit 0).
+        self.assertEqual(torch_dist.sizes("1M, 2G,7"), [1 << 20, 2 << 30, 7])
+        for bad in ("abc", "1,,2", "0", "-4"):
+            with self.assertRaises(ValueError, msg=bad):
+                torch_dist.sizes(bad)
+        for argv in (["--allreduce-csv", "a.csv", "--reps", "0"], [],
+                     ["--sum-csv", "s.csv"], ["--sum-csv", "s.csv", "--sizes", "1,,2"],
+                     ["--allreduce-csv", "a.csv", "--max-bytes", "0"]):
+            with contextlib.redirect_stderr(io.StringIO()), self.assertRaises(SystemExit) as caught:
+                torch_dist.main(argv)
+            self.assertEqual(caught.exception.code, 2, argv)
+
 
 class FixtureTests(unittest.TestCase):
     def setUp(self):

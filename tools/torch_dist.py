@@ -34,7 +34,10 @@ def sizes(text):
     for item in text.split(","):
         item = item.strip()
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(item[-1:].upper(), 1)
-        out.append(int(item[:-1] if mult > 1 else item) * mult)
+        digits = item[:-1] if mult > 1 else item
+        if not digits.isdigit() or int(digits) == 0:
+            raise ValueError(f"{item!r} is not a count of floats (such as 1M or 1073741824)")
+        out.append(int(digits) * mult)
     return out
 
 
@@ -58,7 +61,7 @@ def write_rows(path, columns, rows):
             handle.write(",".join(str(row.get(c, "")) for c in columns) + "\n")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--allreduce-csv")
     parser.add_argument("--sum-csv")
@@ -68,7 +71,18 @@ def main():
     parser.add_argument("--sizes", default="")
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    # Said before torch and NCCL start, once, not on every rank after them.
+    if args.reps < 1 or args.warmup < 0 or args.max_bytes < 4:
+        parser.error("--reps must be at least 1, --warmup at least 0, --max-bytes at least 4")
+    if not (args.allreduce_csv or args.sum_csv):
+        parser.error("give --allreduce-csv, --sum-csv or both: nothing to measure")
+    if args.sum_csv and not args.sizes:
+        parser.error("--sum-csv needs --sizes (the n to sum, such as 1M,1G)")
+    try:
+        sizes(args.sizes) if args.sizes else None
+    except ValueError as err:
+        parser.error(f"--sizes: {err}")
     try:
         import torch
         import torch.distributed as dist

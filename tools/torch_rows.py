@@ -436,9 +436,18 @@ def main(argv=None):
     args = parser.parse_args(argv)
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
     bad = [o for o in ops if o.removeprefix(COMPILED) not in OPS]
-    if bad or args.reps < 1 or args.warmup < 0 or args.sleep_cycles < 0:
-        print(f"torch_rows: error: ops are {', '.join(OPS)}, each also as compiled/<op>; "
-              "reps >= 1, warmup >= 0, sleep-cycles >= 0", file=sys.stderr)
+    if bad or not ops:
+        print(f"torch_rows: error: --ops {args.ops!r}: ops are {', '.join(OPS)}, each also as "
+              "compiled/<op>", file=sys.stderr)
+        return 2
+    if args.reps < 1 or args.warmup < 0 or args.sleep_cycles < 0:
+        print("torch_rows: error: --reps must be at least 1, --warmup and --sleep-cycles at "
+              "least 0", file=sys.stderr)
+        return 2
+    if os.path.isdir(args.csv) or not os.path.isdir(os.path.dirname(os.path.abspath(args.csv))):
+        # Written after the timing: said now.
+        print(f"torch_rows: error: --csv {args.csv}: a folder, or in a folder that does not "
+              "exist", file=sys.stderr)
         return 2
     try:
         import torch
