@@ -36,7 +36,7 @@ STRINGS = {
     "all-reduce of 1 GiB, busbw GB/s": "1 GiB all-reduce，busbw（GB/s）",
     "speed-up of {gpus} GPUs at n = {n}": "{gpus} 块 GPU 在 n = {n} 时的加速比",
     "crossover (the GPUs ahead from n =)": "交叉点（多块 GPU 从 n = 多少起领先）",
-    "{n} ({ratio}; the smallest n it ran)": "{n}（{ratio}；它测过的最小的 n）",
+    "{n} ({ratio}; the smallest n it ran)": "{n}（{ratio}；该设置测过的最小 n）",
     "{n} ({ratio})": "{n}（{ratio}）",
     "Each cell is the median of {rounds} rounds, the fastest and slowest in brackets.":
         "每格取 {rounds} 轮的中位数，方括号里是最快和最慢的一轮。",
@@ -48,7 +48,7 @@ STRINGS = {
     "one GPU at the same n and round), with the all-reduce combine.":
         "{none}：这次运行没有测。加速比的参照是同一次运行里用一块 GPU 对全部 n 跑第 9 步"
         "（torch 一列的参照是一块 GPU 上的 `torch.sum`；每个进程只负责一个 rank 时不跑单 GPU "
-        "基线，所以它的加速比取同一个 n、同一轮里单进程那次运行的一块 GPU 作参照），"
+        "参照，所以它的加速比取同一个 n、同一轮里单进程那次运行的一块 GPU 作参照），"
         "合并方式为 all-reduce。",
     "From {sum} and {allreduce}: {gpus} x {gpu}, NCCL {nccl}, revision {rev}.":
         "数据来自 {sum} 和 {allreduce}：{gpus} 块 {gpu}，NCCL {nccl}，代码版本 {rev}。",
