@@ -12,6 +12,7 @@ import io
 import os
 import re
 import sys
+import tempfile
 import unittest
 from unittest import mock
 
@@ -84,6 +85,25 @@ class GuardTests(unittest.TestCase):
         with self.assertRaises(ValueError):
             ended(raising(ValueError("x")), debug="PLOT_DEBUG")
         self.assertEqual(ended(raising(ValueError("x")))[0], cli.EXIT_FAILED)
+
+
+class OutputPathTests(unittest.TestCase):
+    """cli.output_problem: what every tool asks of a path it writes after
+    its work (a folder it fills, made if missing; or a file)."""
+
+    def test_each_problem_and_none(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a_file = os.path.join(tmp, "f.csv")
+            open(a_file, "w").close()
+            self.assertEqual(cli.output_problem(None), "")
+            self.assertEqual(cli.output_problem(a_file), "")
+            self.assertEqual(cli.output_problem(os.path.join(tmp, "new.csv")), "")
+            self.assertEqual(cli.output_problem(tmp), "a folder, not a file")
+            self.assertEqual(cli.output_problem(""), "an empty path")
+            self.assertIn("does not exist", cli.output_problem(os.path.join(tmp, "no", "x.csv")))
+            self.assertEqual(cli.output_problem(tmp, folder=True), "")
+            self.assertEqual(cli.output_problem(os.path.join(tmp, "new"), folder=True), "")
+            self.assertEqual(cli.output_problem(a_file, folder=True), "a file, not a folder")
 
 
 class ToolsTests(unittest.TestCase):

@@ -447,8 +447,9 @@ def parse_args(argv):
     args = parser.parse_args(argv)
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
-    if os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
-        parser.error(f"--out-dir {args.out_dir}: a file, not a folder")
+    problem = cli.output_problem(args.out_dir, folder=True)
+    if problem:
+        parser.error(f"--out-dir {args.out_dir}: {problem}")
     return args
 
 

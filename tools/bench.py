@@ -905,12 +905,12 @@ def parse_args(argv):
     args.root = os.path.abspath(args.root)
     args.out_dir = args.out_dir or os.path.join(args.root, "plots", "results")
     # Written after the timing: a path that cannot take them is said now.
-    for flag, folder in (("--out-dir", args.out_dir), ("--merge-into", args.merge_into)):
-        if folder and os.path.exists(folder) and not os.path.isdir(folder):
-            parser.error(f"{flag} {folder}: a file, not a folder")
-    for flag, path in (("--record-path", args.record_path), ("--checks-only", args.checks_only)):
-        if path and (os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path)))):
-            parser.error(f"{flag} {path}: a folder, or in a folder that does not exist")
+    for flag, path, folder in (("--out-dir", args.out_dir, True), ("--merge-into", args.merge_into, True),
+                               ("--record-path", args.record_path, False),
+                               ("--checks-only", args.checks_only, False)):
+        problem = cli.output_problem(path, folder)
+        if problem:
+            parser.error(f"{flag} {path}: {problem}")
     return args
 
 

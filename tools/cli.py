@@ -20,6 +20,28 @@ EXIT_INTERRUPTED = 130
 DEBUG = "TOOLS_DEBUG"
 
 
+def output_problem(path, folder=False):
+    """Why a tool cannot write its output at path, or "" (also for no path).
+    folder: path is a folder the tool writes into, made if missing, so only
+    a file in its place is a problem; else path is a file, and a folder in
+    its place, or a missing folder above it, is. A tool asks before its work,
+    so that a bad path is one line at the start, not a traceback at the end."""
+    if path is None:
+        return ""
+    if folder:
+        return "a file, not a folder" if os.path.exists(path) and not os.path.isdir(path) else ""
+    if not path:
+        return "an empty path"
+    if os.path.isdir(path):
+        return "a folder, not a file"
+    above = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(above):
+        return f"its folder {above} does not exist"
+    if not os.access(above, os.W_OK):
+        return f"its folder {above} is not writable"
+    return ""
+
+
 def os_error_text(err):
     """'No such file or directory: path', as the tools report a file error."""
     where = f": {err.filename}" if err.filename else ""

@@ -1558,20 +1558,6 @@ def parse_args(argv):
     return parser.parse_args(argv)
 
 
-def unwritable(path):
-    """Why a report cannot be written at path, or "" (None: no report asked)."""
-    if path is None:
-        return ""
-    if not path or os.path.isdir(path):
-        return "is a directory, not a file" if path else "is empty"
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"its folder {folder} does not exist"
-    if not os.access(folder, os.W_OK):
-        return f"its folder {folder} is not writable"
-    return ""
-
-
 def stop(signum, frame):
     """Ctrl-C, or SIGTERM (make class's time limit, a CI job's timeout): the
     grading stops, once; a second signal does not cut its cleanup short."""
@@ -1592,7 +1578,7 @@ def main(argv=None):
     # is said now, not after minutes of checks.
     for flag, path in (("--junit", args.junit), ("--gradescope", args.gradescope),
                        ("--summary", args.summary)):
-        problem = unwritable(path)
+        problem = cli.output_problem(path)
         if problem:
             print(f"grade: error: {flag} {path}: {problem}", file=sys.stderr)
             return EXIT_USAGE

@@ -22,6 +22,7 @@ import sys
 
 import chart_zh  # the Chinese twin of each chart
 import charts  # matplotlib loaded, charts saved
+import cli
 import schema
 
 BIG_NS = (1 << 30, (1 << 31) - 1)   # where two GPUs must reach SPEEDUP_TARGET
@@ -247,8 +248,9 @@ def main(argv=None):
                         help="also draw each chart's Chinese twin, <name>.zh-CN.png")
     args = parser.parse_args(argv)
     chart_zh.enabled = args.chinese
-    if args.out_dir is not None and os.path.exists(args.out_dir) and not os.path.isdir(args.out_dir):
-        print(f"multigpu_chart.py: error: --out-dir {args.out_dir}: not a folder", file=sys.stderr)
+    problem = cli.output_problem(args.out_dir, folder=True)
+    if problem:
+        print(f"multigpu_chart.py: error: --out-dir {args.out_dir}: {problem}", file=sys.stderr)
         return 2
     try:
         sum_rows = load(args.sum, schema.read_multigpu_sum)

@@ -589,8 +589,9 @@ def parse_args(argv):
         args.n = (int(rows), int(cols))
     # Written after the profiling: a path that cannot take them is said now.
     for flag, folder in (("--out-dir", args.out_dir), ("--merge-into", args.merge_into)):
-        if folder and os.path.exists(folder) and not os.path.isdir(folder):
-            parser.error(f"{flag} {folder}: a file, not a folder")
+        problem = cli.output_problem(folder, folder=True)
+        if problem:
+            parser.error(f"{flag} {folder}: {problem}")
     if args.csv and os.path.isdir(args.csv):   # a missing folder is made (write_long_csv)
         parser.error(f"--csv {args.csv}: a folder, not a file")
     return args

@@ -201,11 +201,10 @@ def main(argv=None):
     parser.add_argument("--record-path", metavar="FILE",
                         help="write the published <gpu>.csv's path here")
     args = parser.parse_args(argv)
-    if os.path.exists(args.dest) and not os.path.isdir(args.dest):
-        parser.error(f"--to {args.dest}: a file, not a folder")
-    if args.record_path and (os.path.isdir(args.record_path) or not os.path.isdir(
-            os.path.dirname(os.path.abspath(args.record_path)))):
-        parser.error(f"--record-path {args.record_path}: a folder, or in a folder that does not exist")
+    for flag, path, folder in (("--to", args.dest, True), ("--record-path", args.record_path, False)):
+        problem = cli.output_problem(path, folder)
+        if problem:
+            parser.error(f"{flag} {path}: {problem}")
     try:
         slug, names = plan(args.source, args.dest)
     except PublishError as err:

@@ -78,6 +78,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+import cli  # noqa: E402
 import schema  # noqa: E402
 # tools/ holds a profile.py, which would shadow the standard library's
 # profile module that torch.compile imports (through cProfile): once schema
@@ -444,10 +445,9 @@ def main(argv=None):
         print("torch_rows: error: --reps must be at least 1, --warmup and --sleep-cycles at "
               "least 0", file=sys.stderr)
         return 2
-    if os.path.isdir(args.csv) or not os.path.isdir(os.path.dirname(os.path.abspath(args.csv))):
-        # Written after the timing: said now.
-        print(f"torch_rows: error: --csv {args.csv}: a folder, or in a folder that does not "
-              "exist", file=sys.stderr)
+    problem = cli.output_problem(args.csv)   # written after the timing: said now
+    if problem:
+        print(f"torch_rows: error: --csv {args.csv}: {problem}", file=sys.stderr)
         return 2
     try:
         import torch
