@@ -11,6 +11,7 @@ import glob
 import os
 import statistics
 
+import compare
 import multigpu_chart as mc
 import schema
 import stale
@@ -124,20 +125,20 @@ def table(sum_rows, vec_rows, hashes, tr, sum_path, vec_path, rel):
                  "one GPU at the same n and round), with the all-reduce combine.", none=NONE),
               tr("From {sum} and {allreduce}: {gpus} x {gpu}, NCCL {nccl}, revision {rev}.",
                  sum=f"`{rel(sum_path)}`", allreduce=f"`{rel(vec_path)}`" if vec_path else NONE,
-                 gpus=gpus, gpu=_distinct(r["gpu"] for r in sums + vecs),
-                 nccl=_distinct(r["nccl"] for r in sums + vecs if r["source"] == "nccl"),
-                 rev=_distinct(r["git_rev"] for r in sums + vecs))]
+                 gpus=gpus, gpu=_versions(r["gpu"] for r in sums + vecs),
+                 nccl=_versions(r["nccl"] for r in sums + vecs if r["source"] == "nccl"),
+                 rev=_versions(r["git_rev"] for r in sums + vecs))]
     theirs = [r for r in sums + vecs if r["source"] == "torch"]
     if theirs:
         lines[-1] += tr(" PyTorch: {torch}, its own NCCL {nccl}.",
-                        torch=_distinct(r["toolchain"] for r in theirs),
-                        nccl=_distinct(r["nccl"] for r in theirs))
+                        torch=_versions(r["toolchain"] for r in theirs),
+                        nccl=_versions(r["nccl"] for r in theirs))
     return lines + marks.note(tr)
 
 
-def _distinct(values):
-    seen = list(dict.fromkeys(v for v in values if v))
-    return ", ".join(seen) if seen else NONE
+def _versions(values):
+    """compare.distinct of the non-empty values, NONE for none."""
+    return compare.distinct(v for v in values if v) or NONE
 
 
 def measured_block(results_dir, hashes, tr, rel):
