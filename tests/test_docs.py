@@ -512,6 +512,17 @@ class RunTests(Repo):
         self.assert_one_line_error(proc)
         self.assertIn("not found", proc.stderr)
 
+    def test_an_empty_file_option_is_refused_not_the_default(self):
+        # The default results are there: an empty --results must not fall back to them.
+        shutil.copy(self.results, self.path(docs.DEFAULT_RESULTS))
+        before = self.snapshot()
+        for option in ("--results", "--profile", "--accuracy"):
+            with self.subTest(option):
+                proc = self.run_docs(option, "")
+                self.assert_one_line_error(proc)
+                self.assertIn(f"{option} needs a file", proc.stderr)
+        self.assertEqual(self.snapshot(), before)
+
     def test_missing_profile_given_explicitly(self):
         proc = self.run_docs("--profile", self.path("nope-profile.csv"))
         self.assert_one_line_error(proc)

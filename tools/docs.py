@@ -844,6 +844,10 @@ def parse_args(argv):
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any page is out of date")
     args = parser.parse_args(argv)
+    # An empty value (an unset shell variable) is a mistake, not "the default".
+    for option in ("results", "profile", "accuracy"):
+        if getattr(args, option) == "":
+            parser.error(f"--{option} needs a file, got ''")
     args.results = args.results or os.path.join(args.root, DEFAULT_RESULTS)
     if args.profile is None:
         args.profile = default_profile(args.results)
