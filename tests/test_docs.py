@@ -756,6 +756,16 @@ class GeneratedTests(unittest.TestCase):
         self.assertEqual([schema.power_label(n) for n in (1 << 25, 1 << 28, 1, 1000, 0)],
                          ["2^25", "2^28", "2^0", "1000", "0"])
 
+    def test_one_empty_cell_mark(self):
+        """NONE_MARK is written once (tools/rows_docs.py), so that no table's
+        empty cell can drift from the others'."""
+        own = []
+        for name in sorted(os.listdir(os.path.join(REPO, "tools"))):
+            if name.endswith(".py"):
+                with open(os.path.join(REPO, "tools", name), encoding="utf-8") as handle:
+                    own += [name for line in handle if line.startswith("NONE_MARK =")]
+        self.assertEqual(own, ["rows_docs.py"])
+
 
 # ----------------------------------------------------------------------------
 # ACCURACY.md's variance block (tools/variance.c's CSV)

@@ -58,12 +58,12 @@ import zh_strings  # the Chinese forms, docs/glossary.zh-CN.md
 from compare import TABLE_SIZES
 import generated  # the diff blocks
 from generated import fill_blocks, has_block, markers, read_text, write_if_changed
+from rows_docs import NONE_MARK  # an empty cell, the same in every table
 from schema import power_label
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
-NONE_MARK = "—"
 EXIT_STALE, EXIT_INPUT = cli.EXIT_FAILED, cli.EXIT_USAGE   # blocks out of date; bad input
 
 # A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
