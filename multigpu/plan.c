@@ -48,7 +48,8 @@ void mg_usage(const char *prog)
            "                  GPUs); rank 0 writes NCCL's unique id to PATH, the others read it\n"
            "  --wait S        ranks > 0 wait at most S seconds for PATH (default 60)\n"
            "  --vector        instead of the sum: ncclAllReduce of 4 B .. --max-bytes of floats,\n"
-           "                  in place, doubling; time, algbw and busbw (as nccl-tests defines them)\n"
+           "                  in place, doubling; time, algbw and busbw (as nccl-tests defines them);\n"
+           "                  no --n or --combine with it\n"
            "  --max-bytes B   the largest vector (default 1G)\n"
            "  --reps R        timed repetitions, median reported (default 20)\n"
            "  --warmup W      untimed repetitions first (default 3)\n"
@@ -77,11 +78,24 @@ static int int_option(const char *flag, const char *v, long lo, long hi, const c
     return 0;
 }
 
+/* 1 if the comma-separated list v has an empty item ("1,,2", ",1", "1,"),
+ * which strtok_r would skip: a typo, not a shorter list. */
+static int empty_item(const char *v)
+{
+    size_t len = strlen(v);
+    return len == 0 || v[0] == ',' || v[len - 1] == ',' || strstr(v, ",,") != NULL;
+}
+
 static int parse_sizes(const char *v, struct mg_options *o, char *err, size_t err_len)
 {
     char list[1024];
     if (v == NULL || *v == '\0' || strlen(v) >= sizeof list) {
         snprintf(err, err_len, "--n needs sizes such as 1000 or 1M,32M, got '%s'", v ? v : "");
+        return -1;
+    }
+    if (empty_item(v)) {
+        snprintf(err, err_len, "--n needs sizes such as 1000 or 1M,32M, got '%s' (an empty one)",
+                 v);
         return -1;
     }
     snprintf(list, sizeof list, "%s", v);
@@ -120,7 +134,7 @@ static int parse_combines(const char *v, struct mg_options *o, char *err, size_t
     const char *const names[] = {"allreduce", "reduce", "host", "all",
                                  "a comma-separated list"};
     option_names(names, 5, what, sizeof what);
-    if (v == NULL || *v == '\0' || strlen(v) >= sizeof list) {
+    if (v == NULL || empty_item(v) || strlen(v) >= sizeof list) {
         snprintf(err, err_len, "--combine must be %s, got '%s'", what, v ? v : "");
         return -1;
     }
@@ -169,7 +183,7 @@ enum parse_status mg_parse(int argc, char **argv, struct mg_options *o, char *er
     o->fill = FILL_EXACT;
     o->flush = 1;
     o->baseline = 1;
-    int rank_given = 0;
+    int rank_given = 0, sizes_given = 0, combines_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
@@ -187,9 +201,11 @@ enum parse_status mg_parse(int argc, char **argv, struct mg_options *o, char *er
         } else if (option_value(argc, argv, &i, "--n", &v)) {
             if (parse_sizes(v, o, err, err_len) != 0)
                 return PARSE_ERROR;
+            sizes_given = 1;
         } else if (option_value(argc, argv, &i, "--combine", &v)) {
             if (parse_combines(v, o, err, err_len) != 0)
                 return PARSE_ERROR;
+            combines_given = 1;
         } else if (option_value(argc, argv, &i, "--gpus", &v)) {
             if (int_option("--gpus", v, 1, MG_MAX_GPUS, NULL, &o->gpus, err, err_len) != 0)
                 return PARSE_ERROR;
@@ -240,6 +256,12 @@ enum parse_status mg_parse(int argc, char **argv, struct mg_options *o, char *er
             option_unknown(a, NULL, err, err_len);
             return PARSE_ERROR;
         }
+    }
+    /* The sweep has sizes of its own and one collective: it would ignore these. */
+    if (o->vector && (sizes_given || combines_given)) {
+        snprintf(err, err_len, "--vector sweeps 4 B .. --max-bytes with ncclAllReduce: it takes "
+                               "no %s", sizes_given ? "--n" : "--combine");
+        return PARSE_ERROR;
     }
     /* One process per GPU needs all three; any one alone is a mistake. */
     int per_process = rank_given || o->world > 0 || o->id_file != NULL;

@@ -71,6 +71,14 @@ static void test_options(void)
     EXPECT(parse("--n 0", &o, err) == PARSE_ERROR && strstr(err, "at least 1"));
     EXPECT(parse("--n abc", &o, err) == PARSE_ERROR);
     EXPECT(parse("--n 1,,x", &o, err) == PARSE_ERROR);
+    /* An empty item is a typo, not a list one size shorter. */
+    EXPECT(parse("--n 1,,2", &o, err) == PARSE_ERROR && strstr(err, "an empty one"));
+    EXPECT(parse("--n ,1", &o, err) == PARSE_ERROR && strstr(err, "an empty one"));
+    EXPECT(parse("--n 1,", &o, err) == PARSE_ERROR && strstr(err, "an empty one"));
+    EXPECT(parse("--n ,", &o, err) == PARSE_ERROR);
+    EXPECT(parse("--combine host,,reduce", &o, err) == PARSE_ERROR &&
+           strstr(err, "--combine"));
+    EXPECT(parse("--combine reduce,", &o, err) == PARSE_ERROR);
     EXPECT(parse("--combine sum", &o, err) == PARSE_ERROR && strstr(err, "--combine"));
     EXPECT(parse("--combine reduce,reduce", &o, err) == PARSE_ERROR);
     EXPECT(parse("--rank 1 --world 2 --id-file /tmp/x", &o, err) == PARSE_OK &&
@@ -85,6 +93,14 @@ static void test_options(void)
     EXPECT(parse("--vector --max-bytes 1M --check", &o, err) == PARSE_OK && o.vector &&
            o.max_bytes == ((size_t)1 << 20) && o.check_only);
     EXPECT(parse("--max-bytes 2", &o, err) == PARSE_ERROR);
+    /* --vector sweeps sizes of its own with ncclAllReduce: --n and --combine
+     * beside it would be ignored. */
+    EXPECT(parse("--vector --n 1M", &o, err) == PARSE_ERROR &&
+           strcmp(err, "--vector sweeps 4 B .. --max-bytes with ncclAllReduce: it takes no "
+                       "--n") == 0);
+    EXPECT(parse("--combine reduce --vector", &o, err) == PARSE_ERROR &&
+           strstr(err, "takes no --combine"));
+    EXPECT(parse("--vector --n 1 --combine host", &o, err) == PARSE_ERROR);
     EXPECT(parse("--fill random --seed 7 --reps 5 --warmup 0 --no-flush --no-baseline", &o,
                  err) == PARSE_OK && o.fill == FILL_RANDOM && o.seed == 7 && o.reps == 5 &&
            o.warmup == 0 && !o.flush && !o.baseline);

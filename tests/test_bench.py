@@ -1843,16 +1843,25 @@ class TorchRowsTest(ScriptTest):
     def test_bad_ops_and_a_csv_it_cannot_write_are_said_before_torch(self):
         import subprocess
         fake = os.path.join(REPO, "tests", "fake_torch")
+        # A torch that cannot be imported: a check made after the import would exit 3.
+        absent = os.path.join(self.top, "absent_torch")
+        os.makedirs(os.path.join(absent, "torch"))
+        with open(os.path.join(absent, "torch", "__init__.py"), "w") as handle:
+            handle.write("raise ImportError('torch imported before the checks')\n")
         for args, said in ((["--csv", self.top, "--ops", "sum"], "--csv"),
                            (["--csv", os.path.join(self.top, "no", "t.csv"), "--ops", "sum"], "--csv"),
                            (["--csv", os.path.join(self.top, "t.csv"), "--ops", ""], "--ops"),
+                           (["--csv", os.path.join(self.top, "t.csv"), "--ops", " , "], "--ops"),
                            (["--csv", os.path.join(self.top, "t.csv"), "--ops", "sum", "--reps", "0"],
                             "--reps")):
-            proc = subprocess.run([sys.executable, self.TORCH_ROWS, *args], capture_output=True,
-                                  text=True, env=clean_env(PYTHONPATH=fake), timeout=120)
-            self.assertEqual(proc.returncode, 2, args)
-            self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
-            self.assertIn(f"torch_rows: error: {said}", proc.stderr)
+            for torch_path in (fake, absent):
+                with self.subTest(args=args, torch=os.path.basename(torch_path)):
+                    proc = subprocess.run([sys.executable, self.TORCH_ROWS, *args],
+                                          capture_output=True, text=True,
+                                          env=clean_env(PYTHONPATH=torch_path), timeout=120)
+                    self.assertEqual(proc.returncode, 2, proc.stderr)
+                    self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+                    self.assertIn(f"torch_rows: error: {said}", proc.stderr)
 
     def test_each_op_says_how_many_repetitions_it_made_again(self):
         """On tests/fake_torch, whose first two start events say the GPU got

@@ -449,6 +449,25 @@ class HashCheckSelfTest(unittest.TestCase):
                 f.write("// a new comment\n" + text.replace("\n", "  \n"))
             self.assertEqual(code_hash([a]), code_hash([b]))
 
+    def test_the_command_line_helps_and_refuses_an_unknown_option(self):
+        def run(*args):   # -S, as make runs it
+            return subprocess.run([sys.executable, "-S", os.path.join(REPO, "tools", "code_hash.py"),
+                                   *args], capture_output=True, text=True, timeout=60)
+        for args in (["--help"], ["-h"], ["--flags", "-O3", "--help"]):
+            with self.subTest(args):
+                proc = run(*args)
+                self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+                self.assertTrue(proc.stdout.startswith("usage: code_hash.py [--flags TEXT]"),
+                                proc.stdout)
+        for args, said in ((["--bogus"], "unknown option '--bogus'"),
+                           (["--program", "step0_naive", "-x"], "unknown option '-x'"),
+                           (["--program"], "usage: code_hash.py"), ([], "usage: code_hash.py")):
+            with self.subTest(args):
+                proc = run(*args)
+                self.assertEqual((proc.returncode, proc.stdout), (2, ""), proc.stderr)
+                self.assertEqual(len(proc.stderr.splitlines()), 1, proc.stderr)
+                self.assertIn(said, proc.stderr)
+
 
 # ------------------------------------------------------------------ provenance
 

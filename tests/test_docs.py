@@ -512,6 +512,17 @@ class RunTests(Repo):
         self.assert_one_line_error(proc)
         self.assertIn("not found", proc.stderr)
 
+    def test_an_empty_file_option_is_refused_not_the_default(self):
+        # The default results are there: an empty --results must not fall back to them.
+        shutil.copy(self.results, self.path(docs.DEFAULT_RESULTS))
+        before = self.snapshot()
+        for option in ("--results", "--profile", "--accuracy"):
+            with self.subTest(option):
+                proc = self.run_docs(option, "")
+                self.assert_one_line_error(proc)
+                self.assertIn(f"{option} needs a file", proc.stderr)
+        self.assertEqual(self.snapshot(), before)
+
     def test_missing_profile_given_explicitly(self):
         proc = self.run_docs("--profile", self.path("nope-profile.csv"))
         self.assert_one_line_error(proc)
@@ -744,6 +755,16 @@ class GeneratedTests(unittest.TestCase):
     def test_power_label(self):
         self.assertEqual([schema.power_label(n) for n in (1 << 25, 1 << 28, 1, 1000, 0)],
                          ["2^25", "2^28", "2^0", "1000", "0"])
+
+    def test_one_empty_cell_mark(self):
+        """NONE_MARK is written once (tools/rows_docs.py), so that no table's
+        empty cell can drift from the others'."""
+        own = []
+        for name in sorted(os.listdir(os.path.join(REPO, "tools"))):
+            if name.endswith(".py"):
+                with open(os.path.join(REPO, "tools", name), encoding="utf-8") as handle:
+                    own += [name for line in handle if line.startswith("NONE_MARK =")]
+        self.assertEqual(own, ["rows_docs.py"])
 
 
 # ----------------------------------------------------------------------------

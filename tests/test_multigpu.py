@@ -116,7 +116,9 @@ class ProgramTests(unittest.TestCase):
                      ["--rank", "2", "--world", "2", "--id-file", "/tmp/x"],
                      ["--rank", "0", "--world", "2"],
                      ["--rank", "0", "--world", "2", "--id-file", "f", "--combine", "host"],
-                     ["--bogus"], ["--csv", "/no/such/dir/x.csv", "--check"]):
+                     ["--bogus"], ["--csv", "/no/such/dir/x.csv", "--check"],
+                     ["--n", "1,,2", "--check"], ["--vector", "--n", "1M", "--check"],
+                     ["--vector", "--combine", "reduce", "--check"]):
             with self.subTest(args=args):
                 proc = self.run_program(*args)
                 self.assertEqual(proc.returncode, 2, proc.stderr)

@@ -1436,6 +1436,17 @@ class DrawingTests(unittest.TestCase):
         self.assertTrue(lines[0].startswith("diagrams.py: error:"), lines[0])
         self.assertNotIn("Traceback", proc.stderr)
 
+    def test_missing_root_is_one_line_exit_2_and_makes_nothing(self):
+        # Said before matplotlib is looked for, and no plots/diagrams/ made under it.
+        missing = os.path.join(self.tmp, "none")
+        for args in (("--root", missing), ("--root", missing, "--steps", "step1_divergence")):
+            with self.subTest(args):
+                proc = run_diagrams(*args)
+                self.assertEqual(proc.returncode, 2, proc.stderr)
+                self.assertEqual(proc.stderr, f"diagrams.py: error: --root {missing!r} is not a "
+                                              "folder\n")
+                self.assertFalse(os.path.exists(missing))
+
 
 if __name__ == "__main__":
     from counting import run_module

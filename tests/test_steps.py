@@ -223,7 +223,12 @@ class Tree(unittest.TestCase):
                            (("base", "rows/9"), "no step rows/9"), (("dir",), "give a step"),
                            (("dir-base", "9"), "no step 9"),
                            (("list", "part3"), "got 'part3'"), (("bogus",), "invalid choice"),
-                           ((), "required"), (("dir", "1", "2"), "unrecognized arguments")):
+                           ((), "required"), (("dir", "1", "2"), "unrecognized arguments"),
+                           # A wrong --root is no tree of no steps.
+                           (("--root", os.path.join(self.root, "none"), "list"), "is not a folder"),
+                           (("--root", os.path.join(self.root, "none"), "next", "rows"),
+                            "is not a folder"),
+                           (("--root", "", "dir", "0"), "--root '' is not a folder")):
             with self.subTest(args):
                 proc = self.cli(*args)
                 self.assertEqual(proc.returncode, 2)

@@ -19,7 +19,10 @@ import os
 import re
 import sys
 
+import cli  # the exit codes
+
 HASH_CHARS = 12
+USAGE = "usage: code_hash.py [--flags TEXT] (--program DIR | FILE...)"
 
 # The harness files a program is built from, by part (the Makefile links
 # the same ones: HARNESS, ROWS_HARNESS and BACK_HARNESS there;
@@ -122,9 +125,17 @@ def main(argv):
     flags = ""
     if len(argv) >= 2 and argv[0] == "--flags":
         flags, argv = argv[1], argv[2:]
-    if not argv or (argv[0] == "--program" and len(argv) != 2):
-        print("usage: code_hash.py [--flags TEXT] (--program DIR | FILE...)", file=sys.stderr)
-        return 2
+    if argv[:1] in (["-h"], ["--help"]):
+        print("usage: " + __doc__.strip())
+        return 0
+    # An option where a file goes is a typo, not a file to hash.
+    stray = [a for a in (argv[1:] if argv[:1] == ["--program"] else argv) if a.startswith("-")]
+    if stray and stray[0] not in ("--flags", "--program", "-h", "--help"):
+        print(f"code_hash.py: error: unknown option '{stray[0]}' (try --help)", file=sys.stderr)
+        return cli.EXIT_USAGE
+    if not argv or stray or (argv[0] == "--program" and len(argv) != 2):
+        print(USAGE, file=sys.stderr)
+        return cli.EXIT_USAGE
     try:
         if argv[0] == "--program":
             print(program_hash(argv[1], flags))
@@ -132,7 +143,7 @@ def main(argv):
             print(code_hash(argv, flags))
     except OSError as err:
         print(f"code_hash.py: error: {err.strerror}: {err.filename}", file=sys.stderr)
-        return 2
+        return cli.EXIT_USAGE
     return 0
 
 

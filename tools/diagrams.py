@@ -1627,6 +1627,8 @@ def parse_args(argv):
 
 def run(args):
     root = args.root
+    if not os.path.isdir(root):   # else plots/diagrams/ is made under a wrong root
+        raise DiagramError(f"--root {root!r} is not a folder")
     out_dir = args.out_dir or os.path.join(root, FIGURES_DIR)
     steps = args.steps or pt.modelled_steps(root)
     if not args.steps:

@@ -58,12 +58,12 @@ import zh_strings  # the Chinese forms, docs/glossary.zh-CN.md
 from compare import TABLE_SIZES
 import generated  # the diff blocks
 from generated import fill_blocks, has_block, markers, read_text, write_if_changed
+from rows_docs import NONE_MARK  # an empty cell, the same in every table
 from schema import power_label
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
-NONE_MARK = "—"
 EXIT_STALE, EXIT_INPUT = cli.EXIT_FAILED, cli.EXIT_USAGE   # blocks out of date; bad input
 
 # A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.
@@ -844,6 +844,10 @@ def parse_args(argv):
     parser.add_argument("--check", action="store_true",
                         help="write nothing; exit 1 if any page is out of date")
     args = parser.parse_args(argv)
+    # An empty value (an unset shell variable) is a mistake, not "the default".
+    for option in ("results", "profile", "accuracy"):
+        if getattr(args, option) == "":
+            parser.error(f"--{option} needs a file, got ''")
     args.results = args.results or os.path.join(args.root, DEFAULT_RESULTS)
     if args.profile is None:
         args.profile = default_profile(args.results)

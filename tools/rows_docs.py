@@ -23,7 +23,7 @@ import stale
 import steps
 from compare import BF16, COPY, COPY16, ONE_ARRAY, ROW_CUB, ROW_SEED_SHAPE, shape_label, shape_mib
 
-NONE_MARK = "—"
+NONE_MARK = "—"   # an empty cell of a generated table; docs.py and rows_targets.py take it from here
 # The line under every step page's measured table (tools/zh_strings.py has its Chinese).
 STEP_PROVENANCE = (
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}) at "

@@ -27,8 +27,8 @@ import rows_docs
 import schema
 import stale
 from compare import BF16, ROW_CUB, shape_label, shape_mib
+from rows_docs import NONE_MARK
 
-NONE_MARK = "—"
 TORCH, COMPILED = "torch", "compiled"   # the other side: PyTorch's op, eager or compiled
 
 Target = collections.namedtuple("Target", "label op test line other min_mib cols shapes step",

@@ -285,6 +285,8 @@ def main(argv=None):
                              "list, next: rows for part 2, back for part 3")
     args = parser.parse_args(argv)
     root = args.root
+    if not os.path.isdir(root):   # a wrong root is not a tree without steps
+        parser.error(f"--root {root!r} is not a folder")
     try:
         if args.command in ("list", "next"):
             if args.name not in ("", "rows", "back"):
