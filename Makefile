@@ -113,7 +113,7 @@ all: $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(BACK_PROGRAMS) $(BA
 # What make test needs built (mk/test.mk): the GPU suite's fixtures only
 # where there is a GPU (TEST_GPU).
 .PHONY: test-build
-test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(BACK_PROGRAMS) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o \
+test-build: build/unit_tests $(PROGRAMS) $(ROW_PROGRAMS) $(ALIASES) $(ROW_ALIASES) $(BACK_PROGRAMS) $(NEED_VENV) build/gpu_work_sum.o build/gpu_work_rows.o build/gpu_work_back.o \
             $(if $(TEST_GPU),$(BROKEN) $(MUTANTS) $(MONITORED)) $(TEST_BUILD_MORE)
 
 # The charts of RESULTS and its part 2 and 3 siblings (mk/results.mk), after the

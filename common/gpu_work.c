@@ -4,19 +4,35 @@
  * STEP= or SOURCE=, the broken fixtures: build/graded/, build/monitored/),
  * never into the programs that make bench times. The link wraps the one
  * function of the contract that does the work (ld --wrap): reduce_pass()
- * in part 1, row_forward() in part 2 (GPU_WORK_ROWS). Every call of it from
+ * in part 1, row_forward() in part 2 (GPU_WORK_ROWS), back_run() in part 3
+ * (GPU_WORK_BACK). Every call of it from
  * the harness goes through here first.
  *
- * Nothing is watched unless REDUCE_GPU_WORK names a file. Then, around every
- * call, CUPTI (the profiling interface that ships with the toolkit, loaded
- * with dlopen) records what the CUDA driver did for the submission: each
- * kernel it ran, each copy with its direction and bytes, and the bytes that
- * unified memory moved to the host. The driver reports these, whatever the
- * kernels, the copy calls or the program are named. At exit the file gets
- * one line; step 3's, on the H200 at 2^20 + 3 floats:
+ * Nothing is watched unless REDUCE_GPU_WORK names a file. Then CUPTI (the
+ * profiling interface that ships with the toolkit, loaded with dlopen)
+ * records what the CUDA driver did: each kernel it ran, each copy with its
+ * direction and bytes, and the bytes that unified memory moved to the host.
+ * The driver reports these, whatever the kernels, the copy calls or the
+ * program are named. The records are switched on once, at the first call,
+ * and left on; each call is marked by two CUPTI timestamps, and a record is
+ * charged to the call it ran inside (its middle between the call's two
+ * stamps: common/gpu_work_calls.h), so the harness's own copies, fills and
+ * reads between the calls are no call's. A call costs two device
+ * synchronizations and two timestamps, not a flush of CUPTI's buffers (the
+ * first design switched the records on and off and flushed around every
+ * call: about 2 s a call on an H200). At exit CUPTI's buffers are flushed
+ * once, and the file gets one line; step 3's, on the H200 at 2^20 + 3 floats:
  *   monitor=ok calls=5 kernels=3 d2h_bytes=0 um_d2h_bytes=0 input_bytes=4194316 um=on dropped=0
- * and tools/grade.py judges it: no kernel, or the input's bytes on their way
- * to the host, fail the "gpu-work" check.
+ * (and more fields below) and tools/grade.py judges it, in every check but
+ * the sanitizers' and the speed runs: no kernel, or the input's bytes on
+ * their way to the host, fail the check. One process may run many checks
+ * (--checks FILE) or many calls (a timed run): worst_d2h_bytes and
+ * worst_input_bytes are the one call that sent the largest share of its own
+ * input to the host (0 0 when no call sent WORST_FLOOR bytes).
+ *
+ * REDUCE_GPU_WORK_TIMES=1 prints at exit, to stderr, one line of what the
+ * watch cost in microseconds: each stage of its start, its time inside the
+ * calls' wrappers and at exit (and, unwatched, when the first call came).
  *
  * A kernel can also store the input straight into host memory that the GPU
  * can write (zero-copy): no copy and no page moves, so nothing above sees
@@ -31,18 +47,23 @@
  * (docs/grading.md says so). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime.h>
 
-#ifdef GPU_WORK_ROWS
+#if defined(GPU_WORK_ROWS)
 #include "rows.h"
+#elif defined(GPU_WORK_BACK)
+#include "back.h"
 #else
 #include "reduce.h"
 #endif
+#include "gpu_work_calls.h"
 
 #if defined(__has_include)
 #if __has_include(<cupti.h>)
@@ -56,6 +77,11 @@
 #endif
 #endif
 
+/* The fewest bytes one call may send to the host and be judged for it: a
+ * scalar or a few read back (a library's reduction returns its result to the
+ * host) is no copy of the input, even at n = 1. */
+#define WORST_FLOOR 64
+
 #ifndef CUPTI_LIBRARY
 #define CUPTI_LIBRARY "libcupti.so"
 #endif
@@ -63,8 +89,15 @@
 static struct {
     const char *path;            /* REDUCE_GPU_WORK: where the line goes; NULL: no watch */
     int started, failed;
+    int enabled;                 /* CUPTI's activity records are on: from the first call to exit */
     char why[200];               /* why the watch could not run */
+    /* The line's figures, summed at exit over the calls (gpu_work_sum). */
     unsigned long long calls, kernels, d2h_bytes, um_d2h_bytes, input_bytes, dropped;
+    /* One call's share: the bytes it sent to the host against its own input,
+     * for the call that sent the largest share of at least WORST_FLOOR bytes
+     * (a batch of checks, or a timed run's many calls, in one process must
+     * not hide one call's copy behind the others' inputs). */
+    unsigned long long worst_d2h, worst_input;
     int um;                      /* unified memory's bytes are counted */
     /* Calls that give a kernel host memory to write, seen in the runtime's
      * domain and in the driver's (a runtime call makes a driver call, seen
@@ -75,23 +108,73 @@ static struct {
     int pageable;                /* kernels can reach pageable host memory: 1, 0, -1 unknown */
 } watch;
 
+/* REDUCE_GPU_WORK_TIMES=1: what the watch costs, in microseconds. */
+static struct {
+    int on;
+    long long born;              /* when the constructor ran */
+    long long load, subscribe, host_map_callbacks;     /* the constructor's stages */
+    long long buffers, configure_um, enable_kinds;     /* the first call's */
+    long long first_call;        /* since born, when the first call came; -1: none */
+    unsigned long long calls;
+    long long wrappers;          /* inside the wrappers, all told (syncs and the first call's stages too) */
+    long long syncs;             /* of which waiting for the device, before and after each call */
+    long long exit, flush;       /* at exit, all told, and of which CUPTI's one flush */
+} times;
+
+static long long now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+/* Runs statement, adding its time to times.field when the times are asked for. */
+#define TIMED(field, statement)                                 \
+    do {                                                        \
+        long long timed_from_ = times.on ? now_us() : 0;        \
+        statement;                                              \
+        if (times.on)                                           \
+            times.field += now_us() - timed_from_;              \
+    } while (0)
+
+/* Registered first, so it runs last: after the line is written. */
+static void print_times(void)
+{
+    fprintf(stderr, "gpu-work times (us): watch=%s load=%lld subscribe=%lld "
+            "host_map_callbacks=%lld buffers=%lld configure_um=%lld enable_kinds=%lld "
+            "first_call_at=%lld calls=%llu wrappers=%lld syncs=%lld exit=%lld flush=%lld "
+            "process=%lld\n",
+            watch.path ? (watch.failed ? "error" : "on") : "off", times.load, times.subscribe,
+            times.host_map_callbacks, times.buffers, times.configure_um, times.enable_kinds,
+            times.first_call, times.calls, times.wrappers, times.syncs, times.exit, times.flush,
+            now_us() - times.born);
+}
+
+static void watch_collect(void);
+
 static void write_report(void)
 {
+    long long from = times.on ? now_us() : 0;
+    watch_collect();
     FILE *f = fopen(watch.path, "w");
-    if (!f)
-        return;
-    if (watch.failed)
-        fprintf(f, "monitor=error why=%s\n", watch.why);
-    else
-        fprintf(f, "monitor=ok calls=%llu kernels=%llu d2h_bytes=%llu um_d2h_bytes=%llu "
-                "input_bytes=%llu um=%s dropped=%llu host_maps=%llu host_map=%s pageable=%s\n",
-                watch.calls, watch.kernels, watch.d2h_bytes, watch.um_d2h_bytes,
-                watch.input_bytes, watch.um ? "on" : "off", watch.dropped,
-                watch.host_maps_runtime > watch.host_maps_driver ? watch.host_maps_runtime
-                                                                 : watch.host_maps_driver,
-                watch.host_map[0] ? watch.host_map : "-",
-                watch.pageable < 0 ? "unknown" : watch.pageable ? "on" : "off");
-    fclose(f);
+    if (f) {
+        if (watch.failed)
+            fprintf(f, "monitor=error why=%s\n", watch.why);
+        else
+            fprintf(f, "monitor=ok calls=%llu kernels=%llu d2h_bytes=%llu um_d2h_bytes=%llu "
+                    "input_bytes=%llu um=%s dropped=%llu host_maps=%llu host_map=%s pageable=%s "
+                    "worst_d2h_bytes=%llu worst_input_bytes=%llu\n",
+                    watch.calls, watch.kernels, watch.d2h_bytes, watch.um_d2h_bytes,
+                    watch.input_bytes, watch.um ? "on" : "off", watch.dropped,
+                    watch.host_maps_runtime > watch.host_maps_driver ? watch.host_maps_runtime
+                                                                     : watch.host_maps_driver,
+                    watch.host_map[0] ? watch.host_map : "-",
+                    watch.pageable < 0 ? "unknown" : watch.pageable ? "on" : "off",
+                    watch.worst_d2h, watch.worst_input);
+        fclose(f);
+    }
+    if (times.on)
+        times.exit += now_us() - from;
 }
 
 static void fail(const char *what)
@@ -113,6 +196,13 @@ static void watch_callbacks(void);
  * 65535), so that a host allocation made in one of them is counted too. */
 __attribute__((constructor(101))) static void watch_announce(void)
 {
+    const char *timed = getenv("REDUCE_GPU_WORK_TIMES");
+    if (timed && strcmp(timed, "1") == 0) {
+        times.on = 1;
+        times.born = now_us();
+        times.first_call = -1;
+        atexit(print_times);
+    }
     const char *path = getenv("REDUCE_GPU_WORK");
     if (!path || !*path)
         return;
@@ -127,12 +217,22 @@ __attribute__((constructor(101))) static void watch_announce(void)
 }
 
 #ifdef HAVE_CUPTI
+/* Every call so far, in the order made, each with what was charged to it
+ * (common/gpu_work_calls.h): 48 bytes a call, kept to exit. CUPTI may hand
+ * its buffers over on a thread of its own, which charges their records here
+ * while the program appends calls: the lock. */
+static struct {
+    pthread_mutex_t lock;
+    struct gpu_work_call *at;
+    size_t count, capacity;
+} ledger = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
+
 static struct {
     CUptiResult (*register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                       CUpti_BuffersCallbackCompleteFunc);
     CUptiResult (*enable)(CUpti_ActivityKind);
-    CUptiResult (*disable)(CUpti_ActivityKind);
     CUptiResult (*flush_all)(uint32_t);
+    CUptiResult (*timestamp)(uint64_t *);
     CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
     CUptiResult (*configure_um)(CUpti_ActivityUnifiedMemoryCounterConfig *, uint32_t);
     CUptiResult (*dropped)(CUcontext, uint32_t, size_t *);
@@ -154,6 +254,13 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
+/* Each record is charged as it arrives to the call that was running while
+ * it ran (gpu_work_charge), and the buffer is freed: nothing but the calls
+ * is kept, however long the process runs with the records on. A record
+ * arrives after its call began (the call was logged before it launched
+ * anything), so its call is always in the ledger; a call still running has
+ * no end yet (GPU_WORK_OPEN), and what ran after it began is its own.
+ * Records of the harness's work between the calls are counted by no call. */
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
                                       size_t size, size_t valid)
 {
@@ -162,33 +269,43 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     if (cupti.dropped && cupti.dropped(ctx, stream, &lost) == CUPTI_SUCCESS && lost)
         ADD(watch.dropped, (unsigned long long)lost);
     CUpti_Activity *record = NULL;
+    pthread_mutex_lock(&ledger.lock);
     while (cupti.next_record(buffer, valid, &record) == CUPTI_SUCCESS) {
         switch (record->kind) {
+        /* Every kernel record since CUDA 9 (CUpti_ActivityKernel4 to 10)
+         * has its start and end at the same place. */
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-        case CUPTI_ACTIVITY_KIND_KERNEL:
-            ADD(watch.kernels, 1ull);
+        case CUPTI_ACTIVITY_KIND_KERNEL: {
+            const CUpti_ActivityKernel4 *kernel = (const CUpti_ActivityKernel4 *)record;
+            gpu_work_charge(ledger.at, ledger.count, GPU_WORK_KERNEL, kernel->start, kernel->end,
+                            0);
             break;
+        }
         /* The first versions of both records: every CUPTI since CUDA 8 has
-         * them, and the fields read here lead every later version too. */
+         * them, and the fields read here (the start too) lead every later
+         * version. */
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
             const CUpti_ActivityMemcpy *copy = (const CUpti_ActivityMemcpy *)record;
             /* To host memory, from device memory or a CUDA array. */
             if (copy->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ||
                 copy->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOH)
-                ADD(watch.d2h_bytes, (unsigned long long)copy->bytes);
+                gpu_work_charge(ledger.at, ledger.count, GPU_WORK_D2H, copy->start, copy->end,
+                                (unsigned long long)copy->bytes);
             break;
         }
         case CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER: {
             const CUpti_ActivityUnifiedMemoryCounter2 *um =
                 (const CUpti_ActivityUnifiedMemoryCounter2 *)record;
             if (um->counterKind == CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH)
-                ADD(watch.um_d2h_bytes, (unsigned long long)um->value);
+                gpu_work_charge(ledger.at, ledger.count, GPU_WORK_UM_D2H, um->start, um->end,
+                                (unsigned long long)um->value);
             break;
         }
         default:
             break;
         }
     }
+    pthread_mutex_unlock(&ledger.lock);
     free(buffer);
 }
 
@@ -213,15 +330,15 @@ static int cupti_load(void)
 #define FIND(field, name) *(void **)&cupti.field = dlsym(lib, name)
     FIND(register_callbacks, "cuptiActivityRegisterCallbacks");
     FIND(enable, "cuptiActivityEnable");
-    FIND(disable, "cuptiActivityDisable");
     FIND(flush_all, "cuptiActivityFlushAll");
+    FIND(timestamp, "cuptiGetTimestamp");
     FIND(next_record, "cuptiActivityGetNextRecord");
     FIND(configure_um, "cuptiActivityConfigureUnifiedMemoryCounter");
     FIND(dropped, "cuptiActivityGetNumDroppedRecords");
     FIND(subscribe, "cuptiSubscribe");
     FIND(enable_callback, "cuptiEnableCallback");
 #undef FIND
-    if (!cupti.register_callbacks || !cupti.enable || !cupti.disable || !cupti.flush_all ||
+    if (!cupti.register_callbacks || !cupti.enable || !cupti.flush_all || !cupti.timestamp ||
         !cupti.next_record || !cupti.subscribe || !cupti.enable_callback) {
         fail("CUPTI lacks the activity or callback functions");
         return -1;
@@ -338,21 +455,27 @@ static const struct {
 /* From the constructor, before any CUDA call of the program's. */
 static void watch_callbacks(void)
 {
-    if (cupti_load() != 0)
+    int loaded;
+    TIMED(load, loaded = cupti_load());
+    if (loaded != 0)
         return;
     CUpti_SubscriberHandle subscriber;
-    if (cupti.subscribe(&subscriber, (CUpti_CallbackFunc)on_call, NULL) != CUPTI_SUCCESS) {
+    CUptiResult subscribed;
+    TIMED(subscribe, subscribed = cupti.subscribe(&subscriber, (CUpti_CallbackFunc)on_call, NULL));
+    if (subscribed != CUPTI_SUCCESS) {
         fail("CUPTI refused a callback subscriber (is another profiler attached?)");
         return;
     }
-    for (int k = 0; k < HOST_MAP_COUNT; k++)
-        if (cupti.enable_callback(1, subscriber, HOST_MAPS[k].domain, HOST_MAPS[k].id) !=
-            CUPTI_SUCCESS) {
-            fail("CUPTI could not watch host allocations");
-            return;
-        }
+    int refused = 0;
+    TIMED(host_map_callbacks,
+          for (int k = 0; k < HOST_MAP_COUNT && !refused; k++)
+              refused = cupti.enable_callback(1, subscriber, HOST_MAPS[k].domain,
+                                              HOST_MAPS[k].id) != CUPTI_SUCCESS);
+    if (refused)
+        fail("CUPTI could not watch host allocations");
 }
 
+/* At the first call: CUPTI's buffers and unified memory's counter. */
 static void watch_start(void)
 {
     watch.started = 1;
@@ -361,7 +484,9 @@ static void watch_start(void)
     atexit(write_report);
     if (cupti_load() != 0)
         return;
-    if (cupti.register_callbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS) {
+    CUptiResult registered;
+    TIMED(buffers, registered = cupti.register_callbacks(buffer_requested, buffer_completed));
+    if (registered != CUPTI_SUCCESS) {
         fail("CUPTI refused its buffers (is another profiler attached?)");
         return;
     }
@@ -372,24 +497,15 @@ static void watch_start(void)
     CUpti_ActivityUnifiedMemoryCounterConfig config[1] = {{
         CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE,
         CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH, (uint32_t)device, 1}};
-    watch.um = cupti.configure_um && cupti.configure_um(config, 1) == CUPTI_SUCCESS;
+    TIMED(configure_um,
+          watch.um = cupti.configure_um && cupti.configure_um(config, 1) == CUPTI_SUCCESS);
 }
 
-/* Around one call: the device idle first, so that nothing the harness
- * queued before is charged to the submission, and idle again after, so that
- * everything the submission queued is. */
-static void watch_begin(unsigned long long input_bytes)
+/* The records, switched on once and left on to exit: the first design
+ * switched them on and off around every call and flushed CUPTI's buffers
+ * after each, about 2 s a call on an H200. */
+static int watch_enable(void)
 {
-    if (!watch.path)
-        return;
-    if (!watch.started)
-        watch_start();
-    if (watch.failed)
-        return;
-    cudaDeviceSynchronize();
-    watch.calls++;
-    if (input_bytes > watch.input_bytes)
-        watch.input_bytes = input_bytes;
     for (int k = 0; k < WATCHED_COUNT; k++) {
         if (WATCHED[k] == CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER && !watch.um)
             continue;
@@ -399,42 +515,143 @@ static void watch_begin(unsigned long long input_bytes)
                 continue;
             }
             fail("CUPTI could not record kernels and copies");
-            return;
+            return -1;
         }
     }
+    watch.enabled = 1;
+    return 0;
 }
 
-static void watch_end(void)
+/* Around one call: the device idle first, so that nothing the harness
+ * queued before runs inside the call's stamps, and idle again before the
+ * end is stamped, so that everything the call queued ran inside them
+ * (gpu_work_moment in gpu_work_calls.h: why a record's middle places it). */
+static void watch_call_begin(unsigned long long input_bytes)
 {
-    if (!watch.path || watch.failed)
+    if (!watch.started)
+        watch_start();
+    if (watch.failed)
         return;
-    cudaDeviceSynchronize();
-    cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    for (int k = 0; k < WATCHED_COUNT; k++)
-        if (WATCHED[k] != CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER || watch.um)
-            cupti.disable(WATCHED[k]);
+    TIMED(syncs, cudaDeviceSynchronize());
+    if (!watch.enabled) {
+        int enabled;
+        TIMED(enable_kinds, enabled = watch_enable());
+        if (enabled != 0)
+            return;
+    }
+    uint64_t start = 0;
+    if (cupti.timestamp(&start) != CUPTI_SUCCESS) {
+        fail("CUPTI gave no timestamp");
+        return;
+    }
+    pthread_mutex_lock(&ledger.lock);
+    if (ledger.count == ledger.capacity) {
+        size_t more = ledger.capacity ? 2 * ledger.capacity : 64;
+        struct gpu_work_call *at = realloc(ledger.at, more * sizeof *at);
+        if (!at) {
+            pthread_mutex_unlock(&ledger.lock);
+            fail("out of host memory for the calls");
+            return;
+        }
+        ledger.at = at;
+        ledger.capacity = more;
+    }
+    ledger.at[ledger.count++] = (struct gpu_work_call){start, GPU_WORK_OPEN, input_bytes, 0, 0, 0};
+    pthread_mutex_unlock(&ledger.lock);
+}
+
+static void watch_call_end(void)
+{
+    if (watch.failed)
+        return;
+    TIMED(syncs, cudaDeviceSynchronize());
+    uint64_t end = 0;
+    if (cupti.timestamp(&end) != CUPTI_SUCCESS) {
+        fail("CUPTI gave no timestamp");
+        return;
+    }
+    pthread_mutex_lock(&ledger.lock);
+    if (ledger.count)
+        ledger.at[ledger.count - 1].end = end;
+    pthread_mutex_unlock(&ledger.lock);
+}
+
+/* At exit, before the line: CUPTI's buffers flushed once (every record of
+ * the calls is complete, the last call having waited for the device), then
+ * the calls summed. A call still open (the program exits inside one) keeps
+ * what ran after it began. */
+static void watch_collect(void)
+{
+    if (watch.failed || !watch.enabled)
+        return;
+    TIMED(flush, cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+    pthread_mutex_lock(&ledger.lock);
+    struct gpu_work_totals t = gpu_work_sum(ledger.at, ledger.count, WORST_FLOOR);
+    pthread_mutex_unlock(&ledger.lock);
+    watch.calls = t.calls;
+    watch.kernels = t.kernels;
+    watch.d2h_bytes = t.d2h_bytes;
+    watch.um_d2h_bytes = t.um_d2h_bytes;
+    watch.input_bytes = t.input_bytes;
+    watch.worst_d2h = t.worst_d2h;
+    watch.worst_input = t.worst_input;
 }
 #else
 static void watch_callbacks(void)
 {
 }
 
-static void watch_begin(unsigned long long input_bytes)
+static void watch_call_begin(unsigned long long input_bytes)
 {
     (void)input_bytes;
-    if (watch.path && !watch.started) {
+    if (!watch.started) {
         watch.started = 1;
         atexit(write_report);
         fail("built without cupti.h");
     }
 }
 
-static void watch_end(void)
+static void watch_call_end(void)
+{
+}
+
+static void watch_collect(void)
 {
 }
 #endif
 
-#ifdef GPU_WORK_ROWS
+/* The wrappers' watch: nothing but a count unless REDUCE_GPU_WORK names a file. */
+static void watch_begin(unsigned long long input_bytes)
+{
+    if (times.on) {
+        times.calls++;
+        if (times.first_call < 0)
+            times.first_call = now_us() - times.born;
+    }
+    if (!watch.path)
+        return;
+    TIMED(wrappers, watch_call_begin(input_bytes));
+}
+
+static void watch_end(void)
+{
+    if (!watch.path)
+        return;
+    TIMED(wrappers, watch_call_end());
+}
+
+#if defined(GPU_WORK_BACK)
+void __real_back_run(const struct back_problem *p);
+
+/* The input: x (softmax: y) and dy, rows x cols each, floats or bfloat16s. */
+void __wrap_back_run(const struct back_problem *p)
+{
+    size_t elem = (p->x_bf16 || p->y_bf16 || p->dy_bf16) ? 2 : sizeof(float);
+    watch_begin(2ull * p->rows * p->cols * elem);
+    __real_back_run(p);
+    watch_end();
+}
+#elif defined(GPU_WORK_ROWS)
 void __real_row_forward(const struct row_problem *p);
 
 void __wrap_row_forward(const struct row_problem *p)

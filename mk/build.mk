@@ -51,7 +51,7 @@ build/hash/%.o: build/hash/%.c
 
 # The grader's builds: the same program with its watch on where the work is
 # done (common/gpu_work.c, the "gpu-work" check), wrapped around the
-# contract's reduce_pass() or row_forward() by the linker. Never linked into
+# contract's reduce_pass(), row_forward() or back_run() by the linker. Never linked into
 # the programs make bench times. build/graded/<name>/run is a student's
 # source (tools/grade_source.sh); build/monitored/<dir>/run is <dir>/run's
 # twin, from the same object and code hash (make check STEP=, the GPU suite).
@@ -60,6 +60,7 @@ CUPTI_LIBRARY := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HO
 WATCH_CFLAGS := $(CFLAGS) -I$(CUDA_HOME)/extras/CUPTI/include $(if $(CUPTI_LIBRARY),-DCUPTI_LIBRARY='"$(CUPTI_LIBRARY)"')
 WATCH_SUM  := build/gpu_work_sum.o -Xlinker --wrap=reduce_pass
 WATCH_ROWS := build/gpu_work_rows.o -Xlinker --wrap=row_forward
+WATCH_BACK := build/gpu_work_back.o -Xlinker --wrap=back_run
 
 # Rewritten when the toolkit (its CUPTI) or the flags change, as arch.stamp.
 build/watch.stamp: FORCE | build
@@ -72,10 +73,12 @@ build/gpu_work_sum.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 build/gpu_work_rows.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
 	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_ROWS -c $< -o $@
 
+build/gpu_work_back.o: common/gpu_work.c $(HEADERS) build/watch.stamp | build
+	$(CC) $(WATCH_CFLAGS) -DGPU_WORK_BACK -c $< -o $@
+
 # The rules of one part's programs, written once and made for each part:
 # $(1) its source's name (reduce: part 1, rows: part 2, back: part 3), $(2)
-# its harness, $(3) the watch's object and $(4) the watch's link flags (part
-# 3 has no watch yet: the grader's gpu-work check skips it). A program, its object,
+# its harness, $(3) the watch's object and $(4) the watch's link flags. A program, its object,
 # its code hash, and the grader's two builds of it.
 define PART_RULES
 build/hash/%.c: %/$(1).cu $$(HASH_INPUTS) build/arch.stamp
@@ -97,8 +100,7 @@ build/monitored/%/run: build/obj/%/$(1).o build/hash/%.o $$($(2)) $(3) build/arc
 endef
 $(eval $(call PART_RULES,reduce,HARNESS,build/gpu_work_sum.o,WATCH_SUM))
 $(eval $(call PART_RULES,rows,ROWS_HARNESS,build/gpu_work_rows.o,WATCH_ROWS))
-$(eval $(call PART_RULES,back,BACK_HARNESS,,WATCH_NONE))
-WATCH_NONE :=
+$(eval $(call PART_RULES,back,BACK_HARNESS,build/gpu_work_back.o,WATCH_BACK))
 
 # `make code-hash DIR=step3_idle`: the hash make builds into that program.
 code-hash:

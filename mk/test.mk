@@ -47,7 +47,8 @@ TEST_BUILD_MORE += $(BACK_ALIASES)
 # Hand-written ones in tests/broken/<name>/, and mutants: a shipped step with
 # one classic bug put in by tests/broken/mutants.txt (tools/mutate.sh).
 BROKEN  := $(patsubst %/reduce.cu,%/run,$(wildcard tests/broken/*/reduce.cu)) \
-           $(patsubst %/rows.cu,%/run,$(wildcard tests/broken/rows/*/rows.cu))
+           $(patsubst %/rows.cu,%/run,$(wildcard tests/broken/rows/*/rows.cu)) \
+           $(patsubst %/back.cu,%/run,$(wildcard tests/broken/back/*/back.cu))
 MUTANT_LINES := $(shell sed -n 's/^\([a-z0-9_]*\) *| *\([a-z0-9_/]*\) *|.*/\1:\2/p' tests/broken/mutants.txt)
 MUTANT_PART = $(if $(filter rows/%,$(1)),rows,$(if $(filter back/%,$(1)),back))
 SUM_MUTANTS := $(foreach m,$(MUTANT_LINES),$(if $(call MUTANT_PART,$(lastword $(subst :, ,$(m)))),,$(firstword $(subst :, ,$(m)))))
@@ -112,3 +113,19 @@ MONITORED = $(addprefix build/monitored/,$(PROGRAMS) $(ROW_PROGRAMS) $(BACK_PROG
 .PHONY: monitored broken
 monitored: $(MONITORED)
 broken: $(BROKEN)
+
+# The grader's watch (common/gpu_work.c, part 1's build) on the CPU, for
+# tests/test_grade.py: CUPTI stood in for by tests/fake_cupti.c, loaded by the
+# watch from its full path, the CUDA runtime by stubs in tests/watch_fake.c.
+# Only where the toolkit has cupti.h (the watch needs it to be built at all).
+WATCH_FAKE_CFLAGS := $(CFLAGS) -I$(CUDA_HOME)/extras/CUPTI/include
+ifneq ($(wildcard $(CUDA_HOME)/include/cupti.h $(CUDA_HOME)/extras/CUPTI/include/cupti.h),)
+build/libfake_cupti.so: tests/fake_cupti.c | build
+	$(CC) $(WATCH_FAKE_CFLAGS) -fPIC -shared -o $@ $<
+build/watch_fake: tests/watch_fake.c common/gpu_work.c $(HEADERS) build/libfake_cupti.so | build
+	$(CC) $(WATCH_FAKE_CFLAGS) -DWATCH_FAKE_PASS -c tests/watch_fake.c -o build/watch_fake_pass.o
+	$(CC) $(WATCH_FAKE_CFLAGS) -DCUPTI_LIBRARY='"$(abspath build/libfake_cupti.so)"' \
+	    -DFAKE_CUPTI='"$(abspath build/libfake_cupti.so)"' -o $@ tests/watch_fake.c common/gpu_work.c \
+	    build/watch_fake_pass.o -Wl,--wrap=reduce_pass -ldl -lpthread
+TEST_BUILD_MORE += build/watch_fake
+endif

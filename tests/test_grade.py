@@ -111,7 +111,9 @@ class GpuWorkVerdict(unittest.TestCase):
     def test_every_program_gets_the_check(self):
         device = grade.Device("G", 132, 2048, 1 << 36)
         for cases, entry in ((grade.build_cases(device, quick=True), "reduce_pass()"),
-                             (grade.build_row_cases(device, quick=True), "row_forward()")):
+                             (grade.build_row_cases(device, quick=True), "row_forward()"),
+                             (grade.build_back_cases(device, quick=True), "back_run()"),
+                             (grade.build_softmax_back_cases(device, quick=True), "back_run()")):
             work = [c for c in cases if c.kind == grade.GPU_WORK]
             self.assertEqual(len(work), 1)
             self.assertEqual(work[0].entry, entry)
@@ -120,6 +122,335 @@ class GpuWorkVerdict(unittest.TestCase):
         sizes = {tuple(c.args) for _ in range(5) for c in grade.build_cases(device, quick=True)
                  if c.kind == grade.GPU_WORK}
         self.assertGreater(len(sizes), 1)
+
+
+# A part 1 program built with the watch (common/gpu_work.c), without a GPU:
+# every check passes, and the watch's line at exit says what MODE makes it
+# do, call by call (a timed run's --reps R makes R + 5 calls). honest:
+# kernels, nothing to the host. keyed: honest only at the sizes the
+# gpu-work check draws (2^20 .. 2^21 floats), the input copied to the host
+# and summed there at every other size. small: host sums below 2048 floats
+# only. batch: host sums only in a --checks process. readback: every call
+# reads 1/256 of its input back (a last pass's partials finished on the
+# host). unlinked: built without the watch (PROGRAM=), no line. batch1:
+# batch, and the first check of a --checks process fails on its own.
+FAKE_WATCHED = r"""#!/usr/bin/env python3
+import os, sys
+MODE = {mode!r}
+ARGS = sys.argv[1:]
+
+
+def calls(words):
+    n = int(words[words.index("-n") + 1]) if "-n" in words else 1 << 25
+    reps = int(words[words.index("--reps") + 1]) if "--reps" in words else 0
+    return [n] * (reps + 5 if reps else 1)
+
+
+def moved(n):
+    if MODE in ("keyed", "det") and not (1 << 20) <= n < (1 << 21) or MODE == "small" and n < 2048:
+        return 4 * n
+    if MODE in ("batch", "batch1") and "--checks" in ARGS:
+        return 4 * n
+    if MODE == "readback":
+        return 4 * n // 256
+    return 0
+
+
+sizes = []
+# det: every value right, the bits moved (part 3's steps 0 and 1 declare it),
+# and the input summed on the host as keyed does.
+VERDICT = ("FAIL: every output is within its bound, but not the same bits every run"
+           if MODE == "det" else "PASS")
+if "--checks" in ARGS:
+    with open(ARGS[ARGS.index("--checks") + 1]) as handle:
+        for k, line in enumerate(handle):
+            sizes += calls(line.split())
+            print("== check " + line.strip())
+            print("FAIL: wrong answer" if MODE == "batch1" and k == 0 else VERDICT)
+else:
+    sizes += calls(ARGS)
+    print(VERDICT)
+watch = os.environ.get("REDUCE_GPU_WORK")
+if watch and MODE != "unlinked":
+    bytes_out = [moved(n) for n in sizes]
+    kernels = sum(3 for b, n in zip(bytes_out, sizes) if b < 4 * n)
+    worst = max(((b, 4 * n) for b, n in zip(bytes_out, sizes) if b >= 64),
+                key=lambda p: p[0] / p[1], default=(0, 0))
+    with open(watch, "w") as handle:
+        handle.write(f"monitor=ok calls={{len(sizes)}} kernels={{kernels}} "
+                     f"d2h_bytes={{sum(bytes_out)}} um_d2h_bytes=0 input_bytes={{4 * max(sizes)}} "
+                     "um=on dropped=0 host_maps=0 host_map=- pageable=off "
+                     f"worst_d2h_bytes={{worst[0]}} worst_input_bytes={{worst[1]}}\n")
+"""
+
+# compute-sanitizer as the grader calls it: --tool T --error-exitcode N PROGRAM ARGS.
+FAKE_SANITIZER = r"""#!/usr/bin/env python3
+import os, sys
+os.execv(sys.argv[5], sys.argv[5:])
+"""
+
+
+class WatchedEverywhere(unittest.TestCase):
+    """The watch on GPU work runs in every check but the sanitizers' (and
+    the speed runs): a program honest only in the check it can recognize
+    fails the others, "gpu-work" in their reasons; batches are run again
+    check by check to charge the right ones; no line proves nothing here."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.sanitizer = os.path.join(self.tmp, "compute-sanitizer")
+        fakes.write_executable(self.sanitizer, FAKE_SANITIZER)
+
+    def program(self, mode):
+        path = os.path.join(self.tmp, mode, "run")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fakes.write_executable(path, FAKE_WATCHED.format(mode=mode))
+        return path
+
+    @staticmethod
+    def case(kind, n, tool=""):
+        return grade.Case(kind, ["--check", "-n", str(n)], tool=tool, entry="reduce_pass()")
+
+    def test_a_check_other_than_gpu_work_sees_the_host_work(self):
+        out = grade.run_case(self.program("keyed"), self.case("exact", 1000), self.sanitizer, None)
+        self.assertFalse(out.ok)
+        self.assertTrue(out.reason.startswith("gpu-work"), out.reason)
+        self.assertIn("launched no kernel in 1 calls of reduce_pass()", out.reason)
+        # At the gpu-work check's sizes the same program is honest.
+        work = self.case(grade.GPU_WORK, 1 << 20)
+        self.assertTrue(grade.run_case(self.program("keyed"), work, self.sanitizer, None).ok)
+
+    def test_a_batch_is_charged_check_by_check(self):
+        cases = [self.case("exact", 1 << 20), self.case("fill", 1000),
+                 self.case("offset", (1 << 20) + 5)]
+        outcomes = grade.run_batch(self.program("keyed"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [True, False, True])
+        self.assertIn("gpu-work", outcomes[1].reason)
+        honest = grade.run_batch(self.program("honest"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in honest], [True, True, True])
+
+    def test_a_batch_that_cheats_everywhere_is_charged_after_a_few_runs_alone(self):
+        # keyed sums on the host at every size here: the first ALONE_FIRST
+        # checks run alone, the rest are charged without a process each.
+        program = self.program("keyed")
+        log = os.path.join(self.tmp, "runs.txt")
+        with open(program) as handle:
+            text = handle.read()
+        fakes.write_executable(program, text.replace(
+            "ARGS = sys.argv[1:]\n",
+            f"ARGS = sys.argv[1:]\nopen({log!r}, 'a').write(' '.join(ARGS) + '\\n')\n", 1))
+        cases = [self.case("fill", 1000 + k) for k in range(grade.ALONE_FIRST + 4)]
+        outcomes = grade.run_batch(program, cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [False] * len(cases))
+        self.assertTrue(all(o.reason.startswith("gpu-work") for o in outcomes))
+        # The largest run alone: a call under the watch's floor proves nothing alone.
+        self.assertIn("not run alone", outcomes[0].reason)
+        self.assertNotIn("not run alone", outcomes[-1].reason)
+        with open(log) as handle:
+            self.assertEqual(len(handle.readlines()), 1 + grade.ALONE_FIRST)
+
+    def test_one_call_is_held_to_its_own_input(self):
+        # A batch's largest input hides a small check's copy in the totals
+        # (4000 bytes against 4 MiB / 8); each call's own share shows it.
+        line = (OK_LINE.replace("d2h_bytes=0", "d2h_bytes=4000", 1) +
+                " worst_d2h_bytes=4000 worst_input_bytes=4000")
+        self.assertIn("moved 4000 bytes to the host in one call of reduce_pass() "
+                      "(its input was 4000 bytes)", grade.watched_elsewhere(line, "reduce_pass()"))
+        cases = [self.case("exact", 1 << 20), self.case("fill", 1000)]
+        outcomes = grade.run_batch(self.program("small"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [True, False])
+        self.assertIn("gpu-work", outcomes[1].reason)
+        # Under 64 bytes a call is not judged: a scalar read back is no copy of the input.
+        self.assertEqual(grade.watched_elsewhere(OK_LINE, "reduce_pass()"), "")
+
+    def test_a_timed_runs_calls_are_not_added_up(self):
+        # 1/256 of each input, 30 calls: 30/256 of one input in all, under an
+        # eighth, and the same share call by call: passes, as gpu-work would.
+        timed = grade.Case("timed", ["-n", "1000003", "--reps", "25"], entry="reduce_pass()")
+        self.assertTrue(grade.run_case(self.program("readback"), timed, self.sanitizer, None).ok)
+        many = grade.Case("timed", ["-n", "1000003", "--reps", "60"], entry="reduce_pass()")
+        out = grade.run_case(self.program("readback"), many, self.sanitizer, None)
+        self.assertTrue(out.ok, out.reason)   # 65/256 in all: over an eighth, not judged here
+
+    def test_a_program_that_knows_it_is_in_a_batch_fails_the_batch(self):
+        cases = [self.case("exact", 1000), self.case("fill", 4000)]
+        outcomes = grade.run_batch(self.program("batch"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [False, False])
+        self.assertIn("gpu-work, watched in a batch of 2 checks (each alone passed)",
+                      outcomes[0].reason)
+        # More checks than ALONE_FIRST: still every one runs alone, none charged unrun.
+        cases = [self.case("fill", 1000 + k) for k in range(grade.ALONE_FIRST + 2)]
+        outcomes = grade.run_batch(self.program("batch"), cases, self.sanitizer, None)
+        self.assertTrue(all("(each alone passed)" in o.reason for o in outcomes),
+                        [o.reason for o in outcomes])
+        # A check that failed on its own keeps its reason; the batch still fails the rest.
+        outcomes = grade.run_batch(self.program("batch1"), cases, self.sanitizer, None)
+        self.assertEqual(outcomes[0].reason, "FAIL: wrong answer")
+        self.assertTrue(all("(each alone passed)" in o.reason for o in outcomes[1:]),
+                        [o.reason for o in outcomes])
+
+    def test_a_partial_cheat_is_charged_check_by_check_past_alone_first(self):
+        # small sums on the host below 2048 floats only: the largest checks
+        # pass alone, so every check runs alone and only the small ones fail.
+        sizes = [1000, 1500, 1 << 20, (1 << 20) + 5, (1 << 20) + 9, 1900]
+        outcomes = grade.run_batch(self.program("small"), [self.case("fill", n) for n in sizes],
+                                   self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [n >= 2048 for n in sizes])
+        self.assertFalse(any("not run alone" in o.reason for o in outcomes))
+
+    def test_moved_bits_do_not_hide_host_work(self):
+        # A check that fails on its bits alone passes for a program that
+        # declares them (settle_determinism): the watch still judges it.
+        program = self.program("det")
+        out = grade.run_case(program, self.case("exact", 1000), self.sanitizer, None)
+        self.assertTrue(out.reason.startswith("gpu-work"), out.reason)
+        batch = grade.run_batch(program, [self.case("exact", 1000), self.case("fill", 5000)],
+                                self.sanitizer, None)
+        self.assertTrue(all(o.reason.startswith("gpu-work") for o in batch),
+                        [o.reason for o in batch])
+        # Where the watch saw nothing, the failure stays the bits' (det).
+        alone = grade.run_case(program, self.case(grade.GPU_WORK, 1 << 20), self.sanitizer, None)
+        self.assertTrue(grade.DET_ONLY.match(alone.reason), alone.reason)
+
+    def test_the_summary_names_host_work_found_elsewhere(self):
+        report = grade.Report("build/graded/a/run", "a")
+        report.outcomes += [
+            grade.Outcome(self.case(grade.GPU_WORK, 1 << 20), True),
+            grade.Outcome(self.case("exact", 1000), False, reason="gpu-work, watched in "
+                          "this check too: launched no kernel")]
+        [one] = grade.summary([report], "G")["programs"]
+        self.assertEqual(one["gpu_work"]["state"], "failed")
+        self.assertIn("launched no kernel", one["gpu_work"]["reason"])
+
+    def test_no_line_proves_nothing_outside_the_gpu_work_check(self):
+        program = self.program("unlinked")
+        self.assertTrue(grade.run_case(program, self.case("exact", 1000), self.sanitizer, None).ok)
+        self.assertTrue(all(o.ok for o in grade.run_batch(program, [self.case("fill", 7)],
+                                                          self.sanitizer, None)))
+        work = grade.run_case(program, self.case(grade.GPU_WORK, 1 << 20), self.sanitizer, None)
+        self.assertEqual((work.ok, work.skipped), (False, True))
+
+    def test_the_sanitizers_run_unwatched(self):
+        out = grade.run_case(self.program("keyed"), self.case("memcheck", 1000, tool="memcheck"),
+                             self.sanitizer, None)
+        self.assertTrue(out.ok, out.reason)
+
+    def test_a_watch_that_could_not_run_fails_only_gpu_work(self):
+        self.assertEqual(grade.watched_elsewhere("monitor=error why=x", "reduce_pass()"), "")
+        self.assertEqual(grade.watched_elsewhere("monitor=linked", "reduce_pass()"), "")
+        self.assertEqual(grade.watched_elsewhere(OK_LINE.replace("dropped=0", "dropped=3"),
+                                                 "reduce_pass()"), "")
+        self.assertEqual(grade.watched_elsewhere("monitor=ok calls=x", "reduce_pass()"), "")
+        self.assertIn("made host memory", grade.watched_elsewhere(
+            OK_LINE + " host_maps=1 host_map=cudaHostAlloc", "row_forward()"))
+
+    def test_every_case_of_a_graded_program_names_the_entry(self):
+        device = grade.Device("G", 132, 2048, 1 << 36)
+        for cases, entry in ((grade.build_cases(device, quick=True), "reduce_pass()"),
+                             (grade.build_row_cases(device, quick=True), "row_forward()"),
+                             (grade.build_back_cases(device, quick=True), "back_run()")):
+            self.assertEqual(grade.watch_entry(cases), entry)
+
+
+class WatchOnFakeCupti(unittest.TestCase):
+    """The watch itself (common/gpu_work.c) on the CPU: build/watch_fake is
+    part 1's watch with CUPTI stood in for (tests/fake_cupti.c) and a harness
+    of three checks, the harness's own copies and kernels between the calls
+    (tests/watch_fake.c). The records are switched on once, each is charged
+    to the call it ran inside, and the harness's read of the result just
+    after a call (its start a little inside the call on the fake clock) to
+    none; REDUCE_GPU_WORK_TIMES=1 says what the watch cost."""
+
+    ROOT = os.path.dirname(TESTS)
+    PROGRAM = os.path.join(ROOT, "build", "watch_fake")
+
+    @classmethod
+    def setUpClass(cls):
+        import subprocess
+        made = subprocess.run(["make", "-s", "build/watch_fake"], cwd=cls.ROOT, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        cls.built = made.returncode == 0
+        cls.why = made.stdout
+
+    def setUp(self):
+        if not self.built:
+            if "No rule to make target" in self.why:
+                self.skipTest("no cupti.h: the watch cannot be built with this toolkit")
+            self.fail("make build/watch_fake failed:\n" + self.why)
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+
+    def run_fake(self, mode, watched=True, timed=False):
+        import subprocess
+        env = dict(os.environ)
+        env.pop("REDUCE_GPU_WORK", None)
+        env.pop("REDUCE_GPU_WORK_TIMES", None)
+        line = os.path.join(self.tmp, "watch.txt")
+        if os.path.exists(line):
+            os.remove(line)
+        if watched:
+            env["REDUCE_GPU_WORK"] = line
+        if timed:
+            env["REDUCE_GPU_WORK_TIMES"] = "1"
+        proc = subprocess.run([self.PROGRAM, mode], env=env, text=True, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        text = ""
+        if os.path.exists(line):
+            with open(line) as handle:
+                text = handle.read()
+        return proc.stdout, proc.stderr, text
+
+    def fields(self, mode):
+        out, _, text = self.run_fake(mode)
+        self.assertIn("enables=3", out)   # three kinds, switched on once, never per call
+        return grade.watch_fields(text)
+
+    def test_the_harness_work_between_calls_is_no_calls(self):
+        f = self.fields("honest")
+        self.assertEqual((f["monitor"], f["calls"], f["kernels"], f["d2h_bytes"], f["um_d2h_bytes"]),
+                         ("ok", "6", "6", "0", "0"))
+        self.assertEqual((f["input_bytes"], f["worst_d2h_bytes"], f["worst_input_bytes"]),
+                         ("4000", "0", "0"))
+        self.assertEqual(grade.gpu_work_verdict(self.run_fake("honest")[2], "reduce_pass()"),
+                         (True, False, ""))
+
+    def test_a_call_that_copies_its_input_to_the_host(self):
+        f = self.fields("host")
+        self.assertEqual((f["kernels"], f["d2h_bytes"], f["worst_d2h_bytes"], f["worst_input_bytes"]),
+                         ("4", "4000", "4000", "4000"))
+        ok, skipped, reason = grade.gpu_work_verdict(self.run_fake("host")[2], "reduce_pass()")
+        self.assertFalse(ok or skipped)
+
+    def test_unified_memory_is_charged_to_its_call(self):
+        f = self.fields("um")
+        self.assertEqual((f["kernels"], f["d2h_bytes"], f["um_d2h_bytes"], f["worst_d2h_bytes"],
+                          f["worst_input_bytes"]), ("6", "0", "64", "64", "4000"))
+
+    def test_a_call_the_program_never_returns_from_keeps_its_records(self):
+        f = self.fields("exit")
+        self.assertEqual((f["calls"], f["kernels"], f["d2h_bytes"], f["worst_d2h_bytes"]),
+                         ("4", "3", "4000", "4000"))
+
+    def test_the_times_line(self):
+        _, err, text = self.run_fake("honest", timed=True)
+        self.assertIn("monitor=ok", text)
+        [line] = err.splitlines()
+        self.assertTrue(line.startswith("gpu-work times (us): watch=on "), line)
+        times = dict(word.split("=") for word in line.split()[3:])
+        for stage in ("load", "subscribe", "host_map_callbacks", "buffers", "configure_um",
+                      "enable_kinds", "first_call_at", "wrappers", "syncs", "exit", "flush",
+                      "process"):
+            self.assertGreaterEqual(int(times[stage]), 0, stage)
+        self.assertEqual(times["calls"], "6")
+        # Unwatched: no line, no CUPTI, the calls counted all the same.
+        _, err, text = self.run_fake("honest", watched=False, timed=True)
+        self.assertEqual(text, "")
+        self.assertIn("watch=off load=0 ", err)
+        self.assertIn(" calls=6 ", err)
+        # Not asked for: nothing on stderr.
+        self.assertEqual(self.run_fake("honest")[1], "")
 
 
 class NarrowGroups(unittest.TestCase):
@@ -929,8 +1260,9 @@ class BackMatrix(FakeBackTest):
         kinds = {c.kind for c in cases}
         self.assertTrue({"shape", "offset", "fill", grade.DET, "timed"} <= kinds)
         self.assertTrue(set(grade.SANITIZER_TOOLS) <= kinds)
-        # No watch on part 3's work yet (its build links none), no large check.
-        self.assertFalse(kinds & {grade.GPU_WORK, "large"})
+        # The watch on part 3's work (back_run()), as parts 1 and 2; no large check.
+        self.assertIn(grade.GPU_WORK, kinds)
+        self.assertNotIn("large", kinds)
         # 1 x 1, and every shape check on the exact fill, small enough to batch.
         self.assertIn(["--check", "--rows", "1", "--cols", "1"], [c.args[:5] for c in cases])
         for case in cases:
@@ -1070,7 +1402,7 @@ class BackBf16LayerNormMatrix(FakeBackTest):
         program = grade.RowProgram(op=op, dtype="bf16", pack=8, part="back")
         want = grade.build_back_cases(self.device, program, sanitizer=False)
         ran = [o.case.label for o in report.outcomes if not o.skipped]
-        self.assertEqual(sorted(ran), sorted(c.label for c in want))
+        self.assertEqual(sorted(ran), sorted(c.label for c in want if c.kind != grade.GPU_WORK))
         for flag, pack in (("--offset", 8), ("--y-offset", 8), ("--gamma-offset", 4)):
             found = {self.value(c, flag) for c in want if c.kind == "offset"}
             self.assertEqual(found, {str(k) for k in range(pack)}, flag)
@@ -1109,8 +1441,12 @@ class BackSoftmaxMatrix(FakeBackTest):
         for case in cases:
             for flag in ("--offset", "--y-offset"):
                 self.assertIn(self.value(case, flag, "0"), {"0", "1", "2", "3"}, case.label)
-        # The program's default is softmax's: the same matrix.
-        self.assertEqual(grade.build_softmax_back_cases(self.device, sanitizer=True), cases)
+        # The program's default is softmax's: the same matrix (but the
+        # gpu-work check's shape, drawn for each grading).
+        def drawn_apart(cases):
+            return [c for c in cases if c.kind != grade.GPU_WORK]
+        self.assertEqual(drawn_apart(grade.build_softmax_back_cases(self.device, sanitizer=True)),
+                         drawn_apart(cases))
 
     def test_the_widths_and_rows_of_its_paths(self):
         cases = self.cases()
@@ -1131,7 +1467,8 @@ class BackSoftmaxMatrix(FakeBackTest):
         kinds = {c.kind for c in cases}
         self.assertTrue({"shape", "offset", "fill", grade.DET, "timed"} <= kinds)
         self.assertTrue(set(grade.SANITIZER_TOOLS) <= kinds)
-        self.assertFalse(kinds & {grade.GPU_WORK, "large"})
+        self.assertIn(grade.GPU_WORK, kinds)
+        self.assertNotIn("large", kinds)
         self.assertEqual([c for c in cases if c.kind == grade.DET and not c.batchable], [])
 
     def test_every_pair_of_offsets(self):
@@ -1174,7 +1511,9 @@ class BackSoftmaxMatrix(FakeBackTest):
             self.assertTrue(report.passed, grade.failure_table(report))
             want = build(self.device, grade.RowProgram(op=op, part="back"), sanitizer=False)
             ran = [o.case.label for o in report.outcomes if not o.skipped]
-            self.assertEqual(sorted(ran), sorted(c.label for c in want), op)
+            # (the stand-ins link no watch: their gpu-work check is skipped)
+            self.assertEqual(sorted(ran), sorted(c.label for c in want
+                                                 if c.kind != grade.GPU_WORK), op)
 
     def test_the_grader_gives_a_bfloat16_softmax_program_its_matrix(self):
         """op=softmax_backward_bf16 (back/step15 on) gets softmax's matrix,
@@ -1186,7 +1525,7 @@ class BackSoftmaxMatrix(FakeBackTest):
         program = grade.RowProgram(op=op, dtype="bf16", pack=8, part="back")
         want = grade.build_softmax_back_cases(self.device, program, sanitizer=False)
         ran = [o.case.label for o in report.outcomes if not o.skipped]
-        self.assertEqual(sorted(ran), sorted(c.label for c in want))
+        self.assertEqual(sorted(ran), sorted(c.label for c in want if c.kind != grade.GPU_WORK))
         pairs = set()
         for case in want:
             if case.kind == "offset" and self.shape_of(case) == grade.SOFTMAX_BACK_OFFSET_SHAPES[0]:

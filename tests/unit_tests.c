@@ -2,6 +2,7 @@
  * Prints one line per failed check and ends with "unit: N passed, N failed". */
 #define _POSIX_C_SOURCE 200809L   /* mkstemp */
 #include "back_ref.h"
+#include "gpu_work_calls.h"
 #include "harness.h"
 #include "rows_ref.h"
 
@@ -2422,6 +2423,65 @@ static void test_back_bf16(void)
     free(mean), free(rstd), free(m0), free(r0);
 }
 
+/* The watch's bookkeeping (common/gpu_work_calls.h): a record is charged to
+ * the call whose [start, end] holds its middle, the harness's own work
+ * between calls to none, and the line's worst call is held to its own input. */
+static void test_gpu_work_calls(void)
+{
+    EXPECT(gpu_work_call_at(NULL, 0, 5) == -1);
+    struct gpu_work_call calls[3] = {
+        {100, 200, 4000, 0, 0, 0}, {300, 400, 4000, 0, 0, 0}, {500, GPU_WORK_OPEN, 4000, 0, 0, 0}};
+    EXPECT(gpu_work_call_at(calls, 3, 50) == -1);    /* the harness's copy of the input */
+    EXPECT(gpu_work_call_at(calls, 3, 100) == 0);    /* both ends belong to the call */
+    EXPECT(gpu_work_call_at(calls, 3, 150) == 0);
+    EXPECT(gpu_work_call_at(calls, 3, 200) == 0);
+    EXPECT(gpu_work_call_at(calls, 3, 201) == -1);   /* the harness reads the result back */
+    EXPECT(gpu_work_call_at(calls, 3, 299) == -1);
+    EXPECT(gpu_work_call_at(calls, 3, 300) == 1);
+    EXPECT(gpu_work_call_at(calls, 3, 400) == 1);
+    EXPECT(gpu_work_call_at(calls, 3, 450) == -1);
+    EXPECT(gpu_work_call_at(calls, 3, 500) == 2);    /* the call still running */
+    EXPECT(gpu_work_call_at(calls, 3, UINT64_MAX - 1) == 2);
+    EXPECT(gpu_work_call_at(calls, 2, 600) == -1);   /* after the last call ended */
+
+    /* A process: call 0 a kernel, the harness's copy of the whole output
+     * after it (not charged, though the host's clock puts its start 5 ns
+     * before the call's end), call 1 a kernel and 64 bytes by unified
+     * memory, call 2 (still open, its records late) the whole input back. */
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_KERNEL, 120, 130, 0) == 1);
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_D2H, 195, 260, 4000) == 0);
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_D2H, 40, 98, 4000) == 0);
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_D2H, 40, 104, 4000) == 0);   /* an input copy's end */
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_KERNEL, 298, 398, 0) == 1);  /* a kernel's start */
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_UM_D2H, 390, 390, 64) == 1);
+    EXPECT(gpu_work_charge(calls, 3, GPU_WORK_D2H, 900, 0, 4000) == 1);   /* no end: its start */
+    EXPECT(calls[0].kernels == 1 && calls[0].d2h_bytes == 0 && calls[0].um_d2h_bytes == 0);
+    EXPECT(calls[1].kernels == 1 && calls[1].d2h_bytes == 0 && calls[1].um_d2h_bytes == 64);
+    EXPECT(calls[2].kernels == 0 && calls[2].d2h_bytes == 4000);
+    struct gpu_work_totals t = gpu_work_sum(calls, 3, 64);
+    EXPECT(t.calls == 3 && t.kernels == 2 && t.d2h_bytes == 4000 && t.um_d2h_bytes == 64);
+    EXPECT(t.input_bytes == 4000);
+    EXPECT(t.worst_d2h == 4000 && t.worst_input == 4000);
+
+    /* The worst call is the largest share of its own input, at least the
+     * floor: 63 bytes of 64 is no copy; 64 of 100 beats 100 of 1000 (a batch's
+     * large check cannot hide a small one's copy); the first of a tie stays. */
+    struct gpu_work_call batch[4] = {{1, 2, 1000, 1, 100, 0},
+                                     {3, 4, 64, 1, 63, 0},
+                                     {5, 6, 100, 1, 0, 64},
+                                     {7, 8, 200, 1, 128, 0}};
+    t = gpu_work_sum(batch, 4, 64);
+    EXPECT(t.calls == 4 && t.kernels == 4 && t.d2h_bytes == 291 && t.um_d2h_bytes == 64);
+    EXPECT(t.input_bytes == 1000);
+    EXPECT(t.worst_d2h == 64 && t.worst_input == 100);
+    t = gpu_work_sum(batch, 2, 64);
+    EXPECT(t.worst_d2h == 100 && t.worst_input == 1000);
+    t = gpu_work_sum(batch + 1, 1, 64);
+    EXPECT(t.worst_d2h == 0 && t.worst_input == 0);
+    t = gpu_work_sum(NULL, 0, 64);
+    EXPECT(t.calls == 0 && t.worst_d2h == 0 && t.input_bytes == 0);
+}
+
 int main(void)
 {
     test_parse_size();
@@ -2451,6 +2511,7 @@ int main(void)
     test_softmax_back_host();
     test_softmax_back_bf16();
     test_back_bf16();
+    test_gpu_work_calls();
     printf("unit: %d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

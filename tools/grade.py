@@ -41,9 +41,9 @@ places in a 16-byte pack; the four fills (random, exact, shifted, tiny) at
 every offset; the determinism check ("det", below); repeated timed runs, and
 the sanitizers. The harness's workspace check runs after every call: a ticket
 left non-zero fails the check that made it ("counters" in its reason).
-Not yet for part 3: the gpu-work check (its build links no watch), sizes past
-2^31 elements, and --speed (a usage error). Part 3's checks ran on the H200
-at 725ea61 (plots/reference/h200-back-suite.log).
+Not yet for part 3: sizes past 2^31 elements, and --speed (a usage error).
+Part 3's checks ran on the H200 at 725ea61 (plots/reference/h200-back-suite.log),
+before its gpu-work check (below) was added.
 Determinism (part 3): every --check of a backward pass also runs the random
 fill three times and compares dx, dgamma and dbeta bit for bit; a timed run
 compares its first and last. A check whose values are all right but whose
@@ -58,13 +58,17 @@ The harness (common/) surrounds every buffer a kernel is given with NaN
 guards and poisons outputs and scratch before every run, so a read past
 either end, or of a value nothing wrote this run, shows as NaN.
 
-Both parts: the work itself, on the GPU (the "gpu-work" check, at a size
+Every part: the work itself, on the GPU (the "gpu-work" check, at a size
 drawn for each grading): with REDUCE_GPU_WORK set, a program built by the
 grader (make check STEP= or SOURCE=: common/gpu_work.c is linked in) records,
-through CUPTI, the kernels and the copies to the host that its reduce_pass()
-or row_forward() caused. No kernel, an eighth of the input's bytes or more on
+through CUPTI, the kernels and the copies to the host that its reduce_pass(),
+row_forward() or back_run() caused. No kernel, an eighth of the input's bytes or more on
 their way to the host, or a watch that could not run, fails it. A program
-built without the watch (PROGRAM=) gets the check skipped, and said.
+built without the watch (PROGRAM=) gets the check skipped, and said. The
+watch runs in every other check too (not the sanitizers', which cannot share
+a process with CUPTI, nor the speed runs): any of them that sees the work
+done on the host fails, "gpu-work" in its reason, so a program cannot be
+honest in the one check it can recognize and sum on the host in the rest.
 
 What the grader cannot see: a memory-ordering bug that the hardware happens
 not to expose (a relaxed ticket, a missing release), or two launches running
@@ -204,6 +208,7 @@ DET = "det"
 
 BATCH_KINDS = ("exact", "offset", "fill", "onehot", "shape", "stat", "masked", DET)
 BATCH_SIZE = 40               # checks per process (--checks): one CUDA context for many
+ALONE_FIRST = 3               # a caught batch's checks run alone before the rest are charged
 
 
 @dataclass
@@ -213,7 +218,7 @@ class Case:
     tool: str = ""       # compute-sanitizer tool, if any
     cells: int = 0       # floats the check moves, to size the large ones
     need: tuple = (0, 0)  # a large check's device and host bytes (large_need)
-    entry: str = ""       # gpu-work: the contract's function the watch wraps
+    entry: str = ""       # the contract's function the watch wraps (every part)
 
     @property
     def label(self):
@@ -613,6 +618,7 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
     # Determinism: thousands of rows add into each column, where atomics'
     # order shows in the low bits (the driver's three random-fill runs).
     k = back_fill_and_det_cases(cases, k, pack, BACK_FILL_SHAPES, BACK_DET_SHAPES)
+    cases.append(back_gpu_work_case(pack))
     # Repetitions: a timed run compares its first and last outputs, and the
     # workspace's zeroed part is checked after every one of its runs.
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
@@ -628,6 +634,13 @@ def build_back_cases(device, program=None, quick=False, sanitizer=True):
         cases.append(Case("memcheck", row_args(3, 4097, "exact", seed=5, offset=0), "memcheck"))
         cases.append(Case("memcheck", row_args(2, 5, "exact", seed=5, offset=3), "memcheck"))
     return cases
+
+
+def back_gpu_work_case(pack):
+    """Part 3's gpu-work check, as part 2's: a shape drawn for each grading."""
+    rows, cols = WATCH_SIZES.randrange(17, 64), WATCH_SIZES.randrange(2049, 8192)
+    return Case(GPU_WORK, row_args(rows, cols, "random", seed=41, offset=cols % pack),
+                entry="back_run()")
 
 
 def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
@@ -670,6 +683,7 @@ def build_softmax_back_cases(device, program=None, quick=False, sanitizer=True):
     # the determinism checks.
     k = back_fill_and_det_cases(cases, k, pack, SOFTMAX_BACK_FILL_SHAPES,
                                 SOFTMAX_BACK_DET_SHAPES)
+    cases.append(back_gpu_work_case(pack))
     cases += [Case("timed", ["--rows", "1000", "--cols", "1000", "--reps", "25", "--warmup", "2",
                              "--fill", "random"]),
               Case("timed", ["--rows", "33", "--cols", "50257", "--reps", "25", "--warmup", "0",
@@ -821,6 +835,67 @@ def child_env(kind):
     return env
 
 
+def watch_fields(text):
+    """The watch's line as {field: value}."""
+    return dict(f.split("=", 1) for f in text.split() if "=" in f)
+
+
+def watch_evidence(fields, entry, totals=True):
+    """What in a readable line (monitor=ok) shows the work done off the GPU:
+    a reason, or "" for nothing. Raises KeyError or ValueError on a line
+    that is not readable.
+
+    Each call is held to its own input (worst_*: the call that sent the
+    largest share of it to the host). totals: the process's bytes against
+    its largest input too, as the gpu-work check, one check in a process of
+    its own, always judged them; a batch's or a timed run's many calls add
+    up past any one input, so the other checks judge calls alone."""
+    kernels, calls = int(fields["kernels"]), int(fields["calls"])
+    to_host = int(fields["d2h_bytes"]) + int(fields["um_d2h_bytes"])
+    size = int(fields["input_bytes"])
+    maps = int(fields.get("host_maps", 0))
+    worst = int(fields.get("worst_d2h_bytes", 0))
+    worst_input = int(fields.get("worst_input_bytes", 0))
+    if kernels == 0:
+        return (f"launched no kernel in {calls} calls of {entry}: "
+                "the work was not done on the GPU")
+    if worst and worst >= GPU_WORK_HOST_SHARE * worst_input:
+        return (f"moved {worst} bytes to the host in one call of {entry} "
+                f"(its input was {worst_input} bytes): the work was done on the host")
+    if (totals or "worst_d2h_bytes" not in fields) and to_host >= GPU_WORK_HOST_SHARE * size:
+        return (f"moved {to_host} bytes to the host during {entry} "
+                f"(its input is {size} bytes): the work was done on the host")
+    if maps:   # zero-copy: no copy and no page move shows it, the call that makes the memory does
+        made = f"{maps} call{'s' if maps > 1 else ''}"
+        return (f"made host memory that a kernel can write ({fields.get('host_map', '?')}, "
+                f"{made}): a kernel can leave the input there for the host "
+                "to reduce, and the harness needs none")
+    return ""
+
+
+def watch_entry(cases):
+    """The contract's function the watch wraps, as the gpu-work case names it
+    ("" where no check is gpu-work)."""
+    return next((c.entry for c in cases if c.kind == GPU_WORK), "")
+
+
+def watched_elsewhere(text, entry):
+    """The reason a check other than gpu-work fails on its watch's line, or "".
+
+    Only what the watch saw counts here: no line (a program built without
+    the watch, or one that died before its first call), a watch that could
+    not run or lost records is the gpu-work check's to report, once, not
+    every check's."""
+    fields = watch_fields(text)
+    if fields.get("monitor") != "ok":
+        return ""
+    try:
+        evidence = watch_evidence(fields, entry, totals=False)
+    except (KeyError, ValueError):
+        return ""
+    return f"gpu-work, watched in this check too: {evidence}" if evidence else ""
+
+
 def gpu_work_verdict(text, entry):
     """(ok, skipped, reason) from the line common/gpu_work.c wrote ("" if none).
 
@@ -828,7 +903,7 @@ def gpu_work_verdict(text, entry):
     if not text.strip():
         return False, True, ("built without the grader's watch on GPU work: make check "
                              "STEP= or SOURCE= builds it in, PROGRAM= cannot")
-    fields = dict(f.split("=", 1) for f in text.split() if "=" in f)
+    fields = watch_fields(text)
     state = fields.get("monitor", "")
     if state == "error":   # not a skip: a watch that cannot run proves nothing, and a program could make it so
         return False, False, ("the watch on GPU work could not run, so the check cannot pass: "
@@ -836,26 +911,14 @@ def gpu_work_verdict(text, entry):
     if state != "ok":
         return False, False, f"the watch saw no call of {entry}: the harness always makes one"
     try:
-        kernels, calls = int(fields["kernels"]), int(fields["calls"])
-        to_host = int(fields["d2h_bytes"]) + int(fields["um_d2h_bytes"])
-        size = int(fields["input_bytes"])
         lost = int(fields.get("dropped", 0))
-        maps = int(fields.get("host_maps", 0))
+        evidence = watch_evidence(fields, entry)
     except (KeyError, ValueError):
         return False, False, f"the watch's line is not readable: {text.strip()}"
     if lost:
         return False, False, f"the watch lost {lost} of CUPTI's records, so it cannot tell"
-    if kernels == 0:
-        return False, False, (f"launched no kernel in {calls} calls of {entry}: "
-                              "the work was not done on the GPU")
-    if to_host >= GPU_WORK_HOST_SHARE * size:
-        return False, False, (f"moved {to_host} bytes to the host during {entry} "
-                              f"(its input is {size} bytes): the work was done on the host")
-    if maps:   # zero-copy: no copy and no page move shows it, the call that makes the memory does
-        calls = f"{maps} call{'s' if maps > 1 else ''}"
-        return False, False, (f"made host memory that a kernel can write ({fields.get('host_map', '?')}, "
-                              f"{calls}): a kernel can leave the input there for the host "
-                              "to reduce, and the harness needs none")
+    if evidence:
+        return False, False, evidence
     unwatched = []   # said, in the reports; the check still passes
     if fields.get("um") == "off":
         unwatched.append("unified memory's traffic")
@@ -932,7 +995,7 @@ def run_case(program, case, sanitizer, budget):
     env = child_env(case.kind)
     with tempfile.TemporaryDirectory() as tmp:
         watch = os.path.join(tmp, "gpu-work.txt")
-        if case.kind == GPU_WORK:
+        if not case.tool:   # CUPTI and compute-sanitizer cannot share a process
             env["REDUCE_GPU_WORK"] = watch
         if slot:
             slot.acquire(case.need)
@@ -946,18 +1009,37 @@ def run_case(program, case, sanitizer, budget):
             if slot:
                 slot.release(case.need)
         watched = ""
-        if case.kind == GPU_WORK and os.path.isfile(watch):
+        if os.path.isfile(watch):
             with open(watch, errors="replace") as handle:
                 watched = handle.read()
     ok = proc.returncode == 0 and re.search(r"^PASS$", proc.stdout, re.M) is not None
     code = proc.returncode if proc.returncode >= 0 else f"signal {-proc.returncode}"
     if not ok:
-        return Outcome(case, False, code=code, reason=why(code, proc.stdout, case.tool))
+        reason = why(code, proc.stdout, case.tool)
+        if DET_ONLY.match(reason):
+            # Every value right, the bits moved: a program that declares that
+            # passes it (settle_determinism), so the watch still judges the work.
+            work = gpu_work_verdict(watched, case.entry) if case.kind == GPU_WORK else None
+            caught = (work[2] if work and not work[0] and not work[1] else
+                      "" if work else watched_elsewhere(watched, case.entry))
+            if caught:
+                return Outcome(case, False, code=EXIT_FAILED, reason=caught)
+        return Outcome(case, False, code=code, reason=reason)
     if case.kind == GPU_WORK:
         ok, skipped, reason = gpu_work_verdict(watched, case.entry)
         return Outcome(case, ok, skipped=skipped, code=code if ok or skipped else EXIT_FAILED,
                        reason=reason)
+    caught = watched_elsewhere(watched, case.entry)
+    if caught:
+        return Outcome(case, False, code=EXIT_FAILED, reason=caught)
     return Outcome(case, True, code=code)
+
+
+def case_elements(case):
+    """The elements a check's input holds (-n, or --rows x --cols), 0 if unnamed."""
+    def value(flag):
+        return int(case.args[case.args.index(flag) + 1]) if flag in case.args else 0
+    return value("-n") or value("--rows") * value("--cols")
 
 
 def run_batch(program, cases, sanitizer, budget):
@@ -965,15 +1047,22 @@ def run_batch(program, cases, sanitizer, budget):
 
     A check the process did not finish (a crash ends the batch: a CUDA error
     poisons the context) is run again alone, so that it is charged to the
-    right check."""
+    right check. The watch on GPU work sees the batch as one process: where
+    it saw the work done on the host, each check that passed is run again
+    alone, watched, so that the failure is charged to the checks that did it;
+    where the ALONE_FIRST largest of them each did host work alone too, the
+    rest are charged without a run (a program that cheats everywhere)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "checks.txt")
         with open(path, "w") as handle:
             for case in cases:
                 handle.write(" ".join(a for a in case.args if a != "--check") + "\n")
         timeout = DEFAULT_TIMEOUT_S * 2
+        env = child_env("small")
+        watch = os.path.join(tmp, "gpu-work.txt")
+        env["REDUCE_GPU_WORK"] = watch
         try:
-            proc = run_isolated([program, "--checks", path], timeout, child_env("small"))
+            proc = run_isolated([program, "--checks", path], timeout, env)
             output = proc.stdout
         except subprocess.TimeoutExpired as err:
             output = err.stdout or ""
@@ -982,8 +1071,12 @@ def run_batch(program, cases, sanitizer, budget):
         except OSError as err:
             return [Outcome(case, False, code="?", reason=f"cannot run: {err.strerror}")
                     for case in cases]
+        watched = ""
+        if os.path.isfile(watch):
+            with open(watch, errors="replace") as handle:
+                watched = handle.read()
     blocks = re.split(r"^== check .*$", output, flags=re.M)[1:]
-    outcomes = []
+    outcomes, alone = [], set()
     for k, case in enumerate(cases):
         block = blocks[k] if k < len(blocks) else ""
         verdict = re.search(r"^(PASS|FAIL.*)$", block, re.M)
@@ -993,6 +1086,35 @@ def run_batch(program, cases, sanitizer, budget):
             outcomes.append(Outcome(case, False, code=EXIT_FAILED, reason=verdict.group(1)))
         else:
             outcomes.append(run_case(program, case, sanitizer, budget))
+            alone.add(k)
+    caught = watched_elsewhere(watched, cases[0].entry) if cases else ""
+    if caught:
+        # Largest first: a call under the watch's 64-byte floor proves nothing alone.
+        again = sorted((k for k, o in enumerate(outcomes)
+                        if k not in alone and (o.ok or DET_ONLY.match(o.reason))),
+                       key=lambda k: -case_elements(cases[k]))
+        for j, k in enumerate(again):
+            outcomes[k] = run_case(program, outcomes[k].case, sanitizer, budget)
+            # A check alone costs a process (a context, the watch's start): a
+            # host-side cheat's 500 checks took minutes. Where the largest few
+            # each did the work on the host alone, the rest are charged unrun.
+            if j + 1 == ALONE_FIRST < len(again) and all(
+                    outcomes[i].reason.startswith("gpu-work") for i in again[:ALONE_FIRST]):
+                reason = (f"gpu-work, watched in a batch of {len(cases)} checks whose "
+                          f"{ALONE_FIRST} largest did the work on the host alone too "
+                          "(not run alone)")
+                for i in again[ALONE_FIRST:]:
+                    outcomes[i] = Outcome(outcomes[i].case, False, code=EXIT_FAILED, reason=reason)
+                break
+        if not any(o.reason.startswith("gpu-work") for o in outcomes):
+            # Alone, every check kept its work on the GPU; together they did
+            # not: a program that knows it is in a batch. Its checks that
+            # passed alone fail with the batch (the others keep their reasons).
+            reason = caught.replace("gpu-work, watched in this check too",
+                                    f"gpu-work, watched in a batch of {len(cases)} checks "
+                                    "(each alone passed)")
+            outcomes = [Outcome(o.case, False, code=EXIT_FAILED, reason=reason)
+                        if o.ok or DET_ONLY.match(o.reason) else o for o in outcomes]
     return outcomes
 
 
@@ -1381,6 +1503,10 @@ def grade(programs, jobs, quick=(), sanitizer=None, progress=None, speed=None, o
                                     sanitizer=sanitizer is not None)
         else:
             cases = build_cases(device, quick=program in quick, sanitizer=sanitizer is not None)
+        # The watch runs in every check (run_case, run_batch), not in gpu-work's only.
+        entry = watch_entry(cases)
+        for case in cases:
+            case.entry = case.entry or entry
         small = [c for c in cases if c.batchable]
         for k in range(0, len(small), BATCH_SIZE):
             jobs_for.append((report, run_batch, small[k:k + BATCH_SIZE]))
@@ -1494,7 +1620,12 @@ def summary(reports, gpu):
     failures, the gpu-work check and the speed check (tools/grade_class.py)."""
     programs = []
     for report in reports:
+        # The gpu-work check, or the first other check whose watch saw host work.
         work = [o for o in report.outcomes if o.case.kind == GPU_WORK]
+        elsewhere = [o for o in report.failed if o.case.kind != GPU_WORK and
+                     o.reason.startswith("gpu-work")]
+        if elsewhere and work and (work[0].ok or work[0].skipped):
+            work = elsewhere
         fast = [o for o in report.outcomes if o.case.kind == "speed"]
         kinds = {}
         for o in report.failed:
