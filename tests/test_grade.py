@@ -161,16 +161,32 @@ sizes = []
 # and the input summed on the host as keyed does.
 VERDICT = ("FAIL: every output is within its bound, but not the same bits every run"
            if MODE == "det" else "PASS")
+# crash: a CUDA error at 4097 floats ends the process (exit 3, no verdict),
+# and CUPTI's records of the poisoned context are lost (kernels=0).
+crashed = False
 if "--checks" in ARGS:
     with open(ARGS[ARGS.index("--checks") + 1]) as handle:
         for k, line in enumerate(handle):
             sizes += calls(line.split())
             print("== check " + line.strip())
+            if MODE == "crash" and sizes[-1] == 4097:
+                crashed = True
+                break
             print("FAIL: wrong answer" if MODE == "batch1" and k == 0 else VERDICT)
 else:
     sizes += calls(ARGS)
-    print(VERDICT)
+    crashed = MODE == "crash" and sizes[-1] == 4097
+    if not crashed:
+        print(VERDICT)
 watch = os.environ.get("REDUCE_GPU_WORK")
+if crashed:
+    if watch:
+        with open(watch, "w") as handle:
+            handle.write(f"monitor=ok calls={{len(sizes)}} kernels=0 d2h_bytes=0 um_d2h_bytes=0 "
+                         f"input_bytes={{4 * max(sizes)}} um=on dropped=0 host_maps=0 host_map=- "
+                         "pageable=off worst_d2h_bytes=0 worst_input_bytes=0\n")
+    print("error: cudaDeviceSynchronize(): misaligned address", file=sys.stderr)
+    sys.exit(3)
 if watch and MODE != "unlinked":
     bytes_out = [moved(n) for n in sizes]
     kernels = sum(3 for b, n in zip(bytes_out, sizes) if b < 4 * n)
@@ -289,6 +305,17 @@ class WatchedEverywhere(unittest.TestCase):
         self.assertEqual(outcomes[0].reason, "FAIL: wrong answer")
         self.assertTrue(all("(each alone passed)" in o.reason for o in outcomes[1:]),
                         [o.reason for o in outcomes])
+
+    def test_a_batch_that_crashed_is_no_witness_for_its_other_checks(self):
+        # A CUDA error ends the process and can lose CUPTI's records (a line
+        # of kernels=0): the checks that passed before it, and those run
+        # alone after it, are judged alone, not failed with the batch.
+        cases = [self.case("exact", 1000), self.case("fill", 3000),
+                 self.case("offset", 4097), self.case("fill", 5000)]
+        outcomes = grade.run_batch(self.program("crash"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [True, True, False, True],
+                         [o.reason for o in outcomes])
+        self.assertNotIn("gpu-work", outcomes[2].reason)
 
     def test_a_partial_cheat_is_charged_check_by_check_past_alone_first(self):
         # small sums on the host below 2048 floats only: the largest checks

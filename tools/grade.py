@@ -1051,7 +1051,8 @@ def run_batch(program, cases, sanitizer, budget):
     it saw the work done on the host, each check that passed is run again
     alone, watched, so that the failure is charged to the checks that did it;
     where the ALONE_FIRST largest of them each did host work alone too, the
-    rest are charged without a run (a program that cheats everywhere)."""
+    rest are charged without a run (a program that cheats everywhere); where
+    each passed alone, the batch fails as a whole, unless its process died."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "checks.txt")
         with open(path, "w") as handle:
@@ -1063,9 +1064,9 @@ def run_batch(program, cases, sanitizer, budget):
         env["REDUCE_GPU_WORK"] = watch
         try:
             proc = run_isolated([program, "--checks", path], timeout, env)
-            output = proc.stdout
+            output, died = proc.stdout, proc.returncode not in (0, EXIT_FAILED)
         except subprocess.TimeoutExpired as err:
-            output = err.stdout or ""
+            output, died = err.stdout or "", True
             if isinstance(output, bytes):
                 output = output.decode(errors="replace")
         except OSError as err:
@@ -1106,7 +1107,10 @@ def run_batch(program, cases, sanitizer, budget):
                 for i in again[ALONE_FIRST:]:
                     outcomes[i] = Outcome(outcomes[i].case, False, code=EXIT_FAILED, reason=reason)
                 break
-        if not any(o.reason.startswith("gpu-work") for o in outcomes):
+        # A process that died (a CUDA error exits 3, and CUPTI's records of
+        # its poisoned context can be lost: kernels=0) is no witness against
+        # the checks that passed alone.
+        if not died and not alone and not any(o.reason.startswith("gpu-work") for o in outcomes):
             # Alone, every check kept its work on the GPU; together they did
             # not: a program that knows it is in a batch. Its checks that
             # passed alone fail with the batch (the others keep their reasons).
