@@ -1,15 +1,17 @@
 #!/bin/bash
 # A call that measures only on the H200 (every reference figure is the H200's):
-#   bash wip-harness/card_call.sh WREV -- COMMAND...
+#   bash wip-harness/card_call.sh REV -- COMMAND...
 # runs COMMAND on an H200. On another card (a plain call may get an H100), it
-# runs the rest of the grader's watch check instead (a correctness check, no
-# figure): watch_cheats_call.sh at WREV (the watch-all branch's revision; it
-# applies watch-all.diff). Either way, the call's time is used.
+# grades instead (verdicts, no figure): sm_y_unchecked first (the grader's fix for a
+# batch whose process died, 43889d5, not yet seen on a GPU), then part 2's programs
+# under the watch in every check, 6 a batch, as the time allows (logs $OUT/call-G.log,
+# $OUT/rows-suite.log). Either way, the call's time is used.
 set -u
-wrev=${1:?the watch-all revision}; shift; [ "${1:-}" = "--" ] && shift
+rev=${1:?the revision of the tree sent}; shift; [ "${1:-}" = "--" ] && shift
 name=$(timeout -k 5 30 nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 echo "card: $name"
 case "$name" in
   *H200*) "$@" ;;
-  *) bash wip-harness/watch_cheats_call.sh "$wrev" ;;
+  *) GIT_REV=$rev PHASE=G FIRST=sm_y_unchecked PROGRAMS_ONLY=1 BUDGET=${BUDGET_G:-520} \
+         bash wip-harness/remeasure_call.sh; tail -c 2500 $OUT/call-G.log ;;
 esac

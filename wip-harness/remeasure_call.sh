@@ -70,7 +70,8 @@ if [ "$PHASE" = C ]; then
 fi
 el
 # PHASE=G GIT_REV=<rev> [BATCH=6] [FBATCH=10] [FIXTURES_ONLY=1: the fixtures but
-#   ln_bf16_one_pass_var, graded in session 26] bash wip-harness/remeasure_call.sh
+#   ln_bf16_one_pass_var, graded in session 26] [PROGRAMS_ONLY=1] [FIRST=<a batch run first,
+#   ln_bf16_one_pass_var by default>] bash wip-harness/remeasure_call.sh
 #   part 2's suite in batches (each prints when it ends): the centered-fill fixture first, then the
 #   programs, BATCH at a time, then the fixtures; stops where the time runs out.
 if [ "$PHASE" = G ]; then
@@ -78,8 +79,9 @@ if [ "$PHASE" = G ]; then
   echo "build rc=$?"; el
   progs=$(ls -d rows/step*_*/ rows/baseline_*/ | sed 's#/$##')
   fixtures=$(sed -n 's/^\([a-z0-9_]*\) *| *rows\/.*/\1/p' tests/broken/mutants.txt; ls tests/broken/rows)
-  set -- ln_bf16_one_pass_var
+  set -- ${FIRST:-ln_bf16_one_pass_var}
   [ -n "${FIXTURES_ONLY:-}" ] && { set --; progs=""; }
+  [ -n "${PROGRAMS_ONLY:-}" ] && fixtures=""
   b=""; n=0
   for p in $progs; do b="$b,$p"; n=$((n+1)); [ $n -ge ${BATCH:-6} ] && { set -- "$@" "${b#,}"; b=""; n=0; }; done
   [ -n "$b" ] && set -- "$@" "${b#,}"
