@@ -1048,6 +1048,19 @@ class LabDocs(unittest.TestCase):
                 self.assertTrue(line in text, f"docs/{page} does not quote docs/lab as "
                                               f"written: {line[:100]}")
 
+    def test_the_class_table_is_quoted_whole(self):
+        # The table as class.md has it, in one block: a row left twice (the
+        # separator once was) or in another order is not what the class gave.
+        table = [line for line in self.lines("docs", "lab", "class", "class.md")
+                 if line.startswith("| ")]
+        self.assertGreaterEqual(len(table), 5)
+        for page in ("grading.md", "grading.zh-CN.md"):
+            text = "\n".join(self.lines("docs", page))
+            self.assertEqual(text.count(table[0]), 1, page)
+            start = text.index(table[0])
+            block = text[start:].split("\n\n", 1)[0].split("\n")
+            self.assertEqual(block, table, f"docs/{page}: the class table is not class.md's")
+
     def test_points_of_the_miss(self):
         with open(os.path.join(os.path.dirname(TESTS), "docs", "lab", "miss.json")) as handle:
             data = json.load(handle)
