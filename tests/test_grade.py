@@ -138,6 +138,10 @@ FAKE_WATCHED = r"""#!/usr/bin/env python3
 import os, sys
 MODE = {mode!r}
 ARGS = sys.argv[1:]
+watch = os.environ.get("REDUCE_GPU_WORK")
+if watch and MODE != "unlinked":   # the watch's constructor, before any call
+    with open(watch, "w") as handle:
+        handle.write("monitor=linked\n")
 
 
 def calls(words):
@@ -149,7 +153,9 @@ def calls(words):
 def moved(n):
     if MODE in ("keyed", "det") and not (1 << 20) <= n < (1 << 21) or MODE == "small" and n < 2048:
         return 4 * n
-    if MODE in ("batch", "batch1") and "--checks" in ARGS:
+    if MODE in ("batch", "batch1", "suppress", "breach") and "--checks" in ARGS:
+        return 4 * n
+    if MODE == "keyedexit" and not (1 << 20) <= n < (1 << 21):
         return 4 * n
     if MODE == "readback":
         return 4 * n // 256
@@ -172,14 +178,21 @@ if "--checks" in ARGS:
             if MODE == "crash" and sizes[-1] == 4097:
                 crashed = True
                 break
-            print("FAIL: wrong answer" if MODE == "batch1" and k == 0 else VERDICT)
+            if MODE == "breach" and k == 1:   # exit 1 before this check's verdict
+                break
+            if MODE == "spoof":   # the program's own printf, before the harness's verdict
+                print("PASS")
+            print("FAIL: wrong answer" if MODE == "batch1" and k == 0 or MODE == "spoof"
+                  else VERDICT)
 else:
     sizes += calls(ARGS)
     crashed = MODE == "crash" and sizes[-1] == 4097
-    if not crashed:
+    if MODE == "spoof":
+        print("PASS")
+        print("FAIL: wrong answer")
+    elif not crashed:
         print(VERDICT)
-watch = os.environ.get("REDUCE_GPU_WORK")
-if crashed:
+if crashed or MODE == "lastcrash" and "--checks" in ARGS:
     if watch:
         with open(watch, "w") as handle:
             handle.write(f"monitor=ok calls={{len(sizes)}} kernels=0 d2h_bytes=0 um_d2h_bytes=0 "
@@ -187,6 +200,8 @@ if crashed:
                          "pageable=off worst_d2h_bytes=0 worst_input_bytes=0\n")
     print("error: cudaDeviceSynchronize(): misaligned address", file=sys.stderr)
     sys.exit(3)
+if MODE == "suppress" and "--checks" in ARGS or MODE == "keyedexit" and moved(sizes[-1]):
+    os._exit(0)   # an _exit from its own exit handler: the watch's line stays "linked"
 if watch and MODE != "unlinked":
     bytes_out = [moved(n) for n in sizes]
     kernels = sum(3 for b, n in zip(bytes_out, sizes) if b < 4 * n)
@@ -197,6 +212,7 @@ if watch and MODE != "unlinked":
                      f"d2h_bytes={{sum(bytes_out)}} um_d2h_bytes=0 input_bytes={{4 * max(sizes)}} "
                      "um=on dropped=0 host_maps=0 host_map=- pageable=off "
                      f"worst_d2h_bytes={{worst[0]}} worst_input_bytes={{worst[1]}}\n")
+sys.exit(1 if MODE == "spoof" or MODE == "breach" and "--checks" in ARGS else 0)
 """
 
 # compute-sanitizer as the grader calls it: --tool T --error-exitcode N PROGRAM ARGS.
@@ -316,6 +332,47 @@ class WatchedEverywhere(unittest.TestCase):
         self.assertEqual([o.ok for o in outcomes], [True, True, False, True],
                          [o.reason for o in outcomes])
         self.assertNotIn("gpu-work", outcomes[2].reason)
+
+    def test_the_harness_verdict_is_the_last_line_of_a_check(self):
+        # A PASS printed by the program itself, before the harness's FAIL,
+        # passes nothing: the verdict is the block's last.
+        cases = [self.case("exact", 1000), self.case("fill", 5000)]
+        outcomes = grade.run_batch(self.program("spoof"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [False, False], [o.reason for o in outcomes])
+        self.assertFalse(grade.run_case(self.program("spoof"), cases[0], self.sanitizer, None).ok)
+
+    def test_a_line_never_written_after_a_call_is_no_pass(self):
+        # An _exit from the program's own exit handler leaves the watch's line
+        # "linked": alone the check fails as gpu-work; in a batch its checks
+        # run alone, watched.
+        out = grade.run_case(self.program("keyedexit"), self.case("exact", 1000),
+                             self.sanitizer, None)
+        self.assertFalse(out.ok)
+        self.assertIn("the watch's line was never written", out.reason)
+        honest = grade.run_case(self.program("honest"), self.case("exact", 1000),
+                                self.sanitizer, None)
+        self.assertTrue(honest.ok, honest.reason)
+        cases = [self.case("exact", 1000), self.case("fill", 5000)]
+        outcomes = grade.run_batch(self.program("suppress"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [True, True])   # honest alone
+
+    def test_a_died_batch_excuses_no_kernel_only(self):
+        # Lost records lower the counts; they never make bytes to the host.
+        # A batch that exits 1 mid-way with its input copied to the host
+        # still fails as a batch; one that exits 3 after its last verdict
+        # with no kernel seen is no witness.
+        cases = [self.case("exact", 1000), self.case("fill", 3000), self.case("fill", 5000)]
+        outcomes = grade.run_batch(self.program("breach"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [False, False, False],
+                         [o.reason for o in outcomes])
+        outcomes = grade.run_batch(self.program("lastcrash"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [True, True, True],
+                         [o.reason for o in outcomes])
+
+    def test_a_line_that_lost_records_proves_nothing_elsewhere(self):
+        line = OK_LINE.replace("dropped=0", "dropped=5").replace("kernels=3", "kernels=0")
+        self.assertIn("dropped=5", line)
+        self.assertEqual(grade.watched_elsewhere(line, "reduce_pass()"), "")
 
     def test_a_partial_cheat_is_charged_check_by_check_past_alone_first(self):
         # small sums on the host below 2048 floats only: the largest checks

@@ -889,6 +889,8 @@ def watched_elsewhere(text, entry):
     fields = watch_fields(text)
     if fields.get("monitor") != "ok":
         return ""
+    if fields.get("dropped", "0") != "0":
+        return ""
     try:
         evidence = watch_evidence(fields, entry, totals=False)
     except (KeyError, ValueError):
@@ -1030,6 +1032,10 @@ def run_case(program, case, sanitizer, budget):
         return Outcome(case, ok, skipped=skipped, code=code if ok or skipped else EXIT_FAILED,
                        reason=reason)
     caught = watched_elsewhere(watched, case.entry)
+    if not caught and watch_fields(watched).get("monitor") == "linked" and case_elements(case) > 1:
+        # Linked and called, but its exit handler never wrote the line: an _exit.
+        caught = (f"gpu-work, watched in this check too: the watch's line was never written "
+                  f"(the process skipped its exit handlers after calling {case.entry})")
     if caught:
         return Outcome(case, False, code=EXIT_FAILED, reason=caught)
     return Outcome(case, True, code=code)
@@ -1065,8 +1071,9 @@ def run_batch(program, cases, sanitizer, budget):
         try:
             proc = run_isolated([program, "--checks", path], timeout, env)
             output, died = proc.stdout, proc.returncode not in (0, EXIT_FAILED)
+            code = proc.returncode
         except subprocess.TimeoutExpired as err:
-            output, died = err.stdout or "", True
+            output, died, code = err.stdout or "", True, "timeout"
             if isinstance(output, bytes):
                 output = output.decode(errors="replace")
         except OSError as err:
@@ -1080,16 +1087,25 @@ def run_batch(program, cases, sanitizer, budget):
     outcomes, alone = [], set()
     for k, case in enumerate(cases):
         block = blocks[k] if k < len(blocks) else ""
-        verdict = re.search(r"^(PASS|FAIL.*)$", block, re.M)
-        if verdict and verdict.group(1) == "PASS":
+        # The harness prints its verdict last, after the program's own output.
+        verdicts = re.findall(r"^(PASS|FAIL.*)$", block, re.M)
+        verdict = verdicts[-1] if verdicts else None
+        if verdict == "PASS":
             outcomes.append(Outcome(case, True, code=0))
         elif verdict:
-            outcomes.append(Outcome(case, False, code=EXIT_FAILED, reason=verdict.group(1)))
+            outcomes.append(Outcome(case, False, code=EXIT_FAILED, reason=verdict))
         else:
             outcomes.append(run_case(program, case, sanitizer, budget))
             alone.add(k)
     caught = watched_elsewhere(watched, cases[0].entry) if cases else ""
-    if caught:
+    fields = watch_fields(watched)
+    # No witness where one was due: the watch is linked, calls were made, yet
+    # its exit handler never wrote the line (a signal, a timeout, an _exit),
+    # or the exit status says a check failed where every verdict read PASS.
+    called = any(case_elements(cases[k]) > 1 for k in range(len(cases)) if k not in alone)
+    unwitnessed = (fields.get("monitor") == "linked" and called) or fields.get("dropped", "0") != "0" or (
+        code == EXIT_FAILED and not alone and all(o.ok for o in outcomes))
+    if caught or unwitnessed:
         # Largest first: a call under the watch's 64-byte floor proves nothing alone.
         again = sorted((k for k, o in enumerate(outcomes)
                         if k not in alone and (o.ok or DET_ONLY.match(o.reason))),
@@ -1110,7 +1126,9 @@ def run_batch(program, cases, sanitizer, budget):
         # A process that died (a CUDA error exits 3, and CUPTI's records of
         # its poisoned context can be lost: kernels=0) is no witness against
         # the checks that passed alone.
-        if not died and not alone and not any(o.reason.startswith("gpu-work") for o in outcomes):
+        # Lost records only lower the counts: a died process excuses "no kernel", nothing else.
+        lost = died and fields.get("kernels") == "0"
+        if caught and not lost and not any(o.reason.startswith("gpu-work") for o in outcomes):
             # Alone, every check kept its work on the GPU; together they did
             # not: a program that knows it is in a batch. Its checks that
             # passed alone fail with the batch (the others keep their reasons).
