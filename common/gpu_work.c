@@ -28,7 +28,9 @@
  * their way to the host, fail the check. One process may run many checks
  * (--checks FILE) or many calls (a timed run): worst_d2h_bytes and
  * worst_input_bytes are the one call that sent the largest share of its own
- * input to the host (0 0 when no call sent WORST_FLOOR bytes).
+ * input to the host (0 0 when no call sent WORST_FLOOR bytes), host_calls
+ * the calls that launched no kernel but sent bytes to the host (a batch's
+ * other kernels would hide a tiny input summed on the host).
  *
  * REDUCE_GPU_WORK_TIMES=1 prints at exit, to stderr, one line of what the
  * watch cost in microseconds: each stage of its start, its time inside the
@@ -96,8 +98,9 @@ static struct {
     /* One call's share: the bytes it sent to the host against its own input,
      * for the call that sent the largest share of at least WORST_FLOOR bytes
      * (a batch of checks, or a timed run's many calls, in one process must
-     * not hide one call's copy behind the others' inputs). */
-    unsigned long long worst_d2h, worst_input;
+     * not hide one call's copy behind the others' inputs); and the calls
+     * that sent bytes to the host with no kernel at all, however few. */
+    unsigned long long worst_d2h, worst_input, host_calls;
     int um;                      /* unified memory's bytes are counted */
     /* Calls that give a kernel host memory to write, seen in the runtime's
      * domain and in the driver's (a runtime call makes a driver call, seen
@@ -163,14 +166,14 @@ static void write_report(void)
         else
             fprintf(f, "monitor=ok calls=%llu kernels=%llu d2h_bytes=%llu um_d2h_bytes=%llu "
                     "input_bytes=%llu um=%s dropped=%llu host_maps=%llu host_map=%s pageable=%s "
-                    "worst_d2h_bytes=%llu worst_input_bytes=%llu\n",
+                    "worst_d2h_bytes=%llu worst_input_bytes=%llu host_calls=%llu\n",
                     watch.calls, watch.kernels, watch.d2h_bytes, watch.um_d2h_bytes,
                     watch.input_bytes, watch.um ? "on" : "off", watch.dropped,
                     watch.host_maps_runtime > watch.host_maps_driver ? watch.host_maps_runtime
                                                                      : watch.host_maps_driver,
                     watch.host_map[0] ? watch.host_map : "-",
                     watch.pageable < 0 ? "unknown" : watch.pageable ? "on" : "off",
-                    watch.worst_d2h, watch.worst_input);
+                    watch.worst_d2h, watch.worst_input, watch.host_calls);
         fclose(f);
     }
     if (times.on)
@@ -595,6 +598,7 @@ static void watch_collect(void)
     watch.input_bytes = t.input_bytes;
     watch.worst_d2h = t.worst_d2h;
     watch.worst_input = t.worst_input;
+    watch.host_calls = t.host_calls;
 }
 #else
 static void watch_callbacks(void)

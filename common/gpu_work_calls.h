@@ -93,16 +93,20 @@ static inline int gpu_work_charge(struct gpu_work_call *calls, size_t count,
 /* The line's figures: sums over the calls, the largest input, and the one
  * call that sent the largest share of its own input to the host, at least
  * floor bytes (a scalar read back is no copy of the input): 0 0 if none did.
- * On a tie the first such call is kept. */
+ * On a tie the first such call is kept. host_calls: the calls that launched
+ * no kernel yet sent bytes to the host, however few. Such a call did its work
+ * on the host, and in a batch the other calls' kernels would hide it from
+ * the process's count of kernels, its bytes from the floor (a sum of under
+ * 16 floats). */
 struct gpu_work_totals {
     unsigned long long calls, kernels, d2h_bytes, um_d2h_bytes, input_bytes;
-    unsigned long long worst_d2h, worst_input;
+    unsigned long long worst_d2h, worst_input, host_calls;
 };
 
 static inline struct gpu_work_totals gpu_work_sum(const struct gpu_work_call *calls, size_t count,
                                                   unsigned long long floor)
 {
-    struct gpu_work_totals t = {0, 0, 0, 0, 0, 0, 0};
+    struct gpu_work_totals t = {0, 0, 0, 0, 0, 0, 0, 0};
     for (size_t k = 0; k < count; k++) {
         const struct gpu_work_call *c = &calls[k];
         t.calls++;
@@ -114,6 +118,8 @@ static inline struct gpu_work_totals gpu_work_sum(const struct gpu_work_call *ca
         /* a/b > c/d as a x d > c x b: no division, and a call with no input
          * (n = 0 never reaches the watch) cannot divide by zero. */
         unsigned long long moved = c->d2h_bytes + c->um_d2h_bytes;
+        if (c->kernels == 0 && moved > 0)
+            t.host_calls++;
         if (moved >= floor &&
             (t.worst_d2h == 0 || (double)moved * (double)t.worst_input >
                                  (double)t.worst_d2h * (double)c->input_bytes)) {

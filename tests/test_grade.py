@@ -507,6 +507,17 @@ class WatchOnFakeCupti(unittest.TestCase):
         ok, skipped, reason = grade.gpu_work_verdict(self.run_fake("host")[2], "reduce_pass()")
         self.assertFalse(ok or skipped)
 
+    def test_a_tiny_input_summed_on_the_host_among_kernels(self):
+        # 8 bytes (two floats) with no kernel: under the floor, and the other
+        # calls' kernels make the process's count; the call itself shows it.
+        f = self.fields("tiny")
+        self.assertEqual((f["kernels"], f["d2h_bytes"], f["worst_d2h_bytes"], f["host_calls"]),
+                         ("4", "8", "0", "1"))
+        ok, skipped, reason = grade.gpu_work_verdict(self.run_fake("tiny")[2], "reduce_pass()")
+        self.assertFalse(ok or skipped)
+        self.assertIn("launched no kernel in 1 of its 6 calls of reduce_pass()", reason)
+        self.assertEqual(self.fields("honest")["host_calls"], "0")
+
     def test_unified_memory_is_charged_to_its_call(self):
         f = self.fields("um")
         self.assertEqual((f["kernels"], f["d2h_bytes"], f["um_d2h_bytes"], f["worst_d2h_bytes"],

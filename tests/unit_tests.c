@@ -2462,6 +2462,7 @@ static void test_gpu_work_calls(void)
     EXPECT(t.calls == 3 && t.kernels == 2 && t.d2h_bytes == 4000 && t.um_d2h_bytes == 64);
     EXPECT(t.input_bytes == 4000);
     EXPECT(t.worst_d2h == 4000 && t.worst_input == 4000);
+    EXPECT(t.host_calls == 1);   /* call 2: no kernel, its input to the host */
 
     /* The worst call is the largest share of its own input, at least the
      * floor: 63 bytes of 64 is no copy; 64 of 100 beats 100 of 1000 (a batch's
@@ -2479,7 +2480,20 @@ static void test_gpu_work_calls(void)
     t = gpu_work_sum(batch + 1, 1, 64);
     EXPECT(t.worst_d2h == 0 && t.worst_input == 0);
     t = gpu_work_sum(NULL, 0, 64);
-    EXPECT(t.calls == 0 && t.worst_d2h == 0 && t.input_bytes == 0);
+    EXPECT(t.calls == 0 && t.worst_d2h == 0 && t.input_bytes == 0 && t.host_calls == 0);
+
+    /* A call with no kernel that sent bytes to the host is counted however
+     * few the bytes (8: two floats, under the floor); one with no kernel
+     * that sent none (part 1's sizing call) is not, nor a kernel's own read. */
+    struct gpu_work_call tiny[4] = {{1, 2, 4000, 2, 0, 0},
+                                    {3, 4, 8, 0, 8, 0},
+                                    {5, 6, 8, 0, 0, 0},
+                                    {7, 8, 12, 1, 4, 0}};
+    t = gpu_work_sum(tiny, 4, 64);
+    EXPECT(t.kernels == 3 && t.worst_d2h == 0 && t.host_calls == 1);
+    tiny[2].um_d2h_bytes = 4;   /* unified memory's bytes count the same */
+    t = gpu_work_sum(tiny, 4, 64);
+    EXPECT(t.host_calls == 2);
 }
 
 int main(void)

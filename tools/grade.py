@@ -865,6 +865,10 @@ def watch_evidence(fields, entry, totals=True):
     if (totals or "worst_d2h_bytes" not in fields) and to_host >= GPU_WORK_HOST_SHARE * size:
         return (f"moved {to_host} bytes to the host during {entry} "
                 f"(its input is {size} bytes): the work was done on the host")
+    host_calls = int(fields.get("host_calls", 0))
+    if host_calls:   # a tiny input summed on the host, among other calls' kernels
+        return (f"launched no kernel in {host_calls} of its {calls} calls of {entry}, and "
+                "sent bytes to the host in each: the work was done on the host")
     if maps:   # zero-copy: no copy and no page move shows it, the call that makes the memory does
         made = f"{maps} call{'s' if maps > 1 else ''}"
         return (f"made host memory that a kernel can write ({fields.get('host_map', '?')}, "
