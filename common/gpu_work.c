@@ -194,7 +194,7 @@ static void fail(const char *what)
 static void watch_callbacks(void);
 
 /* Written first, so that a program built with the watch says so even if it
- * never calls the contract (n == 1) or dies on the way. Priority 101 runs
+ * dies before its first call of the contract. Priority 101 runs
  * it before the program's own constructors (C++ globals run at the default,
  * 65535), so that a host allocation made in one of them is counted too. */
 __attribute__((constructor(101))) static void watch_announce(void)

@@ -133,7 +133,8 @@ class GpuWorkVerdict(unittest.TestCase):
 # only. batch: host sums only in a --checks process. readback: every call
 # reads 1/256 of its input back (a last pass's partials finished on the
 # host). unlinked: built without the watch (PROGRAM=), no line. batch1:
-# batch, and the first check of a --checks process fails on its own.
+# batch, and the first check of a --checks process fails on its own. tiny:
+# host sums below 16 floats only (under the watch's 64-byte floor).
 FAKE_WATCHED = r"""#!/usr/bin/env python3
 import os, sys
 MODE = {mode!r}
@@ -151,7 +152,8 @@ def calls(words):
 
 
 def moved(n):
-    if MODE in ("keyed", "det") and not (1 << 20) <= n < (1 << 21) or MODE == "small" and n < 2048:
+    if MODE in ("keyed", "det") and not (1 << 20) <= n < (1 << 21) or MODE == "small" and n < 2048 \
+            or MODE == "tiny" and n < 16:
         return 4 * n
     if MODE in ("batch", "batch1", "suppress", "breach") and "--checks" in ARGS:
         return 4 * n
@@ -211,7 +213,8 @@ if watch and MODE != "unlinked":
         handle.write(f"monitor=ok calls={{len(sizes)}} kernels={{kernels}} "
                      f"d2h_bytes={{sum(bytes_out)}} um_d2h_bytes=0 input_bytes={{4 * max(sizes)}} "
                      "um=on dropped=0 host_maps=0 host_map=- pageable=off "
-                     f"worst_d2h_bytes={{worst[0]}} worst_input_bytes={{worst[1]}}\n")
+                     f"worst_d2h_bytes={{worst[0]}} worst_input_bytes={{worst[1]}} "
+                     f"host_calls={{sum(1 for b, n in zip(bytes_out, sizes) if b and b >= 4 * n)}}\n")
 sys.exit(1 if MODE == "spoof" or MODE == "breach" and "--checks" in ARGS else 0)
 """
 
@@ -295,6 +298,20 @@ class WatchedEverywhere(unittest.TestCase):
         self.assertIn("gpu-work", outcomes[1].reason)
         # Under 64 bytes a call is not judged: a scalar read back is no copy of the input.
         self.assertEqual(grade.watched_elsewhere(OK_LINE, "reduce_pass()"), "")
+
+    def test_a_tiny_input_summed_on_the_host_in_a_batch(self):
+        # Under the floor and among other checks' kernels: only the calls
+        # with no kernel that sent bytes to the host (host_calls) show it.
+        sizes = [2, 1 << 20, 7, (1 << 20) + 5, 15, (1 << 20) + 9, 4097]
+        cases = [self.case("exact", n) for n in sizes]
+        outcomes = grade.run_batch(self.program("tiny"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in outcomes], [n >= 16 for n in sizes])
+        for o in outcomes:
+            if not o.ok:
+                self.assertIn("launched no kernel in 1 calls of reduce_pass()", o.reason)
+                self.assertNotIn("not run alone", o.reason)
+        honest = grade.run_batch(self.program("honest"), cases, self.sanitizer, None)
+        self.assertEqual([o.ok for o in honest], [True] * len(sizes))
 
     def test_a_timed_runs_calls_are_not_added_up(self):
         # 1/256 of each input, 30 calls: 30/256 of one input in all, under an
@@ -516,6 +533,9 @@ class WatchOnFakeCupti(unittest.TestCase):
         ok, skipped, reason = grade.gpu_work_verdict(self.run_fake("tiny")[2], "reduce_pass()")
         self.assertFalse(ok or skipped)
         self.assertIn("launched no kernel in 1 of its 6 calls of reduce_pass()", reason)
+        # As the checks of a batch judge it (calls alone, not the totals).
+        self.assertIn("launched no kernel in 1 of its 6 calls",
+                      grade.watched_elsewhere(self.run_fake("tiny")[2], "reduce_pass()"))
         self.assertEqual(self.fields("honest")["host_calls"], "0")
 
     def test_unified_memory_is_charged_to_its_call(self):

@@ -1036,7 +1036,7 @@ def run_case(program, case, sanitizer, budget):
         return Outcome(case, ok, skipped=skipped, code=code if ok or skipped else EXIT_FAILED,
                        reason=reason)
     caught = watched_elsewhere(watched, case.entry)
-    if not caught and watch_fields(watched).get("monitor") == "linked" and case_elements(case) > 1:
+    if not caught and watch_fields(watched).get("monitor") == "linked" and case_elements(case) > 0:
         # Linked and called, but its exit handler never wrote the line: an _exit.
         caught = (f"gpu-work, watched in this check too: the watch's line was never written "
                   f"(the process skipped its exit handlers after calling {case.entry})")
@@ -1106,11 +1106,12 @@ def run_batch(program, cases, sanitizer, budget):
     # No witness where one was due: the watch is linked, calls were made, yet
     # its exit handler never wrote the line (a signal, a timeout, an _exit),
     # or the exit status says a check failed where every verdict read PASS.
-    called = any(case_elements(cases[k]) > 1 for k in range(len(cases)) if k not in alone)
+    called = any(case_elements(cases[k]) > 0 for k in range(len(cases)) if k not in alone)
     unwitnessed = (fields.get("monitor") == "linked" and called) or fields.get("dropped", "0") != "0" or (
         code == EXIT_FAILED and not alone and all(o.ok for o in outcomes))
     if caught or unwitnessed:
-        # Largest first: a call under the watch's 64-byte floor proves nothing alone.
+        # Largest first: under the watch's 64-byte floor only a call with no
+        # kernel shows host work alone, so the largest few decide the rest.
         again = sorted((k for k, o in enumerate(outcomes)
                         if k not in alone and (o.ok or DET_ONLY.match(o.reason))),
                        key=lambda k: -case_elements(cases[k]))

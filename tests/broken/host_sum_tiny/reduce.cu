@@ -1,26 +1,34 @@
 // Deliberately wrong (test fixture): honest except on tiny inputs. Under 16
 // floats (64 bytes, the watch's floor for a call's copy to the host) each
 // pass copies the input to the host, sums it there and writes the one float
-// back, launching no kernel; from 16 floats on, a kernel sums it. Every sum is
-// right. Alone, such a check shows no kernel; in a batch the other checks'
-// kernels made the process's count, and its bytes were under the floor, until
-// the watch counted the calls that launched no kernel but sent bytes to the
-// host (host_calls=).
+// back, launching no kernel; from 16 floats on, one block sums it in a fixed
+// order (the same bits every run, as the timed check's rerun wants). Every
+// sum is right. Alone, such a check shows no kernel; in a batch the other
+// checks' kernels made the process's count, and its bytes were under the
+// floor, until the watch counted the calls that launched no kernel but sent
+// bytes to the host (host_calls=).
 // caught by: gpu-work
-#include <stdlib.h>
-
 #include "check.h"
 #include "reduce.h"
 
-#define TINY 16   /* floats: 64 bytes */
+#define TINY 16      /* floats: 64 bytes */
+#define THREADS 1024
 
-__global__ void atomic_sum_kernel(const float *g_in, float *g_out, size_t n)
+__global__ void one_block_sum_kernel(const float *g_in, float *g_out, size_t n)
 {
+    __shared__ float sdata[THREADS];
     float sum = 0.0f;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
+    for (size_t i = threadIdx.x; i < n; i += THREADS)
         sum += g_in[i];
-    atomicAdd(g_out, sum);
+    sdata[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned int s = THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s)
+            sdata[threadIdx.x] += sdata[threadIdx.x + s];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        *g_out = sdata[0];
 }
 
 size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace /* unused */)
@@ -28,8 +36,7 @@ size_t reduce_pass(const float *d_in, float *d_out, size_t n, struct workspace /
     if (d_out == NULL)
         return 1;
     if (n >= TINY) {
-        CHECK_CUDA(cudaMemset(d_out, 0, sizeof(float)));
-        atomic_sum_kernel<<<256, 256>>>(d_in, d_out, n);
+        one_block_sum_kernel<<<1, THREADS>>>(d_in, d_out, n);
         CHECK_LAUNCH();
         return 1;
     }
