@@ -53,5 +53,6 @@ help:
 	@echo "Options: OUT_DIR=DIR (where bench, profile-all and accuracy write and publish reads; default plots/results),"
 	@echo "  DEVICE=K (run on GPU K only), ARCH=sm_80 (build for one architecture)."
 	@echo "make exits 2 whenever anything fails; the grader's own exit codes (1 wrong, 2 usage,"
-	@echo "3 no device) come from: python3 tools/grade.py stepK_name/run (make check's last line names it);"
+	@echo "3 no device) come from: python3 tools/grade.py build/monitored/stepK_name/run (the build with the watch,"
+	@echo "  which make check builds and its last line names);"
 	@echo "bash tools/need_gpu.sh exits 3 where there is no GPU"

@@ -592,7 +592,7 @@ built=$(awk -v s="$suite_s" 'BEGIN { printf "%g", s / 60 }')
 wrong=""
 [[ $help == *"about $build_min min"*"$suite_s s"* ]] || wrong="$wrong make-help"
 grep -q "^TEST_SECONDS=\${TEST_SECONDS:-$suite_s}$" tests/run_tests.sh || wrong="$wrong run_tests.sh"
-for want in "about $fresh min from a fresh clone, $built once built" \
+for want in "about $fresh min from a fresh clone, $built min once built" \
             "From a fresh clone it takes about $fresh minutes" "(about $built minutes once everything is built)"; do
     tr '\n' ' ' < README.md | tr -s ' ' | grep -qF "$want" || wrong="$wrong README.md:'$want'"
 done

@@ -270,8 +270,9 @@ def commands_for(found, root=REPO):
 # may quote. tools/zh_strings.py has its Chinese.
 PART_WORDS = {"sum": "every part 1 program", "rows": "every part 2 program"}
 PAGE_NOTE = ("**{mark} Some figures on this page measured an earlier version of the code:** "
-             "{names}, at {revs}, in {files}. Its tables and charts mark them; to measure them "
-             "again: {commands}.")
+             "{names}, at {revs}, in {files} (a program's code hash covers its own files and the "
+             "shared harness in common/: a change to either marks its figures). Its tables and "
+             "charts mark them; to measure them again: {commands}.")
 
 
 def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: True,
@@ -318,10 +319,10 @@ class Marks:
     revisions and the command that measures them again."""
 
     # The footnote; tools/zh_strings.py has its Chinese.
-    NOTE = ("{mark} Measured on an earlier version of the code (revision in brackets): "
+    NOTE = ("{mark} Measured on an earlier version of the code (revision in parentheses): "
             "{names}. `{command}` measures it again.")
     # The same where the cells come from several files, each with its command.
-    NOTE_MANY = ("{mark} Measured on an earlier version of the code (revision in brackets): "
+    NOTE_MANY = ("{mark} Measured on an earlier version of the code (revision in parentheses): "
                  "{names}. To measure them again: {commands}.")
 
     def __init__(self, stale_rows, path=None):
