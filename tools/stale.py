@@ -269,10 +269,12 @@ def commands_for(found, root=REPO):
 # The stale block of a page (tools/docs.py): what its hand-written figures
 # may quote. tools/zh_strings.py has its Chinese.
 PART_WORDS = {"sum": "every part 1 program", "rows": "every part 2 program"}
+# Short: it comes before the page's first line of teaching. Each table's and
+# chart's own note names the revisions; `python3 tools/stale.py` lists every file.
 PAGE_NOTE = ("**{mark} Some figures on this page measured an earlier version of the code:** "
-             "{names}, at {revs}, in {files} (a program's code hash covers its own files and the "
-             "shared harness in common/: a change to either marks its figures). Its tables and "
-             "charts mark them; to measure them again: {commands}.")
+             "{names} (a program's code hash covers its own files and the shared harness in "
+             "common/: a change to either marks its figures). The tables and charts mark each "
+             "one with its revision; to measure them again: {commands}.")
 
 
 def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: True,
