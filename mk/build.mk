@@ -130,4 +130,5 @@ $(dir $(1))$(firstword $(subst _, ,$(notdir $(1)))): $(1)/run
 	@$$(call LINK_STEP,$(notdir $(1)),$$@)
 endef
 $(foreach d,$(ROW_STEP_DIRS) $(BACK_STEP_DIRS),$(eval $(call FOLDER_ALIAS,$(d))))
-$(BACK_STEP_DIRS): %: %/run
+# And a step's folder in any part builds its program: `make step3_idle`.
+$(STEP_DIRS) $(ROW_STEP_DIRS) $(BACK_STEP_DIRS): %: %/run

@@ -515,6 +515,14 @@ rm -f step3
 expect 0 "" make -s step3
 expect 0 "usage:" ./step3/run --help
 [ "$(readlink step3)" = "step3_idle" ] && ok || bad "step3 is not a link to step3_idle"
+# A step's folder by name builds its program too, in every part (it said
+# "up to date" and built nothing in parts 1 and 2).
+for d in step3_idle rows/step7_wide back/step0_thread; do
+    touch -d '2000-01-01' "$d/run"
+    expect 0 "" make -s "$d"
+    [ "$d/run" -nt "$d/$(ls "$d" | grep -E '^(reduce|rows|back)\.cu$')" ] && ok \
+        || bad "make $d did not build $d/run"
+done
 
 # Tools that need Nsight Compute or compute-sanitizer fail with one clear line
 # without them (make stops earlier without a GPU: these are the scripts).
