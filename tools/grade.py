@@ -63,7 +63,8 @@ drawn for each grading): with REDUCE_GPU_WORK set, a program built by the
 grader (make check STEP= or SOURCE=: common/gpu_work.c is linked in) records,
 through CUPTI, the kernels and the copies to the host that its reduce_pass(),
 row_forward() or back_run() caused. No kernel, an eighth of the input's bytes or more on
-their way to the host, or a watch that could not run, fails it. A program
+their way to the host, a call that sent bytes to the host with no kernel at all,
+or a watch that could not run, fails it. A program
 built without the watch (PROGRAM=) gets the check skipped, and said. The
 watch runs in every other check too (not the sanitizers', which cannot share
 a process with CUPTI, nor the speed runs): any of them that sees the work
