@@ -478,6 +478,19 @@ class ModelTests(unittest.TestCase):
                     self.assertEqual(fast, by_warp.get(warp, Counter()),
                                      f"{step} n={n} warp {warp}")
 
+    def test_warp_groups_equal_the_warps_one_by_one(self):
+        # kernel_counts takes steps 0-5's warps in groups (a million warps at
+        # 2^25): the groups must be what counting warp by warp gives.
+        for step, built in Cache.models().items():
+            if not hasattr(built.loads, "warp_groups"):
+                continue
+            for n, sms in ((1, 1), (31, 1), (32, 1), (33, 2), (1000, 1), (2047, 3),
+                           (2048, 3), (2049, 3), (70001, 3), ((1 << 16) + 5, 1)):
+                grid = built.loads.grid(n, sms)
+                self.assertEqual(built.loads.warp_groups(n, grid),
+                                 Counter(map(tuple, built.loads.warp_insts(n, grid))),
+                                 f"{step} n={n}")
+
     def test_stages_of_one_block_per_launch_count_once(self):
         # Step 9's shape: step 7's block, plus a last block that runs
         # another round of shuffles over the partial sums.

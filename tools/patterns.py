@@ -305,6 +305,15 @@ class OneLoad:
         for warp in range(grid * self.block // WARP):
             yield [("LDG", lanes_below(n, warp * WARP))]
 
+    def warp_groups(self, n, grid, offset=0):
+        """Counter(warp_insts) without a million generator steps at n = 2^25:
+        every warp below n // 32 loads 32 lanes; only the last block's differ."""
+        full = min(n // WARP, grid * self.block // WARP)
+        groups = Counter({(("LDG", WARP),): full} if full else {})
+        for warp in range(full, grid * self.block // WARP):
+            groups[(("LDG", lanes_below(n, warp * WARP)),)] += 1
+        return groups
+
 
 class TwoLoads:
     """Steps 3-5: thread tid of block b loads b*2B + tid and b*2B + tid + B."""
@@ -326,12 +335,25 @@ class TwoLoads:
                     yield Load(thread, "i + B", i + self.block, 1, BODY)
 
     def warp_insts(self, n, grid, offset=0):
+        for warp in range(grid * self.block // WARP):
+            yield self.one_warp(n, warp)
+
+    def one_warp(self, n, warp):
         per_block = self.block // WARP
-        for warp in range(grid * per_block):
-            first = (warp // per_block) * 2 * self.block + (warp % per_block) * WARP
-            # The first load only assigns; the second is `sum += ...`: a load and an add.
-            second = lanes_below(n, first + self.block)
-            yield [("LDG", lanes_below(n, first)), ("LDG", second), ("ADD", second)]
+        first = (warp // per_block) * 2 * self.block + (warp % per_block) * WARP
+        # The first load only assigns; the second is `sum += ...`: a load and an add.
+        second = lanes_below(n, first + self.block)
+        return [("LDG", lanes_below(n, first)), ("LDG", second), ("ADD", second)]
+
+    def warp_groups(self, n, grid, offset=0):
+        """Counter(warp_insts): the warps of blocks wholly below n are all full."""
+        per_block = self.block // WARP
+        full = min(n // (2 * self.block), grid)
+        groups = Counter({(("LDG", WARP), ("LDG", WARP), ("ADD", WARP)): full * per_block}
+                         if full else {})
+        for warp in range(full * per_block, grid * per_block):
+            groups[tuple(self.one_warp(n, warp))] += 1
+        return groups
 
 
 def full_wave(sms, block):
@@ -946,7 +968,10 @@ def kernel_counts(built, n, sms, offset=0):
         counts[key] = value * grid
     counts.update(stage_counts(built.once))
     # Warps with the same instructions and lanes are counted once each kind.
-    for insts, warps in Counter(map(tuple, built.loads.warp_insts(n, grid, offset))).items():
+    groups = getattr(built.loads, "warp_groups", None)
+    groups = groups(n, grid, offset) if groups else \
+        Counter(map(tuple, built.loads.warp_insts(n, grid, offset)))
+    for insts, warps in groups.items():
         for op, on in insts:
             counts[op] += warps
             counts["lanes_off"] += (WARP - on) * warps
