@@ -13,7 +13,7 @@
 //         dy a thread, so a row of 151936 took 10 blocks of 1024 threads,
 //         one block an SM, and an SM waiting at the cluster barrier had
 //         nothing else in flight. The copy engine needs no registers to
-//         keep bytes in flight: blocks stay at 256 threads, up to three
+//         keep bytes in flight: blocks stay at 256 threads, three or four
 //         share an SM, and while one waits the others load.
 // Effect: measured in back/README.md, whose table comes from
 //         plots/reference/h200-back.csv (a number here would go stale).
