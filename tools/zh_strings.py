@@ -713,7 +713,7 @@ CHART_STRINGS = {
     # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
     "cp.async.bulk: warp 0's lanes copy the share in chunks (16 KB, shrunk to one pack), counted "
     "in bytes on one mbarrier":
-        "cp.async.bulk：warp 0 的各个 lane 把这一份分块拷进来（每块 16 KB，图里缩成一个 pack），"
+        "cp.async.bulk：warp 0 的各个 lane 把这一份分段拷进来（每段 16 KB，图里缩成一个 pack），"
         "按字节计在一个 mbarrier 上",
     "st.async: warp w of block r writes its (max, sum) into slot r.w of every block, counted on a "
     "second mbarrier: no cluster barrier to meet":
@@ -740,20 +740,20 @@ CHART_STRINGS = {
     "room of a share that no pack fills": "一份中没有 pack 填入的空位",
     "cp.async.bulk: warp 0's lanes copy the block's shares of y and dy into s_share in chunks "
     "(16 KB, shrunk to one pack), counted in bytes on one mbarrier":
-        "cp.async.bulk：warp 0 的各个 lane 把本线程块的 y 和 dy 各一份分块拷进 s_share（每块 16 KB，"
+        "cp.async.bulk：warp 0 的各个 lane 把本线程块的 y 和 dy 各一份分段拷进 s_share（每段 16 KB，"
         "图里缩成一个 pack），按字节计在一个 mbarrier 上",
     "dx = y * (dy - s) is written over dy in s_share and leaves by cp.async.bulk":
         "dx = y * (dy - s) 写在 s_share 里 dy 的位置上，再由 cp.async.bulk 写出去",
     # tools/diagrams.py, part 3's picture of the column reduction (back-columns.png)
     "LayerNorm backward: dgamma and dbeta are sums down the columns":
-        "LayerNorm 反向：dgamma 和 dbeta 是沿各列向下的求和",
+        "LayerNorm 反向传播：dgamma 和 dbeta 是沿各列向下的求和",
     "back/step0_thread: a thread per row": "back/step0_thread：每行一个线程",
     "back/step2_partials: a warp along a row, a partial row per block":
         "back/step2_partials：一个 warp 沿一行读，每个线程块一行部分和",
     "thread = row": "线程 = 行",
     "atomicAdd from every row, in no fixed order": "每一行都 atomicAdd 进来，顺序不固定",
     "each block sums its rows down each column, in row order":
-        "每个线程块沿各列向下累加自己的行，按行的顺序",
+        "每个线程块按行的顺序，沿各列向下累加自己的行",
     "one load instruction of warp 0: 32 rows, 32 sectors":
         "warp 0 的一条加载指令：32 行，32 个扇区",
     "step 0: read by its row's thread, one column per trip":
@@ -895,9 +895,9 @@ CHART_PATTERNS = [
     (r"rows 0-(\d+):", "第 0-{0} 行："),
     (r"block (\d+): rows (\d+)-(\d+)", "线程块 {0}：第 {1}-{2} 行"),
     (r"block (\d+)", "线程块 {0}"),
-    (r"partial row (\d+)", "部分和行 {0}"),
+    (r"partial row (\d+)", "第 {0} 行部分和"),
     (r"kernel 2 adds partial rows (\d+(?:, \d+)*) in this order, in every column",
-     "kernel 2 在每一列都按 {0} 的顺序累加部分和行"),
+     "第二个 kernel 在每一列上都按 {0} 的顺序累加各行部分和"),
     (r"(\d+) x (\d+) floats \(shrunk\); BLOCK_SIZE = (\d+), gridDim\.x = (\d+) \(one wave, "
      r"shrunk\); cells from the kernels' index expressions, no GPU",
      "{0} x {1} 个 float（已缩小）；BLOCK_SIZE = {2}，gridDim.x = {3}（一波，已缩小）；"
