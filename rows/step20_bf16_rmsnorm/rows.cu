@@ -294,7 +294,7 @@ __global__ void rmsnorm_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, flo
 // Where a thread's pack i + k G = t + j G of the row past the registers
 // waits in its block's shared memory: at j SHARE + b, after the j SHARE
 // packs of the block's earlier rounds. In a one-block group (SHARE = G,
-// b = t) that is i + k G, written so that step 14's kernels compile as they did.
+// b = t) that is i + k G, written so that step 18's one-block kernels compile as they did.
 template <unsigned int G, unsigned int CLUSTER>
 __device__ unsigned int rest_slot(unsigned int i, unsigned int k, unsigned int b)
 {
@@ -616,7 +616,8 @@ void row_forward(const struct row_problem *p)
     // A row wider than one block holds on chip: a cluster of cluster_size()
     // blocks of BLOCK_SIZE threads takes it, as one group (its registers,
     // then its blocks' shared memory). Narrower rows keep step 14's
-    // one-block groups: there step 18's cluster measured no faster.
+    // one-block groups, as step 18 does: its cluster measured no faster there
+    // for LayerNorm (two exchanges); for RMSNorm's one it was not measured.
     if (cluster_size() > 1 && p->cols > on_chip(MAX_GROUP, 1)) {
         if (MAX_CLUSTER > 8 && cluster_size() == MAX_CLUSTER)
             launch<BLOCK_SIZE * MAX_CLUSTER, MAX_CLUSTER>(p);

@@ -118,7 +118,7 @@ __device__ void load_pack(const __nv_bfloat16 *p, unsigned int i, float (&v)[PAC
     }
 }
 
-// The one rounding of each output: to nearest, ties to even.
+// Declared for add_pack, defined below.
 template <unsigned int PACK>
 __device__ void store_pack(__nv_bfloat16 *p, unsigned int i, const float (&v)[PACK]);
 
@@ -146,6 +146,7 @@ __device__ float add_one(const __nv_bfloat16 *x, const __nv_bfloat16 *res, __nv_
     return __bfloat162float(s);
 }
 
+// The one rounding of each output: to nearest, ties to even.
 template <unsigned int PACK>
 __device__ void store_pack(__nv_bfloat16 *p, unsigned int i, const float (&v)[PACK])
 {
@@ -462,9 +463,9 @@ add_rmsnorm_registers_kernel(const __nv_bfloat16 *g_x, const __nv_bfloat16 *g_re
 #endif
 }
 
-// 16-byte loads and stores need each row's body on a 16-byte boundary in x
-// and in y: when x and y are a multiple of 16 bytes apart, every row starts
-// as far from a boundary in one as in the other, whatever its width.
+// 16-byte loads and stores need each row's body on a 16-byte boundary in x,
+// residual, h and y: when they are multiples of 16 bytes apart, every row
+// starts as far from a boundary in each as in the others, whatever its width.
 static bool rows_aligned(const struct row_problem *p)
 {
     return ((size_t)p->x_bf16 - (size_t)p->y_bf16) % 16 == 0 &&
@@ -643,7 +644,7 @@ static void launch(const struct row_problem *p)
     unsigned int rows_per_block = G < BLOCK_SIZE ? BLOCK_SIZE / G : 1;
     unsigned int blocks = (unsigned int)((p->rows + rows_per_block - 1) / rows_per_block) * CLUSTER;
     size_t shared = rest_bytes(p->cols, G, CLUSTER);
-    bool fits = shared <= shared_limit();   // else two passes over x
+    bool fits = shared <= shared_limit();   // else a second pass, over h
     if (fits) {
         auto kernel = !rows_aligned(p) ? add_rmsnorm_registers_kernel<G, CLUSTER, 1, false>
                     : rows_split(p) ? add_rmsnorm_registers_kernel<G, CLUSTER, 8, true>

@@ -501,7 +501,7 @@ static void launch(const struct row_problem *p)
     unsigned int blocks = (unsigned int)((p->rows + rows_per_block - 1) / rows_per_block);
     size_t in_registers = (size_t)G * MAX_PER_THREAD;
     size_t rest_bytes = p->cols > in_registers ? (p->cols - in_registers) * sizeof(float) : 0;
-    bool fits = rest_bytes <= shared_limit();   // else three passes, as in step 5
+    bool fits = rest_bytes <= shared_limit();   // else two passes: the moments (Welford), then y
     auto kernel = !rows_aligned(p) ? (fits ? layernorm_registers_kernel<G, 1, false>
                                            : layernorm_kernel<G, 1, false>)
                 : rows_split(p) ? (fits ? layernorm_registers_kernel<G, 4, true>
