@@ -5,7 +5,8 @@
 //         sum, and the first warp reduces those BLOCK / 32 sums the same way.
 // Why it helps: a shuffle moves a register between lanes in one instruction,
 //         with no shared-memory store, load and bank to share; one block-wide
-//         barrier remains instead of one per level above the last warp.
+//         barrier remains instead of three (one after the store, one per
+//         level above the last warp).
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 #include "check.h"

@@ -374,7 +374,8 @@ static unsigned int group_size(size_t rows, size_t cols)
     return g;
 }
 
-// The shared memory a block may ask for, beyond the 48 KB every block gets.
+// The most dynamic shared memory a block may ask for: the opt-in limit (past
+// the 48 KB any block gets), less the shared memory the kernel declares.
 static size_t shared_limit(void)
 {
     static int bytes = 0;

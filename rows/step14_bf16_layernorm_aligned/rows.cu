@@ -54,9 +54,9 @@ __device__ float group_allreduce(float sum, float *s_warp)
     return sum;
 }
 
-// A row, split where PACK-float loads can start: head floats before the
-// first 16-byte boundary, packs whole packs, tail floats after them. With
-// PACK = 1 every float is a pack.
+// A row, split where PACK-element loads can start: head elements before the
+// first 16-byte boundary, packs whole packs, tail elements after them. With
+// PACK = 1 every element is a pack.
 struct RowSplit {
     unsigned int head, packs, tail;
 };
@@ -445,7 +445,8 @@ static unsigned int group_size(size_t rows, size_t cols)
     return g;
 }
 
-// The shared memory a block may ask for, beyond the 48 KB every block gets.
+// The most dynamic shared memory a block may ask for: the opt-in limit (past
+// the 48 KB any block gets), less the shared memory the kernel declares.
 static size_t shared_limit(void)
 {
     static int bytes = 0;

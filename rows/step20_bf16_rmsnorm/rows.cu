@@ -462,8 +462,8 @@ static unsigned int group_size(size_t rows, size_t cols)
     return g;
 }
 
-// The shared memory a block may ask for, beyond the 48 KB every block gets,
-// less what the kernel's own arrays take (s_warp, s_cluster).
+// The most dynamic shared memory a block may ask for: the opt-in limit (past
+// the 48 KB any block gets), less what the kernel's own arrays take (s_warp, s_cluster).
 static size_t shared_limit(void)
 {
     static size_t bytes = 0;

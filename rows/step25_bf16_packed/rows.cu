@@ -563,8 +563,8 @@ static unsigned int per_thread(size_t g, size_t cols)
     return (g >= MAX_GROUP || g * (MAX_PER_THREAD / 2) >= cols) ? MAX_PER_THREAD / 2 : MAX_PER_THREAD;
 }
 
-// The shared memory a block may ask for, beyond the 48 KB every block gets,
-// less what the kernel's own arrays take (s_warp, s_cluster).
+// The most dynamic shared memory a block may ask for: the opt-in limit (past
+// the 48 KB any block gets), less what the kernel's own arrays take (s_warp, s_cluster).
 static size_t shared_limit(void)
 {
     static size_t bytes = 0;

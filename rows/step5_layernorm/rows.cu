@@ -7,8 +7,8 @@
 //         them. Every thread of the group needs the mean and the variance,
 //         so the group's sum now reaches every thread (butterfly shuffles).
 // Why it is still fast: the row is read three times, but a row is 4 KB at
-//         1024 columns, so its second and third reads mostly hit the 60 MiB
-//         L2; DRAM sees about one read and one write.
+//         1024 columns, so its second and third reads mostly hit the L2
+//         (60 MiB on an H200); DRAM sees about one read and one write.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 #include "check.h"

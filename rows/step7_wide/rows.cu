@@ -6,9 +6,9 @@
 //         90000 floats). Each thread writes and reads only its own packs
 //         there, so only the group's sums need barriers. Wider rows still
 //         take step 5's three passes.
-// Why it helps: a row of 65536 floats is 256 KB, more than either the
-//         register file or shared memory gives one block, but not more than
-//         both: it is read once instead of three times.
+// Why it helps: a row of 65536 floats is 256 KB: registers hold 128 KB of
+//         it (32 floats a thread) and shared memory at most 227 KB, neither
+//         all of it, but both together do: it is read once, not three times.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 #include "check.h"
@@ -263,7 +263,8 @@ static unsigned int group_size(size_t rows, size_t cols)
     return g;
 }
 
-// The shared memory a block may ask for, beyond the 48 KB every block gets.
+// The most dynamic shared memory a block may ask for: the opt-in limit (past
+// the 48 KB any block gets), less the shared memory the kernel declares.
 static size_t shared_limit(void)
 {
     static int bytes = 0;
