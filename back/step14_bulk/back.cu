@@ -34,7 +34,7 @@ namespace cg = cooperative_groups;
 #define BULK_BLOCK 256   // threads a block of the bulk kernel
 #define BULK_WARPS (BULK_BLOCK / WARP_SIZE)
 #define SHARE_BYTES (64 * 1024)   // y and dy of a block's share where 16 blocks hold the row: 3 blocks an SM
-#define MIN_BULK_COLS 32768   // narrower rows stay on step 13's path (it held 0.94 of the copy there)
+#define MIN_BULK_COLS 32768   // rows up to this wide stay on step 13's path (it held 0.94 of the copy there)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 
 // One warp, 32 sums -> 1, in every lane: each step adds the lane whose
@@ -372,8 +372,8 @@ static void launch(const struct back_problem *p, unsigned int cluster)
                                   cluster));
 }
 
-// The bulk kernel's shared memory a block may ask for, beyond the 48 KB
-// every block gets, less its own arrays; set once.
+// The most dynamic shared memory a bulk block may ask for: the opt-in limit
+// (past the 48 KB any block gets), less its own arrays; set once.
 static size_t bulk_limit(void)
 {
     static size_t bytes = 0;

@@ -8,7 +8,7 @@
 //         register path loads one bfloat16 where step 14 loaded a float
 //         and keeps the 16 widened to float. s = sum(dy * y) and dy - s
 //         stay float, as PyTorch's bfloat16 softmax backward keeps them.
-//         At half the bytes a row, the bulk path starts at 16384 columns
+//         At half the bytes a row, the bulk path starts past 16384 columns
 //         (not 32768) with shares of up to 80 KB (not 64): back/README
 //         says what was measured.
 // Why it helps: the pass is limited by memory, and it now moves 6 bytes an
@@ -35,7 +35,7 @@ namespace cg = cooperative_groups;
 #define MAX_CLUSTER 16   // the most blocks a Hopper cluster can have (8 is portable)
 #define BULK_BLOCK 256   // threads a block of the bulk kernel
 #define BULK_WARPS (BULK_BLOCK / WARP_SIZE)
-#define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2 blocks an SM
+#define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2 blocks an SM at the cap, 3-4 below it
 #define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (back/README: what was tried)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 #define PACK 8   // bfloat16s in one 16-byte pack
@@ -417,8 +417,8 @@ static void launch(const struct back_problem *p, unsigned int cluster)
                                   (unsigned int)p->cols, cluster));
 }
 
-// The bulk kernel's shared memory a block may ask for, beyond the 48 KB
-// every block gets, less its own arrays; set once.
+// The most dynamic shared memory a bulk block may ask for: the opt-in limit
+// (past the 48 KB any block gets), less its own arrays; set once.
 static size_t bulk_limit(void)
 {
     static size_t bytes = 0;

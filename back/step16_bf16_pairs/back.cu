@@ -30,7 +30,7 @@ namespace cg = cooperative_groups;
 #define MAX_CLUSTER 16   // the most blocks a Hopper cluster can have (8 is portable)
 #define BULK_BLOCK 256   // threads a block of the bulk kernel
 #define BULK_WARPS (BULK_BLOCK / WARP_SIZE)
-#define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2-3 blocks an SM
+#define SHARE_BYTES (80 * 1024)   // y's and dy's share a block at most, where 16 blocks hold the row: 2 blocks an SM at the cap, 3-4 below it
 #define MIN_BULK_COLS 16384   // rows up to this wide stay on step 13's path (back/README: what was tried)
 #define CHUNK (16 * 1024)   // bytes per bulk copy instruction
 #define PACK 8   // bfloat16s in one 16-byte pack
@@ -468,8 +468,8 @@ static void launch(const struct back_problem *p, unsigned int cluster)
                                   (unsigned int)p->cols, cluster));
 }
 
-// The bulk kernel's shared memory a block may ask for, beyond the 48 KB
-// every block gets, less its own arrays; set once.
+// The most dynamic shared memory a bulk block may ask for: the opt-in limit
+// (past the 48 KB any block gets), less its own arrays; set once.
 static size_t bulk_limit(void)
 {
     static size_t bytes = 0;

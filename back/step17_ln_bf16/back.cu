@@ -6,7 +6,7 @@
 //         columns, 8-byte packs of 4 from 1024, where the rows allow (one
 //         at a time elsewhere, as step 9 falls back to one float) and
 //         widens them to float in registers (exact): its share of floats
-//         is step 9's, so are its registers. dx is rounded once to
+//         is step 9's, and so, about, are its registers. dx is rounded once to
 //         bfloat16 as it is stored.
 // Why it helps: its three big streams now move 6 bytes an element instead
 //         of 12. Only where the pass waits on memory: where a block's row
@@ -178,7 +178,8 @@ __device__ __forceinline__ void load_share(const __nv_bfloat16 *x, const __nv_bf
 // fewest that hold the row are built in (below), so no register holds a
 // column past the row's end for long. Left free, ptxas gave the widest
 // rows' two shares more than 128 registers and 1 block an SM (126 us
-// against 108 at 8192 x 4096 on the H200), the narrow ones 48 and 5 blocks.
+// against 108 at 8192 x 4096 on the H200); the narrow ones took 40 to 60
+// registers, 4 to 6 blocks an SM.
 template <int PACK, int PACKS>
 __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS(PACK * PACKS))
 ln_backward_kernel(const __nv_bfloat16 *g_x, const __nv_bfloat16 *g_dy, const float *g_gamma,

@@ -215,7 +215,8 @@ __device__ __forceinline__ void widen(const raw_share<PACK, PACKS> &r, unsigned 
 // fewest that hold the row are built in (below), so no register holds a
 // column past the row's end for long. Left free, ptxas gave the widest
 // rows' two shares more than 128 registers and 1 block an SM (126 us
-// against 108 at 8192 x 4096 on the H200), the narrow ones 48 and 5 blocks.
+// against 108 at 8192 x 4096 on the H200); the narrow ones took 40 to 60
+// registers, 4 to 6 blocks an SM.
 template <int PACK, int PACKS>
 __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS(PACK * PACKS))
 ln_backward_kernel(const __nv_bfloat16 *g_x, const __nv_bfloat16 *g_dy, const float *g_gamma,
