@@ -2,7 +2,7 @@
 //
 // Change: the loop stops at s = 64; the last 32 threads (one warp) finish the
 //         tree in warp_reduce(), with __syncwarp() instead of block barriers.
-// Why it helps: below s = 32 only one warp works, yet every level still cost
+// Why it helps: from s = 32 down only one warp works, yet every level still cost
 //         a block-wide barrier and a loop test. One warp needs only to order
 //         its own lanes. Since Volta a warp's lanes run independently, so the
 //         old "warp-synchronous" trick without __syncwarp() is a data race.

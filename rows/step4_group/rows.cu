@@ -2,7 +2,8 @@
 //
 // Change: a row is read by a group of G threads, G = 32 to 1024, a template
 //         parameter; row_forward picks G so that at least WARPS_PER_SM warps
-//         per SM have a row to read. Groups of one warp add with shuffles as
+//         per SM have a row to read, where the rows are wide enough (a
+//         thread keeps at least one float4; G stops at 1024). Groups of one warp add with shuffles as
 //         before; larger groups add their warps' sums through shared memory.
 // Why it helps: 256 rows of 65536 floats are 256 warps with a warp per row,
 //         under 2 per SM: too few loads in flight to cover the memory's
