@@ -40,7 +40,7 @@ build/mg/plan.o: multigpu/plan.c multigpu/plan.h $(HEADERS)
 
 build/mg/multigpu.o: multigpu/multigpu.c multigpu/plan.h $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -Imultigpu $(filter-out -I/usr/include,-I$(NCCL_INC)) -c $< -o $@
+	$(CC) $(filter-out -I/usr/include,-I$(NCCL_INC)) $(CFLAGS) -Imultigpu -c $< -o $@   # NCCL's nccl.h first: a toolkit copy must not shadow it
 
 build/hash/multigpu.c: HASH_DIR := multigpu
 build/hash/multigpu.c: $(MG_SOURCES) $(HASH_INPUTS) build/arch.stamp
@@ -67,11 +67,15 @@ build/multigpu_tests: tests/multigpu_tests.c tests/expect.h multigpu/plan.c mult
 
 # Every check and measurement of the multigpu part on this machine's GPUs,
 # into OUT_DIR/nccl (tools/nccl_check.sh; about 5 minutes on two H200s);
-# then its two CSVs beside the other results of OUT_DIR, where the pages,
+# then its two CSVs and its summary (<gpu>x<N>-nccl-check.log) beside the
+# other results of OUT_DIR, where the pages,
 # the charts and the stale marks read them.
 nccl-check: gpu-check
 	GIT_REV=$(GIT_REV) bash tools/nccl_check.sh $(OUT_DIR)/nccl
 	cp $(OUT_DIR)/nccl/*-multigpu.csv $(OUT_DIR)/nccl/*-allreduce.csv $(OUT_DIR)/
+	for f in $(OUT_DIR)/nccl/*-multigpu.csv; do \
+	    cp $(OUT_DIR)/nccl/nccl-check-summary.txt $(OUT_DIR)/$$(basename $$f -multigpu.csv)-nccl-check.log; done
+	@echo "nccl-check: then make plot docs (the charts and the Measured table read these files)"
 
 # `make plot` draws the multigpu charts once their CSVs exist.
 PLOT_PARTS += multigpu-chart

@@ -50,9 +50,9 @@ two_ranks() {
     local name=$1 want0=$2 want1=$3; shift 3
     local id rc0 rc1 pid t=$SECONDS
     id=$(mktemp -u /tmp/nccl-id.XXXXXX)
-    timeout 120 "$RUN" --rank 1 --world 2 --id-file "$id" "$@" > "$LOGS/$name.rank1.log" 2>&1 &
+    timeout "$(left 120)" "$RUN" --rank 1 --world 2 --id-file "$id" "$@" > "$LOGS/$name.rank1.log" 2>&1 &
     pid=$!
-    timeout 120 "$RUN" --rank 0 --world 2 --id-file "$id" "$@" > "$LOGS/$name.rank0.log" 2>&1
+    timeout "$(left 120)" "$RUN" --rank 0 --world 2 --id-file "$id" "$@" > "$LOGS/$name.rank0.log" 2>&1
     rc0=$?
     wait "$pid"; rc1=$?
     rm -f "$id"
@@ -85,6 +85,15 @@ left() { local l=$((BUDGET - (SECONDS - T0))); [ "$l" -lt "$1" ] || l=$1; [ "$l"
 } > "$LOGS/machine.log" 2>&1
 cat "$LOGS/machine.log"
 GPUS=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
+# The GPUs the CUDA runtime sees (nvidia-smi ignores CUDA_VISIBLE_DEVICES),
+# and two of them: the per-process runs are two ranks, so every setup (one
+# process, a process a GPU, torch.distributed) runs on the same pair.
+[ -n "${CUDA_VISIBLE_DEVICES:-}" ] && GPUS=$(echo "$CUDA_VISIBLE_DEVICES" | tr ',' '\n' | grep -c .)
+if [ "$GPUS" -gt 2 ]; then
+    PAIR=$(echo "${CUDA_VISIBLE_DEVICES:-0,1}" | cut -d, -f1,2)
+    say "nccl_check: $GPUS GPUs visible; this check uses two, CUDA_VISIBLE_DEVICES=$PAIR"
+    export CUDA_VISIBLE_DEVICES=$PAIR GPUS=2
+fi
 NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
 SLUG=$(python3 tools/schema.py slug "$NAME" 2>/dev/null)
 PREFIX=${SLUG:-gpu}x$GPUS

@@ -6,8 +6,9 @@
 Times torch.distributed's all_reduce (nccl backend) of float vectors from 4
 bytes to --max-bytes, and the two-halves sum: each rank sums its shard with
 torch.sum, then one all_reduce of that one float; rank 0 also times
-torch.sum over all n alone. Timed as multigpu/run times: L2 flushed (a
-256 MiB buffer written) before each repetition, a one-float all_reduce as
+torch.sum over all n alone. Timed as multigpu/run times: L2 flushed before
+each repetition by a read of a buffer 4x the L2 (as common/flush.cu: a read
+leaves no dirty line to be written back inside the timed span), a one-float all_reduce as
 the common start, CUDA events, the slowest rank's time, median. Rows have
 multigpu/run's columns (multigpu/plan.h), source torch. Without torch it
 says so in one line and exits 0.
@@ -26,7 +27,7 @@ SUM_COLUMNS = ("step,source,n,gpus,launch,combine,reps,warmup,median_us,min_us,m
 VECTOR_COLUMNS = ("step,source,bytes,count,gpus,launch,reps,warmup,median_us,min_us,max_us,"
                   "algbw_gbps,busbw_gbps,pass,gpu,cc,driver,cuda,nccl,git_rev,code_hash,arch,"
                   "toolchain").split(",")
-FLUSH_BYTES = 256 << 20
+FLUSH_L2_MULTIPLE = 4   # common/flush.cu reads 4x the L2
 
 
 def sizes(text):
@@ -95,11 +96,12 @@ def main(argv=None):
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     dist.init_process_group("nccl", device_id=dev)
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device=dev)
+    props = torch.cuda.get_device_properties(dev)
+    l2 = getattr(props, "L2_cache_size", 50 << 20)
+    flush = torch.zeros(FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.float32, device=dev)
     token = torch.zeros(1, device=dev)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
-    props = torch.cuda.get_device_properties(dev)
     try:
         driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version",
                                  "--format=csv,noheader"], capture_output=True, text=True,
@@ -121,7 +123,7 @@ def main(argv=None):
         for r in range(args.warmup + args.reps):
             if prepare is not None:
                 prepare()
-            flush.zero_()                   # 256 MiB written: the L2 holds none of the input
+            flush.sum()                     # 4x the L2 read: the input comes from DRAM
             torch.cuda.synchronize()
             if collective:
                 dist.all_reduce(token)      # the common start
