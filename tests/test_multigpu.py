@@ -407,7 +407,7 @@ class DeviceScriptTests(unittest.TestCase):
             if stripped.startswith(('step ', 'in_budget ')) and ' step ' in f" {stripped} ":
                 self.assertRegex(stripped, r'step "?[\w$-]+"? \d+ (\d+|"\$\(left \d+\)") ', stripped)
         self.assertIn('timeout "$limit"', text)
-        self.assertIn("timeout 120 \"$RUN\" --rank 1", text)
+        self.assertIn('timeout "$(left 120)" "$RUN" --rank 1', text)   # held to the budget
 
 
 class MeasuredTableTests(unittest.TestCase):
