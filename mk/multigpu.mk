@@ -18,9 +18,9 @@ MG_SOURCES := multigpu/multigpu.c multigpu/plan.c multigpu/plan.h step9_singlepa
 NO_NCCL_LINE := make multigpu: NCCL not found (no nccl.h in NCCL_HOME, $(CUDA_HOME)/include, \
   /usr/include or /usr/local/include): pip install nvidia-nccl-cu13 and set \
   NCCL_HOME=<site-packages>/nvidia/nccl, or install NVIDIA's libnccl-dev, then make multigpu again
-# The summary charts' inputs: committed by tools/nccl_check.sh's run.
-MG_SUM_CSV ?= plots/reference/h200x2-multigpu.csv
-MG_ALLREDUCE_CSV ?= plots/reference/h200x2-allreduce.csv
+# The summary charts' inputs: committed by tools/nccl_check.sh's run, named
+# <gpu>x<N>-multigpu.csv and <gpu>x<N>-allreduce.csv by the machine that ran it.
+MG_RESULTS ?= plots/reference
 
 .PHONY: multigpu nccl-check multigpu-chart
 ifneq ($(NCCL_INC),)
@@ -80,5 +80,6 @@ nccl-check: gpu-check
 # `make plot` draws the multigpu charts once their CSVs exist.
 PLOT_PARTS += multigpu-chart
 multigpu-chart: $(NEED_VENV)
-	@if [ -f $(MG_SUM_CSV) ] || [ -f $(MG_ALLREDUCE_CSV) ]; then \
-	    $(PLOT_PYTHON) tools/multigpu_chart.py --chinese --sum $(MG_SUM_CSV) --allreduce $(MG_ALLREDUCE_CSV); fi
+	@for f in $(wildcard $(MG_RESULTS)/*-multigpu.csv); do \
+	    $(PLOT_PYTHON) tools/multigpu_chart.py --chinese --sum $$f --allreduce $${f%-multigpu.csv}-allreduce.csv \
+	    || exit 1; done

@@ -302,6 +302,12 @@ class RoundTests(unittest.TestCase):
         text = "\n".join(multigpu_chart.summary([], vec))
         self.assertIn("MET (4 B: 18.0 us [16.2-19.8] against 85.0 us [76.5-93.5]; "
                       "one process per GPU each)", text)
+        busbw = next(line for line in text.splitlines() if "1 GiB busbw" in line)
+        self.assertTrue(busbw.endswith("; one process per GPU each)"), busbw)
+        # Without per-process rows, the line says it compares two setups.
+        single = schema.read_allreduce(rounds_file(self.tmp, VEC_FIXTURE, "v1.csv"))
+        busbw = next(line for line in multigpu_chart.summary([], single) if "1 GiB busbw" in line)
+        self.assertTrue(busbw.endswith("; two setups: NCCL one process for all GPUs)"), busbw)
 
     def test_one_rank_a_process_against_the_single_process_one_gpu(self):
         # A run with --rank has no one-GPU baseline: its speed-up is the
@@ -378,6 +384,26 @@ class ChartTests(unittest.TestCase):
                                                   "--out-dir", self.tmp]), 0)
         self.assert_png(os.path.join(self.tmp, "h200x2-scaling.png"))
         self.assert_png(os.path.join(self.tmp, "h200x2-allreduce.png"))
+
+    def test_a_line_breaks_where_its_setup_missed_a_size(self):
+        # The per-process rows lack n = 2^28: its line must not join 2^26 to 2^30.
+        tmp = tempfile.mkdtemp(prefix="multigpu-gap-", dir=self.tmp)
+        sums = rounds_file(tmp, SUM_FIXTURE, "h200x2-multigpu.csv", extra={"launch": "per-process"})
+        with open(sums) as f:
+            lines = f.read().splitlines(keepends=True)
+        with open(sums, "w") as f:
+            f.writelines(line for line in lines if not (",per-process," in line and f",{1 << 28}," in line))
+        figures = []
+        saved = multigpu_chart.save
+        multigpu_chart.save = lambda plt, fig, path: figures.append(fig)
+        self.addCleanup(setattr, multigpu_chart, "save", saved)
+        multigpu_chart.draw_scaling(multigpu_chart.timed(schema.read_multigpu_sum(sums)), "x.png")
+        ax = figures[0].axes[0]
+        line = next(c.lines[0] for c in ax.containers if c.get_label() == multigpu_chart.SUM_SETUPS[1][2])
+        xs, ys = list(line.get_xdata()), list(line.get_ydata())
+        self.assertIn(1 << 28, xs)
+        self.assertNotEqual(ys[xs.index(1 << 28)], ys[xs.index(1 << 28)])   # nan: the line breaks
+        self.assertEqual(ys[xs.index(1 << 26)], ys[xs.index(1 << 26)])
 
     def test_a_missing_out_dir_is_made(self):
         out = os.path.join(self.tmp, "new", "charts")
