@@ -27,11 +27,11 @@ NONE_MARK = "—"   # an empty cell of a generated table; docs.py and rows_targe
 # The line under every step page's measured table (tools/zh_strings.py has its Chinese).
 STEP_PROVENANCE = (
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}) at "
-    "revision {rev}, code hash {hash}, run {run}. A cell is the median round (each round the "
-    "median of its repetitions, in a process of its own), the fastest and slowest rounds in "
-    "brackets; a ratio is a win or a loss only where the two programs' rounds do not overlap, "
-    "otherwise a tie; torch.compile's rounds spread the most ([the baselines]"
-    "(../README.md#the-baselines)). Source: {source}.")
+    "revision {rev}, code hash {hash}, run {run}, {rounds} rounds. A cell is the median round "
+    "(of an even number, the faster of the middle two; each round the median of its "
+    "repetitions, in a process of its own), the fastest and slowest rounds in brackets; a "
+    "ratio is a win or a loss only where the two programs' rounds do not overlap, otherwise a "
+    "tie ([the baselines](../README.md#the-baselines)). Source: {source}.")
 
 # The counters a part 2 step's page shows, with a plain-words label.
 ROW_COUNTERS = (
@@ -471,7 +471,9 @@ def measured_block(rsrc, step, tr):
     lines += ["", tr(STEP_PROVENANCE, gpu=of("gpu"), driver=of("driver"), cuda=of("cuda"),
                      toolchain=of("toolchain") or NONE_MARK, arch=of("arch") or NONE_MARK,
                      rev=of("git_rev"), hash=of("code_hash") or NONE_MARK,
-                     run=of("run") or NONE_MARK, source=rsrc.path(m.path))]
+                     run=of("run") or NONE_MARK,
+                     rounds=compare.distinct(str(m.rounds.get((step, s), 1)) for s in shapes),
+                     source=rsrc.path(m.path))]
     return "\n".join(lines + marks.note(tr))
 
 

@@ -546,15 +546,15 @@ STRINGS = {
     "registers per thread": "每个线程的寄存器数",
     "32-byte sectors per global load request": "每个全局加载请求涉及的 32 字节扇区数",
     "Measured on {gpu} (driver {driver}, CUDA {cuda}, built with {toolchain} for {arch}) at "
-    "revision {rev}, code hash {hash}, run {run}. A cell is the median round (each round the "
-    "median of its repetitions, in a process of its own), the fastest and slowest rounds in "
-    "brackets; a ratio is a win or a loss only where the two programs' rounds do not overlap, "
-    "otherwise a tie; torch.compile's rounds spread the most ([the baselines]"
-    "(../README.md#the-baselines)). Source: {source}.":
+    "revision {rev}, code hash {hash}, run {run}, {rounds} rounds. A cell is the median round "
+    "(of an even number, the faster of the middle two; each round the median of its "
+    "repetitions, in a process of its own), the fastest and slowest rounds in brackets; a "
+    "ratio is a win or a loss only where the two programs' rounds do not overlap, otherwise a "
+    "tie ([the baselines](../README.md#the-baselines)). Source: {source}.":
         "测量于 {gpu}（驱动 {driver}，CUDA {cuda}，用 {toolchain} 为 {arch} 编译），代码版本 {rev}，"
-        "代码哈希 {hash}，运行 {run}。每格给出中位的那一轮（每轮取本轮各次重复的中位数，在单独的进程里运行），"
-        "方括号里是最快和最慢的一轮；只有两个程序的各轮结果互不重叠时，比值才算领先或落后，否则算持平；"
-        "torch.compile 各轮之间的波动最大（见[基线](../README.zh-CN.md#基线)）。数据来源：{source}。",
+        "代码哈希 {hash}，运行 {run}，共 {rounds} 轮。每格给出中位的那一轮（轮数为偶数时取中间两轮里较快的一轮；"
+        "每轮取本轮各次重复的中位数，在单独的进程里运行），方括号里是最快和最慢的一轮；只有两个程序的各轮结果"
+        "互不重叠时，比值才算领先或落后，否则算持平（见[基线](../README.zh-CN.md#基线)）。数据来源：{source}。",
     "Nsight Compute at {shape}, {gpu} at revision {rev}, from {source}.":
         "Nsight Compute，形状 {shape}，{gpu}，代码版本 {rev}，数据来自 {source}。",
     "{step}: which elements of a {rows} x {cols} matrix the first load instruction of warps 0 "
