@@ -467,6 +467,16 @@ class MeasuredTableTests(unittest.TestCase):
                          "| speed-up of 2 GPUs at n = 2^30 | 1.95x | 1.96x | 1.71x |")
         self.assertEqual(self.row(text, "speed-up of 2 GPUs at n = 2^31-1"),
                          "| speed-up of 2 GPUs at n = 2^31-1 | 1.96x | — | 1.82x |")
+        # Under each speed-up, the two times it divides; no baseline where the setup did not run.
+        self.assertEqual(self.row(text, "sum of n = 2^30 on 2 GPUs"),
+                         "| sum of n = 2^30 on 2 GPUs, median us | 502.4 | 499.1 | 607.4 |")
+        self.assertEqual(self.row(text, "its one-GPU baseline at n = 2^30"),
+                         "| its one-GPU baseline at n = 2^30, median us | 977.6 | 977.6 | 1038.8 |")
+        self.assertEqual(self.row(text, "its one-GPU baseline at n = 2^31-1"),
+                         "| its one-GPU baseline at n = 2^31-1, median us | 1944.4 | — | 2024.1 |")
+        lines = text.splitlines()
+        at = lines.index(self.row(text, "speed-up of 2 GPUs at n = 2^30"))
+        self.assertTrue(lines[at + 1].startswith("| sum of n = 2^30 on 2 GPUs"))
         self.assertEqual(self.row(text, "crossover"),
                          "| crossover (the GPUs ahead from n =) | 2^25 (1.03x) | "
                          "2^25 (1.27x; the smallest n it ran) | 2^27 (1.07x) |")

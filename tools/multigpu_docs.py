@@ -30,6 +30,8 @@ STRINGS = {
     "all-reduce of {bytes} bytes, median us": "",
     "all-reduce of 1 GiB, busbw GB/s": "",
     "speed-up of {gpus} GPUs at n = {n}": "",
+    "sum of n = {n} on {gpus} GPUs, median us": "",
+    "its one-GPU baseline at n = {n}, median us": "",
     "crossover (the GPUs ahead from n =)": "",
     "{n} ({ratio}; the smallest n it ran)": "",
     "{n} ({ratio})": "",
@@ -97,11 +99,27 @@ def table(sum_rows, vec_rows, hashes, tr, sum_path, vec_path, rel):
                                    + vec_cells(BUSBW_BYTES, "busbw_gbps", lambda v: f"{v:.1f}")) + " |")
     speedups = {setup: mc.scaling_rounds(sum_rows, *setup) for setup in SETUPS}
     ratio = lambda v: f"{v:.2f}"  # noqa: E731
+    # Under each speed-up, the two times it divides: each setup has its own one-GPU
+    # run (step 9 in the same process; for a process of one rank, the one-process
+    # run's; one GPU's torch.sum for torch), so both are shown.
+    time = lambda v: f"{v:.1f}"  # noqa: E731
     for n in mc.BIG_NS:
         cells = [_cell(speedups[setup].get(n, []), ratio, sum_rows_at(*setup, n), marks, "x")
                  for setup in SETUPS]
         lines.append("| " + " | ".join([tr("speed-up of {gpus} GPUs at n = {n}", gpus=gpus,
                                            n=mc.label(n))] + cells) + " |")
+        two, one = [], []
+        for source, launch in SETUPS:
+            mine = [r for r in sums if (r["source"], r["launch"], r["n"], r["combine"]) ==
+                    (source, launch, n, "allreduce")]
+            base = [r for r in sum_rows_at(source, launch, n) if r["one_gpu_us"]
+                    and (source, r["launch"]) != ("nccl", "per-process")] if mine else []
+            two.append(_cell([r["median_us"] for r in mine], time, mine, marks))
+            one.append(_cell([r["one_gpu_us"] for r in base], time, base, marks))
+        lines.append("| " + " | ".join([tr("sum of n = {n} on {gpus} GPUs, median us", n=mc.label(n),
+                                           gpus=gpus)] + two) + " |")
+        lines.append("| " + " | ".join([tr("its one-GPU baseline at n = {n}, median us",
+                                           n=mc.label(n))] + one) + " |")
     cells = []
     for setup in SETUPS:
         medians = {n: statistics.median(v) for n, v in speedups[setup].items()}
