@@ -35,7 +35,7 @@ STRINGS = {
     "all-reduce of {bytes} bytes, median us": "{bytes} 字节 all-reduce，中位数（微秒）",
     "all-reduce of 1 GiB, busbw GB/s": "1 GiB all-reduce，busbw（GB/s）",
     "speed-up of {gpus} GPUs at n = {n}": "{gpus} 块 GPU 在 n = {n} 时的加速比",
-    "sum of n = {n} on {gpus} GPUs, median us": "{gpus} 块 GPU 求 n = {n} 的和，中位数（微秒）",
+    "sum of n = {n} on {gpus} GPUs, median us": "n = {n} 时 {gpus} 块 GPU 求和，中位数（微秒）",
     "its one-GPU baseline at n = {n}, median us": "n = {n} 时它的单 GPU 基线，中位数（微秒）",
     "crossover (the GPUs ahead from n =)": "交叉点（多块 GPU 从 n = 多少起领先）",
     "{n} ({ratio}; the smallest n it ran)": "{n}（{ratio}；该设置测过的最小 n）",
