@@ -1146,6 +1146,9 @@ class RowOpsTests(unittest.TestCase):
             row = rsrc.m.get("rows/step7_wide", (32768, 1024))
             for value in (row.git_rev, row.code_hash, row.run, row.cuda, row.driver):
                 self.assertIn(value, line)
+            # and how many rounds the cells are the median of (the file's rounds of step 7)
+            rounds = rsrc.m.rounds[("rows/step7_wide", (32768, 1024))]
+            self.assertIn({"en": f", {rounds} rounds.", "zh-CN": f"，共 {rounds} 轮。"}[lang], line)
 
     def test_the_map_is_shown_once_drawn(self):
         rsrc, rows_docs = self.rsrc()
