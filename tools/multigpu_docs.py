@@ -110,9 +110,9 @@ def table(sum_rows, vec_rows, hashes, tr, sum_path, vec_path, rel):
                                            n=mc.label(n))] + cells) + " |")
         two, one = [], []
         for source, launch in SETUPS:
-            mine = [r for r in sums if (r["source"], r["launch"], r["n"], r["combine"]) ==
-                    (source, launch, n, "allreduce")]
-            base = [r for r in sum_rows_at(source, launch, n) if r["one_gpu_us"]] if mine else []
+            both = sum_rows_at(source, launch, n)
+            mine = [r for r in both if r["launch"] == launch]
+            base = [r for r in both if r["one_gpu_us"]] if mine else []
             two.append(_cell([r["median_us"] for r in mine], time, mine, marks))
             one.append(_cell([r["one_gpu_us"] for r in base], time, base, marks))
         lines.append("| " + " | ".join([tr("sum of n = {n} on {gpus} GPUs, median us", n=mc.label(n),
