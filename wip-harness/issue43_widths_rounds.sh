@@ -14,7 +14,7 @@ set -u
 REV=$1; DEADLINE=$2; RUN_ID=$3; shift 3
 export GIT_REV=$REV
 T0=$SECONDS
-P="rows/step4_group rows/step15_cluster rows/step17_layernorm_cluster rows/step18_bf16_layernorm_cluster
+P="rows/step4_group rows/step15_cluster rows/step17_layernorm_cluster rows/step24_bf16_narrow rows/step25_bf16_packed
    rows/step19_rmsnorm rows/step20_bf16_rmsnorm rows/step21_bf16_add_rmsnorm rows/step23_bf16_bulk
    rows/baseline_copy rows/baseline_copy16 step9_singlepass"
 make -s -j16 GIT_REV=$REV $(for p in $P; do echo $p/run; done) > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
