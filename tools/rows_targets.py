@@ -120,8 +120,7 @@ HEADER = "| target | step | where it is met | where it is missed |"
 SOURCE = ("Checked against {source} by `make docs` (tools/rows_targets.py): each target reads "
           "its step's own run, and a share or a ratio one hair below its line is a miss. A "
           "ratio is the medians'; a win or a loss needs every round apart, so a tie may carry a "
-          "large ratio where the other side's rounds spread widely (compiled PyTorch at the "
-          "small shapes). Runs: {runs}.")
+          "large ratio where the other side's rounds spread widely. Runs: {runs}.")
 RUN_AT = "{run} at {rev} ({steps})"
 # The words of the cells; the Chinese forms live in tools/zh_strings.py.
 EVERY = "every shape, {lo} to {hi} (the most at {top})"

@@ -448,12 +448,11 @@ STRINGS = {
     "Checked against {source} by `make docs` (tools/rows_targets.py): each target reads its "
     "step's own run, and a share or a ratio one hair below its line is a miss. A ratio is the "
     "medians'; a win or a loss needs every round apart, so a tie may carry a large ratio where "
-    "the other side's rounds spread widely (compiled PyTorch at the small shapes). Runs: "
-    "{runs}.":
+    "the other side's rounds spread widely. Runs: {runs}.":
         "本表由 `make docs`（tools/rows_targets.py）对照 {source} 逐项检查："
         "每个目标只读那一步自己的那次运行；比例或比值哪怕只差一丝没到线，也算没达到。"
-        "比值取的是双方中位数之比；领先或落后要求双方各轮都互不重叠，所以对方各轮波动很大时"
-        "（小形状上编译后的 PyTorch），比值再大也可能只算持平。各次运行：{runs}。",
+        "比值取的是双方中位数之比；领先或落后要求双方各轮都互不重叠，所以对方各轮波动很大时，"
+        "比值再大也可能只算持平。各次运行：{runs}。",
     "{run} at {rev} ({steps})":
         "{run}（在 {rev} 测得；用于 {steps}）",
     "every shape, {lo} to {hi} (the most at {top})":
