@@ -32,6 +32,7 @@ import argparse
 import math
 import os
 import sys
+from copy import copy as shallow_copy
 
 import chart_zh  # the Chinese twin of each chart
 import cli  # how main() ends
@@ -667,6 +668,7 @@ def width_labels(cols):
 
 def draw_widths(mpl, rm, path):
     fig, axes = mpl.plt.subplots(2, 4, figsize=(18, 9), layout="constrained", sharey=True)
+    drawn = {compare.ONE_ARRAY}   # the caption's revisions: the lines' alone
     peak = max(r.peak_gbps for r in rm.rows.values())
     cols = sorted({shape[1] for shape in rm.shapes})
     for panel_ops, row_axes in zip(WIDTH_PANELS, axes):
@@ -689,6 +691,7 @@ def draw_widths(mpl, rm, path):
             for step, label, style in lines:
                 points = width_line(rm, step) if step else []
                 if points:
+                    drawn.add(step)
                     xs, ys = [p[0] for p in points], [p[1] for p in points]
                     ax.plot(xs, ys, label=marked(rm, step, label), **style)
                     ax.errorbar(xs, ys, yerr=[[p[2][0] for p in points], [p[2][1] for p in points]],
@@ -706,7 +709,11 @@ def draw_widths(mpl, rm, path):
         ax.set_ylabel("GB/s  (bytes one run must move / median time)")
     for ax in axes[1]:
         ax.set_xlabel("columns a row (log2 scale), 256 MiB of x")
-    fig.supxlabel(row_caption(rm), fontsize=9, color="#444444")
+    # A run kept in the file for a program the map no longer draws (an
+    # earlier last step) must not lend the caption its revision.
+    shown = shallow_copy(rm)
+    shown.rows = {key: row for key, row in rm.rows.items() if key[0] in drawn}
+    fig.supxlabel(row_caption(shown), fontsize=9, color="#444444")
     torch = any(step.startswith(compare.TORCH) for step, _ in rm.rows)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: GB/s against the width, each op's last step "
                  f"beside the copy{' and PyTorch' if torch else ''} (dotted: the theoretical "
