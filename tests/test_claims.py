@@ -272,6 +272,9 @@ class StaleMarkTests(unittest.TestCase):
                     self.assertIn(mark, block(pages[path], name))
                 folder = row_step if rel(path).startswith("rows/") else schema.program_dir(step)
                 self.assertIn(f"make verify ONLY={folder}", block(pages[path], "stale"))
+                # ... and names the file its stale figures come from.
+                csv_name = "h200-rows.csv" if rel(path).startswith("rows/") else "h200.csv"
+                self.assertIn(csv_name, block(pages[path], "stale"))
         # The tables of the top pages mark the program, and only it.
         readme = pages[os.path.join(REPO, "README.md")]
         self.assertIn(f"{mark} Measured on an earlier version of the code", readme)

@@ -523,10 +523,10 @@ STRINGS = {
         "| 形状 | 中位数（微秒） | 各轮（微秒） | GB/s | 占参照的比例 | 相对上一步 | 相对 PyTorch "
         "| 相对 torch.compile |",
     "**{mark} Some figures on this page measured an earlier version of the code:** "
-    "{names} (a program's code hash covers its own files and the shared harness in "
-    "common/: a change to either marks its figures). The tables and charts mark each "
+    "{names}, in {files} (a program's code hash covers its own files and the shared "
+    "harness in common/: a change to either marks its figures). The tables and charts mark each "
     "one with its revision; to measure them again: {commands}.":
-        "**{mark} 本页有些数据测的是代码的旧版本：**{names}"
+        "**{mark} 本页有些数据测的是代码的旧版本：**{names}，见 {files}"
         "（程序的代码哈希涵盖它自己的文件和共用的测试框架 common/，两者任何一处改动，它的数据都会被标出）。"
         "表格和图表逐一标出了这些数据，并注明当时的代码版本；重新测量请运行 {commands}。",
     "every part 1 program": "第 1 部分的每个程序",
