@@ -40,6 +40,7 @@ import unittest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import back_tables  # noqa: E402
+import bench  # noqa: E402
 import compare  # noqa: E402
 import docs  # noqa: E402
 import schema  # noqa: E402
@@ -184,20 +185,20 @@ class CodeHashTests(unittest.TestCase):
     def test_stale_py_agrees_with_the_make_hashes(self):
         # tools/stale.py's judgement is the one `make code-hash` would give:
         # it flags no program whose rows all carry make's hash, and it flags
-        # every program whose newest run does not. (A run a newer one
-        # replaced may stay in the file for another program's figures; its
-        # rows of the replaced programs are stale and shown nowhere.)
+        # every program whose current run (the one its figures come from,
+        # bench.current_runs) does not. (A run a newer one replaced may stay
+        # in the file for another program's figures; its rows of the
+        # replaced programs are stale and shown nowhere.)
         for path in sorted(glob.glob(os.path.join(REFERENCE, "*.csv"))):
-            if "code_hash" not in schema.header_of(path):
+            header = schema.header_of(path)
+            if "code_hash" not in header:
                 continue
             records = [record for _, record in schema.read_records(path)[1]]
-            newest = {}
-            for record in records:
-                step, run = record.get("step", ""), record.get("run") or ""
-                newest[step] = max(newest.get(step, run), run)
+            current = bench.current_runs(records) if "run" in header else {}
             rows = [HashedRow(record) for record in records]
             latest = [HashedRow(record) for record in records
-                      if (record.get("run") or "") == newest[record.get("step", "")]]
+                      if current.get(record.get("step", ""), record.get("run") or "")
+                      == (record.get("run") or "")]
             mismatched = {p.split(":")[0] for p in hash_mismatches(path, rows, "")}
             in_newest = {p.split(":")[0] for p in hash_mismatches(path, latest, "")}
             flagged = {label for label in stale.stale_rows(path, HASHES)

@@ -713,6 +713,8 @@ def draw_widths(mpl, rm, path):
     # earlier last step) must not lend the caption its revision.
     shown = shallow_copy(rm)
     shown.rows = {key: row for key, row in rm.rows.items() if key[0] in drawn}
+    shown.round_numbers = sorted({k for key in shown.rows
+                                  for k in rm.round_sets.get((key, rm.current[key[0]]), ())})
     fig.supxlabel(row_caption(shown), fontsize=9, color="#444444")
     torch = any(step.startswith(compare.TORCH) for step, _ in rm.rows)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: GB/s against the width, each op's last step "
