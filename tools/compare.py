@@ -169,6 +169,16 @@ class RunIndex:
             self._views[run] = view
         return self._views[run]
 
+    def only(self, steps):
+        """This file with only these programs' rows (each from its current
+        run): what a chart that draws them alone should describe, its
+        revisions and rounds among them."""
+        view = copy.copy(self)
+        view.by_run = {key: runs for key, runs in self.by_run.items() if key[0] in steps}
+        view._fill(lambda step: self.current[step])
+        view._views = {}
+        return view
+
     def is_stale(self, row):
         """True when row measured an earlier version of its program's code."""
         return bool(row) and self.stale_check is not None and \

@@ -104,17 +104,16 @@ def table(sum_rows, vec_rows, hashes, tr, sum_path, vec_path, rel):
     # run's; one GPU's torch.sum for torch), so both are shown.
     time = lambda v: f"{v:.1f}"  # noqa: E731
     for n in mc.BIG_NS:
-        cells = [_cell(speedups[setup].get(n, []), ratio, sum_rows_at(*setup, n), marks, "x")
-                 for setup in SETUPS]
-        lines.append("| " + " | ".join([tr("speed-up of {gpus} GPUs at n = {n}", gpus=gpus,
-                                           n=mc.label(n))] + cells) + " |")
-        two, one = [], []
+        cells, two, one = [], [], []
         for source, launch in SETUPS:
             both = sum_rows_at(source, launch, n)
+            cells.append(_cell(speedups[(source, launch)].get(n, []), ratio, both, marks, "x"))
             mine = [r for r in both if r["launch"] == launch]
             base = [r for r in both if r["one_gpu_us"]] if mine else []
             two.append(_cell([r["median_us"] for r in mine], time, mine, marks))
             one.append(_cell([r["one_gpu_us"] for r in base], time, base, marks))
+        lines.append("| " + " | ".join([tr("speed-up of {gpus} GPUs at n = {n}", gpus=gpus,
+                                           n=mc.label(n))] + cells) + " |")
         lines.append("| " + " | ".join([tr("sum of n = {n} on {gpus} GPUs, median us", n=mc.label(n),
                                            gpus=gpus)] + two) + " |")
         lines.append("| " + " | ".join([tr("its one-GPU baseline at n = {n}, median us",

@@ -32,7 +32,6 @@ import argparse
 import math
 import os
 import sys
-from copy import copy as shallow_copy
 
 import chart_zh  # the Chinese twin of each chart
 import cli  # how main() ends
@@ -710,12 +709,8 @@ def draw_widths(mpl, rm, path):
     for ax in axes[1]:
         ax.set_xlabel("columns a row (log2 scale), 256 MiB of x")
     # A run kept in the file for a program the map no longer draws (an
-    # earlier last step) must not lend the caption its revision.
-    shown = shallow_copy(rm)
-    shown.rows = {key: row for key, row in rm.rows.items() if key[0] in drawn}
-    shown.round_numbers = sorted({k for key in shown.rows
-                                  for k in rm.round_sets.get((key, rm.current[key[0]]), ())})
-    fig.supxlabel(row_caption(shown), fontsize=9, color="#444444")
+    # earlier last step) must not lend the caption its revision or rounds.
+    fig.supxlabel(row_caption(rm.only(drawn)), fontsize=9, color="#444444")
     torch = any(step.startswith(compare.TORCH) for step, _ in rm.rows)
     fig.suptitle(f"Part 2 on {rm.describe('gpu')}: GB/s against the width, each op's last step "
                  f"beside the copy{' and PyTorch' if torch else ''} (dotted: the theoretical "

@@ -273,8 +273,8 @@ PART_WORDS = {"sum": "every part 1 program", "rows": "every part 2 program"}
 # chart's own note names the revisions; `python3 tools/stale.py` lists every file.
 PAGE_NOTE = ("**{mark} Some figures on this page measured an earlier version of the code:** "
              "{names}, in {files} (a program's code hash covers its own files and the shared "
-             "harness in common/: a change to either marks its figures). The tables and charts mark each "
-             "one with its revision; to measure them again: {commands}.")
+             "harness in common/: a change to either marks its figures). The tables and charts "
+             "mark each one with its revision; to measure them again: {commands}.")
 
 
 def page_note(found, tr, keep_file=lambda path: True, keep_label=lambda label: True,
