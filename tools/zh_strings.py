@@ -680,12 +680,14 @@ SUMMARIES = {
         "融合残差加法：h = x + residual 写出去，并在同一趟里做归一化。",
     "Welford LayerNorm: one read for the mean and the variance, merged with Chan's formula.":
         "Welford LayerNorm：读一遍同时得到均值和方差，用 Chan 的公式合并。",
-    "Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.":
-        "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进来，各线程块的 (max, sum) 对在 mbarrier 上汇合。",
+    "Bulk copies: wide bfloat16 rows come into shared memory by the copy engine.":
+        "批量拷贝：宽的 bfloat16 行由拷贝引擎搬进共享内存。",
     "Narrow rows: a bfloat16 row of 512 or fewer elements gets a group of 8 or 16 threads.":
         "窄行：bfloat16 行不超过 512 个元素时，只分给 8 个或 16 个线程。",
     "Packed registers: a bfloat16 row stays in its 16-bit form in registers, two to a register.":
         "打包寄存器：bfloat16 行在寄存器里保持 16 位原样，一个寄存器放两个。",
+    "Pushed pairs: each warp's pair is stored into every block on an mbarrier, not met at a barrier.":
+        "推送 (max, sum) 对：每个 warp 把自己的一对直接写进每个线程块，记在 mbarrier 上，不再在屏障处会合。",
     "Copy in bfloat16: y = x, every element read once and written once.":
         "bfloat16 复制：y = x，每个元素读一次、写一次。",
     # extras/

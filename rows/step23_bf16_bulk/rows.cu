@@ -1,19 +1,18 @@
-// Bulk copies: wide bfloat16 rows come in by the copy engine, and their pairs meet on an mbarrier.
+// Bulk copies: wide bfloat16 rows come into shared memory by the copy engine.
 //
 // Change: a bfloat16 row wider than one block's SHARE_BYTES = 64 KB (32768
 //         elements) is split over a cluster of 2, 4 or 8 blocks of 256
 //         threads, as few as hold it. Each block's share of the row comes
 //         into its shared memory by bulk copies (cp.async.bulk: the TMA unit
 //         moves it, no register holds a byte in flight), whose bytes an
-//         mbarrier counts. Each warp reduces its packs there to a pair and
-//         pushes it into every block's shared memory (st.async), counted on
-//         a second mbarrier: a block waits for its own pairs only, never
-//         for the slowest block to reach a barrier. y goes back over x in
-//         shared memory and out by bulk copies. Narrower rows, x and y
+//         mbarrier counts. Each warp reduces its packs there to a pair; the
+//         pairs meet at a cluster barrier, as step 16's do. y goes back over
+//         x in shared memory and out by bulk copies. Narrower rows, x and y
 //         unequally aligned, and GPUs before sm_90 keep step 16's path.
 // Why it helps: step 16's blocks waited at four block barriers and two
-//         cluster barriers a row with nothing loading, and a bfloat16 share
-//         brings half a float share's bytes to each wait.
+//         cluster barriers a row with nothing loading; here a block asks for
+//         its whole share at once and its warps reduce it without a block
+//         barrier, so the pairs' cluster barrier is the one wait left.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step16_bf16_cluster by make new: make diff STEP=rows/23 shows the change against it.
@@ -417,10 +416,9 @@ softmax_registers_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned 
 #endif
 }
 
-// Hopper's asynchronous transactions, each counted in bytes on an mbarrier
-// in shared memory: a bulk copy (the TMA unit moves a whole share, no
-// thread holds its bytes in flight) and a store into another block's shared
-// memory. A wait on the mbarrier returns once every byte it expects landed.
+// Hopper's bulk copies, counted in bytes on an mbarrier in shared memory:
+// the TMA unit moves a whole share, no thread holds its bytes in flight, and
+// a wait on the mbarrier returns once every byte it expects landed.
 __device__ unsigned int shared_address(const void *p)
 {
     return (unsigned int)__cvta_generic_to_shared(p);
@@ -476,18 +474,6 @@ __device__ void bulk_store_wait(void)
 #endif
 }
 
-// A pair into block `rank`'s slot, counted on that block's mbarrier.
-__device__ void push_pair(float2 *slot, unsigned long long *bar, unsigned int rank, MaxSum v)
-{
-#if __CUDA_ARCH__ >= 900
-    unsigned int remote_slot, remote_bar;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_slot) : "r"(shared_address(slot)), "r"(rank));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(shared_address(bar)), "r"(rank));
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];"
-                 ::"r"(remote_slot), "f"(v.m), "f"(v.s), "r"(remote_bar) : "memory");
-#endif
-}
-
 // Two pairs -> one: combine(a, b) and combine(b, a) are the same bits.
 __device__ MaxSum combine(MaxSum a, MaxSum b)
 {
@@ -509,16 +495,16 @@ __device__ MaxSum warp_allreduce_pair(MaxSum v)
 // blocks of BLOCK_SIZE threads: block `rank` takes packs [rank share,
 // (rank + 1) share) of the row's body, block 0 also the head elements and
 // the last block the tail ones. The share comes in by bulk copies and goes
-// out the same way; every warp's pair goes to every block by an
-// asynchronous store, so no block waits at a barrier for the others.
+// out the same way; the warps' pairs meet at a cluster barrier, as step
+// 16's blocks' pairs do.
 __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int cols, unsigned int share)
 {
 #if __CUDA_ARCH__ >= 900
     constexpr unsigned int PACK = 8;   // bfloat16s in 16 bytes
     extern __shared__ __align__(128) __nv_bfloat16 s_share[];
-    __shared__ unsigned long long s_loaded, s_pushed;
-    __shared__ float2 s_pairs[MAX_CLUSTER * WARPS_PER_BLOCK];   // slot r x WARPS_PER_BLOCK + w
+    __shared__ unsigned long long s_loaded;
+    __shared__ float2 s_pairs[WARPS_PER_BLOCK];   // this block's warps' pairs
     cg::cluster_group cluster = cg::this_cluster();
     unsigned int blocks = cluster.num_blocks(), rank = cluster.block_rank();
     unsigned int row = blockIdx.x / blocks;
@@ -532,12 +518,9 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
     __nv_bfloat16 *y = y_row + split.head + (size_t)first * PACK;
     unsigned int packs = bytes / 16, pairs = blocks * WARPS_PER_BLOCK;
 
-    if (t == 0) {
+    if (t == 0)
         mbarrier_expect(&s_loaded, bytes);
-        mbarrier_expect(&s_pushed, pairs * sizeof(float2));
-    }
     __syncthreads();
-    cluster.barrier_arrive();   // this block's mbarrier is ready for the others' pairs
     if (warp == 0)   // the copies, CHUNK bytes each, spread over the warp's lanes
         for (unsigned int b = lane * CHUNK; b < bytes; b += WARP_SIZE * CHUNK)
             bulk_load((char *)s_share + b, (const char *)x + b, min(CHUNK, bytes - b), &s_loaded);
@@ -565,17 +548,19 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
     }
     MaxSum mine = warp_allreduce_pair({max, sum});
 
-    // Lane r pushes the warp's pair into block r. Each block then waits
-    // for its own pairs only, and combines them in slot order, as every
-    // other block does: the row's max and sum, the same bits in each.
-    cluster.barrier_wait();   // every block's mbarrier is ready
-    if (lane < blocks)
-        push_pair(&s_pairs[rank * WARPS_PER_BLOCK + warp], &s_pushed, lane, mine);
-    mbarrier_wait(&s_pushed);
+    // Lane 0 puts the warp's pair in this block's slot w. After the cluster
+    // barrier every warp reads all blocks' slots (distributed shared
+    // memory) in the same order: the row's max and sum, the same bits in each.
+    if (lane == 0)
+        s_pairs[warp] = make_float2(mine.m, mine.s);
+    cluster.sync();   // every block's pairs are in place, and visible to all
     MaxSum row_ms = {-INFINITY, 0.0f};
-    for (unsigned int i = lane; i < pairs; i += WARP_SIZE)
-        row_ms = combine(row_ms, {s_pairs[i].x, s_pairs[i].y});
+    for (unsigned int i = lane; i < pairs; i += WARP_SIZE) {
+        float2 p = cluster.map_shared_rank(s_pairs, (int)(i / WARPS_PER_BLOCK))[i % WARPS_PER_BLOCK];
+        row_ms = combine(row_ms, {p.x, p.y});
+    }
     row_ms = warp_allreduce_pair(row_ms);
+    cluster.barrier_arrive();   // this block has read the others' pairs
     max = row_ms.m;
     float inv = inverse(row_ms.s);
 
@@ -597,6 +582,7 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
             bulk_store((char *)y + b, (const char *)s_share + b, min(CHUNK, bytes - b));
         bulk_store_wait();
     }
+    cluster.barrier_wait();   // no block exits while another may still read its pairs
 #else
     __trap();   // the host launches it on sm_90 and later only
 #endif
