@@ -2,7 +2,8 @@
 # Session 35, issue 43's one-idea split (rows/1 and rows/2 gain UNROLL; steps 23 and 24 meet their
 # pairs at a cluster barrier; step 26 pushes them). Run through card_call.sh (H200 only).
 #   STAGE=1 GIT_REV=<rev> bash wip-harness/issue43_split_call.sh
-#       the grader on the changed programs and their fixtures (the GPU suite), then make verify of
+#       the grader on the changed programs and their fixtures (the GPU suite; SUITE=0 leaves it out:
+#       it ran on an H100 in session 35, wip-harness/split35/h100-suite.log), then make verify of
 #       rows/1 and rows/2 without the grade (counters at every profiled shape, bench in 2 rounds)
 #   STAGE=2 GIT_REV=<rev> RUN_ID=<id> ROUND=<k> [SKIP=grade,profile] bash ...
 #       make verify of steps 23, 24 and 26, round k of a 2-round run (the counters in round 1)
@@ -17,11 +18,11 @@ echo "# $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version --format
 touch /tmp/start-$STAGE; sleep 1
 TORCH=/opt/torch/.venv/bin/python
 if [ "$STAGE" = 1 ]; then
-  make -s -j16 GIT_REV=$GIT_REV NEED_VENV= test-build TEST_GPU=1 > /tmp/build.log 2>&1
+  [ "${SUITE:-1}" = 1 ] && make -s -j16 GIT_REV=$GIT_REV NEED_VENV= test-build TEST_GPU=1 > /tmp/build.log 2>&1
   echo "build rc=$?"; tail -3 /tmp/build.log; el
   ONLY=rows/step23_bf16_bulk,rows/step24_bf16_narrow,rows/step26_bf16_push,bk_rank_zero,bk_pair_slot,nw_whole_warp
   ONLY=$ONLY,rows/step1_block,rows/step2_warp,rows_no_barrier,rows_drop_last_row
-  GPU_PART=rows GPU_ONLY=$ONLY GPU_JOBS=16 timeout $(( $(left) - 150 )) python3 -u tests/gpu_suite.py > $OUT/suite.log 2>&1
+  [ "${SUITE:-1}" = 1 ] && GPU_PART=rows GPU_ONLY=$ONLY GPU_JOBS=16 timeout $(( $(left) - 150 )) python3 -u tests/gpu_suite.py > $OUT/suite.log 2>&1
   echo "suite rc=$?"; grep -E "^(FAIL|gpu:)" $OUT/suite.log | tail -12 | cut -c1-300; el
   N=rows/step1_block,rows/step2_warp
   make -s -j16 GIT_REV=$GIT_REV $(python3 tools/verify.py --root . --only $N --targets) > /tmp/build2.log 2>&1
