@@ -1149,7 +1149,7 @@ def slot_problems(blocks, warps):
 
 
 class RowBulkTests(unittest.TestCase):
-    """Part 2's picture of step 23 (plots/diagrams/rows-step23_bf16_bulk-bulk.png)
+    """Part 2's picture of step 26 (plots/diagrams/rows-step26_bf16_push-bulk.png)
     draws diagrams.bulk_owner() and push_slot(): against the kernel's
     expressions written out (bulk_elements, every element of a row once),
     and those expressions against the kernel's lines."""

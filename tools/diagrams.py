@@ -921,8 +921,8 @@ def draw_row_cluster(mpl, step, path):
     save(mpl, fig, path)
 
 
-# rows/step23_bf16_bulk: a row wider than one block's share, over a cluster
-# of `blocks` blocks. split_row() cuts the row where 16-byte packs of 8
+# rows/step26_bf16_push (step 23's bulk kernel, its pairs pushed): a row
+# wider than one block's share, over a cluster of `blocks` blocks. split_row() cuts the row where 16-byte packs of 8
 # bfloat16s can start (head, packs, tail); block r takes packs [r share,
 # (r + 1) share) of the body (share = packs at most / blocks, rounded up:
 # launch_bulk()), block 0 also the head and the last block the tail. Lane l
@@ -930,7 +930,7 @@ def draw_row_cluster(mpl, step, path):
 # memory (CHUNK bytes each); warp w of block r pushes its (max, sum) into
 # slot r x WARPS_PER_BLOCK + w of every block. Shrunk: 4 blocks, 2 warps a
 # block, one pack a chunk.
-ROW_BULK_STEP = "rows/step23_bf16_bulk"
+ROW_BULK_STEP = "rows/step26_bf16_push"
 ROW_BULK = (4, 2, 5, 70)   # blocks, warps a block, elements from the row to a 16-byte boundary, cols
 ROW_BULK_PACK = 8          # bfloat16s in 16 bytes
 ROW_BULK_FIGURE = "bulk"

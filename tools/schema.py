@@ -41,7 +41,7 @@ SHIPPED_ROWS = ("rows/step0_thread", "rows/step1_block", "rows/step2_warp", "row
                 "rows/step19_rmsnorm", "rows/step20_bf16_rmsnorm",
                 "rows/step21_bf16_add_rmsnorm", "rows/step22_welford",
                 "rows/step23_bf16_bulk", "rows/step24_bf16_narrow",
-                "rows/step25_bf16_packed") + ROW_BASELINES
+                "rows/step25_bf16_packed", "rows/step26_bf16_push") + ROW_BASELINES
 # Part 3's (back/, measured into a results file of its own, outside the
 # shipped lists that the docs generator reads): named
 # as part 2's, back/step0_thread, and its bar back/copy3 (back/baseline_copy3);

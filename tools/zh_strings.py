@@ -713,7 +713,7 @@ CHART_STRINGS = {
     "part 1's step 9, the same floats as one array": "第 1 部分的第 9 步，把同样的 float 当作一个数组",
     "bfloat16 copy": "bfloat16 复制",
     "columns a row (log2 scale), 256 MiB of x": "每行的列数（log2 刻度），x 共 256 MiB",
-    # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
+    # tools/diagrams.py, part 2's picture of step 26's bulk copies and pushed pairs (rows-step26_bf16_push-bulk.png)
     "cp.async.bulk: warp 0's lanes copy the share in chunks (16 KB, shrunk to one pack), counted "
     "in bytes on one mbarrier":
         "cp.async.bulk：warp 0 的各个 lane 把这一份分段拷进来（每段 16 KB，图里缩成一个 pack），"
@@ -862,8 +862,8 @@ CHART_PATTERNS = [
     (r"Part 2 on (.+): GB/s against the width, each op's last step beside the copy "
      r"\(dotted: the theoretical peak, (\d+) GB/s\)",
      "{0} 上的第 2 部分：GB/s 随列宽的变化，每种运算的最后一步与复制对照（点线：理论峰值 {1} GB/s）"),
-    # tools/diagrams.py, part 2's picture of step 23's bulk copies (rows-step23_bf16_bulk-bulk.png)
-    (r"(rows/step23_bf16_bulk): one row over a cluster of (\d+) blocks, by bulk copies",
+    # tools/diagrams.py, part 2's picture of step 26's bulk copies and pushed pairs (rows-step26_bf16_push-bulk.png)
+    (r"(rows/step26_bf16_push): one row over a cluster of (\d+) blocks, by bulk copies",
      "{0}：用批量拷贝把一行分给 {1} 个线程块组成的簇"),
     (r"a row of (\d+) bfloat16s starting (\d+) elements past a 16-byte boundary: head (\d+), "
      r"(\d+) packs of 8, tail (\d+); (\d+) packs a share; (\d+) warps a block \(shrunk from 8\)",
