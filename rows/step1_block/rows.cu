@@ -1,9 +1,9 @@
 // One block per row: part 1's block reduction, once per row.
 //
 // Change: row r goes to block r; its threads read the row in a block-stride
-//         loop (thread t: columns t, t + BLOCK, ...), UNROLL loads at a time
-//         as in part 1, then add their sums with part 1's tree: shuffles in
-//         each warp, then one warp over the warp sums.
+//         loop (thread t: columns t, t + BLOCK, ...), then add their sums
+//         with part 1's tree: shuffles in each warp, then one warp over the
+//         warp sums.
 // Why it helps: consecutive threads read consecutive floats, so a warp's
 //         load is 128 contiguous bytes, 4 sectors instead of 32. Short rows
 //         leave most of the block idle: a row of 31 floats keeps 31 of 256
@@ -14,7 +14,6 @@
 #include "rows.h"
 
 #define BLOCK_SIZE 256   // threads per row; a multiple of 32 (whole warps)
-#define UNROLL 4         // independent loads in flight per thread (part 1, step 6)
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 static_assert(BLOCK_SIZE <= WARP_SIZE * WARP_SIZE, "one warp reduces the warp sums");
@@ -52,14 +51,9 @@ __global__ void row_sum_kernel(const float *g_x, float *g_y, unsigned int cols)
     unsigned int row = blockIdx.x;
     const float *x = g_x + (size_t)row * cols;
 
-    // UNROLL loads per trip, all issued before the first add needs one.
     float sum = 0.0f;
-    for (unsigned int c = threadIdx.x; c < cols; c += UNROLL * BLOCK) {
-#pragma unroll
-        for (unsigned int k = 0; k < UNROLL; k++)
-            if (c + k * BLOCK < cols)
-                sum += x[c + k * BLOCK];
-    }
+    for (unsigned int c = threadIdx.x; c < cols; c += BLOCK)
+        sum += x[c];
     sum = block_reduce<BLOCK>(sum, s_data);
     if (threadIdx.x == 0)
         g_y[row] = sum;

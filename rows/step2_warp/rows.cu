@@ -12,7 +12,6 @@
 #include "rows.h"
 
 #define BLOCK_SIZE 256   // threads per block; a multiple of 32 (whole warps)
-#define UNROLL 4         // independent loads in flight per lane (part 1, step 6)
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 #define ROWS_PER_BLOCK (BLOCK_SIZE / WARP_SIZE)
@@ -37,14 +36,9 @@ __global__ void row_sum_kernel(const float *g_x, float *g_y, unsigned int rows,
         return;
     const float *x = g_x + (size_t)row * cols;
 
-    // UNROLL loads per trip, all issued before the first add needs one.
     float sum = 0.0f;
-    for (unsigned int c = lane; c < cols; c += UNROLL * WARP_SIZE) {
-#pragma unroll
-        for (unsigned int k = 0; k < UNROLL; k++)
-            if (c + k * WARP_SIZE < cols)
-                sum += x[c + k * WARP_SIZE];
-    }
+    for (unsigned int c = lane; c < cols; c += WARP_SIZE)
+        sum += x[c];
     sum = warp_reduce(sum);
     if (lane == 0)
         g_y[row] = sum;

@@ -5,15 +5,15 @@
 //         first add; any other shape runs the same kernel with PACK = 1,
 //         plain floats, so every width and alignment still works.
 // Why it helps: a quarter of the load instructions for the same bytes, and
-//         UNROLL x 16 bytes in flight per lane instead of UNROLL x 4: more
-//         of the memory latency is hidden (part 1, step 8).
+//         UNROLL x 16 bytes in flight per lane instead of 4: more of the
+//         memory latency is hidden (part 1, steps 6 and 8).
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 #include "check.h"
 #include "rows.h"
 
 #define BLOCK_SIZE 256   // threads per block; a multiple of 32 (whole warps)
-#define UNROLL 4         // independent loads in flight per lane (part 1, step 6)
+#define UNROLL 4         // independent loads in flight per lane
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu   // all 32 lanes take part in every shuffle
 #define ROWS_PER_BLOCK (BLOCK_SIZE / WARP_SIZE)
@@ -52,7 +52,6 @@ __global__ void row_sum_kernel(const float *g_x, float *g_y, unsigned int rows,
     const float *x = g_x + (size_t)row * cols;
     unsigned int packs = cols / PACK;   // row_forward picks a PACK that divides cols
 
-    // UNROLL loads per trip, all issued before the first add needs one.
     float sum = 0.0f;
     for (unsigned int i = lane; i < packs; i += UNROLL * WARP_SIZE) {
 #pragma unroll
