@@ -173,24 +173,36 @@ def command_for(path, programs):
     return VERIFY.format(programs=",".join(programs))
 
 
+# The card the pages' tables are drawn from (tools/docs.py's default results,
+# plots/reference/h200.csv): a part's members are the programs measured on it.
+REFERENCE_GPU = "h200"
+
+
 def part_programs(root):
     """{part: its shipped program folders}: when every one of them is stale,
     ONLY=sum or ONLY=rows (and "every part 2 program" on a page) names them.
     A student's own step has no committed rows, so it is never stale and must
     not keep its part from being named whole."""
     shipped = {schema.program_dir(s) for s in schema.SHIPPED + schema.SHIPPED_ROWS}
+
+    def measured(pattern):
+        found = set()
+        for path in glob.glob(os.path.join(root, "plots", "reference", pattern)):
+            try:
+                _, records = schema.read_records(path)
+            except schema.SchemaError:
+                continue
+            found |= {schema.program_dir(r.get("step", "")) for _, r in records}
+        return found
     # Part 3 has no shipped list: its members are the programs its committed
-    # results measured (ONLY=back measures the newer ones with them).
-    measured = set()
-    for path in glob.glob(os.path.join(root, "plots", "reference", "*-back.csv")):
-        try:
-            _, records = schema.read_records(path)
-        except schema.SchemaError:
-            continue
-        measured |= {schema.program_dir(r.get("step", "")) for _, r in records}
+    # results measured (ONLY=back measures the newer ones with them). A part
+    # 2 step with no committed rows yet (new, measured on another card only)
+    # is no member either: ONLY=rows measures it with the others.
+    rows = measured(REFERENCE_GPU + "-rows*.csv")
     return {"sum": [d for d in bench.program_dirs(root) if d in shipped],
-            "rows": [d for d in bench.row_program_dirs(root) if d in shipped],
-            "back": [d for d in bench.row_program_dirs(root, schema.BACK) if d in measured]}
+            "rows": [d for d in bench.row_program_dirs(root)
+                     if d in shipped and (d in rows or not rows)],
+            "back": [d for d in bench.row_program_dirs(root, schema.BACK) if d in measured("*-back.csv")]}
 
 
 def only_list(folders, root):

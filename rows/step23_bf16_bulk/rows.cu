@@ -12,7 +12,7 @@
 // Why it helps: step 16's blocks waited at four block barriers and two
 //         cluster barriers a row with nothing loading; here a block asks for
 //         its whole share at once and its warps reduce it without a block
-//         barrier, so the pairs' cluster barrier is the one wait left.
+//         barrier, so the pairs' cluster barrier is the wait left a row.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step16_bf16_cluster by make new: make diff STEP=rows/23 shows the change against it.
