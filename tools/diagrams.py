@@ -1076,6 +1076,11 @@ def draw_row_bulk(mpl, path):
 
 ROW_NO_PICTURE = ("No access-pattern picture for {step}: it reads its rows as {base} does, "
                   "whose page has the picture.")
+# Steps whose bulk copies split a row as ROW_BULK_STEP's picture draws, without its
+# pushed pairs (step 23: its pairs meet at a cluster barrier instead).
+ROW_BULK_SHARES = {"rows/step23_bf16_bulk"}
+ROW_BULK_ELSEWHERE = ("No picture of its own for {step}: {base}'s page draws how its bulk copies "
+                      "split a row; the pairs' arrows there are {base}'s own idea.")
 
 
 def row_picture_base(step):
@@ -1117,6 +1122,8 @@ def row_figures_block(step, readme_dir, out_dir, translate=english):
         link = os.path.relpath(row_figure_path(step, out_dir), readme_dir).replace(os.sep, "/")
         alt = translate(ROW_PARAMS_ALT, step=step, rows=rows, cols=cols)
         return f"![{alt}]({link})"
+    if step in ROW_BULK_SHARES:
+        return translate(ROW_BULK_ELSEWHERE, step=step, base=ROW_BULK_STEP.split("/")[-1])
     if step not in ROW_PICTURES:
         base = row_picture_base(step)
         return translate(ROW_NO_PICTURE, step=step, base=base.split("/")[-1] if base else "—")

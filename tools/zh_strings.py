@@ -565,6 +565,9 @@ STRINGS = {
     "No access-pattern picture for {step}: it reads its rows as {base} does, whose page has the "
     "picture.":
         "{step} 没有访问模式图：它读取各行的方式与 {base} 相同，那一步的页面上有图。",
+    "No picture of its own for {step}: {base}'s page draws how its bulk copies split a row; the "
+    "pairs' arrows there are {base}'s own idea.":
+        "{step} 没有自己的图：它的批量拷贝怎样切分一行，见 {base} 页面上的图；图中 (max, sum) 对的箭头画的是 {base} 独有的做法。",
     "{step}: which of a cluster's {blocks} blocks takes each bfloat16 of one row ({cols} of them, "
     "shrunk: a head and a tail read by threads, the body's 16-byte packs copied into shared memory by "
     "cp.async.bulk, a share per block), and where each warp's (max, sum) lands in every block":

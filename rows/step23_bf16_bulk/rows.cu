@@ -12,7 +12,8 @@
 // Why it helps: step 16's blocks waited at four block barriers and two
 //         cluster barriers a row with nothing loading; here a block asks for
 //         its whole share at once and its warps reduce it without a block
-//         barrier, so the pairs' cluster barrier is the wait left a row.
+//         barrier: a row's blocks wait for each other only at the pairs'
+//         cluster barrier.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step16_bf16_cluster by make new: make diff STEP=rows/23 shows the change against it.
@@ -431,7 +432,7 @@ __device__ void mbarrier_expect(unsigned long long *bar, unsigned int bytes)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
                  "r"(bytes) : "memory");
-    // Visible to the copy engine and to the cluster's other blocks.
+    // Visible to the copy engine.
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }

@@ -433,7 +433,7 @@ __device__ void mbarrier_expect(unsigned long long *bar, unsigned int bytes)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
                  "r"(bytes) : "memory");
-    // Visible to the copy engine and to the cluster's other blocks.
+    // Visible to the copy engine.
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }
