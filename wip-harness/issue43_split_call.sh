@@ -44,12 +44,14 @@ if [ "$STAGE" = 2 ]; then
   mkdir -p build/keep; cp plots/reference/h200-rows.csv plots/reference/h200-rows-bench.log build/keep/
 fi
 # STAGE=V GIT_REV=<rev> NAMES=<a,b,...>: make verify of NAMES (no grade: graded in split35's suite) in one
-#   run of 2 rounds, on whatever card came (an H100 writes h100-80gb-hbm3-*.csv beside the H200's files).
+#   run of 2 rounds, on whatever card came (an H100 writes h100-80gb-hbm3-*.csv beside the H200's files);
+#   ROUND=k RUN_ID=<id>: round k of that run alone (bench.py --round), e.g. SKIP=grade,profile ROUND=1.
 if [ "$STAGE" = V ]; then
   make -s -j16 GIT_REV=$GIT_REV $(python3 tools/verify.py --root . --only $NAMES --targets) > /tmp/build.log 2>&1
   echo "build rc=$?"; el
   timeout $(( $(left) - 10 )) python3 tools/verify.py --root . --only $NAMES --out-dir plots/reference \
-     --verify-dir build/vV --torch-python $TORCH --skip ${SKIP:-grade} --rounds 2 > $OUT/verifyV.log 2>&1
+     --verify-dir build/vV --torch-python $TORCH --skip ${SKIP:-grade} --rounds 2 \
+     ${ROUND:+--round $ROUND --run-id $RUN_ID} > $OUT/verifyV.log 2>&1
   echo "verify rc=$?"; tail -40 $OUT/verifyV.log | cut -c1-250; el
 fi
 if [ "$STAGE" = 3 ]; then
