@@ -1150,6 +1150,16 @@ class RowOpsTests(unittest.TestCase):
             rounds = rsrc.m.rounds[("rows/step7_wide", (32768, 1024))]
             self.assertIn({"en": f", {rounds} rounds.", "zh-CN": f"，共 {rounds} 轮。"}[lang], line)
 
+    def test_an_unmeasured_step_names_the_command_that_measures_it(self):
+        # A step with no rows in the results file (a new one, or one measured
+        # on another card only): its page says so and how to measure it.
+        rsrc, rows_docs = self.rsrc()
+        for lang in ("en", "zh-CN"):
+            tr = (lambda text, _lang=lang, **values: docs.tr(text, _lang, **values))
+            text = rows_docs.measured_block(rsrc, "rows/step99_mine", tr)
+            self.assertIn("`make verify ONLY=rows/step99_mine`", text)
+            self.assertIn({"en": "Not measured yet", "zh-CN": "尚未测量"}[lang], text)
+
     def test_the_map_is_shown_once_drawn(self):
         rsrc, rows_docs = self.rsrc()
         self.assertIsNone(rows_docs.widths_chart(rsrc))

@@ -128,7 +128,8 @@ STRINGS = {
     "| shape | median us | rounds us | GB/s | share of its bar | vs previous step | vs PyTorch "
     "| vs torch.compile |": "",
     STEP_PROVENANCE: "",
-    "Not measured yet: {source} has no rows for {step}.": "",
+    "Not measured yet: {source} has no rows for {step} (`make verify ONLY={step}` on a GPU "
+    "measures it).": "",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "",
     "{step} is the first step of part 2; there is no previous step.": "",
     "bytes read from DRAM": "", "bytes written to DRAM": "", "L2 hit rate, %": "",
@@ -455,7 +456,8 @@ def measured_block(rsrc, step, tr):
     m = rsrc.m
     shapes = [s for s in m.shapes if m.get(step, s)]
     if not shapes:
-        return tr("Not measured yet: {source} has no rows for {step}.",
+        return tr("Not measured yet: {source} has no rows for {step} (`make verify ONLY={step}` "
+                  "on a GPU measures it).",
                   source=rsrc.path(m.path), step=step)
     marks = stale.Marks(m.stale_rows)
     lines = [tr("| shape | median us | rounds us | GB/s | share of its bar | vs previous step | "

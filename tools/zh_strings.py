@@ -536,7 +536,8 @@ STRINGS = {
     "`{command}` measures it again.":
         "{mark} 这些数据测的是代码的旧版本（括号里是当时的代码版本）：{names}。"
         "重新测量请运行 `{command}`。",
-    "Not measured yet: {source} has no rows for {step}.": "尚未测量：{source} 里没有 {step} 的数据。",
+    "Not measured yet: {source} has no rows for {step} (`make verify ONLY={step}` on a GPU "
+    "measures it).": "尚未测量：{source} 里没有 {step} 的数据（在有 GPU 的机器上运行 `make verify ONLY={step}` 即可测量）。",
     "{this}/rows.cu is identical to {prev}/rows.cu.": "{this}/rows.cu 与 {prev}/rows.cu 完全相同。",
     "{step} is the first step of part 2; there is no previous step.":
         "{step} 是第 2 部分的第一步，没有上一步。",
