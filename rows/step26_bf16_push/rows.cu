@@ -7,9 +7,10 @@
 //         other block does; the cluster barrier that step 24's pairs met at,
 //         and the one before exit, are gone, but for one split barrier that
 //         makes every block's mbarrier ready before the first push.
-// Why it helps: at a cluster barrier every block waits for the slowest one
-//         with nothing loading; a block that waits on its own mbarrier waits
-//         only for the pairs it needs, and no block waits before it exits.
+// Why it helps: a block still needs every warp's pair, but they come to
+//         it as stores that travel while their senders go on: no cluster
+//         barrier to arrive at together, no reads from other blocks' shared
+//         memory, and no wait at exit for the others to finish reading.
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step24_bf16_narrow by make new: make diff STEP=rows/26 shows the change against it.
