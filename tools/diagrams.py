@@ -922,7 +922,8 @@ def draw_row_cluster(mpl, step, path):
 
 
 # rows/step26_bf16_push (step 23's bulk kernel, its pairs pushed): a row
-# wider than one block's share, over a cluster of `blocks` blocks. split_row() cuts the row where 16-byte packs of 8
+# wider than one block's share, over a cluster of `blocks` blocks.
+# split_row() cuts the row where 16-byte packs of 8
 # bfloat16s can start (head, packs, tail); block r takes packs [r share,
 # (r + 1) share) of the body (share = packs at most / blocks, rounded up:
 # launch_bulk()), block 0 also the head and the last block the tail. Lane l

@@ -51,7 +51,7 @@ import rows_docs  # part 2's blocks
 import multigpu_docs  # multigpu/'s Measured table
 import rows_targets  # part 2's targets table
 import cli  # how main() ends
-import schema  # the CSV files and step names
+import schema  # the CSV files, step names and the reference card
 import stale  # rows measured on an earlier version of the code
 import steps  # the step a step's diff block compares with, as make diff
 import zh_strings  # the Chinese forms, docs/glossary.zh-CN.md
@@ -63,7 +63,7 @@ from schema import power_label
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-DEFAULT_RESULTS = os.path.join("plots", "reference", "h200.csv")
+DEFAULT_RESULTS = os.path.join("plots", "reference", schema.REFERENCE_GPU + ".csv")
 EXIT_STALE, EXIT_INPUT = cli.EXIT_FAILED, cli.EXIT_USAGE   # blocks out of date; bad input
 
 # A page in English is NAME.md; its Chinese edition, NAME.zh-CN.md beside it.

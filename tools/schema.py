@@ -17,6 +17,9 @@ from dataclasses import dataclass
 # ------------------------------------------------------------------ steps
 
 STEP_DIR_RE = re.compile(r"^step(\d+)_(.+)$")
+# The card whose files in plots/reference the pages and charts are drawn from
+# (h200.csv, h200-rows.csv, ...); files of other cards sit beside them.
+REFERENCE_GPU = "h200"
 CUB_DIR = "baseline_cub"   # the library baseline's directory ...
 CUB = "cub"                # ... and its `step` value in every CSV
 

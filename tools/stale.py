@@ -173,11 +173,6 @@ def command_for(path, programs):
     return VERIFY.format(programs=",".join(programs))
 
 
-# The card the pages' tables are drawn from (tools/docs.py's default results,
-# plots/reference/h200.csv): a part's members are the programs measured on it.
-REFERENCE_GPU = "h200"
-
-
 def part_programs(root):
     """{part: its shipped program folders}: when every one of them is stale,
     ONLY=sum or ONLY=rows (and "every part 2 program" on a page) names them.
@@ -198,11 +193,13 @@ def part_programs(root):
     # results measured (ONLY=back measures the newer ones with them). A part
     # 2 step with no committed rows yet (new, measured on another card only)
     # is no member either: ONLY=rows measures it with the others.
-    rows = measured(REFERENCE_GPU + "-rows*.csv")
+    # A part's members are the programs measured on the card the pages are drawn from.
+    rows = measured(schema.REFERENCE_GPU + "-rows*.csv")
     return {"sum": [d for d in bench.program_dirs(root) if d in shipped],
             "rows": [d for d in bench.row_program_dirs(root)
                      if d in shipped and (d in rows or not rows)],
-            "back": [d for d in bench.row_program_dirs(root, schema.BACK) if d in measured("*-back.csv")]}
+            "back": [d for d in bench.row_program_dirs(root, schema.BACK)
+                     if d in measured("*-back.csv")]}
 
 
 def only_list(folders, root):
