@@ -13,7 +13,7 @@
 //         cluster barriers a row with nothing loading; here a block asks for
 //         its whole share at once and its warps reduce it without a block
 //         barrier: a row's blocks wait for each other only at the pairs'
-//         cluster barrier.
+//         cluster barrier (and its split twin before exit).
 // Effect: measured in README.md beside this file, whose tables make docs
 //         writes from plots/reference (a number here would go stale).
 // Started from step16_bf16_cluster by make new: make diff STEP=rows/23 shows the change against it.
