@@ -430,15 +430,22 @@ __device__ unsigned int shared_address(const void *p)
     return (unsigned int)__cvta_generic_to_shared(p);
 }
 
-// An mbarrier for one phase that completes when `bytes` have arrived.
-__device__ void mbarrier_expect(unsigned long long *bar, unsigned int bytes)
+// An mbarrier for one phase, one arrival (thread 0's, by mbarrier_expect_bytes).
+__device__ void mbarrier_init(unsigned long long *bar)
 {
 #if __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(shared_address(bar)));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
-                 "r"(bytes) : "memory");
     // Visible to the copy engine and to the cluster's other blocks.
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// The phase completes when `bytes` have arrived (bulk copies may land first).
+__device__ void mbarrier_expect_bytes(unsigned long long *bar, unsigned int bytes)
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_address(bar)),
+                 "r"(bytes) : "memory");
 #endif
 }
 
@@ -537,10 +544,14 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
     unsigned int packs = bytes / 16, pairs = blocks * WARPS_PER_BLOCK;
 
     if (t == 0) {
-        mbarrier_expect(&s_loaded, bytes);
-        mbarrier_expect(&s_pushed, pairs * sizeof(float2));
+        mbarrier_init(&s_loaded);
+        mbarrier_init(&s_pushed);
     }
     __syncthreads();
+    if (t == 0) {   // after the barrier: racecheck warned when one thread did both at once
+        mbarrier_expect_bytes(&s_loaded, bytes);
+        mbarrier_expect_bytes(&s_pushed, pairs * sizeof(float2));
+    }
     cluster.barrier_arrive();   // this block's mbarrier is ready for the others' pairs
     if (warp == 0)   // the copies, CHUNK bytes each, spread over the warp's lanes
         for (unsigned int b = lane * CHUNK; b < bytes; b += WARP_SIZE * CHUNK)
