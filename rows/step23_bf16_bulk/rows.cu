@@ -529,7 +529,7 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
     if (t == 0)
         mbarrier_init(&s_loaded);
     __syncthreads();
-    if (t == 0)   // after the barrier: racecheck warned when one thread did both at once
+    if (t == 0)   // after the barrier: racecheck warned when thread 0 did both before it
         mbarrier_expect_bytes(&s_loaded, bytes);
     if (warp == 0)   // the copies, CHUNK bytes each, spread over the warp's lanes
         for (unsigned int b = lane * CHUNK; b < bytes; b += WARP_SIZE * CHUNK)

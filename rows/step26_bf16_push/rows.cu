@@ -548,7 +548,7 @@ softmax_bulk_kernel(const __nv_bfloat16 *g_x, __nv_bfloat16 *g_y, unsigned int c
         mbarrier_init(&s_pushed);
     }
     __syncthreads();
-    if (t == 0) {   // after the barrier: racecheck warned when one thread did both at once
+    if (t == 0) {   // after the barrier: racecheck warned when thread 0 did both before it
         mbarrier_expect_bytes(&s_loaded, bytes);
         mbarrier_expect_bytes(&s_pushed, pairs * sizeof(float2));
     }
